@@ -1,0 +1,117 @@
+# qsptop: `top` for lock contention.
+#   make          build build/qsptop and build/libqsptop.so
+#   make check    build and run every test
+#   make demo     run qsptop on the bundled contention demo
+#   make install  install under $(PREFIX)
+
+PREFIX  ?= /usr/local
+BUILD   := build
+CC      ?= cc
+
+# Build dependencies: pkg-config name -> Debian package.
+PKGS    := ncursesw libunwind libcjson libdw libelf
+DEB_ncursesw := libncurses-dev
+DEB_libunwind := libunwind-dev
+DEB_libcjson := libcjson-dev
+DEB_libdw := libdw-dev
+DEB_libelf := libelf-dev
+
+WARN    := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
+	   -Wformat=2 -Wno-format-nonliteral
+ifeq ($(CI),true)
+WARN    += -Werror
+endif
+CFLAGS  ?= -O2 -g
+ALL_CFLAGS = -std=c11 -D_GNU_SOURCE -fPIC $(WARN) $(CFLAGS) \
+	     -DQSPTOP_PREFIX='"$(PREFIX)"'
+# Expanded when a recipe runs, after the dependency step has run.
+PKG_CFLAGS = $(shell pkg-config --cflags libcjson libdw ncursesw)
+PKG_LIBS   = $(shell pkg-config --libs libcjson libdw libelf ncursesw)
+
+COMMON_SRC    := $(wildcard common/*.c)
+COLLECTOR_SRC := $(wildcard collector/*.c)
+TUI_SRC       := $(wildcard tui/*.c)
+TUI_LIB_SRC   := $(filter-out tui/main.c,$(TUI_SRC))
+UNIT_SRC      := $(wildcard tests/unit/test_*.c)
+WORKLOAD_SRC  := $(wildcard tests/workloads/*.c)
+INTEG_SRC     := $(wildcard tests/integration/*.c)
+
+obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
+COMMON_OBJ    := $(call obj,$(COMMON_SRC))
+COLLECTOR_OBJ := $(call obj,$(COLLECTOR_SRC))
+TUI_LIB_OBJ   := $(call obj,$(TUI_LIB_SRC))
+UNIT_BIN      := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
+WORKLOAD_BIN  := $(patsubst tests/workloads/%.c,$(BUILD)/tests/wl_%,$(WORKLOAD_SRC))
+INTEG_BIN     := $(patsubst tests/integration/%.c,$(BUILD)/tests/%,$(INTEG_SRC))
+DEPS_STAMP    := $(BUILD)/.deps-ok
+
+.PHONY: all check demo install clean deps
+all: $(BUILD)/qsptop $(BUILD)/libqsptop.so
+
+# Install missing -dev packages when root; otherwise say exactly what to run.
+deps: $(DEPS_STAMP)
+$(DEPS_STAMP):
+	@missing=""; \
+	command -v pkg-config >/dev/null 2>&1 || missing="pkg-config"; \
+	for p in $(PKGS); do \
+	  pkg-config --exists $$p 2>/dev/null || case $$p in \
+	    ncursesw) missing="$$missing $(DEB_ncursesw)";; \
+	    libunwind) missing="$$missing $(DEB_libunwind)";; \
+	    libcjson) missing="$$missing $(DEB_libcjson)";; \
+	    libdw) missing="$$missing $(DEB_libdw)";; \
+	    libelf) missing="$$missing $(DEB_libelf)";; \
+	  esac; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    echo "installing build dependencies:$$missing"; \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y $$missing || \
+	    { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y $$missing; } || exit 1; \
+	  else \
+	    echo "missing build dependencies; run: sudo apt-get install -y$$missing" >&2; exit 1; \
+	  fi; \
+	fi
+	@mkdir -p $(BUILD) && touch $@
+
+$(BUILD)/obj/%.o: %.c | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(PKG_CFLAGS) -MMD -MP -c $< -o $@
+
+# The collector lives in someone else's process: hidden symbols except the
+# hooks, initial-exec TLS (it may be dlopen'ed), no dependency on our TUI.
+$(BUILD)/obj/collector/%.o: ALL_CFLAGS += -fvisibility=hidden -ftls-model=initial-exec
+$(BUILD)/libqsptop.so: $(COLLECTOR_OBJ) $(COMMON_OBJ)
+	$(CC) -shared -Wl,-z,now -Wl,-z,relro -o $@ $^ -ldl -lpthread
+
+$(BUILD)/qsptop: $(BUILD)/obj/tui/main.o $(TUI_LIB_OBJ) $(COMMON_OBJ)
+	$(CC) -o $@ $^ $(PKG_LIBS) -lm
+
+# Unit tests link the front-end and common modules directly.
+$(BUILD)/tests/%: tests/unit/%.c $(TUI_LIB_OBJ) $(COMMON_OBJ) | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(PKG_CFLAGS) -o $@ $^ $(PKG_LIBS) -lm
+
+# Workloads: -g so call sites resolve to file:line, -O1 keeps them readable.
+$(BUILD)/tests/wl_%: tests/workloads/%.c | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -D_GNU_SOURCE -g -O1 -fno-inline -Wall -o $@ $< -lpthread
+
+$(BUILD)/tests/%: tests/integration/%.c | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(PKG_CFLAGS) -o $@ $< $(PKG_LIBS)
+
+check: all $(UNIT_BIN) $(WORKLOAD_BIN) $(INTEG_BIN)
+	@tests/run $(BUILD)
+
+demo: all $(BUILD)/tests/wl_demo
+	$(BUILD)/qsptop -b -d 0.5 -n 6 -- $(BUILD)/tests/wl_demo 3
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/qsptop
+	install -m 755 $(BUILD)/qsptop $(DESTDIR)$(PREFIX)/bin/qsptop
+	install -m 644 $(BUILD)/libqsptop.so $(DESTDIR)$(PREFIX)/lib/qsptop/libqsptop.so
+
+clean:
+	rm -rf $(BUILD)
+
+-include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

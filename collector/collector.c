@@ -1,0 +1,142 @@
+/*
+ * Start-up, fork and exit of the collector.
+ *
+ * The constructor resolves the real functions, starts the collector thread
+ * and returns: it runs under the loader lock and must not wait. At exit the
+ * destructor asks the thread for a final flush, with a bounded wait, so the
+ * counts are exact and a dead qsptop never hangs the program.
+ */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "collector.h"
+#include "hooks.h"
+#include "server.h"
+#include "table.h"
+
+#define FINAL_FLUSH_MS 5000
+
+enum thread_state { THREAD_NONE, THREAD_STARTING, THREAD_RUNNING, THREAD_FAILED };
+
+static int recording;
+static int thread_state;
+static int launch_fd = -1;
+
+bool collector_recording(void)
+{
+	return __atomic_load_n(&recording, __ATOMIC_RELAXED);
+}
+
+/* Create the collector thread with every signal blocked: the host's
+ * signals must keep going to the host's threads. */
+static void start_thread(void)
+{
+	sigset_t all, old;
+	pthread_t thread;
+	int rc;
+
+	if (server_prepare(launch_fd) < 0) {
+		__atomic_store_n(&thread_state, THREAD_FAILED, __ATOMIC_RELEASE);
+		return;
+	}
+	launch_fd = -1;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	rc = pthread_create(&thread, NULL, server_main, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc != 0) {
+		__atomic_store_n(&thread_state, THREAD_FAILED, __ATOMIC_RELEASE);
+		return;
+	}
+	pthread_setname_np(thread, "qsptop");
+	pthread_detach(thread);
+	__atomic_store_n(&thread_state, THREAD_RUNNING, __ATOMIC_RELEASE);
+}
+
+void collector_thread_started(void)
+{
+	int none = THREAD_NONE;
+
+	if (__atomic_load_n(&thread_state, __ATOMIC_ACQUIRE) == THREAD_NONE &&
+	    __atomic_compare_exchange_n(&thread_state, &none, THREAD_STARTING,
+					false, __ATOMIC_ACQ_REL,
+					__ATOMIC_RELAXED))
+		start_thread();
+}
+
+/* The connection qsptop passed down when it launched us, or -1. */
+static int take_launch_fd(void)
+{
+	const char *s = getenv("QSPTOP_FD");
+	char *end;
+	long fd;
+
+	if (s == NULL)
+		return -1;
+	fd = strtol(s, &end, 10);
+	unsetenv("QSPTOP_FD");
+	return (*end == '\0' && fd > 2 && fd < 65536) ? (int)fd : -1;
+}
+
+/*
+ * Remove this library from LD_PRELOAD so that programs the target execs
+ * run without it, unless QSPTOP_FOLLOW_EXEC asks otherwise.
+ */
+static void strip_preload(void)
+{
+	const char *preload = getenv("LD_PRELOAD");
+	char *copy, *tok, *save, *out;
+	Dl_info self;
+
+	if (preload == NULL || getenv("QSPTOP_FOLLOW_EXEC") ||
+	    !dladdr((void *)strip_preload, &self) || self.dli_fname == NULL)
+		return;
+	copy = strdup(preload);
+	out = calloc(1, strlen(preload) + 1);
+	if (copy && out) {
+		for (tok = strtok_r(copy, " :", &save); tok;
+		     tok = strtok_r(NULL, " :", &save)) {
+			if (strcmp(tok, self.dli_fname) == 0)
+				continue;
+			if (*out)
+				strcat(out, ":");
+			strcat(out, tok);
+		}
+		if (*out)
+			setenv("LD_PRELOAD", out, 1);
+		else
+			unsetenv("LD_PRELOAD");
+	}
+	free(copy);
+	free(out);
+}
+
+/* The child of fork() starts over: no counts, no sessions, no thread. */
+static void on_fork_child(void)
+{
+	table_forget_all();
+	server_forget();
+	launch_fd = -1;
+	__atomic_store_n(&thread_state, THREAD_NONE, __ATOMIC_RELEASE);
+}
+
+__attribute__((constructor)) static void collector_init(void)
+{
+	if (hooks_resolve() < 0)
+		return;
+	table_init();
+	launch_fd = take_launch_fd();
+	strip_preload();
+	pthread_atfork(NULL, NULL, on_fork_child);
+	__atomic_store_n(&recording, 1, __ATOMIC_RELEASE);
+	collector_thread_started();
+}
+
+__attribute__((destructor)) static void collector_fini(void)
+{
+	if (__atomic_load_n(&thread_state, __ATOMIC_ACQUIRE) == THREAD_RUNNING)
+		server_finish(FINAL_FLUSH_MS);
+}

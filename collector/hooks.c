@@ -1,0 +1,338 @@
+/*
+ * The interposed pthread functions.
+ *
+ * Every lock-like call tries the lock first. When that succeeds, the only
+ * work is one counter bump in the calling thread's own table: no clock, no
+ * syscall, no allocation, no write another thread makes. Only a busy lock
+ * pays for two clock reads and the wait bookkeeping.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <time.h>
+
+#include "hooks.h"
+#include "table.h"
+
+#define EXPORT __attribute__((visibility("default")))
+#define CALLER ((uint64_t)(uintptr_t)__builtin_return_address(0))
+#define unlikely(x) __builtin_expect(!!(x), 0)
+
+struct real_functions real;
+
+/* One entry of the table of hooked functions; resolved by hooks_resolve(). */
+struct hooked {
+	const char *name;
+	const char *version;	/* NULL: the default version */
+	void **slot;
+};
+
+#define HOOK(field, name, version) { name, version, (void **)&real.field }
+static const struct hooked hooked[] = {
+	HOOK(mutex_lock, "pthread_mutex_lock", NULL),
+	HOOK(mutex_trylock, "pthread_mutex_trylock", NULL),
+	HOOK(mutex_timedlock, "pthread_mutex_timedlock", NULL),
+	HOOK(mutex_clocklock, "pthread_mutex_clocklock", NULL),
+	HOOK(rwlock_rdlock, "pthread_rwlock_rdlock", NULL),
+	HOOK(rwlock_wrlock, "pthread_rwlock_wrlock", NULL),
+	HOOK(rwlock_tryrdlock, "pthread_rwlock_tryrdlock", NULL),
+	HOOK(rwlock_trywrlock, "pthread_rwlock_trywrlock", NULL),
+	HOOK(rwlock_timedrdlock, "pthread_rwlock_timedrdlock", NULL),
+	HOOK(rwlock_timedwrlock, "pthread_rwlock_timedwrlock", NULL),
+	HOOK(rwlock_clockrdlock, "pthread_rwlock_clockrdlock", NULL),
+	HOOK(rwlock_clockwrlock, "pthread_rwlock_clockwrlock", NULL),
+	HOOK(spin_lock, "pthread_spin_lock", NULL),
+	HOOK(spin_trylock, "pthread_spin_trylock", NULL),
+	/*
+	 * Plain dlsym may hand back the pre-2.3.2 condvar ABI; every caller a
+	 * modern toolchain links binds the 2.3.2 one.
+	 */
+	HOOK(cond_wait, "pthread_cond_wait", "GLIBC_2.3.2"),
+	HOOK(cond_timedwait, "pthread_cond_timedwait", "GLIBC_2.3.2"),
+	HOOK(cond_clockwait, "pthread_cond_clockwait", NULL),
+};
+
+int hooks_resolve(void)
+{
+	int missing = 0;
+
+	for (size_t i = 0; i < sizeof(hooked) / sizeof(hooked[0]); i++) {
+		const struct hooked *h = &hooked[i];
+		void *p = h->version ? dlvsym(RTLD_NEXT, h->name, h->version)
+				     : dlsym(RTLD_NEXT, h->name);
+
+		if (p == NULL)
+			missing++;
+		__atomic_store_n(h->slot, p, __ATOMIC_RELEASE);
+	}
+	return missing ? -1 : 0;
+}
+
+/* Resolve on first use when a hook runs before the library constructor. */
+#define REAL(field)                                                        \
+	(unlikely(real.field == NULL) ? (hooks_resolve(), real.field)     \
+				      : real.field)
+
+static inline uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Count an acquisition that did not wait. */
+static inline void count_free(uint64_t site, const void *obj,
+			      enum lock_type type)
+{
+	struct entry *e = table_find(site, (uintptr_t)obj, type);
+
+	if (e)
+		table_add(&e->acquisitions, 1);
+}
+
+/* Count a trylock that found the lock busy. */
+static void count_busy(uint64_t site, const void *obj, enum lock_type type)
+{
+	struct entry *e = table_find(site, (uintptr_t)obj, type);
+
+	if (e)
+		table_add(&e->failed, 1);
+}
+
+/* The longest wait of the collector's current epoch, for interval maxima. */
+static void note_max(struct entry *e, uint64_t ns)
+{
+	uint32_t epoch = __atomic_load_n(&table_epoch, __ATOMIC_RELAXED);
+
+	if (ns > e->max_wait_ns)
+		table_store(&e->max_wait_ns, ns);
+	if (e->max_epoch != epoch) {
+		table_store(&e->epoch_max_ns, ns);
+		__atomic_store_n(&e->max_epoch, epoch, __ATOMIC_RELAXED);
+	} else if (ns > e->epoch_max_ns) {
+		table_store(&e->epoch_max_ns, ns);
+	}
+}
+
+/*
+ * Account a call that blocked since t0 and returned rc. A wait that ended
+ * without the lock (timeout, error) counts as failed but its time is still
+ * time the thread waited.
+ */
+static void count_wait(uint64_t site, const void *obj, enum lock_type type,
+		       int rc, uint64_t t0)
+{
+	uint64_t ns = now_ns() - t0;
+	int saved_errno = errno;
+	struct entry *e = table_find(site, (uintptr_t)obj, type);
+
+	if (e) {
+		if (rc == 0 || rc == EOWNERDEAD) {
+			table_add(&e->acquisitions, 1);
+			table_add(&e->contended, 1);
+		} else {
+			table_add(&e->failed, 1);
+		}
+		table_add(&e->wait_ns, ns);
+		table_add(&e->hist[hist_bucket(ns)], 1);
+		note_max(e, ns);
+	}
+	errno = saved_errno;
+}
+
+/* A try result that ends the call: acquired, or an error other than busy. */
+static inline int try_settles(int rc)
+{
+	return rc != EBUSY;
+}
+
+EXPORT int pthread_mutex_lock(pthread_mutex_t *m)
+{
+	int rc = REAL(mutex_trylock)(m);
+	uint64_t t0;
+
+	if (try_settles(rc)) {
+		if (rc == 0 || rc == EOWNERDEAD)
+			count_free(CALLER, m, LOCK_MUTEX);
+		return rc;
+	}
+	t0 = now_ns();
+	rc = REAL(mutex_lock)(m);
+	count_wait(CALLER, m, LOCK_MUTEX, rc, t0);
+	return rc;
+}
+
+EXPORT int pthread_mutex_trylock(pthread_mutex_t *m)
+{
+	int rc = REAL(mutex_trylock)(m);
+
+	if (rc == 0 || rc == EOWNERDEAD)
+		count_free(CALLER, m, LOCK_MUTEX);
+	else if (rc == EBUSY)
+		count_busy(CALLER, m, LOCK_MUTEX);
+	return rc;
+}
+
+EXPORT int pthread_mutex_timedlock(pthread_mutex_t *m,
+				   const struct timespec *abstime)
+{
+	int rc = REAL(mutex_trylock)(m);
+	uint64_t t0;
+
+	if (try_settles(rc)) {
+		if (rc == 0 || rc == EOWNERDEAD)
+			count_free(CALLER, m, LOCK_MUTEX);
+		return rc;
+	}
+	t0 = now_ns();
+	rc = REAL(mutex_timedlock)(m, abstime);
+	count_wait(CALLER, m, LOCK_MUTEX, rc, t0);
+	return rc;
+}
+
+EXPORT int pthread_mutex_clocklock(pthread_mutex_t *m, clockid_t clock,
+				   const struct timespec *abstime)
+{
+	int rc = REAL(mutex_trylock)(m);
+	uint64_t t0;
+
+	if (try_settles(rc)) {
+		if (rc == 0 || rc == EOWNERDEAD)
+			count_free(CALLER, m, LOCK_MUTEX);
+		return rc;
+	}
+	t0 = now_ns();
+	rc = REAL(mutex_clocklock)(m, clock, abstime);
+	count_wait(CALLER, m, LOCK_MUTEX, rc, t0);
+	return rc;
+}
+
+/*
+ * The rwlock and spinlock hooks share one shape: try, else time the
+ * blocking call. TRY_THEN_WAIT spells it once for all of them.
+ */
+#define TRY_THEN_WAIT(try_call, wait_call, obj, type)                      \
+	do {                                                               \
+		int rc_ = try_call;                                        \
+		uint64_t t0_;                                              \
+		if (try_settles(rc_)) {                                    \
+			if (rc_ == 0)                                      \
+				count_free(CALLER, obj, type);             \
+			return rc_;                                        \
+		}                                                          \
+		t0_ = now_ns();                                            \
+		rc_ = wait_call;                                           \
+		count_wait(CALLER, obj, type, rc_, t0_);                   \
+		return rc_;                                                \
+	} while (0)
+
+/* A trylock hook: count the acquisition or the busy lock. */
+#define TRY_ONLY(try_call, obj, type)                                      \
+	do {                                                               \
+		int rc_ = try_call;                                        \
+		if (rc_ == 0)                                              \
+			count_free(CALLER, obj, type);                     \
+		else if (rc_ == EBUSY)                                     \
+			count_busy(CALLER, obj, type);                     \
+		return rc_;                                                \
+	} while (0)
+
+EXPORT int pthread_rwlock_rdlock(pthread_rwlock_t *l)
+{
+	TRY_THEN_WAIT(REAL(rwlock_tryrdlock)(l), REAL(rwlock_rdlock)(l),
+		      l, LOCK_RWLOCK_READ);
+}
+
+EXPORT int pthread_rwlock_wrlock(pthread_rwlock_t *l)
+{
+	TRY_THEN_WAIT(REAL(rwlock_trywrlock)(l), REAL(rwlock_wrlock)(l),
+		      l, LOCK_RWLOCK_WRITE);
+}
+
+EXPORT int pthread_rwlock_tryrdlock(pthread_rwlock_t *l)
+{
+	TRY_ONLY(REAL(rwlock_tryrdlock)(l), l, LOCK_RWLOCK_READ);
+}
+
+EXPORT int pthread_rwlock_trywrlock(pthread_rwlock_t *l)
+{
+	TRY_ONLY(REAL(rwlock_trywrlock)(l), l, LOCK_RWLOCK_WRITE);
+}
+
+EXPORT int pthread_rwlock_timedrdlock(pthread_rwlock_t *l,
+				      const struct timespec *abstime)
+{
+	TRY_THEN_WAIT(REAL(rwlock_tryrdlock)(l),
+		      REAL(rwlock_timedrdlock)(l, abstime), l, LOCK_RWLOCK_READ);
+}
+
+EXPORT int pthread_rwlock_timedwrlock(pthread_rwlock_t *l,
+				      const struct timespec *abstime)
+{
+	TRY_THEN_WAIT(REAL(rwlock_trywrlock)(l),
+		      REAL(rwlock_timedwrlock)(l, abstime), l, LOCK_RWLOCK_WRITE);
+}
+
+EXPORT int pthread_rwlock_clockrdlock(pthread_rwlock_t *l, clockid_t clock,
+				      const struct timespec *abstime)
+{
+	TRY_THEN_WAIT(REAL(rwlock_tryrdlock)(l),
+		      REAL(rwlock_clockrdlock)(l, clock, abstime), l,
+		      LOCK_RWLOCK_READ);
+}
+
+EXPORT int pthread_rwlock_clockwrlock(pthread_rwlock_t *l, clockid_t clock,
+				      const struct timespec *abstime)
+{
+	TRY_THEN_WAIT(REAL(rwlock_trywrlock)(l),
+		      REAL(rwlock_clockwrlock)(l, clock, abstime), l,
+		      LOCK_RWLOCK_WRITE);
+}
+
+EXPORT int pthread_spin_lock(pthread_spinlock_t *l)
+{
+	TRY_THEN_WAIT(REAL(spin_trylock)(l), REAL(spin_lock)(l),
+		      (const void *)l, LOCK_SPIN);
+}
+
+EXPORT int pthread_spin_trylock(pthread_spinlock_t *l)
+{
+	TRY_ONLY(REAL(spin_trylock)(l), (const void *)l, LOCK_SPIN);
+}
+
+/*
+ * A condvar wait always blocks: every call is an acquisition that waited,
+ * timed from the call until the mutex is held again (libc re-takes it
+ * internally, out of our sight). A timeout counts as failed.
+ */
+EXPORT int pthread_cond_wait(pthread_cond_t *c, pthread_mutex_t *m)
+{
+	uint64_t t0 = now_ns();
+	int rc = REAL(cond_wait)(c, m);
+
+	count_wait(CALLER, c, LOCK_CONDVAR, rc, t0);
+	return rc;
+}
+
+EXPORT int pthread_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m,
+				  const struct timespec *abstime)
+{
+	uint64_t t0 = now_ns();
+	int rc = REAL(cond_timedwait)(c, m, abstime);
+
+	count_wait(CALLER, c, LOCK_CONDVAR, rc, t0);
+	return rc;
+}
+
+EXPORT int pthread_cond_clockwait(pthread_cond_t *c, pthread_mutex_t *m,
+				  clockid_t clock,
+				  const struct timespec *abstime)
+{
+	uint64_t t0 = now_ns();
+	int rc = REAL(cond_clockwait)(c, m, clock, abstime);
+
+	count_wait(CALLER, c, LOCK_CONDVAR, rc, t0);
+	return rc;
+}

@@ -1,0 +1,405 @@
+/*
+ * The collector thread: it listens on the target's socket, scans the thread
+ * tables every interval, feeds each connected qsptop, and on process exit
+ * delivers the final counts before the process is gone.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <semaphore.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../common/proto.h"
+#include "../common/sockpath.h"
+#include "modules.h"
+#include "rows.h"
+#include "server.h"
+#include "session.h"
+#include "table.h"
+
+#define MAX_SESSIONS 8
+#define DEFAULT_INTERVAL_MS 1000
+/* Scan at least this often, to recycle tables of exited threads. */
+#define IDLE_SCAN_NS (1000ull * 1000000)
+#define FINAL_WRITE_MS 3000
+
+static struct server {
+	int listen_fd;
+	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	int wake[2];
+	int launch_fd;
+	int finishing;
+	sem_t finished;
+	struct proto_hello hello;
+	struct session *sessions[MAX_SESSIONS];
+	struct rows rows;
+	struct modules modules;
+	uint64_t seq;
+	uint64_t last_scan_ns;
+} srv = { .listen_fd = -1, .wake = { -1, -1 }, .launch_fd = -1 };
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t realtime_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* The target's command line, arguments joined by spaces. */
+static void read_command(char *out, size_t size)
+{
+	int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd < 0 ? -1 : read(fd, out, size - 1);
+
+	if (fd >= 0)
+		close(fd);
+	if (n <= 0)
+		n = 0;
+	out[n] = '\0';
+	for (ssize_t i = 0; n > 0 && i < n - 1; i++) {
+		if (out[i] == '\0')
+			out[i] = ' ';
+	}
+}
+
+static void fill_hello(int launched)
+{
+	struct proto_hello *h = &srv.hello;
+
+	memset(h, 0, sizeof(*h));
+	h->magic = PROTO_MAGIC;
+	h->version = PROTO_VERSION;
+	h->mode = launched ? MODE_LAUNCH : MODE_PRELOAD;
+	h->pid = (uint32_t)getpid();
+	h->interval_ms = DEFAULT_INTERVAL_MS;
+	h->start_realtime_ns = realtime_ns();
+	h->start_monotonic_ns = now_ns();
+	read_command(h->command, sizeof(h->command));
+	snprintf(h->collector_version, sizeof(h->collector_version), "%s",
+		 QSPTOP_VERSION);
+}
+
+/*
+ * Listen on the per-user socket. The directory must be ours and private,
+ * or we do not listen at all: someone else's directory could hand our
+ * counts, or our clients, to them.
+ */
+static void open_listener(void)
+{
+	struct sockaddr_un addr = { .sun_family = AF_UNIX };
+	char dir[sizeof(addr.sun_path)];
+	int fd;
+
+	if (sockpath_dir(dir, sizeof(dir), geteuid()) < 0 ||
+	    sockpath_make_private(dir) < 0 ||
+	    sockpath_socket(srv.path, sizeof(srv.path), geteuid(), getpid()) < 0)
+		return;
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return;
+	strcpy(addr.sun_path, srv.path);
+	unlink(srv.path);
+	if (bind(fd, (struct sockaddr *)&addr, sizeof(addr)) < 0 ||
+	    chmod(srv.path, 0600) < 0 || listen(fd, 8) < 0) {
+		close(fd);
+		srv.path[0] = '\0';
+		return;
+	}
+	srv.listen_fd = fd;
+}
+
+static void add_session(int fd)
+{
+	for (int i = 0; i < MAX_SESSIONS; i++) {
+		if (srv.sessions[i] == NULL) {
+			srv.sessions[i] = session_new(fd, &srv.hello, now_ns());
+			if (srv.sessions[i] == NULL)
+				close(fd);
+			else
+				session_write(srv.sessions[i]);
+			return;
+		}
+	}
+	close(fd);
+}
+
+/* Accept a connection from the same user or root; drop anyone else. */
+static void accept_one(void)
+{
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+	int fd = accept4(srv.listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+
+	if (fd < 0)
+		return;
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 ||
+	    (cred.uid != geteuid() && cred.uid != 0)) {
+		close(fd);
+		return;
+	}
+	add_session(fd);
+}
+
+static void end_session(int i)
+{
+	session_free(srv.sessions[i]);
+	srv.sessions[i] = NULL;
+}
+
+static struct proto_tick make_tick(uint64_t now)
+{
+	struct proto_tick t = {
+		.seq = ++srv.seq,
+		.monotonic_ns = now,
+		.threads_seen = table_threads_seen(),
+		.threads_live = srv.rows.threads_live,
+		.dropped = srv.rows.dropped,
+	};
+	return t;
+}
+
+/* Scan the tables and queue updates for the sessions that are due. */
+static void scan_and_update(uint64_t now, bool force)
+{
+	struct proto_tick tick;
+
+	rows_scan(&srv.rows);
+	modules_refresh(&srv.modules);
+	srv.last_scan_ns = now;
+	tick = make_tick(now);
+	for (int i = 0; i < MAX_SESSIONS; i++) {
+		struct session *s = srv.sessions[i];
+
+		if (s == NULL)
+			continue;
+		session_note_scan(s, &srv.rows);
+		session_update(s, &srv.rows, &srv.modules, &tick, force);
+		if (!session_write(s))
+			end_session(i);
+	}
+}
+
+/* When the next scan is due: the earliest session, or the idle rescan. */
+static int poll_timeout_ms(uint64_t now)
+{
+	uint64_t next = srv.last_scan_ns + IDLE_SCAN_NS;
+
+	for (int i = 0; i < MAX_SESSIONS; i++) {
+		const struct session *s = srv.sessions[i];
+
+		if (s && s->greeted && s->out.len == 0 && s->due_ns < next)
+			next = s->due_ns;
+	}
+	return next <= now ? 0 : (int)((next - now + 999999) / 1000000);
+}
+
+static bool scan_due(uint64_t now)
+{
+	if (now >= srv.last_scan_ns + IDLE_SCAN_NS)
+		return true;
+	for (int i = 0; i < MAX_SESSIONS; i++) {
+		const struct session *s = srv.sessions[i];
+
+		if (s && s->greeted && s->out.len == 0 && now >= s->due_ns)
+			return true;
+	}
+	return false;
+}
+
+/* Read, write and expire sessions after poll(). */
+static void service_sessions(const struct pollfd *pfd, int first)
+{
+	uint64_t now = now_ns();
+
+	for (int i = 0; i < MAX_SESSIONS; i++) {
+		struct session *s = srv.sessions[i];
+		short ev;
+
+		if (s == NULL)
+			continue;
+		ev = pfd[first + i].fd == s->fd ? pfd[first + i].revents : 0;
+		if (((ev & (POLLIN | POLLHUP | POLLERR)) || !s->greeted) &&
+		    !session_read(s, now)) {
+			end_session(i);
+			continue;
+		}
+		if (!session_write(s))
+			end_session(i);
+	}
+}
+
+/* One round of the loop: wait, then accept, read, write and scan. */
+static void serve_once(void)
+{
+	struct pollfd pfd[2 + MAX_SESSIONS];
+	uint64_t now = now_ns();
+	char drain[64];
+
+	pfd[0] = (struct pollfd){ .fd = srv.wake[0], .events = POLLIN };
+	pfd[1] = (struct pollfd){ .fd = srv.listen_fd, .events = POLLIN };
+	for (int i = 0; i < MAX_SESSIONS; i++) {
+		const struct session *s = srv.sessions[i];
+
+		pfd[2 + i] = (struct pollfd){ .fd = s ? s->fd : -1,
+			.events = (short)(POLLIN | (s && s->out.len ? POLLOUT : 0)) };
+	}
+	if (poll(pfd, 2 + MAX_SESSIONS, poll_timeout_ms(now)) < 0)
+		return;
+	if (pfd[0].revents & POLLIN)
+		while (read(srv.wake[0], drain, sizeof(drain)) > 0)
+			;
+	if (pfd[1].revents & POLLIN)
+		accept_one();
+	service_sessions(pfd, 2);
+	now = now_ns();
+	if (scan_due(now))
+		scan_and_update(now, false);
+}
+
+/* Write everything queued, blocking up to a deadline. */
+static void drain_sessions(uint64_t deadline)
+{
+	for (;;) {
+		struct pollfd pfd[MAX_SESSIONS];
+		int n = 0;
+		uint64_t now = now_ns();
+
+		for (int i = 0; i < MAX_SESSIONS; i++) {
+			struct session *s = srv.sessions[i];
+
+			if (s && s->out.len > 0)
+				pfd[n++] = (struct pollfd){ .fd = s->fd, .events = POLLOUT };
+		}
+		if (n == 0 || now >= deadline)
+			return;
+		poll(pfd, (nfds_t)n, (int)((deadline - now) / 1000000) + 1);
+		for (int i = 0; i < MAX_SESSIONS; i++) {
+			if (srv.sessions[i])
+				session_write(srv.sessions[i]);
+		}
+	}
+}
+
+/* The process is exiting: final counts and goodbye to every session. */
+static void finish(void)
+{
+	uint64_t now = now_ns();
+
+	for (int i = 0; i < MAX_SESSIONS; i++) {
+		if (srv.sessions[i] && !session_read(srv.sessions[i], now))
+			end_session(i);
+	}
+	scan_and_update(now, true);
+	for (int i = 0; i < MAX_SESSIONS; i++) {
+		if (srv.sessions[i])
+			session_goodbye(srv.sessions[i], GOODBYE_EXIT);
+	}
+	drain_sessions(now + FINAL_WRITE_MS * 1000000ull);
+	for (int i = 0; i < MAX_SESSIONS; i++) {
+		if (srv.sessions[i])
+			end_session(i);
+	}
+	if (srv.listen_fd >= 0) {
+		close(srv.listen_fd);
+		unlink(srv.path);
+		srv.listen_fd = -1;
+	}
+}
+
+/* Greet the world: the socket, and the qsptop that launched us. */
+static void start_serving(void)
+{
+	fill_hello(srv.launch_fd >= 0);
+	open_listener();
+	if (srv.launch_fd >= 0) {
+		fcntl(srv.launch_fd, F_SETFD, FD_CLOEXEC);
+		fcntl(srv.launch_fd, F_SETFL,
+		      fcntl(srv.launch_fd, F_GETFL) | O_NONBLOCK);
+		add_session(srv.launch_fd);
+		srv.launch_fd = -1;
+	}
+}
+
+void *server_main(void *arg)
+{
+	(void)arg;
+	tls_table = TABLE_OFF;
+	start_serving();
+	srv.last_scan_ns = now_ns();
+	while (!__atomic_load_n(&srv.finishing, __ATOMIC_ACQUIRE))
+		serve_once();
+	finish();
+	sem_post(&srv.finished);
+	return NULL;
+}
+
+int server_prepare(int launch_fd)
+{
+	if (pipe2(srv.wake, O_CLOEXEC | O_NONBLOCK) < 0)
+		return -1;
+	sem_init(&srv.finished, 0, 0);
+	srv.launch_fd = launch_fd;
+	return 0;
+}
+
+void server_finish(int timeout_ms)
+{
+	struct timespec ts;
+
+	__atomic_store_n(&srv.finishing, 1, __ATOMIC_RELEASE);
+	if (write(srv.wake[1], "x", 1) < 0) {
+		/* The pipe is full: the thread is awake already. */
+	}
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	ts.tv_sec += timeout_ms / 1000;
+	ts.tv_nsec += (timeout_ms % 1000) * 1000000L;
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	while (sem_clockwait(&srv.finished, CLOCK_MONOTONIC, &ts) < 0 &&
+	       errno == EINTR)
+		;
+}
+
+/*
+ * The child side of fork(): the parent's sessions and socket are not ours.
+ * Their memory may be mid-update (another thread was running it), so it is
+ * abandoned, not freed; the descriptors are closed so the parent's clients
+ * do not see a second writer.
+ */
+void server_forget(void)
+{
+	for (int i = 0; i < MAX_SESSIONS; i++) {
+		if (srv.sessions[i])
+			close(srv.sessions[i]->fd);
+		srv.sessions[i] = NULL;
+	}
+	if (srv.listen_fd >= 0)
+		close(srv.listen_fd);
+	close(srv.wake[0]);
+	close(srv.wake[1]);
+	memset(&srv.rows, 0, sizeof(srv.rows));
+	memset(&srv.modules, 0, sizeof(srv.modules));
+	srv.listen_fd = -1;
+	srv.wake[0] = srv.wake[1] = -1;
+	srv.path[0] = '\0';
+	srv.finishing = 0;
+	srv.seq = 0;
+}

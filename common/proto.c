@@ -1,0 +1,458 @@
+/* Encoding and hostile-input decoding of the wire protocol. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "proto.h"
+
+/* Largest DELTA frame the encoder builds before starting another. */
+#define DELTA_FRAME_TARGET (64u * 1024)
+
+/* A bounded reader: every get past the end sets err and yields zeros. */
+struct rbuf {
+	const uint8_t *p;
+	size_t len;
+	size_t off;
+	bool err;
+};
+
+void wbuf_free(struct wbuf *b)
+{
+	free(b->data);
+	*b = (struct wbuf){ 0 };
+}
+
+void wbuf_consume(struct wbuf *b, size_t n)
+{
+	if (n >= b->len) {
+		b->len = 0;
+		return;
+	}
+	memmove(b->data, b->data + n, b->len - n);
+	b->len -= n;
+}
+
+static bool wbuf_reserve(struct wbuf *b, size_t n)
+{
+	size_t cap;
+	uint8_t *p;
+
+	if (b->failed)
+		return false;
+	if (b->len + n <= b->cap)
+		return true;
+	cap = b->cap ? b->cap : 4096;
+	while (cap < b->len + n)
+		cap *= 2;
+	p = realloc(b->data, cap);
+	if (p == NULL) {
+		b->failed = true;
+		return false;
+	}
+	b->data = p;
+	b->cap = cap;
+	return true;
+}
+
+static void put_bytes(struct wbuf *b, const void *p, size_t n)
+{
+	if (!wbuf_reserve(b, n))
+		return;
+	memcpy(b->data + b->len, p, n);
+	b->len += n;
+}
+
+static void put_le(struct wbuf *b, uint64_t v, unsigned size)
+{
+	uint8_t tmp[8];
+
+	for (unsigned i = 0; i < size; i++)
+		tmp[i] = (uint8_t)(v >> (8 * i));
+	put_bytes(b, tmp, size);
+}
+
+static void put_u8(struct wbuf *b, uint8_t v) { put_le(b, v, 1); }
+static void put_u16(struct wbuf *b, uint16_t v) { put_le(b, v, 2); }
+static void put_u32(struct wbuf *b, uint32_t v) { put_le(b, v, 4); }
+static void put_u64(struct wbuf *b, uint64_t v) { put_le(b, v, 8); }
+
+static void put_blob(struct wbuf *b, const void *p, size_t n)
+{
+	if (n > PROTO_STR_MAX)
+		n = PROTO_STR_MAX;
+	put_u16(b, (uint16_t)n);
+	put_bytes(b, p, n);
+}
+
+static void put_str(struct wbuf *b, const char *s)
+{
+	put_blob(b, s, strlen(s));
+}
+
+/* Start a frame; returns the offset of its header for end_frame(). */
+static size_t begin_frame(struct wbuf *b, uint16_t type)
+{
+	size_t off = b->len;
+
+	put_u32(b, 0);
+	put_u16(b, type);
+	put_u16(b, 0);
+	return off;
+}
+
+static void end_frame(struct wbuf *b, size_t off)
+{
+	uint32_t len;
+
+	if (b->failed)
+		return;
+	len = (uint32_t)(b->len - off - PROTO_HEADER_SIZE);
+	for (unsigned i = 0; i < 4; i++)
+		b->data[off + i] = (uint8_t)(len >> (8 * i));
+}
+
+void proto_put_hello(struct wbuf *b, const struct proto_hello *m)
+{
+	size_t off = begin_frame(b, MSG_HELLO);
+
+	put_u32(b, m->magic);
+	put_u16(b, m->version);
+	put_u8(b, m->mode);
+	put_u32(b, m->pid);
+	put_u32(b, m->interval_ms);
+	put_u64(b, m->start_realtime_ns);
+	put_u64(b, m->start_monotonic_ns);
+	put_str(b, m->command);
+	put_str(b, m->collector_version);
+	end_frame(b, off);
+}
+
+void proto_put_client_hello(struct wbuf *b, const struct proto_client_hello *m)
+{
+	size_t off = begin_frame(b, MSG_CLIENT_HELLO);
+
+	put_u32(b, m->magic);
+	put_u16(b, m->version);
+	put_str(b, m->client_version);
+	end_frame(b, off);
+}
+
+void proto_put_module(struct wbuf *b, const struct proto_module *m)
+{
+	size_t off = begin_frame(b, MSG_MODULE);
+
+	put_u64(b, m->base);
+	put_str(b, m->path);
+	put_blob(b, m->build_id, m->build_id_len);
+	end_frame(b, off);
+}
+
+void proto_put_row(struct wbuf *b, const struct proto_row *m)
+{
+	size_t off = begin_frame(b, MSG_ROW);
+
+	put_u32(b, m->id);
+	put_u8(b, m->type);
+	put_u64(b, m->site);
+	put_u64(b, m->object);
+	end_frame(b, off);
+}
+
+void proto_put_tick(struct wbuf *b, const struct proto_tick *m)
+{
+	size_t off = begin_frame(b, MSG_TICK);
+
+	put_u64(b, m->seq);
+	put_u64(b, m->monotonic_ns);
+	put_u32(b, m->threads_seen);
+	put_u32(b, m->threads_live);
+	put_u64(b, m->dropped);
+	end_frame(b, off);
+}
+
+void proto_put_goodbye(struct wbuf *b, const struct proto_goodbye *m)
+{
+	size_t off = begin_frame(b, MSG_GOODBYE);
+
+	put_u8(b, m->reason);
+	end_frame(b, off);
+}
+
+void proto_put_set_interval(struct wbuf *b, uint32_t interval_ms)
+{
+	size_t off = begin_frame(b, MSG_SET_INTERVAL);
+
+	put_u32(b, interval_ms);
+	end_frame(b, off);
+}
+
+void proto_put_detach(struct wbuf *b)
+{
+	end_frame(b, begin_frame(b, MSG_DETACH));
+}
+
+/*
+ * A delta is its row id, five u64 fields, then a u32 mask of the non-empty
+ * histogram buckets and one u64 per set bit: most rows touch few buckets.
+ */
+void proto_put_delta(struct wbuf *b, size_t *frame_off,
+		     const struct proto_delta *m)
+{
+	uint32_t mask = 0;
+
+	if (*frame_off != SIZE_MAX && b->len - *frame_off > DELTA_FRAME_TARGET)
+		proto_close_deltas(b, frame_off);
+	if (*frame_off == SIZE_MAX)
+		*frame_off = begin_frame(b, MSG_DELTA);
+	for (unsigned i = 0; i < HIST_BUCKETS; i++) {
+		if (m->hist[i] != 0)
+			mask |= 1u << i;
+	}
+	put_u32(b, m->row);
+	put_u64(b, m->acquisitions);
+	put_u64(b, m->contended);
+	put_u64(b, m->wait_ns);
+	put_u64(b, m->failed);
+	put_u64(b, m->max_wait_ns);
+	put_u32(b, mask);
+	for (unsigned i = 0; i < HIST_BUCKETS; i++) {
+		if (mask & (1u << i))
+			put_u64(b, m->hist[i]);
+	}
+}
+
+void proto_close_deltas(struct wbuf *b, size_t *frame_off)
+{
+	if (*frame_off == SIZE_MAX)
+		return;
+	end_frame(b, *frame_off);
+	*frame_off = SIZE_MAX;
+}
+
+long proto_split(const uint8_t *buf, size_t len, struct proto_frame *f,
+		 char *err, size_t errlen)
+{
+	uint32_t plen;
+	uint16_t flags;
+
+	if (len < PROTO_HEADER_SIZE)
+		return 0;
+	plen = (uint32_t)buf[0] | (uint32_t)buf[1] << 8 |
+	       (uint32_t)buf[2] << 16 | (uint32_t)buf[3] << 24;
+	flags = (uint16_t)(buf[6] | buf[7] << 8);
+	if (plen > PROTO_MAX_PAYLOAD) {
+		snprintf(err, errlen, "frame of %u bytes exceeds the %u-byte limit",
+			 plen, PROTO_MAX_PAYLOAD);
+		return -1;
+	}
+	if (flags != 0) {
+		snprintf(err, errlen, "frame header has unknown flags 0x%x", flags);
+		return -1;
+	}
+	if (len - PROTO_HEADER_SIZE < plen)
+		return 0;
+	f->type = (uint16_t)(buf[4] | buf[5] << 8);
+	f->payload = buf + PROTO_HEADER_SIZE;
+	f->len = plen;
+	return (long)(PROTO_HEADER_SIZE + plen);
+}
+
+static uint64_t get_le(struct rbuf *r, unsigned size)
+{
+	uint64_t v = 0;
+
+	if (r->err || r->len - r->off < size) {
+		r->err = true;
+		return 0;
+	}
+	for (unsigned i = 0; i < size; i++)
+		v |= (uint64_t)r->p[r->off + i] << (8 * i);
+	r->off += size;
+	return v;
+}
+
+static uint8_t get_u8(struct rbuf *r) { return (uint8_t)get_le(r, 1); }
+static uint16_t get_u16(struct rbuf *r) { return (uint16_t)get_le(r, 2); }
+static uint32_t get_u32(struct rbuf *r) { return (uint32_t)get_le(r, 4); }
+static uint64_t get_u64(struct rbuf *r) { return get_le(r, 8); }
+
+/* Read a blob of at most max bytes into out; returns its length. */
+static size_t get_blob(struct rbuf *r, void *out, size_t max)
+{
+	size_t n = get_u16(r);
+
+	if (r->err || n > max || r->len - r->off < n) {
+		r->err = true;
+		return 0;
+	}
+	memcpy(out, r->p + r->off, n);
+	r->off += n;
+	return n;
+}
+
+/* Read a string; embedded NULs are malformed. */
+static void get_str(struct rbuf *r, char *out, size_t size)
+{
+	size_t n = get_blob(r, out, size - 1);
+
+	out[n] = '\0';
+	if (strlen(out) != n)
+		r->err = true;
+}
+
+static void decode_hello(struct rbuf *r, struct proto_hello *m)
+{
+	m->magic = get_u32(r);
+	m->version = get_u16(r);
+	m->mode = get_u8(r);
+	m->pid = get_u32(r);
+	m->interval_ms = get_u32(r);
+	m->start_realtime_ns = get_u64(r);
+	m->start_monotonic_ns = get_u64(r);
+	get_str(r, m->command, sizeof(m->command));
+	get_str(r, m->collector_version, sizeof(m->collector_version));
+}
+
+static void decode_client_hello(struct rbuf *r, struct proto_client_hello *m)
+{
+	m->magic = get_u32(r);
+	m->version = get_u16(r);
+	get_str(r, m->client_version, sizeof(m->client_version));
+}
+
+static void decode_module(struct rbuf *r, struct proto_module *m)
+{
+	m->base = get_u64(r);
+	get_str(r, m->path, sizeof(m->path));
+	m->build_id_len = (uint16_t)get_blob(r, m->build_id, sizeof(m->build_id));
+}
+
+static void decode_row(struct rbuf *r, struct proto_row *m)
+{
+	m->id = get_u32(r);
+	m->type = get_u8(r);
+	m->site = get_u64(r);
+	m->object = get_u64(r);
+	if (m->type >= LOCK_TYPE_COUNT)
+		r->err = true;
+}
+
+static void decode_tick(struct rbuf *r, struct proto_tick *m)
+{
+	m->seq = get_u64(r);
+	m->monotonic_ns = get_u64(r);
+	m->threads_seen = get_u32(r);
+	m->threads_live = get_u32(r);
+	m->dropped = get_u64(r);
+}
+
+static void decode_delta(struct rbuf *r, struct proto_delta *m)
+{
+	uint32_t mask;
+
+	m->row = get_u32(r);
+	m->acquisitions = get_u64(r);
+	m->contended = get_u64(r);
+	m->wait_ns = get_u64(r);
+	m->failed = get_u64(r);
+	m->max_wait_ns = get_u64(r);
+	mask = get_u32(r);
+	for (unsigned i = 0; i < HIST_BUCKETS; i++)
+		m->hist[i] = (mask & (1u << i)) ? get_u64(r) : 0;
+}
+
+/* Walk a DELTA frame, calling back for each entry when v is not NULL. */
+static void decode_deltas(struct rbuf *r, const struct proto_visitor *v,
+			  void *ctx)
+{
+	struct proto_delta d;
+
+	if (r->len == 0)
+		r->err = true;
+	while (!r->err && r->off < r->len) {
+		decode_delta(r, &d);
+		if (!r->err && v && v->delta)
+			v->delta(ctx, &d);
+	}
+}
+
+/* The message of one frame, decoded before any callback runs. */
+union proto_any {
+	struct proto_hello hello;
+	struct proto_client_hello client_hello;
+	struct proto_module module;
+	struct proto_row row;
+	struct proto_tick tick;
+	struct proto_goodbye goodbye;
+	uint32_t interval_ms;
+};
+
+static void decode_one(struct rbuf *r, uint16_t type, union proto_any *m)
+{
+	switch (type) {
+	case MSG_HELLO: decode_hello(r, &m->hello); break;
+	case MSG_CLIENT_HELLO: decode_client_hello(r, &m->client_hello); break;
+	case MSG_MODULE: decode_module(r, &m->module); break;
+	case MSG_ROW: decode_row(r, &m->row); break;
+	case MSG_TICK: decode_tick(r, &m->tick); break;
+	case MSG_GOODBYE: m->goodbye.reason = get_u8(r); break;
+	case MSG_SET_INTERVAL: m->interval_ms = get_u32(r); break;
+	case MSG_DETACH: break;
+	}
+}
+
+static void dispatch(uint16_t type, const union proto_any *m,
+		     const struct proto_visitor *v, void *ctx)
+{
+	switch (type) {
+	case MSG_HELLO: if (v->hello) v->hello(ctx, &m->hello); break;
+	case MSG_CLIENT_HELLO:
+		if (v->client_hello)
+			v->client_hello(ctx, &m->client_hello);
+		break;
+	case MSG_MODULE: if (v->module) v->module(ctx, &m->module); break;
+	case MSG_ROW: if (v->row) v->row(ctx, &m->row); break;
+	case MSG_TICK: if (v->tick) v->tick(ctx, &m->tick); break;
+	case MSG_GOODBYE: if (v->goodbye) v->goodbye(ctx, &m->goodbye); break;
+	case MSG_SET_INTERVAL:
+		if (v->set_interval)
+			v->set_interval(ctx, m->interval_ms);
+		break;
+	case MSG_DETACH: if (v->detach) v->detach(ctx); break;
+	}
+}
+
+static bool known_type(uint16_t type)
+{
+	return (type >= MSG_HELLO && type <= MSG_GOODBYE) ||
+	       (type >= MSG_CLIENT_HELLO && type <= MSG_DETACH);
+}
+
+int proto_decode(const struct proto_frame *f, const struct proto_visitor *v,
+		 void *ctx, char *err, size_t errlen)
+{
+	struct rbuf r = { .p = f->payload, .len = f->len };
+	union proto_any m;
+
+	if (!known_type(f->type))
+		return 0;
+	if (f->type == MSG_DELTA) {
+		decode_deltas(&r, NULL, NULL);
+	} else {
+		decode_one(&r, f->type, &m);
+		if (r.off != r.len)
+			r.err = true;
+	}
+	if (r.err) {
+		snprintf(err, errlen, "malformed frame of type %u (%u bytes)",
+			 f->type, f->len);
+		return -1;
+	}
+	if (f->type == MSG_DELTA) {
+		r.off = 0;
+		decode_deltas(&r, v, ctx);
+	} else {
+		dispatch(f->type, &m, v, ctx);
+	}
+	return 0;
+}

@@ -1,0 +1,180 @@
+/*
+ * The wire protocol between the collector (in the target) and qsptop.
+ *
+ * A stream of frames over a Unix stream socket. Every frame is an 8-byte
+ * header, u32 payload length then u16 type then u16 flags (zero), followed
+ * by the payload. All integers are little-endian and fixed width; strings
+ * and byte blobs are a u16 length followed by the bytes (no terminator).
+ *
+ * The collector speaks first with HELLO, which carries the magic and the
+ * protocol version; the client answers with CLIENT_HELLO. Receivers skip
+ * frames of unknown type (so the protocol can grow) but reject a known frame
+ * whose payload is malformed, and any frame longer than PROTO_MAX_PAYLOAD.
+ *
+ * Collector to client, per interval: MODULE and ROW definitions for what is
+ * new, DELTA frames (each a run of per-row deltas), then one TICK that closes
+ * the interval. GOODBYE says the collector is going away.
+ */
+#ifndef QSPTOP_PROTO_H
+#define QSPTOP_PROTO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "types.h"
+
+#define PROTO_MAGIC 0x54505351u /* "QSPT" */
+#define PROTO_VERSION 1
+#define PROTO_HEADER_SIZE 8
+#define PROTO_MAX_PAYLOAD (1u << 20)
+#define PROTO_STR_MAX 4096
+#define PROTO_BUILD_ID_MAX 64
+
+enum proto_type {
+	MSG_HELLO = 1,
+	MSG_MODULE = 2,
+	MSG_ROW = 3,
+	MSG_DELTA = 4,
+	MSG_TICK = 5,
+	MSG_GOODBYE = 6,
+	MSG_CLIENT_HELLO = 64,
+	MSG_SET_INTERVAL = 65,
+	MSG_DETACH = 66,
+};
+
+/* How the collector came to be in the target. */
+enum proto_mode { MODE_PRELOAD, MODE_LAUNCH, MODE_INJECTED };
+
+/* Why the collector says goodbye. */
+enum proto_goodbye_reason { GOODBYE_EXIT, GOODBYE_DETACH };
+
+struct proto_hello {
+	uint32_t magic;
+	uint16_t version;
+	uint8_t mode;
+	uint32_t pid;
+	uint32_t interval_ms;
+	uint64_t start_realtime_ns;
+	uint64_t start_monotonic_ns;
+	char command[PROTO_STR_MAX + 1];
+	char collector_version[64];
+};
+
+struct proto_client_hello {
+	uint32_t magic;
+	uint16_t version;
+	char client_version[64];
+};
+
+struct proto_module {
+	uint64_t base;		/* load bias (dlpi_addr) */
+	char path[PROTO_STR_MAX + 1];
+	uint16_t build_id_len;
+	uint8_t build_id[PROTO_BUILD_ID_MAX];
+};
+
+/* A row: one (call site, object, type) triplet under a stable id. */
+struct proto_row {
+	uint32_t id;
+	uint8_t type;
+	uint64_t site;		/* return address into the caller */
+	uint64_t object;	/* lock address; 0 = several objects */
+};
+
+/*
+ * Growth of one row since the client was last sent it. max_wait_ns is not a
+ * delta: it is the longest single wait seen in the same span.
+ */
+struct proto_delta {
+	uint32_t row;
+	uint64_t acquisitions;
+	uint64_t contended;
+	uint64_t wait_ns;
+	uint64_t failed;	/* failed trylocks, timed-out timedlocks */
+	uint64_t max_wait_ns;
+	uint64_t hist[HIST_BUCKETS];
+};
+
+struct proto_tick {
+	uint64_t seq;
+	uint64_t monotonic_ns;
+	uint32_t threads_seen;	/* threads that ever used a lock */
+	uint32_t threads_live;
+	uint64_t dropped;	/* events not recorded, since start */
+};
+
+struct proto_goodbye {
+	uint8_t reason;
+};
+
+/* A growable output buffer; on allocation failure it sets failed. */
+struct wbuf {
+	uint8_t *data;
+	size_t len;
+	size_t cap;
+	bool failed;
+};
+
+/* A header and payload cut from an input stream. */
+struct proto_frame {
+	uint16_t type;
+	const uint8_t *payload;
+	uint32_t len;
+};
+
+/* Callbacks for decoded messages; any may be NULL. */
+struct proto_visitor {
+	void (*hello)(void *ctx, const struct proto_hello *m);
+	void (*client_hello)(void *ctx, const struct proto_client_hello *m);
+	void (*module)(void *ctx, const struct proto_module *m);
+	void (*row)(void *ctx, const struct proto_row *m);
+	void (*delta)(void *ctx, const struct proto_delta *m);
+	void (*tick)(void *ctx, const struct proto_tick *m);
+	void (*goodbye)(void *ctx, const struct proto_goodbye *m);
+	void (*set_interval)(void *ctx, uint32_t interval_ms);
+	void (*detach)(void *ctx);
+};
+
+/* Release the memory of a buffer and empty it. */
+void wbuf_free(struct wbuf *b);
+
+/* Drop the first n bytes of a buffer. */
+void wbuf_consume(struct wbuf *b, size_t n);
+
+void proto_put_hello(struct wbuf *b, const struct proto_hello *m);
+void proto_put_client_hello(struct wbuf *b, const struct proto_client_hello *m);
+void proto_put_module(struct wbuf *b, const struct proto_module *m);
+void proto_put_row(struct wbuf *b, const struct proto_row *m);
+void proto_put_tick(struct wbuf *b, const struct proto_tick *m);
+void proto_put_goodbye(struct wbuf *b, const struct proto_goodbye *m);
+void proto_put_set_interval(struct wbuf *b, uint32_t interval_ms);
+void proto_put_detach(struct wbuf *b);
+
+/*
+ * Append one delta to the DELTA frame open at the end of b, opening a new
+ * one when none is open or the open one is full. *frame_off tracks the open
+ * frame: set it to SIZE_MAX before the first call, and call
+ * proto_close_deltas() after the last.
+ */
+void proto_put_delta(struct wbuf *b, size_t *frame_off,
+		     const struct proto_delta *m);
+void proto_close_deltas(struct wbuf *b, size_t *frame_off);
+
+/*
+ * Cut the next frame from buf. Returns the bytes it spans (header included),
+ * 0 when more input is needed, or -1 with a message in err when the header
+ * is invalid (oversized length, nonzero flags).
+ */
+long proto_split(const uint8_t *buf, size_t len, struct proto_frame *f,
+		 char *err, size_t errlen);
+
+/*
+ * Decode one frame and call the matching visitor callback(s). The whole
+ * frame is validated before any callback runs. Unknown frame types are
+ * ignored. Returns 0, or -1 with a message in err.
+ */
+int proto_decode(const struct proto_frame *f, const struct proto_visitor *v,
+		 void *ctx, char *err, size_t errlen);
+
+#endif

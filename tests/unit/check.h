@@ -1,0 +1,40 @@
+/* A minimal test harness: CHECK counts, the summary line ends the run. */
+#ifndef QSPTOP_CHECK_H
+#define QSPTOP_CHECK_H
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+static int check_passed, check_failed;
+
+#define CHECK(cond, ...)                                                   \
+	do {                                                               \
+		if (cond) {                                                \
+			check_passed++;                                    \
+		} else {                                                   \
+			check_failed++;                                    \
+			fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
+			fprintf(stderr, __VA_ARGS__);                      \
+			fputc('\n', stderr);                               \
+		}                                                          \
+	} while (0)
+
+#define CHECK_U64(got, want)                                               \
+	CHECK((uint64_t)(got) == (uint64_t)(want),                         \
+	      "%s: expected %" PRIu64 ", got %" PRIu64, #got,             \
+	      (uint64_t)(want), (uint64_t)(got))
+
+#define CHECK_STR(got, want)                                               \
+	CHECK((got) && strcmp((got), (want)) == 0,                         \
+	      "%s: expected \"%s\", got \"%s\"", #got, (want),             \
+	      (got) ? (got) : "(null)")
+
+/* Print the summary line and return the exit status. */
+static inline int check_summary(void)
+{
+	printf("%d passed, %d failed\n", check_passed, check_failed);
+	return check_failed != 0;
+}
+
+#endif

@@ -1,0 +1,692 @@
+/* Unit tests of the front end's model: deltas, ticks, reset, views. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../tui/model.h"
+#include "check.h"
+
+#define CHECK_DBL(got, want)                                               \
+	CHECK(near((got), (want)), "%s: expected %.9g, got %.9g", #got,   \
+	      (double)(want), (double)(got))
+
+/* Whether two doubles agree to a part in 1e9. */
+static int near(double a, double b)
+{
+	double d = a > b ? a - b : b - a;
+	double s = a > 0 ? a : -a;
+
+	return d <= 1e-9 * (s > 1 ? s : 1);
+}
+
+/* Site labels the tests know; others print as "site_<hex>". */
+static const struct {
+	uint64_t site;
+	const char *label;
+} labels[] = {
+	{ 0x100, "beta" },
+	{ 0x200, "gamma" },
+	{ 0x300, "alpha" },
+	{ 0x400, "worker_lock" },
+	{ 0x500, "Queue_Push" },
+	{ 0x600, "main" },
+};
+
+/* Label a site; unknown sites share a reused buffer, as a cache might. */
+static const char *label_of(void *ctx, uint64_t site)
+{
+	static char buf[32];
+
+	(void)ctx;
+	for (size_t i = 0; i < sizeof labels / sizeof labels[0]; i++) {
+		if (labels[i].site == site)
+			return labels[i].label;
+	}
+	snprintf(buf, sizeof buf, "site_%" PRIx64, site);
+	return buf;
+}
+
+static void def(struct model *m, uint32_t id, enum lock_type type,
+		uint64_t site, uint64_t object)
+{
+	struct proto_row r = { .id = id, .type = (uint8_t)type, .site = site,
+			       .object = object };
+
+	CHECK(model_define_row(m, &r) == 0, "define row %u: expected 0, got -1",
+	      id);
+}
+
+/* Apply a delta; each acquisition with contention lands in bucket 3. */
+static void add(struct model *m, uint32_t id, uint64_t acq, uint64_t cont,
+		uint64_t wait, uint64_t max)
+{
+	struct proto_delta d = { .row = id, .acquisitions = acq,
+				 .contended = cont, .wait_ns = wait,
+				 .failed = 1, .max_wait_ns = max };
+
+	d.hist[3] = cont;
+	model_apply_delta(m, &d);
+}
+
+static void tick(struct model *m, uint64_t ns)
+{
+	struct proto_tick t = { .monotonic_ns = ns, .threads_seen = 7,
+				.threads_live = 3, .dropped = 11 };
+
+	model_tick(m, &t);
+}
+
+/* Build a view with the common query fields. */
+static size_t view(const struct model *m, enum coalesce c, enum sort_key k,
+		   bool asc, const char *filter, struct view_row **rows)
+{
+	struct model_query q = { .coalesce = c, .sort = k, .ascending = asc,
+				 .filter = filter, .site_label = label_of };
+
+	return model_view(m, &q, rows);
+}
+
+/* The view row of a site and object, or NULL. */
+static const struct view_row *find(const struct view_row *v, size_t n,
+				   uint64_t site, uint64_t object)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (v[i].site == site && v[i].object == object)
+			return &v[i];
+	}
+	return NULL;
+}
+
+static void test_accumulate(void)
+{
+	struct model *m = model_new();
+	struct view_row *v;
+	size_t n;
+
+	def(m, 0, LOCK_MUTEX, 0x100, 0xa0);
+	add(m, 0, 10, 2, 100, 60);
+	add(m, 0, 20, 3, 200, 90);
+	add(m, 0, 5, 1, 50, 50);
+	n = view(m, COALESCE_NONE, SORT_WAIT, false, NULL, &v);
+	CHECK_U64(n, 1);
+	CHECK_U64(v[0].c.acquisitions, 35);
+	CHECK_U64(v[0].c.contended, 6);
+	CHECK_U64(v[0].c.wait_ns, 350);
+	CHECK_U64(v[0].c.failed, 3);
+	CHECK_U64(v[0].c.hist[3], 6);
+	CHECK_U64(v[0].n_objects, 1);
+	CHECK_U64(v[0].n_sites, 1);
+	CHECK_U64(v[0].site, 0x100);
+	CHECK_U64(v[0].object, 0xa0);
+	free(v);
+	model_free(m);
+}
+
+static void test_unknown_row(void)
+{
+	struct model *m = model_new();
+	struct model_stats s;
+	struct view_row *v;
+	size_t n;
+
+	add(m, 5, 1, 1, 1, 1);		/* nothing defined at all */
+	def(m, 0, LOCK_MUTEX, 0x100, 0xa0);
+	add(m, 1, 1, 1, 1, 1);		/* in the array, never defined */
+	add(m, 0, 4, 0, 40, 10);
+	model_stats(m, &s);
+	CHECK_U64(s.unknown_rows, 2);
+	CHECK_U64(s.total.acquisitions, 4);
+	CHECK_U64(s.total.wait_ns, 40);
+	n = view(m, COALESCE_NONE, SORT_WAIT, false, NULL, &v);
+	CHECK_U64(n, 1);
+	CHECK_U64(v[0].c.acquisitions, 4);
+	free(v);
+	model_free(m);
+}
+
+static void test_bad_id(void)
+{
+	struct model *m = model_new();
+	struct proto_row r = { .id = 1u << 22 };
+
+	CHECK(model_define_row(m, &r) == -1,
+	      "define id 1<<22: expected -1, got 0");
+	r.id = UINT32_MAX;
+	CHECK(model_define_row(m, &r) == -1,
+	      "define id UINT32_MAX: expected -1, got 0");
+	def(m, 1000, LOCK_MUTEX, 0x100, 0xa0);
+	model_free(m);
+}
+
+static void test_redefine_keeps_counts(void)
+{
+	struct model *m = model_new();
+	struct view_row *v;
+
+	def(m, 0, LOCK_MUTEX, 0x100, 0xa0);
+	add(m, 0, 3, 1, 30, 20);
+	def(m, 0, LOCK_SPIN, 0x200, 0xb0);
+	CHECK_U64(view(m, COALESCE_NONE, SORT_WAIT, false, NULL, &v), 1);
+	CHECK_U64(v[0].site, 0x200);
+	CHECK_U64(v[0].object, 0xb0);
+	CHECK_U64(v[0].type, LOCK_SPIN);
+	CHECK_U64(v[0].c.acquisitions, 3);
+	CHECK_U64(v[0].max_wait_ns, 20);
+	free(v);
+	model_free(m);
+}
+
+static void test_max_not_additive(void)
+{
+	struct model *m = model_new();
+	struct view_row *v;
+
+	def(m, 0, LOCK_MUTEX, 0x100, 0xa0);
+	add(m, 0, 1, 1, 100, 100);
+	add(m, 0, 1, 1, 300, 300);
+	add(m, 0, 1, 1, 200, 200);
+	view(m, COALESCE_NONE, SORT_WAIT, false, NULL, &v);
+	CHECK_U64(v[0].max_wait_ns, 300);
+	CHECK_U64(v[0].c.wait_ns, 600);
+	free(v);
+	model_free(m);
+}
+
+static void test_tick_rates(void)
+{
+	struct model *m = model_new();
+	struct model_stats s;
+	struct view_row *v;
+
+	def(m, 0, LOCK_MUTEX, 0x100, 0xa0);
+	def(m, 1, LOCK_MUTEX, 0x200, 0xb0);
+	add(m, 0, 4, 1, 999, 999);
+	tick(m, 1000000000);
+	model_stats(m, &s);
+	CHECK_DBL(s.interval_s, 0);	/* first tick: length unknown */
+	CHECK_DBL(s.wait_per_s, 0);
+	CHECK_U64(s.ticks, 1);
+	CHECK_U64(s.threads_seen, 7);
+	CHECK_U64(s.threads_live, 3);
+	CHECK_U64(s.dropped, 11);
+
+	add(m, 0, 10, 1, 1000000000, 5);
+	add(m, 1, 2, 1, 250000000, 5);
+	tick(m, 1500000000);
+	model_stats(m, &s);
+	CHECK_DBL(s.interval_s, 0.5);
+	CHECK_DBL(s.wait_per_s, 2.5e9);
+	CHECK_DBL(s.acq_per_s, 24);
+	CHECK_U64(s.ticks, 2);
+	view(m, COALESCE_NONE, SORT_WAIT, false, NULL, &v);
+	CHECK_DBL(v[0].wait_per_s, 2e9);
+	CHECK_DBL(v[0].acq_per_s, 20);
+	CHECK_DBL(v[1].wait_per_s, 5e8);
+	free(v);
+
+	tick(m, 2500000000);		/* an empty interval */
+	model_stats(m, &s);
+	CHECK_DBL(s.interval_s, 1.0);
+	CHECK_DBL(s.wait_per_s, 0);
+	view(m, COALESCE_NONE, SORT_WAIT, false, NULL, &v);
+	CHECK_DBL(v[0].wait_per_s, 0);
+	free(v);
+	model_free(m);
+}
+
+static void test_trend_ring(void)
+{
+	struct model *m = model_new();
+	struct view_row *v;
+
+	def(m, 0, LOCK_MUTEX, 0x100, 0xa0);
+	for (uint64_t i = 1; i <= 3; i++) {
+		add(m, 0, 1, 1, i, i);
+		tick(m, i * 1000);
+	}
+	view(m, COALESCE_NONE, SORT_WAIT, false, NULL, &v);
+	for (size_t i = 0; i < TREND_LEN; i++) {
+		uint64_t want = i < TREND_LEN - 3 ? 0 : i - (TREND_LEN - 3) + 1;
+
+		CHECK(v[0].trend[i] == want,
+		      "short trend[%zu]: expected %" PRIu64 ", got %" PRIu64,
+		      i, want, v[0].trend[i]);
+	}
+	free(v);
+	for (uint64_t i = 4; i <= TREND_LEN + 7; i++) {
+		add(m, 0, 1, 1, i, i);
+		tick(m, i * 1000);
+	}
+	view(m, COALESCE_NONE, SORT_WAIT, false, NULL, &v);
+	for (size_t i = 0; i < TREND_LEN; i++) {
+		uint64_t want = 8 + i;	/* the last TREND_LEN of 1..LEN+7 */
+
+		CHECK(v[0].trend[i] == want,
+		      "wrapped trend[%zu]: expected %" PRIu64 ", got %" PRIu64,
+		      i, want, v[0].trend[i]);
+	}
+	free(v);
+	model_free(m);
+}
+
+static void test_reset(void)
+{
+	struct model *m = model_new();
+	struct model_stats s;
+	struct view_row *v;
+
+	def(m, 0, LOCK_MUTEX, 0x100, 0xa0);
+	tick(m, 0);
+	add(m, 0, 10, 4, 1000, 700);
+	tick(m, 1000000000);
+	model_reset(m);
+	view(m, COALESCE_NONE, SORT_WAIT, false, NULL, &v);
+	CHECK_U64(v[0].c.acquisitions, 0);
+	CHECK_U64(v[0].c.wait_ns, 0);
+	CHECK_U64(v[0].c.hist[3], 0);
+	CHECK_U64(v[0].max_wait_ns, 0);
+	CHECK_DBL(v[0].wait_per_s, 1000);	/* rates survive reset */
+	CHECK_U64(v[0].trend[TREND_LEN - 1], 1000);	/* so does the trend */
+	free(v);
+
+	add(m, 0, 3, 1, 90, 50);
+	def(m, 1, LOCK_MUTEX, 0x200, 0xb0);	/* defined after the reset */
+	add(m, 1, 2, 2, 20, 15);
+	view(m, COALESCE_NONE, SORT_TOTAL, false, NULL, &v);
+	CHECK_U64(v[0].c.acquisitions, 3);
+	CHECK_U64(v[0].c.wait_ns, 90);
+	CHECK_U64(v[0].c.hist[3], 1);
+	CHECK_U64(v[0].max_wait_ns, 50);
+	CHECK_U64(v[1].c.acquisitions, 2);
+	CHECK_U64(v[1].max_wait_ns, 15);
+	free(v);
+	model_stats(m, &s);
+	CHECK_U64(s.total.acquisitions, 5);
+	CHECK_U64(s.total.wait_ns, 110);
+
+	model_reset(m);
+	model_reset(m);			/* twice in a row is still zero */
+	add(m, 0, 1, 1, 7, 7);
+	view(m, COALESCE_NONE, SORT_TOTAL, false, NULL, &v);
+	CHECK_U64(v[0].c.acquisitions, 1);
+	CHECK_U64(v[0].c.wait_ns, 7);
+	CHECK_U64(v[0].max_wait_ns, 7);
+	CHECK_U64(v[1].c.acquisitions, 0);
+	free(v);
+	model_stats(m, &s);
+	CHECK_U64(s.total.acquisitions, 1);
+	model_free(m);
+}
+
+static void test_coalesce_site(void)
+{
+	struct model *m = model_new();
+	const struct view_row *a, *b;
+	struct view_row *v;
+	size_t n;
+
+	def(m, 0, LOCK_MUTEX, 0x100, 0xa0);
+	def(m, 1, LOCK_MUTEX, 0x100, 0xb0);
+	def(m, 2, LOCK_MUTEX, 0x200, 0xc0);
+	tick(m, 0);
+	add(m, 0, 10, 1, 100, 80);
+	add(m, 1, 20, 2, 300, 40);
+	add(m, 2, 5, 5, 50, 50);
+	tick(m, 1000000000);
+	n = view(m, COALESCE_SITE, SORT_TOTAL, false, NULL, &v);
+	CHECK_U64(n, 2);
+	a = find(v, n, 0x100, 0);
+	b = find(v, n, 0x200, 0xc0);
+	CHECK(a != NULL && b != NULL,
+	      "expected rows for sites 0x100 and 0x200, got none");
+	if (a != NULL && b != NULL) {
+		CHECK(a == &v[0], "first row: expected site 0x100, got %#"
+		      PRIx64, v[0].site);
+		CHECK_U64(a->n_objects, 2);
+		CHECK_U64(a->n_sites, 1);
+		CHECK_U64(a->c.acquisitions, 30);
+		CHECK_U64(a->c.wait_ns, 400);
+		CHECK_U64(a->c.hist[3], 3);
+		CHECK_U64(a->max_wait_ns, 80);
+		CHECK_U64(a->row_id, 1);
+		CHECK_DBL(a->wait_per_s, 400);
+		CHECK_DBL(a->acq_per_s, 30);
+		CHECK_U64(a->trend[TREND_LEN - 1], 400);
+		CHECK_U64(b->n_objects, 1);
+		CHECK_U64(b->c.wait_ns, 50);
+		CHECK_U64(b->row_id, 2);
+	}
+	free(v);
+
+	/* Another type at the same site is a row of its own. */
+	def(m, 3, LOCK_RWLOCK_READ, 0x100, 0xa0);
+	n = view(m, COALESCE_SITE, SORT_TOTAL, false, NULL, &v);
+	CHECK_U64(n, 3);
+	free(v);
+	model_free(m);
+}
+
+static void test_coalesce_object(void)
+{
+	struct model *m = model_new();
+	const struct view_row *x, *y;
+	struct view_row *v;
+	size_t n;
+
+	def(m, 0, LOCK_MUTEX, 0x100, 0xa0);
+	def(m, 1, LOCK_MUTEX, 0x200, 0xa0);
+	def(m, 2, LOCK_MUTEX, 0x300, 0xb0);
+	def(m, 3, LOCK_MUTEX, 0x300, 0xa0);
+	add(m, 0, 1, 1, 10, 10);
+	add(m, 1, 1, 1, 30, 30);
+	add(m, 2, 1, 1, 5, 5);
+	add(m, 3, 1, 1, 30, 30);	/* ties row 1: lowest id wins */
+	n = view(m, COALESCE_OBJECT, SORT_TOTAL, false, NULL, &v);
+	CHECK_U64(n, 2);
+	x = find(v, n, 0, 0xa0);
+	y = find(v, n, 0x300, 0xb0);
+	CHECK(x != NULL && y != NULL,
+	      "expected rows for objects 0xa0 and 0xb0, got none");
+	if (x != NULL && y != NULL) {
+		CHECK_U64(x->n_sites, 3);
+		CHECK_U64(x->n_objects, 1);
+		CHECK_U64(x->c.wait_ns, 70);
+		CHECK_U64(x->max_wait_ns, 30);
+		CHECK_U64(x->row_id, 1);
+		CHECK_U64(y->n_sites, 1);
+		CHECK_U64(y->row_id, 2);
+	}
+	free(v);
+	model_free(m);
+}
+
+/*
+ * Three rows whose order differs by key. Totals: beta 100 acq, 10 cont,
+ * 3000 ns (avg 30), max 50; gamma 10, 30, 2000 (avg 200), max 500; alpha
+ * 50, 20, 1000 (avg 20), max 1500. Last interval waits: beta 500,
+ * gamma 100, alpha 900.
+ */
+static struct model *sort_fixture(void)
+{
+	struct model *m = model_new();
+
+	def(m, 0, LOCK_MUTEX, 0x100, 0xa0);	/* beta */
+	def(m, 1, LOCK_MUTEX, 0x200, 0xb0);	/* gamma */
+	def(m, 2, LOCK_MUTEX, 0x300, 0xc0);	/* alpha */
+	tick(m, 0);
+	add(m, 0, 0, 0, 500, 0);
+	add(m, 1, 0, 0, 100, 0);
+	add(m, 2, 0, 0, 900, 0);
+	tick(m, 1000000000);
+	add(m, 0, 100, 10, 2500, 50);
+	add(m, 1, 10, 30, 1900, 500);
+	add(m, 2, 50, 20, 100, 1500);
+	return m;
+}
+
+static void test_sort_keys(void)
+{
+	static const struct {
+		enum sort_key key;
+		bool asc;
+		const char *want;	/* labels, in order */
+	} cases[] = {
+		{ SORT_WAIT, false, "alpha beta gamma" },
+		{ SORT_WAIT, true, "gamma beta alpha" },
+		{ SORT_TOTAL, false, "beta gamma alpha" },
+		{ SORT_TOTAL, true, "alpha gamma beta" },
+		{ SORT_AVG, false, "gamma beta alpha" },
+		{ SORT_AVG, true, "alpha beta gamma" },
+		{ SORT_COUNT, false, "beta alpha gamma" },
+		{ SORT_COUNT, true, "gamma alpha beta" },
+		{ SORT_CONTENDED, false, "gamma alpha beta" },
+		{ SORT_CONTENDED, true, "beta alpha gamma" },
+		{ SORT_MAX, false, "alpha gamma beta" },
+		{ SORT_MAX, true, "beta gamma alpha" },
+		{ SORT_SITE, false, "alpha beta gamma" },	/* A to Z */
+		{ SORT_SITE, true, "gamma beta alpha" },
+	};
+	struct model *m = sort_fixture();
+
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		struct view_row *v;
+		size_t n = view(m, COALESCE_NONE, cases[i].key, cases[i].asc,
+				NULL, &v);
+		char got[64] = "";
+
+		for (size_t j = 0; j < n; j++) {
+			strcat(got, j ? " " : "");
+			strcat(got, label_of(NULL, v[j].site));
+		}
+		CHECK(strcmp(got, cases[i].want) == 0,
+		      "sort %s %s: expected \"%s\", got \"%s\"",
+		      sort_key_name(cases[i].key),
+		      cases[i].asc ? "ascending" : "default", cases[i].want,
+		      got);
+		free(v);
+	}
+	model_free(m);
+}
+
+/* Rows equal on the sort key fall back to wait, site, object, type, id. */
+static void test_tie_break(void)
+{
+	static const struct {
+		uint32_t id;
+		enum lock_type type;
+		uint64_t site, object, wait;
+	} rows[] = {
+		{ 0, LOCK_SPIN, 0x200, 0xa0, 10 },
+		{ 1, LOCK_MUTEX, 0x200, 0xa0, 10 },
+		{ 2, LOCK_MUTEX, 0x200, 0x90, 10 },
+		{ 3, LOCK_MUTEX, 0x100, 0xb0, 10 },
+		{ 4, LOCK_MUTEX, 0x300, 0xa0, 50 },
+	};
+	static const uint32_t want[] = { 4, 3, 2, 1, 0 };
+	struct model *m = model_new();
+
+	for (size_t i = 0; i < 5; i++) {
+		def(m, rows[i].id, rows[i].type, rows[i].site, rows[i].object);
+		add(m, rows[i].id, 1, 1, rows[i].wait, 1);
+	}
+	for (int asc = 0; asc <= 1; asc++) {
+		for (int run = 0; run < 2; run++) {
+			struct view_row *v;
+			size_t n = view(m, COALESCE_NONE, SORT_COUNT, asc, NULL,
+					&v);
+
+			CHECK_U64(n, 5);
+			for (size_t i = 0; i < n && i < 5; i++)
+				CHECK(v[i].row_id == want[i],
+				      "tie %s run %d pos %zu: "
+				      "expected row %u, got %u",
+				      asc ? "asc" : "desc", run, i, want[i],
+				      v[i].row_id);
+			free(v);
+		}
+	}
+	model_free(m);
+}
+
+/* Labels of a view, space separated, in order. */
+static void view_labels(const struct view_row *v, size_t n, char *out,
+			size_t len)
+{
+	out[0] = '\0';
+	for (size_t i = 0; i < n; i++) {
+		const char *l = v[i].site ? label_of(NULL, v[i].site) : "*";
+
+		snprintf(out + strlen(out), len - strlen(out), "%s%s",
+			 i ? " " : "", l);
+	}
+}
+
+static void test_filter(void)
+{
+	static const struct {
+		const char *filter;
+		const char *want;
+	} cases[] = {
+		{ NULL, "Queue_Push worker_lock main" },
+		{ "", "Queue_Push worker_lock main" },
+		{ "QUEUE", "Queue_Push" },
+		{ "_", "Queue_Push worker_lock" },
+		{ "LOCK", "worker_lock" },
+		{ "nothing", "" },
+	};
+	struct model *m = model_new();
+	struct model_query q = { .filter = "main" };
+	struct view_row *v;
+	char got[128];
+
+	def(m, 0, LOCK_MUTEX, 0x400, 0xa0);	/* worker_lock */
+	def(m, 1, LOCK_MUTEX, 0x500, 0xb0);	/* Queue_Push */
+	def(m, 2, LOCK_MUTEX, 0x600, 0xc0);	/* main */
+	add(m, 0, 1, 1, 20, 1);
+	add(m, 1, 1, 1, 30, 1);
+	add(m, 2, 1, 1, 10, 1);
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		size_t n = view(m, COALESCE_NONE, SORT_TOTAL, false,
+				cases[i].filter, &v);
+
+		view_labels(v, n, got, sizeof got);
+		CHECK(strcmp(got, cases[i].want) == 0,
+		      "filter \"%s\": expected \"%s\", got \"%s\"",
+		      cases[i].filter ? cases[i].filter : "(null)",
+		      cases[i].want, got);
+		CHECK(n != 0 || v == NULL,
+		      "empty view: expected NULL rows, got %p", (void *)v);
+		free(v);
+	}
+	/* Without a label function the filter cannot apply: keep all. */
+	CHECK_U64(model_view(m, &q, &v), 3);
+	free(v);
+	model_free(m);
+}
+
+/* A multi-site row is kept when any member's site matches. */
+static void test_filter_coalesced(void)
+{
+	struct model *m = model_new();
+	struct view_row *v;
+	size_t n;
+
+	def(m, 0, LOCK_MUTEX, 0x400, 0xa0);	/* worker_lock */
+	def(m, 1, LOCK_MUTEX, 0x500, 0xa0);	/* Queue_Push */
+	def(m, 2, LOCK_MUTEX, 0x400, 0xb0);	/* worker_lock */
+	add(m, 0, 1, 1, 20, 1);
+	add(m, 1, 1, 1, 30, 1);
+	add(m, 2, 1, 1, 10, 1);
+	n = view(m, COALESCE_OBJECT, SORT_TOTAL, false, "queue", &v);
+	CHECK_U64(n, 1);
+	if (n == 1) {
+		CHECK_U64(v[0].object, 0xa0);
+		CHECK_U64(v[0].site, 0);
+		CHECK_U64(v[0].n_sites, 2);
+	}
+	free(v);
+	n = view(m, COALESCE_OBJECT, SORT_TOTAL, false, "WORKER", &v);
+	CHECK_U64(n, 2);
+	free(v);
+	model_free(m);
+}
+
+static void test_names(void)
+{
+	static const char *const bad[] = { "", "WAIT", "bogus", "sites" };
+
+	for (int k = 0; k < SORT_KEY_COUNT; k++)
+		CHECK(sort_key_parse(sort_key_name((enum sort_key)k)) == k,
+		      "sort key %d: expected round trip, got %d via \"%s\"", k,
+		      sort_key_parse(sort_key_name((enum sort_key)k)),
+		      sort_key_name((enum sort_key)k));
+	for (int c = 0; c < COALESCE_COUNT; c++)
+		CHECK(coalesce_parse(coalesce_name((enum coalesce)c)) == c,
+		      "coalesce %d: expected round trip, got %d via \"%s\"", c,
+		      coalesce_parse(coalesce_name((enum coalesce)c)),
+		      coalesce_name((enum coalesce)c));
+	CHECK_STR(sort_key_name(SORT_AVG), "avg");
+	CHECK_STR(sort_key_name(SORT_CONTENDED), "contended");
+	CHECK_STR(coalesce_name(COALESCE_OBJECT), "object");
+	CHECK_U64(sort_key_parse("max"), SORT_MAX);
+	CHECK_U64(coalesce_parse("site"), COALESCE_SITE);
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		CHECK(sort_key_parse(bad[i]) == -1,
+		      "sort key \"%s\": expected -1, got %d", bad[i],
+		      sort_key_parse(bad[i]));
+		CHECK(coalesce_parse(bad[i]) == -1,
+		      "coalesce \"%s\": expected -1, got %d", bad[i],
+		      coalesce_parse(bad[i]));
+	}
+}
+
+static void test_empty(void)
+{
+	struct model *m = model_new();
+	struct model_stats s;
+	struct view_row *v = (struct view_row *)&s;
+
+	CHECK_U64(view(m, COALESCE_SITE, SORT_SITE, false, NULL, &v), 0);
+	CHECK(v == NULL, "empty model: expected NULL rows, got %p", (void *)v);
+	model_reset(m);
+	tick(m, 5);
+	model_stats(m, &s);
+	CHECK_U64(s.ticks, 1);
+	CHECK_U64(s.total.acquisitions, 0);
+	model_free(m);
+}
+
+/* 100k rows: 1000 sites x 100 objects; coalescing must stay fast. */
+static void test_many_rows(void)
+{
+	struct model *m = model_new();
+	struct view_row *v;
+	size_t n, bad = 0;
+
+	for (uint32_t id = 0; id < 100000; id++) {
+		struct proto_row r = { .id = id, .type = LOCK_MUTEX,
+				       .site = 0x10000 + (id / 100) * 16,
+				       .object = 0x900000 + (id % 100) * 64 };
+
+		bad += model_define_row(m, &r) != 0;
+		add(m, id, 1, 1, id % 977, id % 977);
+	}
+	CHECK_U64(bad, 0);
+	tick(m, 0);
+	n = view(m, COALESCE_SITE, SORT_WAIT, false, NULL, &v);
+	CHECK_U64(n, 1000);
+	CHECK_U64(v[0].n_objects, 100);
+	free(v);
+	n = view(m, COALESCE_OBJECT, SORT_SITE, true, NULL, &v);
+	CHECK_U64(n, 100);
+	CHECK_U64(v[0].n_sites, 1000);
+	CHECK_U64(v[0].site, 0);
+	free(v);
+	n = view(m, COALESCE_NONE, SORT_AVG, false, "SITE_12", &v);
+	CHECK(n > 0 && n < 100000, "filtered 100k: expected some, got %zu", n);
+	free(v);
+	model_free(m);
+}
+
+int main(void)
+{
+	test_accumulate();
+	test_unknown_row();
+	test_bad_id();
+	test_redefine_keeps_counts();
+	test_max_not_additive();
+	test_tick_rates();
+	test_trend_ring();
+	test_reset();
+	test_coalesce_site();
+	test_coalesce_object();
+	test_sort_keys();
+	test_tie_break();
+	test_filter();
+	test_filter_coalesced();
+	test_names();
+	test_empty();
+	test_many_rows();
+	return check_summary();
+}

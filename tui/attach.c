@@ -1,0 +1,185 @@
+/* Launching a command under the collector, or connecting to one. */
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../common/proto.h"
+#include "../common/sockpath.h"
+#include "attach.h"
+#include "xalloc.h"
+
+#define LIBRARY_NAME "libqsptop.so"
+
+const char *attach_library_path(void)
+{
+	static char path[PATH_MAX];
+	char exe[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+
+	if (n > 0) {
+		exe[n] = '\0';
+		snprintf(path, sizeof(path), "%s/%s", dirname(exe), LIBRARY_NAME);
+		if (access(path, R_OK) == 0)
+			return path;
+	}
+	snprintf(path, sizeof(path), "%s/lib/qsptop/%s", QSPTOP_PREFIX,
+		 LIBRARY_NAME);
+	if (access(path, R_OK) == 0)
+		return path;
+	fatal("cannot find the collector library %s beside the qsptop "
+	      "executable or in %s/lib/qsptop", LIBRARY_NAME, QSPTOP_PREFIX);
+}
+
+/* Queue our hello and the interval: the collector reads them first. */
+static void greet(int fd, unsigned interval_ms)
+{
+	struct proto_client_hello h = { .magic = PROTO_MAGIC,
+					.version = PROTO_VERSION };
+	struct wbuf b = { 0 };
+	size_t off = 0;
+
+	snprintf(h.client_version, sizeof(h.client_version), "%s",
+		 QSPTOP_VERSION);
+	proto_put_client_hello(&b, &h);
+	proto_put_set_interval(&b, interval_ms);
+	if (b.failed)
+		fatal("out of memory");
+	while (off < b.len) {
+		ssize_t n = send(fd, b.data + off, b.len - off, MSG_NOSIGNAL);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			fatal("cannot talk to the collector: %s", strerror(errno));
+		off += (size_t)n;
+	}
+	wbuf_free(&b);
+}
+
+/* LD_PRELOAD with the collector first, keeping what the user had. */
+static void set_preload(const char *lib)
+{
+	const char *old = getenv("LD_PRELOAD");
+	char *value;
+
+	if (old == NULL || *old == '\0') {
+		setenv("LD_PRELOAD", lib, 1);
+		return;
+	}
+	value = xmalloc(strlen(lib) + strlen(old) + 2);
+	sprintf(value, "%s:%s", lib, old);
+	setenv("LD_PRELOAD", value, 1);
+	free(value);
+}
+
+/* In the child: hand down the socket and exec; report errno on failure. */
+static void exec_child(char **argv, int sock, int report, const char *lib)
+{
+	char num[16];
+	int err;
+
+	if (sock <= 2) {
+		int moved = fcntl(sock, F_DUPFD, 3);
+
+		sock = moved;
+	}
+	fcntl(sock, F_SETFD, 0);
+	snprintf(num, sizeof(num), "%d", sock);
+	setenv("QSPTOP_FD", num, 1);
+	set_preload(lib);
+	signal(SIGPIPE, SIG_DFL);
+	execvp(argv[0], argv);
+	err = errno;
+	if (write(report, &err, sizeof(err)) < 0)
+		_exit(127);
+	_exit(127);
+}
+
+void attach_launch(struct attach *a, char **argv, unsigned interval_ms)
+{
+	const char *lib = attach_library_path();
+	int sv[2], report[2], err;
+	ssize_t n;
+
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0 ||
+	    pipe2(report, O_CLOEXEC) < 0)
+		fatal("cannot create a socket: %s", strerror(errno));
+	greet(sv[0], interval_ms);
+	a->child = fork();
+	if (a->child < 0)
+		fatal("cannot fork: %s", strerror(errno));
+	if (a->child == 0)
+		exec_child(argv, sv[1], report[1], lib);
+	close(sv[1]);
+	close(report[1]);
+	while ((n = read(report[0], &err, sizeof(err))) < 0 && errno == EINTR)
+		;
+	close(report[0]);
+	if (n == sizeof(err)) {
+		waitpid(a->child, NULL, 0);
+		fprintf(stderr, "qsptop: cannot run '%s': %s\n", argv[0],
+			strerror(err));
+		exit(127);
+	}
+	a->fd = sv[0];
+	a->pid = a->child;
+	a->mode = "launched";
+}
+
+/* The effective uid of a process, from /proc; -1 when it is gone. */
+static long process_euid(pid_t pid)
+{
+	char path[64], line[256];
+	long ruid, euid = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = fopen(path, "re");
+	if (f == NULL)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "Uid: %ld %ld", &ruid, &euid) == 2)
+			break;
+	}
+	fclose(f);
+	return euid;
+}
+
+void attach_connect(struct attach *a, pid_t pid, unsigned interval_ms)
+{
+	struct sockaddr_un addr = { .sun_family = AF_UNIX };
+	long euid = process_euid(pid);
+	int fd;
+
+	if (euid < 0)
+		fatal("no process with PID %d", (int)pid);
+	if (sockpath_socket(addr.sun_path, sizeof(addr.sun_path), (uid_t)euid,
+			    pid) < 0)
+		fatal("socket path too long");
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		fatal("cannot create a socket: %s", strerror(errno));
+	if (connect(fd, (struct sockaddr *)&addr, sizeof(addr)) < 0) {
+		if (errno == EACCES || errno == EPERM)
+			fatal("not permitted to connect to PID %d (%s): it runs "
+			      "as another user", (int)pid, addr.sun_path);
+		fatal("process %d has no qsptop collector (%s); start it with "
+		      "'qsptop -- CMD' or LD_PRELOAD=%s", (int)pid,
+		      strerror(errno), attach_library_path());
+	}
+	greet(fd, interval_ms);
+	a->fd = fd;
+	a->pid = pid;
+	a->child = 0;
+	a->mode = "connected";
+}

@@ -1,0 +1,28 @@
+/* Getting a connection to a target's collector: launch or connect. */
+#ifndef QSPTOP_ATTACH_H
+#define QSPTOP_ATTACH_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+struct attach {
+	int fd;			/* connected to the collector */
+	pid_t pid;
+	pid_t child;		/* the launched command, or 0 */
+	const char *mode;	/* "launched" or "connected" */
+};
+
+/*
+ * Start argv with the collector preloaded, connected through an inherited
+ * socket so that nothing it does is missed. Exits with 127 and a one-line
+ * error if the command cannot be run.
+ */
+void attach_launch(struct attach *a, char **argv, unsigned interval_ms);
+
+/* Connect to the collector of a running process; exits with an error. */
+void attach_connect(struct attach *a, pid_t pid, unsigned interval_ms);
+
+/* Where the collector library is: beside the executable, else installed. */
+const char *attach_library_path(void);
+
+#endif

@@ -1,0 +1,45 @@
+/* The front end's end of the connection: frames in, model and symbols out. */
+#ifndef QSPTOP_CLIENT_H
+#define QSPTOP_CLIENT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../common/proto.h"
+#include "model.h"
+#include "symbols.h"
+
+enum target_state { TARGET_RUNNING, TARGET_EXITED, TARGET_LOST };
+
+struct client {
+	int fd;
+	struct model *model;
+	struct symbols *symbols;
+	struct proto_hello hello;
+	bool have_hello;
+	enum target_state state;
+	uint64_t ticks;			/* TICK frames received */
+	uint64_t last_tick_ns;		/* collector clock of the last tick */
+	uint8_t *in;
+	size_t in_len;
+	char error[256];		/* why the connection ended badly */
+};
+
+/* Start reading the collector on fd into model and symbols. */
+void client_init(struct client *c, int fd, struct model *m, struct symbols *s);
+
+/*
+ * Wait up to timeout_ms (-1: forever) for the collector and apply what it
+ * sent. Returns 1 when at least one interval closed, 0 when not, and -1 once
+ * the connection is over (state and error say how).
+ */
+int client_poll(struct client *c, int timeout_ms);
+
+/* Tell the collector we leave, and close. */
+void client_detach(struct client *c);
+
+/* Release buffers and close the connection. */
+void client_close(struct client *c);
+
+#endif

@@ -1,0 +1,19 @@
+/* Snapshots written to files: the JSON schema of DESIGN.md. */
+#ifndef QSPTOP_EXPORT_H
+#define QSPTOP_EXPORT_H
+
+#include <stddef.h>
+
+#include "app.h"
+
+/* Check early that path can be written ("-" is stdout); -1 with err. */
+int export_check_path(const char *path, char *err, size_t errlen);
+
+/*
+ * Write the rows q selects as a JSON snapshot to path ("-" = stdout). A file
+ * is replaced atomically: on any error the old one stays and err says why.
+ */
+int export_json(const struct app *a, const struct model_query *q,
+		const char *path, char *err, size_t errlen);
+
+#endif

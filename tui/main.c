@@ -1,0 +1,174 @@
+/*
+ * qsptop: attach to a process (launch it, or connect to its collector),
+ * show its lock contention every interval, and write the outputs asked for
+ * when it stops.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "app.h"
+#include "batch.h"
+#include "export.h"
+#include "format.h"
+#include "xalloc.h"
+
+#define POLL_MS 200
+#define CHILD_GRACE_MS 3000
+
+static volatile sig_atomic_t stop_requested;
+
+static void on_stop_signal(int sig)
+{
+	(void)sig;
+	stop_requested = 1;
+}
+
+static void install_signals(void)
+{
+	struct sigaction sa = { .sa_handler = on_stop_signal };
+
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+}
+
+/* Print every interval until the target ends, -n is reached or a signal. */
+static void run_batch(struct app *a)
+{
+	long shown = 0;
+
+	while (!stop_requested) {
+		int rc = client_poll(&a->client, POLL_MS);
+
+		if (rc == 1) {
+			batch_print(stdout, a);
+			if (a->opt.iterations && ++shown >= a->opt.iterations)
+				return;
+		}
+		if (rc < 0)
+			return;
+	}
+}
+
+static long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/*
+ * Reap the launched command. If qsptop is stopping first, the command is
+ * asked to end (SIGTERM, then SIGKILL after a grace period). Returns its
+ * wait status.
+ */
+static int reap_child(struct app *a, int ending_it)
+{
+	long deadline = now_ms() + CHILD_GRACE_MS;
+	int status = 0;
+
+	if (ending_it)
+		kill(a->attach.child, SIGTERM);
+	while (waitpid(a->attach.child, &status, ending_it ? WNOHANG : 0) == 0) {
+		client_poll(&a->client, 50);
+		if (now_ms() > deadline) {
+			kill(a->attach.child, SIGKILL);
+			ending_it = 0;
+		}
+	}
+	/* The final update may still be in flight after the exit. */
+	while (client_poll(&a->client, 100) >= 0)
+		;
+	return status;
+}
+
+/* The exit status qsptop passes on for the launched command. */
+static int command_status(const struct app *a, int status)
+{
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status);
+	if (WIFSIGNALED(status)) {
+		warning("'%s' was killed by signal %d (%s)", a->opt.command[0],
+			WTERMSIG(status), strsignal(WTERMSIG(status)));
+		return 128 + WTERMSIG(status);
+	}
+	return 1;
+}
+
+/* How qsptop ends after watching a process it did not launch. */
+static int connected_status(struct app *a)
+{
+	if (a->client.state == TARGET_LOST) {
+		warning("lost the collector of PID %d: %s", (int)a->attach.pid,
+			a->client.error);
+		return 1;
+	}
+	if (a->client.state == TARGET_RUNNING)
+		client_detach(&a->client);
+	return 0;
+}
+
+static int finish(struct app *a)
+{
+	bool stopped_early = a->client.state == TARGET_RUNNING;
+	int rc;
+
+	if (a->attach.child) {
+		if (a->client.state == TARGET_LOST && a->client.error[0] &&
+		    strncmp(a->client.error, "the collector closed", 20) != 0)
+			warning("%s", a->client.error);
+		rc = command_status(a, reap_child(a, stopped_early));
+		if (stopped_early)
+			rc = 0;
+	} else {
+		rc = connected_status(a);
+	}
+	if (a->opt.json_path) {
+		char err[512];
+
+		if (export_json(a, &a->query, a->opt.json_path, err, sizeof(err)) < 0) {
+			warning("cannot write the JSON snapshot: %s", err);
+			rc = rc ? rc : 1;
+		}
+	}
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	struct app a = { 0 };
+	unsigned interval_ms;
+	char err[512];
+	int rc;
+
+	options_parse(&a.opt, argc, argv);
+	if (a.opt.json_path && export_check_path(a.opt.json_path, err, sizeof(err)) < 0)
+		fatal("cannot write the JSON snapshot: %s", err);
+	install_signals();
+	a.model = model_new();
+	a.symbols = symbols_new();
+	a.query = (struct model_query){ .coalesce = a.opt.coalesce,
+		.sort = a.opt.sort, .ascending = a.opt.ascending,
+		.site_label = format_site_label, .ctx = a.symbols };
+	interval_ms = (unsigned)(a.opt.delay_s * 1000 + 0.5);
+	if (a.opt.pid)
+		attach_connect(&a.attach, a.opt.pid, interval_ms);
+	else
+		attach_launch(&a.attach, a.opt.command, interval_ms);
+	client_init(&a.client, a.attach.fd, a.model, a.symbols);
+	run_batch(&a);
+	rc = finish(&a);
+	client_close(&a.client);
+	model_free(a.model);
+	symbols_free(a.symbols);
+	return rc;
+}

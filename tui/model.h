@@ -1,0 +1,109 @@
+/*
+ * The data model of the front end: rows accumulated from the collector's
+ * deltas, a reset baseline (QSP semantics: reset never touches the target),
+ * coalescing, sorting and filtering. No curses, no I/O.
+ */
+#ifndef QSPTOP_MODEL_H
+#define QSPTOP_MODEL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../common/proto.h"
+
+#define TREND_LEN 20
+
+enum sort_key {
+	SORT_WAIT,		/* wait per second, last interval */
+	SORT_TOTAL,		/* total wait since reset */
+	SORT_AVG,		/* wait per acquisition */
+	SORT_COUNT,		/* acquisitions */
+	SORT_CONTENDED,		/* contended acquisitions */
+	SORT_MAX,		/* longest single wait */
+	SORT_SITE,		/* call-site label, alphabetical */
+	SORT_KEY_COUNT
+};
+
+enum coalesce { COALESCE_NONE, COALESCE_SITE, COALESCE_OBJECT, COALESCE_COUNT };
+
+struct counts {
+	uint64_t acquisitions;
+	uint64_t contended;
+	uint64_t wait_ns;
+	uint64_t failed;
+	uint64_t hist[HIST_BUCKETS];
+};
+
+/* One line of the table: a row, or a coalesced group of rows. */
+struct view_row {
+	enum lock_type type;
+	uint64_t site;		/* 0 when the group spans several sites */
+	uint64_t object;	/* 0 when the group spans several objects */
+	uint32_t n_objects;
+	uint32_t n_sites;
+	uint32_t row_id;	/* the heaviest member row */
+	struct counts c;	/* since reset */
+	uint64_t max_wait_ns;	/* since reset */
+	double wait_per_s;	/* last interval */
+	double acq_per_s;	/* last interval */
+	uint64_t trend[TREND_LEN]; /* wait ns of past intervals, oldest first */
+};
+
+/* Header totals. */
+struct model_stats {
+	uint64_t ticks;
+	uint32_t threads_seen;
+	uint32_t threads_live;
+	uint64_t dropped;
+	uint64_t unknown_rows;	/* deltas for rows never defined */
+	double interval_s;	/* length of the last interval */
+	double wait_per_s;	/* all rows, last interval */
+	double acq_per_s;
+	struct counts total;	/* all rows, since reset */
+};
+
+/* Returns the label used to sort and filter by call site. */
+typedef const char *(*site_label_fn)(void *ctx, uint64_t site);
+
+struct model_query {
+	enum coalesce coalesce;
+	enum sort_key sort;
+	bool ascending;
+	const char *filter;	/* substring of the site label; NULL = all */
+	site_label_fn site_label; /* needed for SORT_SITE and filter */
+	void *ctx;
+};
+
+struct model;
+
+/* Create an empty model. */
+struct model *model_new(void);
+void model_free(struct model *m);
+
+/* Define (or redefine) a row from a ROW message. Returns -1 on a bad id. */
+int model_define_row(struct model *m, const struct proto_row *r);
+
+/* Add a delta to its row; a delta for an undefined row is counted, not applied. */
+void model_apply_delta(struct model *m, const struct proto_delta *d);
+
+/* Close an interval: what arrived since the last tick becomes the rate. */
+void model_tick(struct model *m, const struct proto_tick *t);
+
+/* Take the current totals as the new zero (the TUI's `r`). */
+void model_reset(struct model *m);
+
+/* Build the sorted, filtered, coalesced table; caller frees *rows. */
+size_t model_view(const struct model *m, const struct model_query *q,
+		  struct view_row **rows);
+
+/* Header totals since reset and for the last interval. */
+void model_stats(const struct model *m, struct model_stats *s);
+
+/* Names used on the command line and in JSON ("wait", "site", ...). */
+const char *sort_key_name(enum sort_key k);
+int sort_key_parse(const char *name);
+const char *coalesce_name(enum coalesce c);
+int coalesce_parse(const char *name);
+
+#endif

@@ -1,0 +1,135 @@
+/* Parsing the command line. */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common/types.h"
+#include "options.h"
+
+static const char usage_text[] =
+	"Usage: qsptop [options] -p PID\n"
+	"       qsptop [options] -- CMD [ARG...]\n"
+	"Show which lock call sites of a process make its threads wait.\n"
+	"\n"
+	"  -p, --pid PID          watch a running process started under qsptop's\n"
+	"                         collector (LD_PRELOAD=.../libqsptop.so)\n"
+	"  -- CMD [ARG...]        run CMD with the collector; stop when it exits and\n"
+	"                         exit with its status\n"
+	"  -d, --delay SECS       refresh interval (default 1)\n"
+	"  -n, --iterations N     stop after N refreshes\n"
+	"  -b, --batch            print the table every interval (like top -b)\n"
+	"  -o, --sort KEY         wait | total | avg | count | contended | max | site;\n"
+	"                         a leading - sorts low to high, + high to low\n"
+	"  -m, --coalesce MODE    none (site x object) | site | object (default none)\n"
+	"  -j, --json FILE        write a JSON snapshot when qsptop stops (- = stdout)\n"
+	"  -h, --help             show this help\n"
+	"  -V, --version          show the version\n";
+
+static void usage_error(const char *fmt, const char *arg)
+{
+	fputs("qsptop: ", stderr);
+	fprintf(stderr, fmt, arg);
+	fputs("\nTry 'qsptop --help' for more information.\n", stderr);
+	exit(2);
+}
+
+static double parse_delay(const char *s)
+{
+	char *end;
+	double d;
+
+	errno = 0;
+	d = strtod(s, &end);
+	if (errno || end == s || *end || !isfinite(d) || d < 0.01 || d > 3600)
+		usage_error("-d: expected seconds between 0.01 and 3600, got '%s'", s);
+	return d;
+}
+
+static long parse_count(const char *s, const char *what, long max)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || end == s || *end || v <= 0 || v > max)
+		usage_error(what, s);
+	return v;
+}
+
+static void parse_sort(struct options *o, const char *s)
+{
+	int k;
+
+	o->ascending = false;
+	if (*s == '-' || *s == '+')
+		o->ascending = *s++ == '-';
+	k = sort_key_parse(s);
+	if (k < 0)
+		usage_error("-o: unknown sort key '%s' "
+			    "(wait, total, avg, count, contended, max, site)", s);
+	o->sort = (enum sort_key)k;
+}
+
+static const struct option long_options[] = {
+	{ "pid", required_argument, NULL, 'p' },
+	{ "delay", required_argument, NULL, 'd' },
+	{ "iterations", required_argument, NULL, 'n' },
+	{ "batch", no_argument, NULL, 'b' },
+	{ "sort", required_argument, NULL, 'o' },
+	{ "coalesce", required_argument, NULL, 'm' },
+	{ "json", required_argument, NULL, 'j' },
+	{ "help", no_argument, NULL, 'h' },
+	{ "version", no_argument, NULL, 'V' },
+	{ NULL, 0, NULL, 0 },
+};
+
+/* Apply one option letter. */
+static void apply(struct options *o, int c, const char *arg)
+{
+	int m;
+
+	switch (c) {
+	case 'p': o->pid = (pid_t)parse_count(arg, "-p: expected a process id, got '%s'", 1L << 22); break;
+	case 'd': o->delay_s = parse_delay(arg); break;
+	case 'n': o->iterations = parse_count(arg, "-n: expected a positive count, got '%s'", 1L << 30); break;
+	case 'b': o->batch = true; break;
+	case 'o': parse_sort(o, arg); break;
+	case 'm':
+		if ((m = coalesce_parse(arg)) < 0)
+			usage_error("-m: unknown coalesce mode '%s' (none, site, object)", arg);
+		o->coalesce = (enum coalesce)m;
+		break;
+	case 'j': o->json_path = arg; break;
+	case 'h': fputs(usage_text, stdout); exit(0);
+	case 'V': printf("qsptop %s\n", QSPTOP_VERSION); exit(0);
+	default: usage_error("%s", "invalid option");
+	}
+}
+
+void options_parse(struct options *o, int argc, char **argv)
+{
+	int c;
+
+	*o = (struct options){ .delay_s = 1.0, .sort = SORT_WAIT,
+			       .coalesce = COALESCE_NONE };
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+p:d:n:bo:m:j:hV", long_options,
+				NULL)) != -1) {
+		if (c == '?' && optopt)
+			usage_error("unknown or incomplete option '-%s'",
+				    (char[]){ (char)optopt, 0 });
+		if (c == '?')
+			usage_error("unknown or incomplete option '%s'", argv[optind - 1]);
+		apply(o, c, optarg);
+	}
+	if (optind < argc)
+		o->command = &argv[optind];
+	if (o->pid && o->command)
+		usage_error("%s", "give either -p PID or -- CMD, not both");
+	if (!o->pid && !o->command)
+		usage_error("%s", "nothing to watch: give -p PID or -- CMD");
+}

@@ -1,0 +1,28 @@
+/* The command line (the stable contract in DESIGN.md). */
+#ifndef QSPTOP_OPTIONS_H
+#define QSPTOP_OPTIONS_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "model.h"
+
+struct options {
+	double delay_s;
+	long iterations;	/* 0: until the target exits or the user quits */
+	bool batch;
+	enum sort_key sort;
+	bool ascending;
+	enum coalesce coalesce;
+	const char *json_path;	/* "-" for stdout */
+	pid_t pid;		/* -p; 0 when launching */
+	char **command;		/* after --; NULL with -p */
+};
+
+/*
+ * Parse argv. Prints help or version and exits 0 for -h/-V; prints a
+ * one-line error and a hint and exits 2 for bad usage.
+ */
+void options_parse(struct options *o, int argc, char **argv);
+
+#endif

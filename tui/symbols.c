@@ -1,0 +1,584 @@
+/*
+ * Symbolization of the target's addresses. Each module the collector
+ * reported is opened by path and checked against its build id; a trusted
+ * module is handed to libdwfl, which finds separate debuginfo by build id.
+ * libdwfl's own address-to-symbol lookup scans every symbol, so each module
+ * gets a sorted table of its functions, built on first use and searched by
+ * bisection; file:line comes from libdw. Finished answers are cached per
+ * address. The strings handed out point into module records and into
+ * libdw's loaded files, both kept until symbols_free().
+ */
+#include "symbols.h"
+
+#include <elfutils/libdwelf.h>
+#include <elfutils/libdwfl.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* How far past its base a module whose extent is unknown may reach. */
+#define GUESS_SPAN (256ull << 20)
+#define CACHE_MIN 1024
+
+/* What the file at a module's path tells about the loaded module. */
+enum module_state {
+	MODULE_MISSING,		/* no usable ELF file: extent unknown */
+	MODULE_MISMATCH,	/* an ELF file, but not the one loaded */
+	MODULE_TRUSTED,		/* symbols and lines come from the file */
+};
+
+/* A function in a module's symbol table, at its address in the target. */
+struct sym {
+	uint64_t start;
+	uint64_t end;		/* start + size; start + 1 when size is 0 */
+	uint64_t max_end;	/* largest end of this and every earlier sym */
+	const char *name;
+	int rank;		/* lower wins among syms at one address */
+};
+
+struct module {
+	char *path;
+	uint64_t base;		/* load bias */
+	uint64_t start, end;	/* extent in the target; end 0 when unknown */
+	uint8_t *build_id;
+	size_t build_id_len;
+	enum module_state state;
+	Dwfl_Module *dwfl_mod;	/* NULL unless trusted and libdwfl took it */
+	struct sym *syms;
+	size_t nsyms;
+	char *names;		/* syms' names stripped of a default version */
+	bool syms_built;
+};
+
+struct cache_entry {
+	struct frame_info info;
+	uint8_t used;
+	uint8_t is_return;
+};
+
+struct symbols {
+	Dwfl *dwfl;
+	struct module *mods;
+	size_t nmods, cap;
+	struct cache_entry *cache;
+	size_t cache_cap, cache_used;	/* cache_cap is a power of two */
+};
+
+static const Dwfl_Callbacks dwfl_callbacks = {
+	.find_elf = dwfl_build_id_find_elf,
+	.find_debuginfo = dwfl_standard_find_debuginfo,
+	.section_address = dwfl_offline_section_address,
+};
+
+/* Resize an array of n elements of size bytes, or report and exit. */
+static void *symbols_xrealloc(void *p, size_t n, size_t size)
+{
+	if (size && n > SIZE_MAX / size) {
+		fprintf(stderr, "qsptop: allocation too large\n");
+		exit(1);
+	}
+	p = realloc(p, n && size ? n * size : 1);
+	if (!p) {
+		fprintf(stderr, "qsptop: out of memory\n");
+		exit(1);
+	}
+	return p;
+}
+
+/* Allocate n zeroed elements of size bytes, or report and exit. */
+static void *symbols_xcalloc(size_t n, size_t size)
+{
+	void *p = calloc(n ? n : 1, size ? size : 1);
+
+	if (!p) {
+		fprintf(stderr, "qsptop: out of memory\n");
+		exit(1);
+	}
+	return p;
+}
+
+struct symbols *symbols_new(void)
+{
+	struct symbols *s = symbols_xcalloc(1, sizeof *s);
+
+	elf_version(EV_CURRENT);
+	s->dwfl = dwfl_begin(&dwfl_callbacks);
+	s->cache_cap = CACHE_MIN;
+	s->cache = symbols_xcalloc(s->cache_cap, sizeof *s->cache);
+	return s;
+}
+
+void symbols_free(struct symbols *s)
+{
+	if (!s)
+		return;
+	if (s->dwfl)
+		dwfl_end(s->dwfl);
+	for (size_t i = 0; i < s->nmods; i++) {
+		free(s->mods[i].path);
+		free(s->mods[i].build_id);
+		free(s->mods[i].syms);
+		free(s->mods[i].names);
+	}
+	free(s->mods);
+	free(s->cache);
+	free(s);
+}
+
+/* Find the span of the PT_LOAD segments of elf, relative to the bias. */
+static bool elf_extent(Elf *elf, uint64_t *lo, uint64_t *hi)
+{
+	size_t phnum;
+	GElf_Phdr ph;
+
+	*lo = UINT64_MAX;
+	*hi = 0;
+	if (elf_getphdrnum(elf, &phnum) != 0)
+		return false;
+	for (size_t i = 0; i < phnum; i++) {
+		if (!gelf_getphdr(elf, (int)i, &ph))
+			return false;
+		if (ph.p_type != PT_LOAD || ph.p_memsz == 0)
+			continue;
+		if (ph.p_vaddr + ph.p_memsz < ph.p_vaddr)
+			return false;
+		if ((ph.p_vaddr & ~0xfffull) < *lo)
+			*lo = ph.p_vaddr & ~0xfffull;
+		if (ph.p_vaddr + ph.p_memsz > *hi)
+			*hi = ph.p_vaddr + ph.p_memsz;
+	}
+	return *hi > *lo;
+}
+
+/* Whether elf is the file the target loaded as m. */
+static bool elf_is_loaded_file(Elf *elf, const struct module *m)
+{
+	GElf_Ehdr eh;
+	const void *id;
+	ssize_t len;
+
+	/* An executable is never relocated: a bias means another file. */
+	if (!gelf_getehdr(elf, &eh) || (eh.e_type == ET_EXEC && m->base))
+		return false;
+	if (m->build_id_len == 0)
+		return true;
+	len = dwelf_elf_gnu_build_id(elf, &id);
+	return len > 0 && (size_t)len == m->build_id_len &&
+	       memcmp(id, m->build_id, m->build_id_len) == 0;
+}
+
+/* Open fd as an ELF executable or shared object, or return NULL. */
+static Elf *elf_open_loadable(int fd)
+{
+	struct stat st;
+	GElf_Ehdr eh;
+	Elf *elf;
+
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
+		return NULL;
+	/* ELF_C_READ reads with pread: a truncated file cannot fault. */
+	elf = elf_begin(fd, ELF_C_READ, NULL);
+	if (elf && elf_kind(elf) == ELF_K_ELF && gelf_getehdr(elf, &eh) &&
+	    (eh.e_type == ET_EXEC || eh.e_type == ET_DYN))
+		return elf;
+	if (elf)
+		elf_end(elf);
+	return NULL;
+}
+
+/* Hand the trusted file open on fd to libdwfl, placed at m's bias. */
+static void module_report(struct symbols *s, struct module *m, int fd)
+{
+	char name[32];
+	int dwfl_fd;
+
+	if (!s->dwfl)
+		return;
+	dwfl_fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+	if (dwfl_fd < 0)
+		return;
+	/*
+	 * Names are unique: libdwfl merges a module reported again under the
+	 * same name and range, and drops the old one if the files differ.
+	 * With add_p_vaddr true the base is the bias (dlpi_addr); an ET_EXEC
+	 * ignores it and gets bias 0, which is what its dlpi_addr is.
+	 */
+	snprintf(name, sizeof name, "module%zu", s->nmods);
+	dwfl_report_begin_add(s->dwfl);
+	m->dwfl_mod = dwfl_report_elf(s->dwfl, name, m->path, dwfl_fd,
+				      m->base, true);
+	dwfl_report_end(s->dwfl, NULL, NULL);
+	if (!m->dwfl_mod)
+		close(dwfl_fd);
+}
+
+/* Read m's extent and state from the file at its path. */
+static void module_load(struct symbols *s, struct module *m)
+{
+	uint64_t lo, hi;
+	struct stat st;
+	Elf *elf;
+	int fd;
+
+	/* Only regular files: opening a FIFO or a device could block. */
+	if (stat(m->path, &st) != 0 || !S_ISREG(st.st_mode))
+		return;
+	fd = open(m->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
+		return;
+	elf = elf_open_loadable(fd);
+	if (elf && elf_extent(elf, &lo, &hi) && m->base + lo >= m->base &&
+	    m->base + hi > m->base + lo) {
+		m->start = m->base + lo;
+		m->end = m->base + hi;
+		m->state = elf_is_loaded_file(elf, m) ? MODULE_TRUSTED
+						      : MODULE_MISMATCH;
+	}
+	if (elf)
+		elf_end(elf);
+	if (m->state == MODULE_TRUSTED)
+		module_report(s, m, fd);
+	close(fd);
+}
+
+/* Whether the module is already known with this path, bias and id. */
+static bool module_known(const struct symbols *s, const char *path,
+			 uint64_t base, const uint8_t *build_id, size_t len)
+{
+	for (size_t i = 0; i < s->nmods; i++) {
+		const struct module *m = &s->mods[i];
+
+		if (m->base == base && m->build_id_len == len &&
+		    strcmp(m->path, path) == 0 &&
+		    (len == 0 || memcmp(m->build_id, build_id, len) == 0))
+			return true;
+	}
+	return false;
+}
+
+/* Forget every cached answer: a new module may change them. */
+static void cache_clear(struct symbols *s)
+{
+	memset(s->cache, 0, s->cache_cap * sizeof *s->cache);
+	s->cache_used = 0;
+}
+
+void symbols_add_module(struct symbols *s, const char *path, uint64_t base,
+			const uint8_t *build_id, size_t build_id_len)
+{
+	struct module *m;
+	size_t len;
+
+	if (!path)
+		return;
+	if (!build_id)
+		build_id_len = 0;
+	if (module_known(s, path, base, build_id, build_id_len))
+		return;
+	if (s->nmods == s->cap) {
+		s->cap = s->cap ? 2 * s->cap : 16;
+		s->mods = symbols_xrealloc(s->mods, s->cap, sizeof *s->mods);
+	}
+	m = &s->mods[s->nmods];
+	memset(m, 0, sizeof *m);
+	len = strlen(path) + 1;
+	m->path = memcpy(symbols_xrealloc(NULL, len, 1), path, len);
+	m->base = base;
+	m->build_id_len = build_id_len;
+	m->build_id = symbols_xrealloc(NULL, build_id_len, 1);
+	if (build_id_len)
+		memcpy(m->build_id, build_id, build_id_len);
+	module_load(s, m);
+	s->nmods++;
+	cache_clear(s);
+}
+
+/* Count the leading underscores of a name. */
+static int underscores(const char *name)
+{
+	int n = 0;
+
+	while (name[n] == '_')
+		n++;
+	return n;
+}
+
+/*
+ * Rank a symbol among others at the same address, lower first: sized
+ * before unsized, global or weak before local, fewer leading underscores
+ * (getpid before __getpid), then global before weak.
+ */
+static int sym_rank(const GElf_Sym *sym, const char *name)
+{
+	int bind = GELF_ST_BIND(sym->st_info);
+	int u = underscores(name);
+
+	return (sym->st_size == 0) << 12 | (bind == STB_LOCAL) << 11 |
+	       (u > 7 ? 7 : u) << 8 | (bind == STB_WEAK) << 7;
+}
+
+/* Order syms by address, the preferred one first at each address. */
+static int sym_compare(const void *a, const void *b)
+{
+	const struct sym *x = a, *y = b;
+
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	if (x->rank != y->rank)
+		return x->rank < y->rank ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
+/* Read function symbol ndx of mod into out; false if it is not one. */
+static bool sym_read(Dwfl_Module *mod, int ndx, struct sym *out)
+{
+	GElf_Sym sym;
+	GElf_Addr addr;
+	GElf_Word shndx;
+	const char *name;
+	int type;
+
+	name = dwfl_module_getsym_info(mod, ndx, &sym, &addr, &shndx, NULL,
+				       NULL);
+	if (!name || !*name)
+		return false;
+	type = GELF_ST_TYPE(sym.st_info);
+	if (type != STT_FUNC && type != STT_GNU_IFUNC)
+		return false;
+	/* Undefined, absolute and non-allocated symbols are not code. */
+	if (shndx == SHN_UNDEF || shndx == SHN_ABS || shndx == (GElf_Word)-1)
+		return false;
+	out->start = addr;
+	out->end = addr + (sym.st_size ? sym.st_size : 1);
+	if (out->end < out->start)
+		return false;
+	out->name = name;
+	out->rank = sym_rank(&sym, name);
+	return true;
+}
+
+/* Keep the first sym at each address and fill in max_end. */
+static size_t syms_finish(struct sym *syms, size_t n)
+{
+	size_t kept = 0;
+	uint64_t max_end = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		if (kept && syms[kept - 1].start == syms[i].start)
+			continue;
+		syms[kept] = syms[i];
+		if (syms[kept].end > max_end)
+			max_end = syms[kept].end;
+		syms[kept++].max_end = max_end;
+	}
+	return kept;
+}
+
+/*
+ * Drop the default version from names like "pthread_mutex_lock@@GLIBC_2.2.5"
+ * (glibc's .symtab spells them so); "name@VERSION", a compat version, keeps
+ * its suffix to tell it from the default one.
+ */
+static void syms_strip_versions(struct module *m)
+{
+	size_t total = 0, used = 0;
+	const char *at;
+
+	for (size_t i = 0; i < m->nsyms; i++)
+		if ((at = strstr(m->syms[i].name, "@@")))
+			total += (size_t)(at - m->syms[i].name) + 1;
+	if (!total)
+		return;
+	m->names = symbols_xrealloc(NULL, total, 1);
+	for (size_t i = 0; i < m->nsyms; i++) {
+		size_t len;
+
+		if (!(at = strstr(m->syms[i].name, "@@")))
+			continue;
+		len = (size_t)(at - m->syms[i].name);
+		memcpy(m->names + used, m->syms[i].name, len);
+		m->names[used + len] = 0;
+		m->syms[i].name = m->names + used;
+		used += len + 1;
+	}
+}
+
+/* Build m's sorted function table from libdwfl's best symbol table. */
+static void module_build_syms(struct module *m)
+{
+	int n;
+	size_t count = 0;
+
+	m->syms_built = true;
+	n = dwfl_module_getsymtab(m->dwfl_mod);
+	if (n <= 1)
+		return;
+	m->syms = symbols_xrealloc(NULL, (size_t)n, sizeof *m->syms);
+	for (int i = 1; i < n; i++)
+		if (sym_read(m->dwfl_mod, i, &m->syms[count]))
+			count++;
+	qsort(m->syms, count, sizeof *m->syms, sym_compare);
+	m->nsyms = syms_finish(m->syms, count);
+	syms_strip_versions(m);
+}
+
+/* The innermost function of m holding pc, or NULL. */
+static const struct sym *module_sym(struct module *m, uint64_t pc)
+{
+	size_t lo = 0, hi;
+
+	if (!m->syms_built)
+		module_build_syms(m);
+	hi = m->nsyms;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (m->syms[mid].start <= pc)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/* Walk back over syms that start earlier but may still reach pc. */
+	for (size_t i = lo; i-- > 0 && m->syms[i].max_end > pc;)
+		if (m->syms[i].end > pc)
+			return &m->syms[i];
+	return NULL;
+}
+
+/* Fill in out's file and line for pc from m's DWARF, if it has any. */
+static void module_line(struct module *m, uint64_t pc, struct frame_info *out)
+{
+	Dwfl_Line *line = dwfl_module_getsrc(m->dwfl_mod, pc);
+	Dwarf_Addr addr;
+	const char *file;
+	int lineno = 0;
+
+	if (!line)
+		return;
+	file = dwfl_lineinfo(line, &addr, &lineno, NULL, NULL, NULL);
+	if (file && lineno > 0) {
+		out->file = file;
+		out->line = lineno;
+	}
+}
+
+/*
+ * The module of unknown extent whose base is the closest start at or
+ * below pc, if within GUESS_SPAN; modules at bias 0 are never guessed.
+ */
+static struct module *module_guess(struct symbols *s, uint64_t pc)
+{
+	struct module *best = NULL;
+	uint64_t best_start = 0;
+
+	for (size_t i = 0; i < s->nmods; i++) {
+		struct module *m = &s->mods[i];
+		uint64_t start = m->end ? m->start : m->base;
+
+		if (start && start <= pc && start >= best_start) {
+			best = m;
+			best_start = start;
+		}
+	}
+	if (!best || best->end || pc - best->base >= GUESS_SPAN)
+		return NULL;
+	return best;
+}
+
+/* The module holding pc, the latest reported when several do. */
+static struct module *module_find(struct symbols *s, uint64_t pc)
+{
+	for (size_t i = s->nmods; i-- > 0;) {
+		struct module *m = &s->mods[i];
+
+		if (m->end && pc >= m->start && pc < m->end)
+			return m;
+	}
+	return module_guess(s, pc);
+}
+
+/* Resolve address without the cache. */
+static void resolve(struct symbols *s, uint64_t address, bool is_return,
+		    struct frame_info *out)
+{
+	uint64_t pc = is_return && address ? address - 1 : address;
+	const struct sym *sym;
+	struct module *m;
+
+	memset(out, 0, sizeof *out);
+	out->address = address;
+	m = module_find(s, pc);
+	if (!m)
+		return;
+	out->module = m->path;
+	out->module_offset = address - m->base;
+	if (m->state != MODULE_TRUSTED || !m->dwfl_mod)
+		return;
+	sym = module_sym(m, pc);
+	if (sym) {
+		out->symbol = sym->name;
+		out->offset = address - sym->start;
+	}
+	module_line(m, pc, out);
+}
+
+/* Mix the bits of a cache key (splitmix64's finalizer). */
+static uint64_t cache_hash(uint64_t address, bool is_return)
+{
+	uint64_t x = address ^ (is_return ? 0x9e3779b97f4a7c15ull : 0);
+
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
+/* The slot holding the key, or the empty slot where it belongs. */
+static struct cache_entry *cache_slot(struct cache_entry *cache, size_t cap,
+				      uint64_t address, bool is_return)
+{
+	size_t i = cache_hash(address, is_return) & (cap - 1);
+
+	while (cache[i].used && (cache[i].info.address != address ||
+				 cache[i].is_return != is_return))
+		i = (i + 1) & (cap - 1);
+	return &cache[i];
+}
+
+/* Double the cache when it is half full. */
+static void cache_grow(struct symbols *s)
+{
+	struct cache_entry *old = s->cache;
+	size_t old_cap = s->cache_cap;
+
+	if (2 * s->cache_used < s->cache_cap)
+		return;
+	s->cache_cap *= 2;
+	s->cache = symbols_xcalloc(s->cache_cap, sizeof *s->cache);
+	for (size_t i = 0; i < old_cap; i++)
+		if (old[i].used)
+			*cache_slot(s->cache, s->cache_cap, old[i].info.address,
+				    old[i].is_return) = old[i];
+	free(old);
+}
+
+void symbols_resolve(struct symbols *s, uint64_t address, int is_return,
+		     struct frame_info *out)
+{
+	bool ret = is_return != 0;
+	struct cache_entry *e;
+
+	e = cache_slot(s->cache, s->cache_cap, address, ret);
+	if (!e->used) {
+		resolve(s, address, ret, &e->info);
+		e->used = 1;
+		e->is_return = ret;
+		s->cache_used++;
+	}
+	*out = e->info;
+	cache_grow(s);
+}

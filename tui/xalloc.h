@@ -1,0 +1,21 @@
+/* Allocation that cannot fail quietly, and fatal errors, for the front end. */
+#ifndef QSPTOP_XALLOC_H
+#define QSPTOP_XALLOC_H
+
+#include <stddef.h>
+
+void *xmalloc(size_t size);
+void *xcalloc(size_t n, size_t size);
+void *xrealloc(void *p, size_t size);
+char *xstrdup(const char *s);
+
+/* Print "qsptop: MESSAGE" on stderr, restoring the terminal first, and exit 1. */
+void fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+
+/* Print "qsptop: MESSAGE" on stderr. */
+void warning(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Called by fatal() before it prints: the screen restores the terminal. */
+extern void (*fatal_cleanup)(void);
+
+#endif

@@ -96,9 +96,9 @@ $(BUILD)/tests/wl_%: tests/workloads/%.c | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 -D_GNU_SOURCE -g -O1 -fno-inline -Wall -o $@ $< -lpthread
 
-$(BUILD)/tests/%: tests/integration/%.c | $(DEPS_STAMP)
+$(BUILD)/tests/%: tests/integration/%.c $(COMMON_OBJ) | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(PKG_CFLAGS) -o $@ $< $(PKG_LIBS)
+	$(CC) $(ALL_CFLAGS) $(PKG_CFLAGS) -o $@ $^ $(PKG_LIBS)
 
 check: all $(UNIT_BIN) $(WORKLOAD_BIN) $(INTEG_BIN)
 	@tests/run $(BUILD)

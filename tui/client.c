@@ -48,6 +48,7 @@ static void on_hello(void *ctx, const struct proto_hello *m)
 	}
 	c->hello = *m;
 	c->have_hello = true;
+	model_set_origin(c->model, m->start_monotonic_ns);
 }
 
 static void on_module(void *ctx, const struct proto_module *m)

@@ -10,7 +10,12 @@
 
 #include "model.h"
 
-#define MODEL_MAX_ROWS (1u << 22)
+#define MODEL_MAX_ROWS (1u << 20)
+/*
+ * The collector numbers rows densely; an id far past the rows known is
+ * garbage, refused before it can make us allocate for it.
+ */
+#define MODEL_MAX_ID_GAP 4096
 
 struct row {
 	bool defined;
@@ -123,7 +128,7 @@ int model_define_row(struct model *m, const struct proto_row *r)
 {
 	struct row *row;
 
-	if (r->id >= MODEL_MAX_ROWS)
+	if (r->id >= MODEL_MAX_ROWS || r->id > m->cap + MODEL_MAX_ID_GAP)
 		return -1;
 	model_grow(m, r->id);
 	row = &m->rows[r->id];
@@ -186,6 +191,14 @@ void model_tick(struct model *m, const struct proto_tick *t)
 	m->threads_live = t->threads_live;
 	m->dropped = t->dropped;
 	m->ticks++;
+}
+
+void model_set_origin(struct model *m, uint64_t monotonic_ns)
+{
+	if (m->have_tick)
+		return;
+	m->have_tick = true;
+	m->last_tick_ns = monotonic_ns;
 }
 
 void model_reset(struct model *m)

@@ -90,6 +90,9 @@ void model_apply_delta(struct model *m, const struct proto_delta *d);
 /* Close an interval: what arrived since the last tick becomes the rate. */
 void model_tick(struct model *m, const struct proto_tick *t);
 
+/* When counting began (collector clock): the first interval starts there. */
+void model_set_origin(struct model *m, uint64_t monotonic_ns);
+
 /* Take the current totals as the new zero (the TUI's `r`). */
 void model_reset(struct model *m);
 

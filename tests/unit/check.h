@@ -25,10 +25,21 @@ static int check_passed, check_failed;
 	      "%s: expected %" PRIu64 ", got %" PRIu64, #got,             \
 	      (uint64_t)(want), (uint64_t)(got))
 
+/* Equal strings, NULL never equal to anything. */
+static inline int check_streq(const char *a, const char *b)
+{
+	return a && b && strcmp(a, b) == 0;
+}
+
+static inline const char *check_show(const char *s)
+{
+	return s ? s : "(null)";
+}
+
 #define CHECK_STR(got, want)                                               \
-	CHECK((got) && strcmp((got), (want)) == 0,                         \
-	      "%s: expected \"%s\", got \"%s\"", #got, (want),             \
-	      (got) ? (got) : "(null)")
+	CHECK(check_streq((got), (want)),                                  \
+	      "%s: expected \"%s\", got \"%s\"", #got, check_show(want),   \
+	      check_show(got))
 
 /* Print the summary line and return the exit status. */
 static inline int check_summary(void)

@@ -1,0 +1,652 @@
+/*
+ * End-to-end tests through the real programs: qsptop launches (or connects
+ * to) workloads under the real collector, and the JSON it writes must hold
+ * exactly the counts the workloads know they made, at the right lines.
+ */
+#include <cJSON.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../../common/proto.h"
+#include "../../common/sockpath.h"
+#include "../unit/check.h"
+
+#define RUN_TIMEOUT_S 60
+
+static char build[PATH_MAX], root[PATH_MAX], tmp[PATH_MAX];
+static char qsptop[PATH_MAX], workload[PATH_MAX], library[PATH_MAX];
+
+/* A finished run: exit status and what it printed. */
+struct run {
+	int status;		/* exit code, 128+signal, or -1 on timeout */
+	char *out;
+	char *err;
+};
+
+static char *slurp(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	char *buf;
+	long n;
+
+	if (f == NULL)
+		return strdup("");
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	rewind(f);
+	buf = calloc(1, (size_t)n + 1);
+	if (fread(buf, 1, (size_t)n, f) != (size_t)n)
+		buf[0] = '\0';
+	fclose(f);
+	return buf;
+}
+
+/* out = a followed by b, both short enough by construction. */
+static void join(char *out, const char *a, const char *b)
+{
+	if (strlen(a) + strlen(b) >= PATH_MAX) {
+		fprintf(stderr, "path too long: %s%s\n", a, b);
+		exit(1);
+	}
+	strcpy(out, a);
+	strcat(out, b);
+}
+
+static char *tmp_path(const char *name)
+{
+	static char paths[8][PATH_MAX];
+	static int next;
+	char *p = paths[next++ % 8];
+
+	char dir[PATH_MAX];
+
+	join(dir, tmp, "/");
+	join(p, dir, name);
+	return p;
+}
+
+/* Start argv with stdout and stderr in files; returns the pid. */
+static pid_t start(char *const argv[], const char *out, const char *err)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		int o = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		int e = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		int null = open("/dev/null", O_RDONLY);
+
+		dup2(null, 0);
+		dup2(o, 1);
+		dup2(e, 2);
+		execv(argv[0], argv);
+		_exit(126);
+	}
+	return pid;
+}
+
+static int wait_status(pid_t pid, int timeout_s)
+{
+	time_t deadline = time(NULL) + timeout_s;
+	int status;
+
+	while (waitpid(pid, &status, WNOHANG) == 0) {
+		if (time(NULL) > deadline) {
+			kill(pid, SIGKILL);
+			waitpid(pid, &status, 0);
+			return -1;
+		}
+		usleep(10000);
+	}
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status);
+	return 128 + WTERMSIG(status);
+}
+
+static struct run run_argv(char *const argv[])
+{
+	char *out = tmp_path("stdout"), *err = tmp_path("stderr");
+	struct run r;
+
+	r.status = wait_status(start(argv, out, err), RUN_TIMEOUT_S);
+	r.out = slurp(out);
+	r.err = slurp(err);
+	return r;
+}
+
+static void run_free(struct run *r)
+{
+	free(r->out);
+	free(r->err);
+}
+
+static cJSON *load_json(const char *path)
+{
+	char *text = slurp(path);
+	cJSON *j = cJSON_Parse(text);
+
+	free(text);
+	return j;
+}
+
+static const char *str_field(const cJSON *o, const char *name)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, name);
+
+	return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+static double num_field(const cJSON *o, const char *name)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, name);
+
+	return cJSON_IsNumber(v) ? v->valuedouble : -1;
+}
+
+/* Totals over the rows of a function and lock type. */
+struct sums {
+	int rows;
+	double acq, failed, wait;
+	const cJSON *first;
+};
+
+static struct sums sum_rows(const cJSON *snap, const char *symbol,
+			    const char *type)
+{
+	const cJSON *row;
+	struct sums s = { 0 };
+
+	cJSON_ArrayForEach(row, cJSON_GetObjectItem(snap, "rows")) {
+		const cJSON *site = cJSON_GetObjectItem(row, "site");
+		const char *sym = str_field(site, "symbol");
+
+		if (!sym || strcmp(sym, symbol) || strcmp(str_field(row, "type"), type))
+			continue;
+		if (s.rows++ == 0)
+			s.first = row;
+		s.acq += num_field(row, "acquisitions");
+		s.failed += num_field(row, "failed");
+		s.wait += num_field(row, "wait_ns");
+	}
+	return s;
+}
+
+/* The line of the source that carries a "site:NAME" marker. */
+static int marker_line(const char *name)
+{
+	char path[PATH_MAX + 32], line[512], marker[64];
+	int n = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/tests/workloads/locks.c", root);
+	snprintf(marker, sizeof(marker), "/* site:%s */", name);
+	f = fopen(path, "r");
+	while (f && fgets(line, sizeof(line), f)) {
+		n++;
+		if (strstr(line, marker)) {
+			fclose(f);
+			return n;
+		}
+	}
+	if (f)
+		fclose(f);
+	return -1;
+}
+
+/* Launch a workload mode under qsptop -b --json; returns the snapshot. */
+static cJSON *launch_mode(const char *mode, struct run *r, const char *expect)
+{
+	char *json = tmp_path("snap.json");
+	char *argv[] = { qsptop, "-b", "-d", "0.2", "-j", json, "--",
+			 workload, (char *)mode, (char *)expect, NULL };
+
+	unlink(json);
+	*r = run_argv(argv);
+	return load_json(json);
+}
+
+/* Compare every line of the workload's expectations with the snapshot. */
+static void check_expectations(const char *mode, const cJSON *snap,
+			       const char *expect)
+{
+	char sym[128], type[32];
+	long acq, failed, min_wait;
+	int lines = 0;
+	FILE *f = fopen(expect, "r");
+
+	while (f && fscanf(f, "%127s %31s %ld %ld %ld", sym, type, &acq, &failed,
+			   &min_wait) == 5) {
+		struct sums s = sum_rows(snap, sym, type);
+
+		lines++;
+		CHECK(s.rows > 0, "%s: no %s row for %s", mode, type, sym);
+		CHECK(s.acq == acq, "%s: %s %s acquisitions: expected %ld, got %.0f",
+		      mode, sym, type, acq, s.acq);
+		CHECK(s.failed == failed, "%s: %s %s failed: expected %ld, got %.0f",
+		      mode, sym, type, failed, s.failed);
+		CHECK(s.wait >= min_wait, "%s: %s wait: expected >= %ld ns, got %.0f",
+		      mode, sym, min_wait, s.wait);
+	}
+	if (f)
+		fclose(f);
+	CHECK(lines > 0, "%s: the workload wrote its expectations", mode);
+}
+
+static void test_exact_counts(void)
+{
+	static const char *const modes[] = { "mutex", "rwlock", "spin", "trylock",
+		"cond", "block", "timed", "churn", "fork" };
+
+	for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
+		char *expect = tmp_path("expect");
+		struct run r;
+		cJSON *snap = launch_mode(modes[i], &r, expect);
+
+		CHECK(r.status == 0, "%s: qsptop exited %d: %s", modes[i], r.status, r.err);
+		CHECK(snap != NULL, "%s: snapshot is valid JSON", modes[i]);
+		if (snap) {
+			CHECK_STR(str_field(snap, "state"), "exited");
+			CHECK(num_field(snap, "dropped") == 0, "%s: nothing dropped", modes[i]);
+			check_expectations(modes[i], snap, expect);
+		}
+		cJSON_Delete(snap);
+		run_free(&r);
+	}
+}
+
+/* A site resolves to its function, the workload's file and the call's line. */
+static void check_site_line(const cJSON *snap, const char *symbol,
+			    const char *type, const char *marker)
+{
+	struct sums s = sum_rows(snap, symbol, type);
+	const cJSON *site = s.first ? cJSON_GetObjectItem(s.first, "site") : NULL;
+	const char *file = site ? str_field(site, "file") : NULL;
+	const char *module = site ? str_field(site, "module") : NULL;
+
+	CHECK(site != NULL, "%s: has a site", symbol);
+	if (site == NULL)
+		return;
+	CHECK(file && strlen(file) >= 7 && !strcmp(file + strlen(file) - 7, "locks.c"),
+	      "%s: file expected .../locks.c, got %s", symbol, file ? file : "null");
+	CHECK(num_field(site, "line") == marker_line(marker),
+	      "%s: line expected %d, got %.0f", symbol, marker_line(marker),
+	      num_field(site, "line"));
+	CHECK(module && strstr(module, "wl_locks"), "%s: module is the workload, got %s",
+	      symbol, module ? module : "null");
+	CHECK(str_field(s.first, "object") != NULL, "%s: object is an address", symbol);
+}
+
+static void test_sites_and_batch_output(void)
+{
+	struct run r;
+	cJSON *snap = launch_mode("mutex", &r, tmp_path("expect"));
+
+	if (snap) {
+		check_site_line(snap, "site_mutex_a", "mutex", "mutex_a");
+		check_site_line(snap, "site_mutex_b", "mutex", "mutex_b");
+		CHECK_STR(str_field(snap, "coalesce"), "none");
+		CHECK_STR(str_field(snap, "sort"), "wait");
+		CHECK(num_field(snap, "schema") == 1, "schema is 1");
+		CHECK(num_field(snap, "threads") >= 4, "threads >= 4");
+	}
+	CHECK(strstr(r.out, "qsptop " QSPTOP_VERSION " - pid ") != NULL,
+	      "batch header printed: %.200s", r.out);
+	CHECK(strstr(r.out, "CALL SITE") && strstr(r.out, "WAIT/s"),
+	      "batch column titles printed");
+	CHECK(strstr(r.out, "site_mutex_a+0x") && strstr(r.out, "locks.c:"),
+	      "batch row shows function+offset and file:line");
+	cJSON_Delete(snap);
+	run_free(&r);
+	snap = launch_mode("spin", &r, tmp_path("expect"));
+	if (snap)
+		check_site_line(snap, "site_spin", "spinlock", "spin");
+	cJSON_Delete(snap);
+	run_free(&r);
+	snap = launch_mode("rwlock", &r, tmp_path("expect"));
+	if (snap) {
+		check_site_line(snap, "site_read", "rwlock-read", "rwlock_read");
+		check_site_line(snap, "site_write", "rwlock-write", "rwlock_write");
+	}
+	cJSON_Delete(snap);
+	run_free(&r);
+}
+
+/* Coalescing by site folds objects; the totals stay the same. */
+static void test_coalesce_and_sort_flags(void)
+{
+	char *json = tmp_path("coalesce.json"), *expect = tmp_path("expect");
+	char *argv[] = { qsptop, "-b", "-m", "object", "-o", "count", "-j", json,
+			 "--", workload, "mutex", expect, NULL };
+	struct run r = run_argv(argv);
+	cJSON *snap = load_json(json);
+	const cJSON *rows = snap ? cJSON_GetObjectItem(snap, "rows") : NULL;
+	const cJSON *row;
+	double last = -1;
+	int sorted = 1;
+
+	CHECK(r.status == 0, "-m object -o count: exit %d: %s", r.status, r.err);
+	CHECK_STR(snap ? str_field(snap, "coalesce") : NULL, "object");
+	CHECK_STR(snap ? str_field(snap, "sort") : NULL, "count");
+	cJSON_ArrayForEach(row, rows) {
+		double acq = num_field(row, "acquisitions");
+
+		if (last >= 0 && acq > last)
+			sorted = 0;
+		last = acq;
+	}
+	CHECK(sorted, "rows sorted by acquisitions, high to low");
+	CHECK(cJSON_GetArraySize(rows) >= 2, "one row per lock");
+	cJSON_Delete(snap);
+	run_free(&r);
+}
+
+static void test_exit_status(void)
+{
+	struct run r;
+	cJSON *snap = launch_mode("status", &r, tmp_path("expect"));
+	struct sums s = sum_rows(snap, "site_mutex_a", "mutex");
+	char *argv[] = { qsptop, "-b", "--", "/bin/sh", "-c", "kill -9 $$", NULL };
+
+	CHECK(r.status == 42, "exit status of the command passed on: expected 42, got %d",
+	      r.status);
+	CHECK(s.acq == 1, "counts of a command that exits with a status: got %.0f", s.acq);
+	cJSON_Delete(snap);
+	run_free(&r);
+	r = run_argv(argv);
+	CHECK(r.status == 128 + 9, "killed command: expected status 137, got %d", r.status);
+	CHECK(strstr(r.err, "killed by signal 9") != NULL, "says it was killed: %s", r.err);
+	run_free(&r);
+}
+
+/* Programs the target execs do not inherit the collector. */
+static void test_exec_not_followed(void)
+{
+	char *json = tmp_path("exec.json"), *expect = tmp_path("expect");
+	char cmd[PATH_MAX * 3];
+	char *argv[] = { qsptop, "-b", "-j", json, "--", "/bin/sh", "-c", cmd, NULL };
+	struct run r;
+	cJSON *snap;
+
+	snprintf(cmd, sizeof(cmd), "%s mutex %s", workload, expect);
+	r = run_argv(argv);
+	snap = load_json(json);
+	CHECK(r.status == 0, "sh -c workload: exit %d", r.status);
+	CHECK(snap && sum_rows(snap, "site_mutex_a", "mutex").rows == 0,
+	      "the exec'd workload was not followed");
+	cJSON_Delete(snap);
+	run_free(&r);
+}
+
+/* One line on stderr, starting with "qsptop: ", and the expected status. */
+static void check_error(char *const argv[], int status, const char *needle)
+{
+	struct run r = run_argv(argv);
+
+	CHECK(r.status == status, "%s %s: expected status %d, got %d (%s)", argv[1],
+	      argv[2] ? argv[2] : "", status, r.status, r.err);
+	CHECK(strncmp(r.err, "qsptop: ", 8) == 0 && strstr(r.err, needle),
+	      "error mentions '%s': %s", needle, r.err);
+	run_free(&r);
+}
+
+static void test_usage_and_errors(void)
+{
+	char *help[] = { qsptop, "--help", NULL };
+	char *version[] = { qsptop, "-V", NULL };
+	struct run r = run_argv(help);
+	static const char *const flags[] = { "-p, --pid", "-d, --delay",
+		"-n, --iterations", "-b, --batch", "-o, --sort", "-m, --coalesce",
+		"-j, --json", "-h, --help", "-V, --version", "-- CMD" };
+
+	CHECK(r.status == 0, "--help exits 0");
+	for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++)
+		CHECK(strstr(r.out, flags[i]) != NULL, "--help documents %s", flags[i]);
+	run_free(&r);
+	r = run_argv(version);
+	CHECK(r.status == 0 && strstr(r.out, QSPTOP_VERSION), "-V prints the version");
+	run_free(&r);
+	check_error((char *[]){ qsptop, "-x", NULL }, 2, "unknown");
+	check_error((char *[]){ qsptop, "-o", "bogus", "--", "true", NULL }, 2, "sort key");
+	check_error((char *[]){ qsptop, "-m", "bogus", "--", "true", NULL }, 2, "coalesce");
+	check_error((char *[]){ qsptop, "-d", "0", "--", "true", NULL }, 2, "-d");
+	check_error((char *[]){ qsptop, "-b", NULL }, 2, "nothing to watch");
+	check_error((char *[]){ qsptop, "-p", "4000000", NULL }, 1, "no process");
+	check_error((char *[]){ qsptop, "-b", "--", "/nonexistent/cmd", NULL }, 127,
+		    "cannot run");
+	check_error((char *[]){ qsptop, "-j", "/nonexistent-dir/x.json", "--", "true",
+				NULL }, 1, "/nonexistent-dir/x.json");
+}
+
+/* Start the idle workload preloaded and wait until it has locked. */
+static pid_t start_idle(const char *expect)
+{
+	char preload[PATH_MAX + 16];
+	pid_t pid;
+
+	unlink(expect);
+	pid = fork();
+	if (pid == 0) {
+		snprintf(preload, sizeof(preload), "LD_PRELOAD=%s", library);
+		putenv(preload);
+		execl(workload, workload, "idle", expect, (char *)NULL);
+		_exit(126);
+	}
+	for (int i = 0; i < 500 && access(expect, F_OK) != 0; i++)
+		usleep(10000);
+	usleep(50000);
+	return pid;
+}
+
+static int connect_socket(pid_t pid)
+{
+	struct sockaddr_un addr = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+
+	sockpath_socket(addr.sun_path, sizeof(addr.sun_path), geteuid(), pid);
+	if (connect(fd, (struct sockaddr *)&addr, sizeof(addr)) < 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* Garbage sent to a collector ends that connection and nothing else. */
+static void check_collector_refuses_garbage(pid_t pid)
+{
+	struct timeval tv = { 5, 0 };
+	char buf[65536];
+	int fd = connect_socket(pid);
+	ssize_t n;
+
+	CHECK(fd >= 0, "connect to the preloaded process");
+	if (fd < 0)
+		return;
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	if (send(fd, "GET / HTTP/1.0\r\n\r\nxxxxxxxxxxxxxxxxx", 35, MSG_NOSIGNAL) < 0)
+		perror("send");
+	while ((n = recv(fd, buf, sizeof(buf), 0)) > 0)
+		;
+	CHECK(n == 0, "the collector closed a connection that sent garbage");
+	close(fd);
+	CHECK(kill(pid, 0) == 0, "the target survives garbage on its socket");
+}
+
+static void test_connect_to_preloaded(void)
+{
+	char *expect = tmp_path("idle.expect"), *json = tmp_path("p.json");
+	char pidstr[16];
+	pid_t pid = start_idle(expect);
+	struct run r;
+	cJSON *snap;
+
+	snprintf(pidstr, sizeof(pidstr), "%d", (int)pid);
+	check_collector_refuses_garbage(pid);
+	r = run_argv((char *[]){ qsptop, "-b", "-d", "0.1", "-n", "2", "-j", json,
+				 "-p", pidstr, NULL });
+	snap = load_json(json);
+	CHECK(r.status == 0, "-p PID -n 2: exit %d: %s", r.status, r.err);
+	CHECK(sum_rows(snap, "site_mutex_a", "mutex").acq == 1000,
+	      "-p sees the 1000 acquisitions made before it connected");
+	CHECK_STR(snap ? str_field(snap, "state") : NULL, "running");
+	CHECK(kill(pid, 0) == 0, "the target keeps running after qsptop leaves");
+	cJSON_Delete(snap);
+	run_free(&r);
+
+	/* The collector vanishes under a connected qsptop. */
+	unlink(json);
+	{
+		char *argv[] = { qsptop, "-b", "-d", "0.1", "-j", json, "-p", pidstr, NULL };
+		char *out = tmp_path("vanish.out"), *err = tmp_path("vanish.err");
+		pid_t q = start(argv, out, err);
+		char *text;
+		int status;
+
+		usleep(400000);
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		status = wait_status(q, 10);
+		text = slurp(err);
+		CHECK(status == 1, "lost collector: expected exit 1, got %d", status);
+		CHECK(strstr(text, "lost the collector of PID") != NULL,
+		      "lost collector says so: %s", text);
+		free(text);
+		snap = load_json(json);
+		CHECK(sum_rows(snap, "site_mutex_a", "mutex").acq == 1000,
+		      "the snapshot is still written after the collector vanished");
+		cJSON_Delete(snap);
+	}
+}
+
+/* A process without a collector: a clear error, and it keeps running. */
+static void test_no_collector(void)
+{
+	pid_t pid = fork();
+	char pidstr[16];
+
+	if (pid == 0) {
+		execl("/bin/sleep", "sleep", "30", (char *)NULL);
+		_exit(126);
+	}
+	snprintf(pidstr, sizeof(pidstr), "%d", (int)pid);
+	check_error((char *[]){ qsptop, "-b", "-p", pidstr, NULL }, 1,
+		    "has no qsptop collector");
+	CHECK(kill(pid, 0) == 0, "the process without collector is untouched");
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+}
+
+/* Listen where the collector of pid would, as an impostor. */
+static int fake_listener(pid_t pid)
+{
+	struct sockaddr_un addr = { .sun_family = AF_UNIX };
+	char dir[108];
+	int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+
+	sockpath_dir(dir, sizeof(dir), geteuid());
+	sockpath_make_private(dir);
+	sockpath_socket(addr.sun_path, sizeof(addr.sun_path), geteuid(), pid);
+	unlink(addr.sun_path);
+	if (bind(fd, (struct sockaddr *)&addr, sizeof(addr)) < 0 || listen(fd, 1) < 0)
+		perror("fake listener");
+	return fd;
+}
+
+/* qsptop -p against an impostor that sends bytes; returns qsptop's stderr. */
+static char *against_impostor(const void *bytes, size_t len, int *status)
+{
+	pid_t sleeper = fork();
+	char pidstr[16], path[108];
+	char *out = tmp_path("fake.out"), *err = tmp_path("fake.err");
+	int lfd, cfd;
+	pid_t q;
+
+	if (sleeper == 0) {
+		execl("/bin/sleep", "sleep", "30", (char *)NULL);
+		_exit(126);
+	}
+	snprintf(pidstr, sizeof(pidstr), "%d", (int)sleeper);
+	lfd = fake_listener(sleeper);
+	q = start((char *[]){ qsptop, "-b", "-p", pidstr, NULL }, out, err);
+	cfd = accept(lfd, NULL, NULL);
+	if (send(cfd, bytes, len, MSG_NOSIGNAL) < 0)
+		perror("send");
+	*status = wait_status(q, 10);
+	close(cfd);
+	close(lfd);
+	sockpath_socket(path, sizeof(path), geteuid(), sleeper);
+	unlink(path);
+	kill(sleeper, SIGKILL);
+	waitpid(sleeper, NULL, 0);
+	return slurp(err);
+}
+
+static void test_hostile_collector(void)
+{
+	struct proto_hello h = { .magic = PROTO_MAGIC, .version = 99 };
+	struct wbuf b = { 0 };
+	int status;
+	char *err = against_impostor("\xff\xff\xff\xff garbage garbage", 24, &status);
+
+	CHECK(status == 1, "garbage from the socket: expected exit 1, got %d", status);
+	CHECK(strstr(err, "garbage from the collector") != NULL, "says garbage: %s", err);
+	free(err);
+	proto_put_hello(&b, &h);
+	err = against_impostor(b.data, b.len, &status);
+	CHECK(status == 1, "version mismatch: expected exit 1, got %d", status);
+	CHECK(strstr(err, "version mismatch") != NULL, "says version mismatch: %s", err);
+	free(err);
+	wbuf_free(&b);
+}
+
+static void find_paths(void)
+{
+	char exe[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+
+	exe[n > 0 ? n : 0] = '\0';
+	strcpy(build, dirname(dirname(exe)));	/* BUILD/tests/test_launch */
+	strcpy(exe, build);
+	strcpy(root, dirname(exe));
+	join(qsptop, build, "/qsptop");
+	join(library, build, "/libqsptop.so");
+	join(workload, build, "/tests/wl_locks");
+	snprintf(tmp, sizeof(tmp), "/tmp/qsptop-test-XXXXXX");
+	if (mkdtemp(tmp) == NULL) {
+		perror("mkdtemp");
+		exit(1);
+	}
+}
+
+int main(void)
+{
+	char cmd[PATH_MAX + 16];
+
+	find_paths();
+	signal(SIGPIPE, SIG_IGN);
+	test_usage_and_errors();
+	test_exact_counts();
+	test_sites_and_batch_output();
+	test_coalesce_and_sort_flags();
+	test_exit_status();
+	test_exec_not_followed();
+	test_no_collector();
+	test_connect_to_preloaded();
+	test_hostile_collector();
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmp);
+	if (system(cmd) != 0)
+		fprintf(stderr, "could not remove %s\n", tmp);
+	return check_summary();
+}

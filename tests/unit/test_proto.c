@@ -1,0 +1,315 @@
+/* The wire codec: every message round-trips; bad frames are refused. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../common/proto.h"
+#include "check.h"
+
+/* What the decoder handed back, per message type. */
+struct seen {
+	int hellos, client_hellos, modules, rows, deltas, ticks, goodbyes;
+	int detaches;
+	uint32_t interval_ms;
+	struct proto_hello hello;
+	struct proto_client_hello client_hello;
+	struct proto_module module;
+	struct proto_row row;
+	struct proto_delta delta;	/* the last one */
+	uint64_t delta_acq_sum;
+	struct proto_tick tick;
+	struct proto_goodbye goodbye;
+};
+
+static void on_hello(void *c, const struct proto_hello *m) { ((struct seen *)c)->hellos++; ((struct seen *)c)->hello = *m; }
+static void on_client_hello(void *c, const struct proto_client_hello *m) { ((struct seen *)c)->client_hellos++; ((struct seen *)c)->client_hello = *m; }
+static void on_module(void *c, const struct proto_module *m) { ((struct seen *)c)->modules++; ((struct seen *)c)->module = *m; }
+static void on_row(void *c, const struct proto_row *m) { ((struct seen *)c)->rows++; ((struct seen *)c)->row = *m; }
+static void on_tick(void *c, const struct proto_tick *m) { ((struct seen *)c)->ticks++; ((struct seen *)c)->tick = *m; }
+static void on_goodbye(void *c, const struct proto_goodbye *m) { ((struct seen *)c)->goodbyes++; ((struct seen *)c)->goodbye = *m; }
+static void on_interval(void *c, uint32_t ms) { ((struct seen *)c)->interval_ms = ms; }
+static void on_detach(void *c) { ((struct seen *)c)->detaches++; }
+
+static void on_delta(void *c, const struct proto_delta *m)
+{
+	struct seen *s = c;
+
+	s->deltas++;
+	s->delta = *m;
+	s->delta_acq_sum += m->acquisitions;
+}
+
+static const struct proto_visitor visitor = {
+	on_hello, on_client_hello, on_module, on_row, on_delta, on_tick,
+	on_goodbye, on_interval, on_detach,
+};
+
+/* Split and decode every frame of a buffer; returns frames or -1. */
+static int decode_all(const uint8_t *p, size_t len, struct seen *s, char *err)
+{
+	size_t off = 0;
+	int frames = 0;
+
+	while (off < len) {
+		struct proto_frame f;
+		long n = proto_split(p + off, len - off, &f, err, 128);
+
+		if (n <= 0)
+			return n < 0 ? -1 : frames;
+		if (proto_decode(&f, &visitor, s, err, 128) < 0)
+			return -1;
+		off += (size_t)n;
+		frames++;
+	}
+	return frames;
+}
+
+static void test_hello_round_trip(void)
+{
+	struct proto_hello h = { .magic = PROTO_MAGIC, .version = PROTO_VERSION,
+		.mode = MODE_LAUNCH, .pid = 4242, .interval_ms = 500,
+		.start_realtime_ns = 1700000000123456789ull,
+		.start_monotonic_ns = 987654321 };
+	struct wbuf b = { 0 };
+	struct seen s = { 0 };
+	char err[128];
+
+	strcpy(h.command, "demo --threads 4");
+	strcpy(h.collector_version, "0.1.0");
+	proto_put_hello(&b, &h);
+	CHECK(decode_all(b.data, b.len, &s, err) == 1, "hello decodes: %s", err);
+	CHECK_U64(s.hellos, 1);
+	CHECK_U64(s.hello.magic, PROTO_MAGIC);
+	CHECK_U64(s.hello.pid, 4242);
+	CHECK_U64(s.hello.mode, MODE_LAUNCH);
+	CHECK_U64(s.hello.interval_ms, 500);
+	CHECK_U64(s.hello.start_realtime_ns, 1700000000123456789ull);
+	CHECK_U64(s.hello.start_monotonic_ns, 987654321);
+	CHECK_STR(s.hello.command, "demo --threads 4");
+	CHECK_STR(s.hello.collector_version, "0.1.0");
+	wbuf_free(&b);
+}
+
+static void test_small_messages_round_trip(void)
+{
+	struct proto_client_hello ch = { .magic = PROTO_MAGIC, .version = 1 };
+	struct proto_module mod = { .base = 0x7f0000001000ull, .build_id_len = 20 };
+	struct proto_row row = { .id = 77, .type = LOCK_RWLOCK_WRITE,
+				 .site = 0x401234, .object = 0x55d0c0a8e040ull };
+	struct proto_tick tick = { .seq = 9, .monotonic_ns = 123, .threads_seen = 5,
+				   .threads_live = 3, .dropped = 11 };
+	struct proto_goodbye bye = { .reason = GOODBYE_DETACH };
+	struct wbuf b = { 0 };
+	struct seen s = { 0 };
+	char err[128];
+
+	strcpy(ch.client_version, "0.1.0");
+	strcpy(mod.path, "/usr/lib/x86_64-linux-gnu/libc.so.6");
+	for (int i = 0; i < 20; i++)
+		mod.build_id[i] = (uint8_t)(0xa0 + i);
+	proto_put_client_hello(&b, &ch);
+	proto_put_module(&b, &mod);
+	proto_put_row(&b, &row);
+	proto_put_tick(&b, &tick);
+	proto_put_goodbye(&b, &bye);
+	proto_put_set_interval(&b, 250);
+	proto_put_detach(&b);
+	CHECK(decode_all(b.data, b.len, &s, err) == 7, "7 frames decode: %s", err);
+	CHECK_STR(s.client_hello.client_version, "0.1.0");
+	CHECK_U64(s.module.base, 0x7f0000001000ull);
+	CHECK_STR(s.module.path, "/usr/lib/x86_64-linux-gnu/libc.so.6");
+	CHECK_U64(s.module.build_id_len, 20);
+	CHECK(memcmp(s.module.build_id, mod.build_id, 20) == 0, "build id bytes");
+	CHECK_U64(s.row.id, 77);
+	CHECK_U64(s.row.type, LOCK_RWLOCK_WRITE);
+	CHECK_U64(s.row.site, 0x401234);
+	CHECK_U64(s.row.object, 0x55d0c0a8e040ull);
+	CHECK_U64(s.tick.seq, 9);
+	CHECK_U64(s.tick.threads_live, 3);
+	CHECK_U64(s.tick.dropped, 11);
+	CHECK_U64(s.goodbye.reason, GOODBYE_DETACH);
+	CHECK_U64(s.interval_ms, 250);
+	CHECK_U64(s.detaches, 1);
+	wbuf_free(&b);
+}
+
+/* Many deltas split over several frames, sparse histograms intact. */
+static void test_deltas_span_frames(void)
+{
+	struct wbuf b = { 0 };
+	struct seen s = { 0 };
+	size_t frame = SIZE_MAX;
+	uint64_t want = 0;
+	char err[128];
+	int frames;
+
+	for (uint32_t i = 0; i < 5000; i++) {
+		struct proto_delta d = { .row = i, .acquisitions = i * 3 + 1,
+					 .contended = i, .wait_ns = i * 1000ull,
+					 .max_wait_ns = i };
+		d.hist[i % HIST_BUCKETS] = i + 1;
+		d.hist[HIST_BUCKETS - 1] = 7;
+		want += d.acquisitions;
+		proto_put_delta(&b, &frame, &d);
+	}
+	proto_close_deltas(&b, &frame);
+	frames = decode_all(b.data, b.len, &s, err);
+	CHECK(frames > 1, "5000 deltas use several frames, got %d (%s)", frames, err);
+	CHECK_U64(s.deltas, 5000);
+	CHECK_U64(s.delta_acq_sum, want);
+	CHECK_U64(s.delta.row, 4999);
+	CHECK_U64(s.delta.hist[4999 % HIST_BUCKETS], 5000);
+	CHECK_U64(s.delta.hist[HIST_BUCKETS - 1], 7);
+	CHECK_U64(s.delta.hist[0], 0);
+	CHECK_U64(s.delta.wait_ns, 4999000);
+	wbuf_free(&b);
+}
+
+/* A frame with a hand-written header and payload. */
+static size_t raw_frame(uint8_t *out, uint32_t len, uint16_t type,
+			uint16_t flags, const void *payload, size_t n)
+{
+	uint8_t h[8] = { (uint8_t)len, (uint8_t)(len >> 8), (uint8_t)(len >> 16),
+			 (uint8_t)(len >> 24), (uint8_t)type, (uint8_t)(type >> 8),
+			 (uint8_t)flags, (uint8_t)(flags >> 8) };
+
+	memcpy(out, h, 8);
+	memcpy(out + 8, payload, n);
+	return 8 + n;
+}
+
+struct bad_case {
+	const char *what;
+	uint16_t type;
+	uint8_t payload[48];
+	size_t len;
+};
+
+/* Payloads that must be refused, each with the type it claims. */
+static const struct bad_case bad_cases[] = {
+	{ "empty row", MSG_ROW, { 0 }, 0 },
+	{ "row cut short", MSG_ROW, { 1, 0, 0, 0, 0, 1, 2, 3 }, 8 },
+	{ "row with unknown lock type", MSG_ROW,
+	  { 1, 0, 0, 0, 99, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0 }, 21 },
+	{ "row with trailing bytes", MSG_ROW,
+	  { 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 9 }, 22 },
+	{ "string longer than the frame", MSG_CLIENT_HELLO,
+	  { 0x51, 0x53, 0x50, 0x54, 1, 0, 200, 0, 'a', 'b' }, 10 },
+	{ "string with a NUL inside", MSG_CLIENT_HELLO,
+	  { 0x51, 0x53, 0x50, 0x54, 1, 0, 3, 0, 'a', 0, 'b' }, 11 },
+	{ "string longer than its field", MSG_CLIENT_HELLO,
+	  { 0x51, 0x53, 0x50, 0x54, 1, 0, 0xff, 0xff }, 8 },
+	{ "empty delta frame", MSG_DELTA, { 0 }, 0 },
+	{ "delta cut inside its histogram", MSG_DELTA,
+	  { 1, 0, 0, 0, [44] = 0x01 }, 48 },
+	{ "tick cut short", MSG_TICK, { 1, 2, 3 }, 3 },
+	{ "goodbye with extra bytes", MSG_GOODBYE, { 0, 0 }, 2 },
+	{ "set-interval cut short", MSG_SET_INTERVAL, { 1, 0 }, 2 },
+};
+
+static void test_malformed_payloads(void)
+{
+	for (size_t i = 0; i < sizeof(bad_cases) / sizeof(bad_cases[0]); i++) {
+		const struct bad_case *c = &bad_cases[i];
+		uint8_t buf[64];
+		size_t n = raw_frame(buf, (uint32_t)c->len, c->type, 0, c->payload, c->len);
+		struct seen s = { 0 };
+		char err[128] = "";
+		int got = decode_all(buf, n, &s, err);
+
+		CHECK(got == -1, "%s: expected an error, decoded %d frame(s)", c->what, got);
+		CHECK(err[0] != '\0', "%s: error has a message", c->what);
+		CHECK(s.rows + s.deltas + s.client_hellos + s.ticks + s.goodbyes == 0,
+		      "%s: no callback ran", c->what);
+	}
+}
+
+/* A delta frame whose third entry is bad applies none of them. */
+static void test_bad_delta_applies_nothing(void)
+{
+	struct wbuf b = { 0 };
+	struct seen s = { 0 };
+	size_t frame = SIZE_MAX;
+	char err[128];
+
+	for (uint32_t i = 0; i < 3; i++) {
+		struct proto_delta d = { .row = i, .acquisitions = 1 };
+
+		proto_put_delta(&b, &frame, &d);
+	}
+	proto_close_deltas(&b, &frame);
+	b.data[0] = (uint8_t)(b.data[0] - 1);	/* shorten the payload by one */
+	CHECK(decode_all(b.data, b.len - 1, &s, err) == -1, "cut delta refused");
+	CHECK_U64(s.deltas, 0);
+	wbuf_free(&b);
+}
+
+static void test_split_headers(void)
+{
+	uint8_t buf[16] = { 0 };
+	struct proto_frame f;
+	char err[128] = "";
+
+	CHECK(proto_split(buf, 7, &f, err, sizeof(err)) == 0, "short header needs more");
+	raw_frame(buf, 4, MSG_SET_INTERVAL, 0, "\x10\0\0\0", 4);
+	CHECK(proto_split(buf, 11, &f, err, sizeof(err)) == 0, "short payload needs more");
+	CHECK(proto_split(buf, 12, &f, err, sizeof(err)) == 12, "whole frame splits");
+	raw_frame(buf, PROTO_MAX_PAYLOAD + 1, MSG_ROW, 0, "", 0);
+	CHECK(proto_split(buf, 8, &f, err, sizeof(err)) == -1, "oversized frame refused");
+	CHECK(strstr(err, "exceeds") != NULL, "oversize message: %s", err);
+	raw_frame(buf, 0, MSG_DETACH, 1, "", 0);
+	CHECK(proto_split(buf, 8, &f, err, sizeof(err)) == -1, "unknown flags refused");
+}
+
+static void test_unknown_type_is_skipped(void)
+{
+	uint8_t buf[32];
+	size_t n = raw_frame(buf, 5, 999, 0, "hello", 5);
+	struct seen s = { 0 };
+	char err[128];
+
+	CHECK(decode_all(buf, n, &s, err) == 1, "unknown frame type skipped: %s", err);
+}
+
+/* Random bytes: any result is fine but a crash or an over-read (ASan). */
+static void test_random_bytes(void)
+{
+	uint8_t *buf = malloc(4096);
+	unsigned seed = 12345;
+	int refused = 0;
+
+	for (int round = 0; round < 20000; round++) {
+		size_t len = (size_t)(rand_r(&seed) % 200);
+		struct proto_frame f;
+		struct seen s = { 0 };
+		char err[128];
+		uint8_t *p;
+
+		for (size_t i = 0; i < len + 8; i++)
+			buf[i] = (uint8_t)rand_r(&seed);
+		buf[0] = (uint8_t)len;
+		buf[1] = buf[2] = buf[3] = 0;
+		buf[4] = (uint8_t)(1 + rand_r(&seed) % 66);
+		buf[5] = buf[6] = buf[7] = 0;
+		p = malloc(len + 8);	/* exact size: ASan sees any over-read */
+		memcpy(p, buf, len + 8);
+		if (proto_split(p, len + 8, &f, err, sizeof(err)) > 0 &&
+		    proto_decode(&f, &visitor, &s, err, sizeof(err)) < 0)
+			refused++;
+		free(p);
+	}
+	CHECK(refused > 1000, "most random frames refused (%d of 20000)", refused);
+	free(buf);
+}
+
+int main(void)
+{
+	test_hello_round_trip();
+	test_small_messages_round_trip();
+	test_deltas_span_frames();
+	test_malformed_payloads();
+	test_bad_delta_applies_nothing();
+	test_split_headers();
+	test_unknown_type_is_skipped();
+	test_random_bytes();
+	return check_summary();
+}

@@ -1,0 +1,410 @@
+/*
+ * Workloads with known lock counts, for the integration tests.
+ *
+ *   wl_locks MODE EXPECT_FILE
+ *
+ * Each mode reaches named call sites a known number of times from several
+ * threads, then writes one line per site to EXPECT_FILE:
+ *   SYMBOL TYPE ACQUISITIONS FAILED MIN_WAIT_NS
+ * Counts that depend on timing (condvar waits, trylock failures) are
+ * counted by the workload itself. Every call site carries a "site:NAME"
+ * comment on its line so that the test can check file:line.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define THREADS 4
+#define ITERS 50000
+
+static pthread_mutex_t mutex_a = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t mutex_b = PTHREAD_MUTEX_INITIALIZER;
+static pthread_rwlock_t rwlock = PTHREAD_RWLOCK_INITIALIZER;
+static pthread_spinlock_t spin;
+static pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
+static volatile long shared;
+static FILE *expect;
+
+static void expect_site(const char *symbol, const char *type, long acq,
+			long failed, long min_wait_ns)
+{
+	fprintf(expect, "%s %s %ld %ld %ld\n", symbol, type, acq, failed,
+		min_wait_ns);
+}
+
+static void run_threads(void *(*fn)(void *), int n)
+{
+	pthread_t t[64];
+
+	for (long i = 0; i < n; i++)
+		pthread_create(&t[i], NULL, fn, (void *)i);
+	for (int i = 0; i < n; i++)
+		pthread_join(t[i], NULL);
+}
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000 };
+
+	nanosleep(&ts, NULL);
+}
+
+/* --- mutex: two sites, two locks, contended from 4 threads --- */
+static void __attribute__((noinline)) site_mutex_a(void)
+{
+	pthread_mutex_lock(&mutex_a); /* site:mutex_a */
+	shared++;
+	pthread_mutex_unlock(&mutex_a);
+}
+
+static void __attribute__((noinline)) site_mutex_b(void)
+{
+	pthread_mutex_lock(&mutex_b); /* site:mutex_b */
+	shared++;
+	pthread_mutex_unlock(&mutex_b);
+}
+
+static void *mutex_worker(void *arg)
+{
+	for (int i = 0; i < ITERS; i++) {
+		site_mutex_a();
+		if (i % 2 == 0)
+			site_mutex_b();
+	}
+	return arg;
+}
+
+static void mode_mutex(void)
+{
+	run_threads(mutex_worker, THREADS);
+	expect_site("site_mutex_a", "mutex", THREADS * ITERS, 0, 0);
+	expect_site("site_mutex_b", "mutex", THREADS * ITERS / 2, 0, 0);
+}
+
+/* --- rwlock: readers and writers on one lock --- */
+static void __attribute__((noinline)) site_read(void)
+{
+	pthread_rwlock_rdlock(&rwlock); /* site:rwlock_read */
+	shared += 0;
+	pthread_rwlock_unlock(&rwlock);
+}
+
+static void __attribute__((noinline)) site_write(void)
+{
+	pthread_rwlock_wrlock(&rwlock); /* site:rwlock_write */
+	shared++;
+	pthread_rwlock_unlock(&rwlock);
+}
+
+static void *rw_worker(void *arg)
+{
+	for (int i = 0; i < ITERS; i++) {
+		if ((long)arg == 0 && i % 10 == 0)
+			site_write();
+		else
+			site_read();
+	}
+	return arg;
+}
+
+static void mode_rwlock(void)
+{
+	run_threads(rw_worker, THREADS);
+	expect_site("site_write", "rwlock-write", ITERS / 10, 0, 0);
+	expect_site("site_read", "rwlock-read", THREADS * ITERS - ITERS / 10, 0, 0);
+}
+
+/* --- spinlock --- */
+static void __attribute__((noinline)) site_spin(void)
+{
+	pthread_spin_lock(&spin); /* site:spin */
+	shared++;
+	pthread_spin_unlock(&spin);
+}
+
+static void *spin_worker(void *arg)
+{
+	for (int i = 0; i < ITERS; i++)
+		site_spin();
+	return arg;
+}
+
+static void mode_spin(void)
+{
+	pthread_spin_init(&spin, PTHREAD_PROCESS_PRIVATE);
+	run_threads(spin_worker, THREADS);
+	expect_site("site_spin", "spinlock", THREADS * ITERS, 0, 0);
+}
+
+/* --- trylock: successes and failures counted by the workload --- */
+static long try_ok[THREADS], try_busy[THREADS];
+
+static void *try_worker(void *arg)
+{
+	long me = (long)arg;
+
+	for (int i = 0; i < ITERS; i++) {
+		int rc = pthread_mutex_trylock(&mutex_a); /* site:trylock */
+
+		if (rc == 0) {
+			try_ok[me]++;
+			shared++;
+			pthread_mutex_unlock(&mutex_a);
+		} else if (rc == EBUSY) {
+			try_busy[me]++;
+		}
+	}
+	return arg;
+}
+
+static void mode_trylock(void)
+{
+	long ok = 0, busy = 0;
+
+	run_threads(try_worker, THREADS);
+	for (int i = 0; i < THREADS; i++) {
+		ok += try_ok[i];
+		busy += try_busy[i];
+	}
+	expect_site("try_worker", "mutex", ok, busy, 0);
+}
+
+/* --- condvar: a producer and consumers; waits counted by the workload --- */
+static int queued, done_producing;
+static long cond_waits[THREADS];
+
+static void *consumer(void *arg)
+{
+	long me = (long)arg;
+
+	pthread_mutex_lock(&mutex_a); /* site:cond_consumer_lock */
+	for (;;) {
+		while (queued == 0 && !done_producing) {
+			pthread_cond_wait(&cond, &mutex_a); /* site:cond_wait */
+			cond_waits[me]++;
+		}
+		if (queued == 0)
+			break;
+		queued--;
+	}
+	pthread_mutex_unlock(&mutex_a);
+	return arg;
+}
+
+static void mode_cond(void)
+{
+	pthread_t t[THREADS];
+	long waits = 0;
+
+	for (long i = 0; i < THREADS; i++)
+		pthread_create(&t[i], NULL, consumer, (void *)i);
+	for (int i = 0; i < 2000; i++) {
+		pthread_mutex_lock(&mutex_b); /* site:cond_producer_lock */
+		pthread_mutex_unlock(&mutex_b);
+		pthread_mutex_lock(&mutex_a); /* site:cond_produce */
+		queued++;
+		pthread_cond_signal(&cond);
+		pthread_mutex_unlock(&mutex_a);
+		if (i % 100 == 0)
+			sleep_ms(1);
+	}
+	pthread_mutex_lock(&mutex_a); /* site:cond_finish */
+	done_producing = 1;
+	pthread_cond_broadcast(&cond);
+	pthread_mutex_unlock(&mutex_a);
+	for (int i = 0; i < THREADS; i++)
+		pthread_join(t[i], NULL);
+	for (int i = 0; i < THREADS; i++)
+		waits += cond_waits[i];
+	expect_site("consumer", "condvar", waits, 0, 0);
+	expect_site("consumer", "mutex", THREADS, 0, 0);
+	expect_site("mode_cond", "mutex", 2000 * 2 + 1, 0, 0);
+}
+
+/* --- blocking: a holder keeps the lock 200 ms; the waiter must see it --- */
+static void *holder(void *arg)
+{
+	pthread_mutex_lock(&mutex_a); /* site:holder */
+	sleep_ms(200);
+	pthread_mutex_unlock(&mutex_a);
+	return arg;
+}
+
+static void __attribute__((noinline)) site_blocked(void)
+{
+	pthread_mutex_lock(&mutex_a); /* site:blocked */
+	pthread_mutex_unlock(&mutex_a);
+}
+
+static void mode_block(void)
+{
+	pthread_t t;
+	struct timespec start, end;
+
+	pthread_create(&t, NULL, holder, NULL);
+	sleep_ms(30);
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	site_blocked();
+	clock_gettime(CLOCK_MONOTONIC, &end);
+	pthread_join(t, NULL);
+	/* The waiter blocked at least until the holder let go. */
+	expect_site("site_blocked", "mutex", 1, 0, 150000000);
+	expect_site("holder", "mutex", 1, 0, 0);
+}
+
+/* --- timed locks: one times out against a holder, one succeeds later --- */
+static void mode_timed(void)
+{
+	struct timespec abs;
+	pthread_t t;
+	int rc1, rc2;
+
+	pthread_create(&t, NULL, holder, NULL);
+	sleep_ms(30);
+	clock_gettime(CLOCK_REALTIME, &abs);
+	abs.tv_nsec += 50 * 1000000;
+	if (abs.tv_nsec >= 1000000000) {
+		abs.tv_sec++;
+		abs.tv_nsec -= 1000000000;
+	}
+	rc1 = pthread_mutex_timedlock(&mutex_a, &abs); /* site:timed_out */
+	clock_gettime(CLOCK_MONOTONIC, &abs);
+	abs.tv_sec += 5;
+	rc2 = pthread_mutex_clocklock(&mutex_a, CLOCK_MONOTONIC, &abs); /* site:clocklock */
+	if (rc2 == 0)
+		pthread_mutex_unlock(&mutex_a);
+	pthread_join(t, NULL);
+	if (rc1 != ETIMEDOUT || rc2 != 0) {
+		fprintf(stderr, "timedlock %d clocklock %d\n", rc1, rc2);
+		exit(1);
+	}
+	/* Both calls are in mode_timed: one failed, one acquired. */
+	expect_site("mode_timed", "mutex", 1, 1, 40000000);
+}
+
+/* --- churn: thousands of short threads; their counts outlive them --- */
+#define CHURN_THREADS 2000
+#define CHURN_ITERS 100
+
+static void *churn_worker(void *arg)
+{
+	for (int i = 0; i < CHURN_ITERS; i++) {
+		pthread_mutex_lock(&mutex_a); /* site:churn */
+		shared++;
+		pthread_mutex_unlock(&mutex_a);
+	}
+	return arg;
+}
+
+static void mode_churn(void)
+{
+	for (int i = 0; i < CHURN_THREADS / 8; i++)
+		run_threads(churn_worker, 8);
+	expect_site("churn_worker", "mutex", CHURN_THREADS * CHURN_ITERS, 0, 0);
+}
+
+/* --- fork: the child locks on its own; the parent's counts stay exact --- */
+static void *fork_worker(void *arg)
+{
+	for (int i = 0; i < ITERS; i++)
+		site_mutex_a();
+	return arg;
+}
+
+static int child_work(void)
+{
+	pthread_t t[2];
+
+	for (int i = 0; i < 2; i++)
+		pthread_create(&t[i], NULL, fork_worker, NULL);
+	for (int i = 0; i < 2; i++)
+		pthread_join(t[i], NULL);
+	return shared == 3 * ITERS + 2 * ITERS ? 7 : 1;
+}
+
+static void mode_fork(void)
+{
+	pthread_t t;
+	int status;
+	pid_t pid;
+
+	pthread_create(&t, NULL, fork_worker, NULL);
+	pthread_join(t, NULL);
+	pthread_create(&t, NULL, fork_worker, NULL);
+	pid = fork();
+	if (pid == 0)
+		_exit(0);	/* a child that does nothing */
+	waitpid(pid, &status, 0);
+	pthread_join(t, NULL);
+	shared = 2 * ITERS + ITERS;	/* what the child starts from */
+	pid = fork();
+	if (pid == 0) {
+		fflush(stdout);
+		exit(child_work());
+	}
+	fork_worker(NULL);
+	waitpid(pid, &status, 0);
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 7) {
+		fprintf(stderr, "child of fork was harmed: status %d\n", status);
+		exit(1);
+	}
+	expect_site("site_mutex_a", "mutex", 3 * ITERS, 0, 0);
+}
+
+/* --- exit status: the launched command's status comes back --- */
+static void mode_status(void)
+{
+	site_mutex_a();
+	expect_site("site_mutex_a", "mutex", 1, 0, 0);
+	fclose(expect);
+	exit(42);
+}
+
+/* --- idle: lock a little, then sleep until killed (for -p tests) --- */
+static void mode_idle(void)
+{
+	for (int i = 0; i < 1000; i++)
+		site_mutex_a();
+	expect_site("site_mutex_a", "mutex", 1000, 0, 0);
+	fclose(expect);
+	expect = NULL;
+	for (;;)
+		sleep_ms(1000);
+}
+
+static const struct {
+	const char *name;
+	void (*run)(void);
+} modes[] = {
+	{ "mutex", mode_mutex }, { "rwlock", mode_rwlock }, { "spin", mode_spin },
+	{ "trylock", mode_trylock }, { "cond", mode_cond }, { "block", mode_block },
+	{ "timed", mode_timed }, { "churn", mode_churn }, { "fork", mode_fork },
+	{ "status", mode_status }, { "idle", mode_idle },
+};
+
+int main(int argc, char **argv)
+{
+	if (argc != 3) {
+		fprintf(stderr, "usage: wl_locks MODE EXPECT_FILE\n");
+		return 2;
+	}
+	expect = fopen(argv[2], "w");
+	if (expect == NULL) {
+		perror(argv[2]);
+		return 2;
+	}
+	for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
+		if (strcmp(argv[1], modes[i].name) == 0) {
+			modes[i].run();
+			fclose(expect);
+			return 0;
+		}
+	}
+	fprintf(stderr, "unknown mode %s\n", argv[1]);
+	return 2;
+}

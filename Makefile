@@ -104,7 +104,7 @@ check: all $(UNIT_BIN) $(WORKLOAD_BIN) $(INTEG_BIN)
 	@tests/run $(BUILD)
 
 demo: all $(BUILD)/tests/wl_demo
-	$(BUILD)/qsptop -b -d 0.5 -n 6 -- $(BUILD)/tests/wl_demo 3
+	$(BUILD)/qsptop -b -d 1 -- $(BUILD)/tests/wl_demo 4
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/qsptop

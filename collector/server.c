@@ -19,6 +19,7 @@
 #include "../common/proto.h"
 #include "../common/sockpath.h"
 #include "modules.h"
+#include "ownfd.h"
 #include "rows.h"
 #include "server.h"
 #include "session.h"
@@ -31,9 +32,9 @@
 #define FINAL_WRITE_MS 3000
 
 static struct server {
-	int listen_fd;
+	struct own_fd listen;
 	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
-	int wake[2];
+	struct own_fd wake_in, wake_out;
 	int launch_fd;
 	int finishing;
 	sem_t finished;
@@ -43,7 +44,8 @@ static struct server {
 	struct modules modules;
 	uint64_t seq;
 	uint64_t last_scan_ns;
-} srv = { .listen_fd = -1, .wake = { -1, -1 }, .launch_fd = -1 };
+} srv = { .listen = OWN_FD_NONE, .wake_in = OWN_FD_NONE,
+	   .wake_out = OWN_FD_NONE, .launch_fd = -1 };
 
 static uint64_t now_ns(void)
 {
@@ -121,7 +123,7 @@ static void open_listener(void)
 		srv.path[0] = '\0';
 		return;
 	}
-	srv.listen_fd = fd;
+	own_fd_set(&srv.listen, fd);
 }
 
 static void add_session(int fd)
@@ -144,7 +146,7 @@ static void accept_one(void)
 {
 	struct ucred cred;
 	socklen_t len = sizeof(cred);
-	int fd = accept4(srv.listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+	int fd = accept4(srv.listen.fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 
 	if (fd < 0)
 		return;
@@ -233,13 +235,27 @@ static void service_sessions(const struct pollfd *pfd, int first)
 
 		if (s == NULL)
 			continue;
-		ev = pfd[first + i].fd == s->fd ? pfd[first + i].revents : 0;
+		ev = pfd[first + i].fd == s->fd.fd ? pfd[first + i].revents : 0;
 		if (((ev & (POLLIN | POLLHUP | POLLERR)) || !s->greeted) &&
 		    !session_read(s, now)) {
 			end_session(i);
 			continue;
 		}
 		if (!session_write(s))
+			end_session(i);
+	}
+}
+
+/*
+ * Forget descriptors the host closed or replaced. Without its wake pipe the
+ * thread still runs on timeouts; the exit flush then waits out the poll.
+ */
+static void check_fds(void)
+{
+	own_fd_valid(&srv.wake_in);
+	own_fd_valid(&srv.listen);
+	for (int i = 0; i < MAX_SESSIONS; i++) {
+		if (srv.sessions[i] && !own_fd_valid(&srv.sessions[i]->fd))
 			end_session(i);
 	}
 }
@@ -251,20 +267,21 @@ static void serve_once(void)
 	uint64_t now = now_ns();
 	char drain[64];
 
-	pfd[0] = (struct pollfd){ .fd = srv.wake[0], .events = POLLIN };
-	pfd[1] = (struct pollfd){ .fd = srv.listen_fd, .events = POLLIN };
+	check_fds();
+	pfd[0] = (struct pollfd){ .fd = srv.wake_in.fd, .events = POLLIN };
+	pfd[1] = (struct pollfd){ .fd = srv.listen.fd, .events = POLLIN };
 	for (int i = 0; i < MAX_SESSIONS; i++) {
 		const struct session *s = srv.sessions[i];
 
-		pfd[2 + i] = (struct pollfd){ .fd = s ? s->fd : -1,
+		pfd[2 + i] = (struct pollfd){ .fd = s ? s->fd.fd : -1,
 			.events = (short)(POLLIN | (s && s->out.len ? POLLOUT : 0)) };
 	}
 	if (poll(pfd, 2 + MAX_SESSIONS, poll_timeout_ms(now)) < 0)
 		return;
-	if (pfd[0].revents & POLLIN)
-		while (read(srv.wake[0], drain, sizeof(drain)) > 0)
+	if ((pfd[0].revents & POLLIN) && own_fd_valid(&srv.wake_in))
+		while (read(srv.wake_in.fd, drain, sizeof(drain)) > 0)
 			;
-	if (pfd[1].revents & POLLIN)
+	if ((pfd[1].revents & POLLIN) && own_fd_valid(&srv.listen))
 		accept_one();
 	service_sessions(pfd, 2);
 	now = now_ns();
@@ -284,7 +301,7 @@ static void drain_sessions(uint64_t deadline)
 			struct session *s = srv.sessions[i];
 
 			if (s && s->out.len > 0)
-				pfd[n++] = (struct pollfd){ .fd = s->fd, .events = POLLOUT };
+				pfd[n++] = (struct pollfd){ .fd = s->fd.fd, .events = POLLOUT };
 		}
 		if (n == 0 || now >= deadline)
 			return;
@@ -301,6 +318,7 @@ static void finish(void)
 {
 	uint64_t now = now_ns();
 
+	check_fds();
 	for (int i = 0; i < MAX_SESSIONS; i++) {
 		if (srv.sessions[i] && !session_read(srv.sessions[i], now))
 			end_session(i);
@@ -315,11 +333,9 @@ static void finish(void)
 		if (srv.sessions[i])
 			end_session(i);
 	}
-	if (srv.listen_fd >= 0) {
-		close(srv.listen_fd);
+	if (own_fd_valid(&srv.listen))
 		unlink(srv.path);
-		srv.listen_fd = -1;
-	}
+	own_fd_close(&srv.listen);
 }
 
 /* Greet the world: the socket, and the qsptop that launched us. */
@@ -351,8 +367,12 @@ void *server_main(void *arg)
 
 int server_prepare(int launch_fd)
 {
-	if (pipe2(srv.wake, O_CLOEXEC | O_NONBLOCK) < 0)
+	int wake[2];
+
+	if (pipe2(wake, O_CLOEXEC | O_NONBLOCK) < 0)
 		return -1;
+	own_fd_set(&srv.wake_in, wake[0]);
+	own_fd_set(&srv.wake_out, wake[1]);
 	sem_init(&srv.finished, 0, 0);
 	srv.launch_fd = launch_fd;
 	return 0;
@@ -363,7 +383,7 @@ void server_finish(int timeout_ms)
 	struct timespec ts;
 
 	__atomic_store_n(&srv.finishing, 1, __ATOMIC_RELEASE);
-	if (write(srv.wake[1], "x", 1) < 0) {
+	if (own_fd_valid(&srv.wake_out) && write(srv.wake_out.fd, "x", 1) < 0) {
 		/* The pipe is full: the thread is awake already. */
 	}
 	clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -388,17 +408,14 @@ void server_forget(void)
 {
 	for (int i = 0; i < MAX_SESSIONS; i++) {
 		if (srv.sessions[i])
-			close(srv.sessions[i]->fd);
+			own_fd_close(&srv.sessions[i]->fd);
 		srv.sessions[i] = NULL;
 	}
-	if (srv.listen_fd >= 0)
-		close(srv.listen_fd);
-	close(srv.wake[0]);
-	close(srv.wake[1]);
+	own_fd_close(&srv.listen);
+	own_fd_close(&srv.wake_in);
+	own_fd_close(&srv.wake_out);
 	memset(&srv.rows, 0, sizeof(srv.rows));
 	memset(&srv.modules, 0, sizeof(srv.modules));
-	srv.listen_fd = -1;
-	srv.wake[0] = srv.wake[1] = -1;
 	srv.path[0] = '\0';
 	srv.finishing = 0;
 	srv.seq = 0;

@@ -24,7 +24,7 @@ struct session *session_new(int fd, const struct proto_hello *hello,
 		free(s);
 		return NULL;
 	}
-	s->fd = fd;
+	own_fd_set(&s->fd, fd);
 	s->interval_ms = hello->interval_ms;
 	s->hello_deadline_ns = now_ns + HELLO_TIMEOUT_NS;
 	proto_put_hello(&s->out, hello);
@@ -35,7 +35,7 @@ void session_free(struct session *s)
 {
 	if (s == NULL)
 		return;
-	close(s->fd);
+	own_fd_close(&s->fd);
 	wbuf_free(&s->out);
 	free(s->in);
 	free(s->sent);
@@ -114,7 +114,7 @@ static bool handle_frames(struct session *s, uint64_t now_ns)
 bool session_read(struct session *s, uint64_t now_ns)
 {
 	for (;;) {
-		ssize_t n = recv(s->fd, s->in + s->in_len, IN_MAX - s->in_len,
+		ssize_t n = recv(s->fd.fd, s->in + s->in_len, IN_MAX - s->in_len,
 				 MSG_DONTWAIT);
 
 		if (n == 0)
@@ -133,7 +133,7 @@ bool session_read(struct session *s, uint64_t now_ns)
 bool session_write(struct session *s)
 {
 	while (s->out.len > 0 && !s->dead) {
-		ssize_t n = send(s->fd, s->out.data, s->out.len,
+		ssize_t n = send(s->fd.fd, s->out.data, s->out.len,
 				 MSG_DONTWAIT | MSG_NOSIGNAL);
 
 		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))

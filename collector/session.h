@@ -10,6 +10,7 @@
 
 #include "../common/proto.h"
 #include "modules.h"
+#include "ownfd.h"
 #include "rows.h"
 
 /* What a session was last sent of one row. */
@@ -19,7 +20,7 @@ struct sent_row {
 };
 
 struct session {
-	int fd;
+	struct own_fd fd;
 	bool greeted;			/* CLIENT_HELLO received */
 	bool closing;			/* close once out is written */
 	bool dead;			/* write failed: nothing more is sent */

@@ -126,9 +126,10 @@ static int finish(struct app *a)
 		if (a->client.state == TARGET_LOST && a->client.error[0] &&
 		    strncmp(a->client.error, "the collector closed", 20) != 0)
 			warning("%s", a->client.error);
-		rc = command_status(a, reap_child(a, stopped_early));
-		if (stopped_early)
-			rc = 0;
+		int status = reap_child(a, stopped_early);
+
+		/* A command qsptop ended itself is no failure to report. */
+		rc = stopped_early ? 0 : command_status(a, status);
 	} else {
 		rc = connected_status(a);
 	}

@@ -371,6 +371,36 @@ static void test_exit_status(void)
 	run_free(&r);
 }
 
+/*
+ * A target that closes every descriptor and reuses the numbers: the
+ * collector must leave the new files alone (the workload checks) and the
+ * target must finish normally. Its counts are lost with the connection.
+ */
+static void test_host_closes_collector_fds(void)
+{
+	char *expect = tmp_path("expect");
+	char *argv[] = { qsptop, "-b", "-d", "0.1", "--", workload, "closefds",
+			 expect, NULL };
+	struct run r = run_argv(argv);
+
+	CHECK(r.status == 0, "closefds: the target finished cleanly, got %d: %s",
+	      r.status, r.err);
+	run_free(&r);
+}
+
+/* -n ends a launched command without calling it a failure. */
+static void test_iterations_end_launch(void)
+{
+	char *argv[] = { qsptop, "-b", "-d", "0.1", "-n", "2", "--", workload,
+			 "idle", tmp_path("expect"), NULL };
+	struct run r = run_argv(argv);
+
+	CHECK(r.status == 0, "-n 2 on a command that runs forever: exit %d", r.status);
+	CHECK(r.err[0] == '\0', "-n 2: nothing on stderr, got: %s", r.err);
+	CHECK(strstr(r.out, "CALL SITE") != NULL, "-n 2 printed tables");
+	run_free(&r);
+}
+
 /* Programs the target execs do not inherit the collector. */
 static void test_exec_not_followed(void)
 {
@@ -642,6 +672,8 @@ int main(void)
 	test_coalesce_and_sort_flags();
 	test_exit_status();
 	test_exec_not_followed();
+	test_host_closes_collector_fds();
+	test_iterations_end_launch();
 	test_no_collector();
 	test_connect_to_preloaded();
 	test_hostile_collector();

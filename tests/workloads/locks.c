@@ -365,6 +365,44 @@ static void mode_status(void)
 	exit(42);
 }
 
+/*
+ * --- closefds: like a daemon, close every descriptor (the collector's
+ * included), reuse the numbers for our own pipes, and check that nothing
+ * reads from or writes to them while the collector keeps running ---
+ */
+static void mode_closefds(void)
+{
+	int pipes[64][2], n = 0, bad = 0;
+	char buf[8];
+
+	for (int i = 0; i < ITERS; i++)
+		site_mutex_a();
+	for (int fd = 3; fd < 1024; fd++) {
+		if (fd != fileno(expect))
+			close(fd);
+	}
+	while (n < 64 && pipe(pipes[n]) == 0)
+		n++;
+	for (int i = 0; i < n; i++) {
+		if (write(pipes[i][1], "abc", 3) != 3)
+			bad++;
+	}
+	sleep_ms(2500);		/* the collector loops at least twice */
+	for (int i = 0; i < ITERS; i++)
+		site_mutex_a();
+	for (int i = 0; i < n; i++) {
+		ssize_t got = read(pipes[i][0], buf, sizeof(buf));
+
+		if (got != 3 || memcmp(buf, "abc", 3) != 0)
+			bad++;
+	}
+	if (bad) {
+		fprintf(stderr, "collector touched %d of our descriptors\n", bad);
+		exit(3);
+	}
+	expect_site("site_mutex_a", "mutex", 2 * ITERS, 0, 0);
+}
+
 /* --- idle: lock a little, then sleep until killed (for -p tests) --- */
 static void mode_idle(void)
 {
@@ -385,6 +423,7 @@ static const struct {
 	{ "trylock", mode_trylock }, { "cond", mode_cond }, { "block", mode_block },
 	{ "timed", mode_timed }, { "churn", mode_churn }, { "fork", mode_fork },
 	{ "status", mode_status }, { "idle", mode_idle },
+	{ "closefds", mode_closefds },
 };
 
 int main(int argc, char **argv)

@@ -35,7 +35,7 @@ static struct server {
 	struct own_fd listen;
 	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 	struct own_fd wake_in, wake_out;
-	int launch_fd;
+	struct own_fd launch;		/* qsptop's socket, until adopted */
 	int finishing;
 	sem_t finished;
 	struct proto_hello hello;
@@ -45,7 +45,7 @@ static struct server {
 	uint64_t seq;
 	uint64_t last_scan_ns;
 } srv = { .listen = OWN_FD_NONE, .wake_in = OWN_FD_NONE,
-	   .wake_out = OWN_FD_NONE, .launch_fd = -1 };
+	   .wake_out = OWN_FD_NONE, .launch = OWN_FD_NONE };
 
 static uint64_t now_ns(void)
 {
@@ -126,19 +126,19 @@ static void open_listener(void)
 	own_fd_set(&srv.listen, fd);
 }
 
-static void add_session(int fd)
+static void add_session(struct own_fd *fd)
 {
 	for (int i = 0; i < MAX_SESSIONS; i++) {
 		if (srv.sessions[i] == NULL) {
 			srv.sessions[i] = session_new(fd, &srv.hello, now_ns());
 			if (srv.sessions[i] == NULL)
-				close(fd);
+				own_fd_close(fd);
 			else
 				session_write(srv.sessions[i]);
 			return;
 		}
 	}
-	close(fd);
+	own_fd_close(fd);
 }
 
 /* Accept a connection from the same user or root; drop anyone else. */
@@ -147,6 +147,7 @@ static void accept_one(void)
 	struct ucred cred;
 	socklen_t len = sizeof(cred);
 	int fd = accept4(srv.listen.fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+	struct own_fd own;
 
 	if (fd < 0)
 		return;
@@ -155,7 +156,8 @@ static void accept_one(void)
 		close(fd);
 		return;
 	}
-	add_session(fd);
+	own_fd_set(&own, fd);
+	add_session(&own);
 }
 
 static void end_session(int i)
@@ -341,15 +343,13 @@ static void finish(void)
 /* Greet the world: the socket, and the qsptop that launched us. */
 static void start_serving(void)
 {
-	fill_hello(srv.launch_fd >= 0);
+	bool launched = own_fd_valid(&srv.launch);
+
+	fill_hello(launched);
 	open_listener();
-	if (srv.launch_fd >= 0) {
-		fcntl(srv.launch_fd, F_SETFD, FD_CLOEXEC);
-		fcntl(srv.launch_fd, F_SETFL,
-		      fcntl(srv.launch_fd, F_GETFL) | O_NONBLOCK);
-		add_session(srv.launch_fd);
-		srv.launch_fd = -1;
-	}
+	if (launched)
+		add_session(&srv.launch);
+	srv.launch.fd = -1;
 }
 
 void *server_main(void *arg)
@@ -374,7 +374,15 @@ int server_prepare(int launch_fd)
 	own_fd_set(&srv.wake_in, wake[0]);
 	own_fd_set(&srv.wake_out, wake[1]);
 	sem_init(&srv.finished, 0, 0);
-	srv.launch_fd = launch_fd;
+	/*
+	 * Adopt qsptop's socket now, before main() runs: by the time the
+	 * collector thread gets to it the host may have closed the number.
+	 */
+	if (launch_fd >= 0) {
+		fcntl(launch_fd, F_SETFD, FD_CLOEXEC);
+		fcntl(launch_fd, F_SETFL, fcntl(launch_fd, F_GETFL) | O_NONBLOCK);
+		own_fd_set(&srv.launch, launch_fd);
+	}
 	return 0;
 }
 

@@ -12,7 +12,8 @@
 #define INTERVAL_MAX_MS 60000
 #define HELLO_TIMEOUT_NS (5ull * 1000000000)
 
-struct session *session_new(int fd, const struct proto_hello *hello,
+struct session *session_new(const struct own_fd *fd,
+			    const struct proto_hello *hello,
 			    uint64_t now_ns)
 {
 	struct session *s = calloc(1, sizeof(*s));
@@ -24,7 +25,7 @@ struct session *session_new(int fd, const struct proto_hello *hello,
 		free(s);
 		return NULL;
 	}
-	own_fd_set(&s->fd, fd);
+	s->fd = *fd;
 	s->interval_ms = hello->interval_ms;
 	s->hello_deadline_ns = now_ns + HELLO_TIMEOUT_NS;
 	proto_put_hello(&s->out, hello);

@@ -35,9 +35,9 @@ struct session {
 	size_t modules_sent;
 };
 
-/* Greet a new connection; NULL when memory is short. */
-struct session *session_new(int fd, const struct proto_hello *hello,
-			    uint64_t now_ns);
+/* Greet a new connection on fd (ours); NULL when memory is short. */
+struct session *session_new(const struct own_fd *fd,
+			    const struct proto_hello *hello, uint64_t now_ns);
 
 /* Close and free a session. */
 void session_free(struct session *s);

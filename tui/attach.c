@@ -98,6 +98,7 @@ static void exec_child(char **argv, int sock, int report, const char *lib)
 	setenv("QSPTOP_FD", num, 1);
 	set_preload(lib);
 	signal(SIGPIPE, SIG_DFL);
+	signal(SIGXFSZ, SIG_DFL);
 	execvp(argv[0], argv);
 	err = errno;
 	if (write(report, &err, sizeof(err)) < 0)

@@ -38,6 +38,8 @@ static void install_signals(void)
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
+	/* A file size limit makes writes fail with EFBIG, reported like ENOSPC. */
+	signal(SIGXFSZ, SIG_IGN);
 }
 
 /* Print every interval until the target ends, -n is reached or a signal. */

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -29,6 +30,8 @@
 
 static char build[PATH_MAX], root[PATH_MAX], tmp[PATH_MAX];
 static char qsptop[PATH_MAX], workload[PATH_MAX], library[PATH_MAX];
+/* When nonzero, programs are started with this file size limit. */
+static rlim_t fsize_limit;
 
 /* A finished run: exit status and what it printed. */
 struct run {
@@ -92,6 +95,11 @@ static pid_t start(char *const argv[], const char *out, const char *err)
 		dup2(null, 0);
 		dup2(o, 1);
 		dup2(e, 2);
+		if (fsize_limit) {
+			struct rlimit rl = { fsize_limit, fsize_limit };
+
+			setrlimit(RLIMIT_FSIZE, &rl);
+		}
 		execv(argv[0], argv);
 		_exit(126);
 	}
@@ -388,6 +396,66 @@ static void test_host_closes_collector_fds(void)
 	run_free(&r);
 }
 
+/*
+ * A qsptop that stops reading (SIGSTOP) must not hold up the target, and
+ * once it reads again it gets everything: updates merge, nothing is lost.
+ */
+static void test_slow_client_merges(void)
+{
+	char *expect = tmp_path("many.expect"), *json = tmp_path("many.json");
+	char *argv[] = { qsptop, "-b", "-d", "0.02", "-j", json, "--", workload,
+			 "manyrows", expect, NULL };
+	char *out = tmp_path("many.out"), *err = tmp_path("many.err");
+	pid_t q;
+	int status, finished = 0;
+	cJSON *snap;
+
+	unlink(expect);
+	q = start(argv, out, err);
+	usleep(150000);
+	kill(q, SIGSTOP);
+	for (int i = 0; i < 3000 && !finished; i++) {
+		finished = access(expect, F_OK) == 0;
+		usleep(10000);
+	}
+	kill(q, SIGCONT);
+	CHECK(finished, "the target ran to its end while qsptop was stopped");
+	status = wait_status(q, RUN_TIMEOUT_S);
+	snap = load_json(json);
+	CHECK(status == 0, "manyrows: exit %d", status);
+	if (snap)
+		check_expectations("manyrows", snap, expect);
+	CHECK(snap != NULL, "manyrows: snapshot written");
+	cJSON_Delete(snap);
+}
+
+/*
+ * The snapshot cannot be written at the end (file size limit, as a full
+ * disk would): a clear error, a non-zero exit, and the old file intact.
+ */
+static void test_json_write_failure_keeps_old_file(void)
+{
+	char *json = tmp_path("full.json");
+	char *argv[] = { qsptop, "-b", "-j", json, "--", workload, "mutex",
+			 tmp_path("expect"), NULL };
+	FILE *f = fopen(json, "w");
+	struct run r;
+	char *text;
+
+	fputs("previous snapshot\n", f);
+	fclose(f);
+	fsize_limit = 1000;	/* the snapshot is larger, stderr is not */
+	r = run_argv(argv);
+	fsize_limit = 0;
+	text = slurp(json);
+	CHECK(r.status == 1, "JSON write failure: expected exit 1, got %d", r.status);
+	CHECK(strstr(r.err, "cannot write the JSON snapshot") &&
+	      strstr(r.err, "File too large"), "says why: %s", r.err);
+	CHECK_STR(text, "previous snapshot\n");
+	free(text);
+	run_free(&r);
+}
+
 /* -n ends a launched command without calling it a failure. */
 static void test_iterations_end_launch(void)
 {
@@ -674,6 +742,8 @@ int main(void)
 	test_exec_not_followed();
 	test_host_closes_collector_fds();
 	test_iterations_end_launch();
+	test_slow_client_merges();
+	test_json_write_failure_keeps_old_file();
 	test_no_collector();
 	test_connect_to_preloaded();
 	test_hostile_collector();

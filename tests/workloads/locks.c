@@ -393,14 +393,46 @@ static void mode_closefds(void)
 	for (int i = 0; i < n; i++) {
 		ssize_t got = read(pipes[i][0], buf, sizeof(buf));
 
-		if (got != 3 || memcmp(buf, "abc", 3) != 0)
+		if (got != 3 || memcmp(buf, "abc", 3) != 0) {
+			fprintf(stderr, "pipe %d (fds %d,%d) read %zd bytes\n", i,
+				pipes[i][0], pipes[i][1], got);
 			bad++;
+		}
 	}
 	if (bad) {
 		fprintf(stderr, "collector touched %d of our descriptors\n", bad);
 		exit(3);
 	}
 	expect_site("site_mutex_a", "mutex", 2 * ITERS, 0, 0);
+}
+
+/*
+ * --- manyrows: 2000 locks touched from 4 threads for about a second, so
+ * every update is large (rows beyond a thread's table share one row) ---
+ */
+#define MANY 2000
+#define MANY_ROUNDS 25
+static pthread_mutex_t many[MANY];
+
+static void *many_worker(void *arg)
+{
+	for (int round = 0; round < MANY_ROUNDS; round++) {
+		for (int i = 0; i < MANY; i++) {
+			pthread_mutex_lock(&many[i]); /* site:many */
+			pthread_mutex_unlock(&many[i]);
+		}
+		sleep_ms(40);
+	}
+	return arg;
+}
+
+static void mode_manyrows(void)
+{
+	for (int i = 0; i < MANY; i++)
+		pthread_mutex_init(&many[i], NULL);
+	sleep_ms(300);
+	run_threads(many_worker, THREADS);
+	expect_site("many_worker", "mutex", THREADS * MANY * MANY_ROUNDS, 0, 0);
 }
 
 /* --- idle: lock a little, then sleep until killed (for -p tests) --- */
@@ -423,7 +455,7 @@ static const struct {
 	{ "trylock", mode_trylock }, { "cond", mode_cond }, { "block", mode_block },
 	{ "timed", mode_timed }, { "churn", mode_churn }, { "fork", mode_fork },
 	{ "status", mode_status }, { "idle", mode_idle },
-	{ "closefds", mode_closefds },
+	{ "closefds", mode_closefds }, { "manyrows", mode_manyrows },
 };
 
 int main(int argc, char **argv)

@@ -33,7 +33,7 @@ COLLECTOR_SRC := $(wildcard collector/*.c)
 TUI_SRC       := $(wildcard tui/*.c)
 TUI_LIB_SRC   := $(filter-out tui/main.c,$(TUI_SRC))
 UNIT_SRC      := $(wildcard tests/unit/test_*.c)
-WORKLOAD_SRC  := $(wildcard tests/workloads/*.c)
+WORKLOAD_SRC  := $(wildcard tests/workloads/*.c tests/workloads/*.cc)
 INTEG_SRC     := $(wildcard tests/integration/*.c)
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
@@ -41,9 +41,13 @@ COMMON_OBJ    := $(call obj,$(COMMON_SRC))
 COLLECTOR_OBJ := $(call obj,$(COLLECTOR_SRC))
 TUI_LIB_OBJ   := $(call obj,$(TUI_LIB_SRC))
 UNIT_BIN      := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
-WORKLOAD_BIN  := $(patsubst tests/workloads/%.c,$(BUILD)/tests/wl_%,$(WORKLOAD_SRC))
+WORKLOAD_BIN  := $(patsubst tests/workloads/%,$(BUILD)/tests/wl_%,$(basename $(WORKLOAD_SRC)))
 INTEG_BIN     := $(patsubst tests/integration/%.c,$(BUILD)/tests/%,$(INTEG_SRC))
 DEPS_STAMP    := $(BUILD)/.deps-ok
+# The unit tests again, under AddressSanitizer and UBSan.
+SANITIZE      := -fsanitize=address,undefined -fno-sanitize-recover=all \
+		 -fno-omit-frame-pointer
+ASAN_BIN      := $(patsubst tests/unit/%.c,$(BUILD)/asan/%,$(UNIT_SRC))
 
 .PHONY: all check demo install clean deps
 all: $(BUILD)/qsptop $(BUILD)/libqsptop.so
@@ -84,23 +88,31 @@ $(BUILD)/libqsptop.so: $(COLLECTOR_OBJ) $(COMMON_OBJ)
 	$(CC) -shared -Wl,-z,now -Wl,-z,relro -o $@ $^ -ldl -lpthread
 
 $(BUILD)/qsptop: $(BUILD)/obj/tui/main.o $(TUI_LIB_OBJ) $(COMMON_OBJ)
-	$(CC) -o $@ $^ $(PKG_LIBS) -lm
+	$(CC) -o $@ $^ $(PKG_LIBS) -lm -lstdc++
 
 # Unit tests link the front-end and common modules directly.
 $(BUILD)/tests/%: tests/unit/%.c $(TUI_LIB_OBJ) $(COMMON_OBJ) | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(PKG_CFLAGS) -o $@ $^ $(PKG_LIBS) -lm
+	$(CC) $(ALL_CFLAGS) $(PKG_CFLAGS) -o $@ $^ $(PKG_LIBS) -lm -lstdc++
 
 # Workloads: -g so call sites resolve to file:line, -O1 keeps them readable.
 $(BUILD)/tests/wl_%: tests/workloads/%.c | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 -D_GNU_SOURCE -g -O1 -fno-inline -Wall -o $@ $< -lpthread
 
+$(BUILD)/tests/wl_%: tests/workloads/%.cc | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CXX) -std=c++17 -g -O1 -Wall -o $@ $< -lpthread
+
 $(BUILD)/tests/%: tests/integration/%.c $(COMMON_OBJ) | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(PKG_CFLAGS) -o $@ $^ $(PKG_LIBS)
 
-check: all $(UNIT_BIN) $(WORKLOAD_BIN) $(INTEG_BIN)
+$(BUILD)/asan/%: tests/unit/%.c $(TUI_LIB_SRC) $(COMMON_SRC) | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(SANITIZE) $(PKG_CFLAGS) -o $@ $^ $(PKG_LIBS) -lm -lstdc++
+
+check: all $(UNIT_BIN) $(ASAN_BIN) $(WORKLOAD_BIN) $(INTEG_BIN)
 	@tests/run $(BUILD)
 
 demo: all $(BUILD)/tests/wl_demo

@@ -20,15 +20,25 @@
 
 #define LIBRARY_NAME "libqsptop.so"
 
+/*
+ * The collector library: beside the executable (the build tree), in
+ * ../lib/qsptop relative to it (an install, wherever it was moved), or
+ * under the prefix qsptop was built for.
+ */
 const char *attach_library_path(void)
 {
-	static char path[PATH_MAX];
-	char exe[PATH_MAX];
+	static char path[PATH_MAX + 64];
+	char exe[PATH_MAX], *dir;
 	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 
 	if (n > 0) {
 		exe[n] = '\0';
-		snprintf(path, sizeof(path), "%s/%s", dirname(exe), LIBRARY_NAME);
+		dir = dirname(exe);
+		snprintf(path, sizeof(path), "%s/%s", dir, LIBRARY_NAME);
+		if (access(path, R_OK) == 0)
+			return path;
+		snprintf(path, sizeof(path), "%s/../lib/qsptop/%s", dir,
+			 LIBRARY_NAME);
 		if (access(path, R_OK) == 0)
 			return path;
 	}
@@ -37,7 +47,8 @@ const char *attach_library_path(void)
 	if (access(path, R_OK) == 0)
 		return path;
 	fatal("cannot find the collector library %s beside the qsptop "
-	      "executable or in %s/lib/qsptop", LIBRARY_NAME, QSPTOP_PREFIX);
+	      "executable, in ../lib/qsptop from it, or in %s/lib/qsptop",
+	      LIBRARY_NAME, QSPTOP_PREFIX);
 }
 
 /* Queue our hello and the interval: the collector reads them first. */

@@ -4,22 +4,30 @@
  * module is handed to libdwfl, which finds separate debuginfo by build id.
  * libdwfl's own address-to-symbol lookup scans every symbol, so each module
  * gets a sorted table of its functions, built on first use and searched by
- * bisection; file:line comes from libdw. Finished answers are cached per
- * address. The strings handed out point into module records and into
- * libdw's loaded files, both kept until symbols_free().
+ * bisection; a C++ name is demangled the first time a lookup lands on
+ * it. file:line comes from libdw: the line table's, except in inlined code,
+ * where it is the outermost inlined call, a line of the function the
+ * symbol names. Finished answers are cached per address. The strings handed
+ * out point into module records and into libdw's loaded files, both kept
+ * until symbols_free().
  */
 #include "symbols.h"
 
+#include <dwarf.h>
 #include <elfutils/libdwelf.h>
 #include <elfutils/libdwfl.h>
 #include <fcntl.h>
 #include <gelf.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+/* libstdc++'s demangler (link -lstdc++); returns a malloc'd string. */
+char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
 
 /* How far past its base a module whose extent is unknown may reach. */
 #define GUESS_SPAN (256ull << 20)
@@ -39,6 +47,8 @@ struct sym {
 	uint64_t max_end;	/* largest end of this and every earlier sym */
 	const char *name;
 	int rank;		/* lower wins among syms at one address */
+	bool name_final;	/* demangling was tried on name */
+	bool name_owned;	/* name is the demangler's, freed with the table */
 };
 
 struct module {
@@ -120,10 +130,15 @@ void symbols_free(struct symbols *s)
 	if (s->dwfl)
 		dwfl_end(s->dwfl);
 	for (size_t i = 0; i < s->nmods; i++) {
-		free(s->mods[i].path);
-		free(s->mods[i].build_id);
-		free(s->mods[i].syms);
-		free(s->mods[i].names);
+		struct module *m = &s->mods[i];
+
+		for (size_t j = 0; j < m->nsyms; j++)
+			if (m->syms[j].name_owned)
+				free((char *)m->syms[j].name);
+		free(m->path);
+		free(m->build_id);
+		free(m->syms);
+		free(m->names);
 	}
 	free(s->mods);
 	free(s->cache);
@@ -359,6 +374,8 @@ static bool sym_read(Dwfl_Module *mod, int ndx, struct sym *out)
 		return false;
 	out->name = name;
 	out->rank = sym_rank(&sym, name);
+	out->name_final = false;
+	out->name_owned = false;
 	return true;
 }
 
@@ -427,8 +444,29 @@ static void module_build_syms(struct module *m)
 	syms_strip_versions(m);
 }
 
+/* The name of sym to show: a C++ name demangled once, or kept as it is. */
+static const char *sym_name(struct sym *sym)
+{
+	char *demangled;
+	int status;
+
+	if (sym->name_final)
+		return sym->name;
+	sym->name_final = true;
+	if (strncmp(sym->name, "_Z", 2) != 0)
+		return sym->name;
+	demangled = __cxa_demangle(sym->name, NULL, NULL, &status);
+	if (status == 0 && demangled) {
+		sym->name = demangled;
+		sym->name_owned = true;
+	} else {
+		free(demangled);
+	}
+	return sym->name;
+}
+
 /* The innermost function of m holding pc, or NULL. */
-static const struct sym *module_sym(struct module *m, uint64_t pc)
+static struct sym *module_sym(struct module *m, uint64_t pc)
 {
 	size_t lo = 0, hi;
 
@@ -450,7 +488,91 @@ static const struct sym *module_sym(struct module *m, uint64_t pc)
 	return NULL;
 }
 
-/* Fill in out's file and line for pc from m's DWARF, if it has any. */
+static int outer_inlined_call(Dwarf_Die *parent, Dwarf_Addr pc,
+			      Dwarf_Die *call);
+
+/*
+ * Search the children of parent that hold code, or with namespaces true
+ * its namespaces, for pc; answers as outer_inlined_call() does.
+ */
+static int search_children(Dwarf_Die *parent, Dwarf_Addr pc,
+			   Dwarf_Die *call, bool namespaces)
+{
+	Dwarf_Die child;
+	int tag, found;
+
+	if (dwarf_child(parent, &child) != 0)
+		return -1;
+	do {
+		tag = dwarf_tag(&child);
+		if (namespaces) {
+			if (tag != DW_TAG_namespace && tag != DW_TAG_module)
+				continue;
+			found = outer_inlined_call(&child, pc, call);
+			if (found >= 0)
+				return found;
+		} else if (tag == DW_TAG_inlined_subroutine) {
+			if (dwarf_haspc(&child, pc) <= 0)
+				continue;
+			*call = child;
+			return 1;
+		} else if (tag == DW_TAG_subprogram ||
+			   tag == DW_TAG_lexical_block ||
+			   tag == DW_TAG_try_block || tag == DW_TAG_catch_block) {
+			if (dwarf_haspc(&child, pc) > 0)
+				return outer_inlined_call(&child, pc, call) > 0;
+		}
+	} while (dwarf_siblingof(&child, &child) == 0);
+	return -1;
+}
+
+/*
+ * Find the outermost inlined call holding pc among parent's descendants:
+ * 1 with *call set when pc is in inlined code, 0 when it is in code that
+ * was not inlined, -1 when no child of parent holds pc. GCC puts the code
+ * of a function at the top of its unit, clang inside its namespace: the
+ * namespaces, thousands of declarations in C++, are searched only when
+ * the code around them does not hold pc.
+ */
+static int outer_inlined_call(Dwarf_Die *parent, Dwarf_Addr pc,
+			      Dwarf_Die *call)
+{
+	int found = search_children(parent, pc, call, false);
+
+	return found >= 0 ? found : search_children(parent, pc, call, true);
+}
+
+/*
+ * Fill in out's file and line for pc, in inlined code, from the call site
+ * of the outermost inlined call; false when pc is not in inlined code.
+ */
+static bool module_call_site(struct module *m, uint64_t pc,
+			     struct frame_info *out)
+{
+	Dwarf_Addr bias;
+	Dwarf_Die *cu = dwfl_module_addrdie(m->dwfl_mod, pc, &bias);
+	Dwarf_Die call;
+	Dwarf_Attribute attr;
+	Dwarf_Files *files;
+	Dwarf_Word file, line;
+	const char *name;
+
+	if (!cu || outer_inlined_call(cu, pc - bias, &call) <= 0)
+		return false;
+	if (dwarf_formudata(dwarf_attr(&call, DW_AT_call_file, &attr),
+			    &file) != 0 ||
+	    dwarf_formudata(dwarf_attr(&call, DW_AT_call_line, &attr),
+			    &line) != 0 ||
+	    line == 0 || line > INT_MAX ||
+	    dwarf_getsrcfiles(cu, &files, NULL) != 0 ||
+	    !(name = dwarf_filesrc(files, file, NULL, NULL)))
+		return false;
+	out->file = name;
+	out->line = (int)line;
+	return true;
+}
+
+/* Fill in out's file and line for pc from m's line table, if it has one. */
 static void module_line(struct module *m, uint64_t pc, struct frame_info *out)
 {
 	Dwfl_Line *line = dwfl_module_getsrc(m->dwfl_mod, pc);
@@ -507,7 +629,7 @@ static void resolve(struct symbols *s, uint64_t address, bool is_return,
 		    struct frame_info *out)
 {
 	uint64_t pc = is_return && address ? address - 1 : address;
-	const struct sym *sym;
+	struct sym *sym;
 	struct module *m;
 
 	memset(out, 0, sizeof *out);
@@ -521,10 +643,11 @@ static void resolve(struct symbols *s, uint64_t address, bool is_return,
 		return;
 	sym = module_sym(m, pc);
 	if (sym) {
-		out->symbol = sym->name;
+		out->symbol = sym_name(sym);
 		out->offset = address - sym->start;
 	}
-	module_line(m, pc, out);
+	if (!module_call_site(m, pc, out))
+		module_line(m, pc, out);
 }
 
 /* Mix the bits of a cache key (splitmix64's finalizer). */

@@ -4,6 +4,7 @@
  * exactly the counts the workloads know they made, at the right lines.
  */
 #include <cJSON.h>
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
@@ -164,6 +165,14 @@ static double num_field(const cJSON *o, const char *name)
 	return cJSON_IsNumber(v) ? v->valuedouble : -1;
 }
 
+/* A symbol names function fn: "fn", or a demangled "fn(args)". */
+static int symbol_is(const char *sym, const char *fn)
+{
+	size_t n = strlen(fn);
+
+	return sym && strncmp(sym, fn, n) == 0 && (sym[n] == '\0' || sym[n] == '(');
+}
+
 /* Totals over the rows of a function and lock type. */
 struct sums {
 	int rows;
@@ -181,7 +190,7 @@ static struct sums sum_rows(const cJSON *snap, const char *symbol,
 		const cJSON *site = cJSON_GetObjectItem(row, "site");
 		const char *sym = str_field(site, "symbol");
 
-		if (!sym || strcmp(sym, symbol) || strcmp(str_field(row, "type"), type))
+		if (!symbol_is(sym, symbol) || strcmp(str_field(row, "type"), type))
 			continue;
 		if (s.rows++ == 0)
 			s.first = row;
@@ -192,19 +201,22 @@ static struct sums sum_rows(const cJSON *snap, const char *symbol,
 	return s;
 }
 
-/* The line of the source that carries a "site:NAME" marker. */
-static int marker_line(const char *name)
+/* The line of a workload source that carries a "site:NAME" marker. */
+static int marker_line(const char *source, const char *name)
 {
 	char path[PATH_MAX + 32], line[512], marker[64];
 	int n = 0;
 	FILE *f;
 
-	snprintf(path, sizeof(path), "%s/tests/workloads/locks.c", root);
-	snprintf(marker, sizeof(marker), "/* site:%s */", name);
+	snprintf(path, sizeof(path), "%s/tests/workloads/%s", root, source);
+	snprintf(marker, sizeof(marker), "site:%s", name);
 	f = fopen(path, "r");
 	while (f && fgets(line, sizeof(line), f)) {
 		n++;
-		if (strstr(line, marker)) {
+		const char *hit = strstr(line, marker);
+		char after = hit ? hit[strlen(marker)] : 'x';
+
+		if (hit && after != '_' && !isalnum((unsigned char)after)) {
 			fclose(f);
 			return n;
 		}
@@ -256,7 +268,7 @@ static void check_expectations(const char *mode, const cJSON *snap,
 static void test_exact_counts(void)
 {
 	static const char *const modes[] = { "mutex", "rwlock", "spin", "trylock",
-		"cond", "block", "timed", "churn", "fork" };
+		"cond", "block", "timed", "churn", "fork", "variants" };
 
 	for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
 		char *expect = tmp_path("expect");
@@ -277,8 +289,11 @@ static void test_exact_counts(void)
 
 /* A site resolves to its function, the workload's file and the call's line. */
 static void check_site_line(const cJSON *snap, const char *symbol,
-			    const char *type, const char *marker)
+			    const char *type, const char *source,
+			    const char *marker)
 {
+	size_t slen = strlen(source);
+	int want = marker_line(source, marker);
 	struct sums s = sum_rows(snap, symbol, type);
 	const cJSON *site = s.first ? cJSON_GetObjectItem(s.first, "site") : NULL;
 	const char *file = site ? str_field(site, "file") : NULL;
@@ -287,14 +302,36 @@ static void check_site_line(const cJSON *snap, const char *symbol,
 	CHECK(site != NULL, "%s: has a site", symbol);
 	if (site == NULL)
 		return;
-	CHECK(file && strlen(file) >= 7 && !strcmp(file + strlen(file) - 7, "locks.c"),
-	      "%s: file expected .../locks.c, got %s", symbol, file ? file : "null");
-	CHECK(num_field(site, "line") == marker_line(marker),
-	      "%s: line expected %d, got %.0f", symbol, marker_line(marker),
-	      num_field(site, "line"));
-	CHECK(module && strstr(module, "wl_locks"), "%s: module is the workload, got %s",
+	CHECK(file && strlen(file) >= slen && !strcmp(file + strlen(file) - slen, source),
+	      "%s: file expected .../%s, got %s", symbol, source, file ? file : "null");
+	CHECK(want > 0 && num_field(site, "line") == want,
+	      "%s: line expected %d, got %.0f", symbol, want, num_field(site, "line"));
+	CHECK(module && strstr(module, "/wl_"), "%s: module is the workload, got %s",
 	      symbol, module ? module : "null");
 	CHECK(str_field(s.first, "object") != NULL, "%s: object is an address", symbol);
+}
+
+/* C++ standard locks, through libstdc++, count like the pthread calls. */
+static void test_cxx_locks(void)
+{
+	char *json = tmp_path("cxx.json"), *expect = tmp_path("cxx.expect");
+	char cxx[PATH_MAX];
+	char *argv[] = { qsptop, "-b", "-d", "0.2", "-j", json, "--", cxx, expect,
+			 NULL };
+	struct run r;
+	cJSON *snap;
+
+	join(cxx, build, "/tests/wl_cxx");
+	r = run_argv(argv);
+	snap = load_json(json);
+	CHECK(r.status == 0, "wl_cxx: exit %d: %s", r.status, r.err);
+	if (snap) {
+		check_expectations("cxx", snap, expect);
+		check_site_line(snap, "use_mutex", "mutex", "cxx.cc", "cxx_mutex");
+	}
+	CHECK(snap != NULL, "wl_cxx: snapshot written");
+	cJSON_Delete(snap);
+	run_free(&r);
 }
 
 static void test_sites_and_batch_output(void)
@@ -303,8 +340,8 @@ static void test_sites_and_batch_output(void)
 	cJSON *snap = launch_mode("mutex", &r, tmp_path("expect"));
 
 	if (snap) {
-		check_site_line(snap, "site_mutex_a", "mutex", "mutex_a");
-		check_site_line(snap, "site_mutex_b", "mutex", "mutex_b");
+		check_site_line(snap, "site_mutex_a", "mutex", "locks.c", "mutex_a");
+		check_site_line(snap, "site_mutex_b", "mutex", "locks.c", "mutex_b");
 		CHECK_STR(str_field(snap, "coalesce"), "none");
 		CHECK_STR(str_field(snap, "sort"), "wait");
 		CHECK(num_field(snap, "schema") == 1, "schema is 1");
@@ -320,13 +357,13 @@ static void test_sites_and_batch_output(void)
 	run_free(&r);
 	snap = launch_mode("spin", &r, tmp_path("expect"));
 	if (snap)
-		check_site_line(snap, "site_spin", "spinlock", "spin");
+		check_site_line(snap, "site_spin", "spinlock", "locks.c", "spin");
 	cJSON_Delete(snap);
 	run_free(&r);
 	snap = launch_mode("rwlock", &r, tmp_path("expect"));
 	if (snap) {
-		check_site_line(snap, "site_read", "rwlock-read", "rwlock_read");
-		check_site_line(snap, "site_write", "rwlock-write", "rwlock_write");
+		check_site_line(snap, "site_read", "rwlock-read", "locks.c", "rwlock_read");
+		check_site_line(snap, "site_write", "rwlock-write", "locks.c", "rwlock_write");
 	}
 	cJSON_Delete(snap);
 	run_free(&r);
@@ -737,6 +774,7 @@ int main(void)
 	test_usage_and_errors();
 	test_exact_counts();
 	test_sites_and_batch_output();
+	test_cxx_locks();
 	test_coalesce_and_sort_flags();
 	test_exit_status();
 	test_exec_not_followed();

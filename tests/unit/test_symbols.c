@@ -1,7 +1,8 @@
 /*
  * Symbols: resolves this test's own functions, a return address, libc, and
  * fixtures built and run here (PIE and non-PIE, resolved after they exited);
- * degrades to module+offset for replaced, missing, stripped and hostile files.
+ * demangles C++ names and gives an inlined call the caller's line; degrades
+ * to module+offset for replaced, missing, stripped and hostile files.
  */
 #include <dlfcn.h>
 #include <elf.h>
@@ -324,8 +325,13 @@ static void test_stripped(struct symbols *s)
 	struct frame_info f;
 	char cmd[8192];
 
-	snprintf(cmd, sizeof cmd, "objcopy --strip-all /proc/self/exe %s "
-		 "2>/dev/null", path);
+	char exe[4096];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+
+	/* Resolved here: /proc/self in the shell would name objcopy. */
+	exe[n > 0 ? n : 0] = '\0';
+	snprintf(cmd, sizeof cmd, "objcopy --strip-all '%s' %s 2>/dev/null",
+		 exe, path);
 	if (!run(cmd)) {
 		printf("skipped: objcopy --strip-all failed\n");
 		return;
@@ -479,6 +485,129 @@ static void test_library(struct symbols *s)
 	dlclose(lib);
 }
 
+/*
+ * A program built both as C and as C++ that prints its bias, where f is,
+ * and the return address of f's call on line 20, made from inside two
+ * nested forced-inline functions. As C++, f is ns::f(int); as C, f's symbol
+ * looks mangled but is not, and must be kept as it is.
+ */
+static const char inline_src[] =
+	"#include <link.h>\n"
+	"#include <stdio.h>\n"
+	"#ifdef __cplusplus\n"
+	"namespace ns { int f(int x); }\n"
+	"#define F ns::f\n"
+	"#else\n"
+	"#define F f\n"
+	"int f(int x) __asm__(\"_Zqsptop_bad\");\n"
+	"#endif\n"
+	"static unsigned long ra;\n"
+	"static int first(struct dl_phdr_info *i, size_t n, void *d)\n"
+	"{ (void)n; *(unsigned long *)d = i->dlpi_addr; return 1; }\n"
+	"__attribute__((noinline, noclone)) int F(int x) "
+	"{ ra = (unsigned long)__builtin_return_address(0); return x + 1; }\n"
+	"static inline __attribute__((always_inline)) int inner(int x)\n"
+	"{ return F(x) + 2; }\n"
+	"static inline __attribute__((always_inline)) int twice(int x)\n"
+	"{ return inner(x) * 2; }\n"
+	"__attribute__((noinline, noclone)) int outer(int x)\n"
+	"{\n"
+	"\treturn twice(x) + 1;\n"
+	"}\n"
+	"int main(void)\n"
+	"{\n"
+	"\tunsigned long base = 0;\n"
+	"\tdl_iterate_phdr(first, &base);\n"
+	"\tint r = outer(1);\n"
+	"\tprintf(\"%lx %lx %lx\\n\", base, (unsigned long)&F, ra);\n"
+	"\treturn r == 9 ? 0 : 1;\n"
+	"}\n";
+#define INLINE_F_LINE 13
+#define INLINE_CALL_LINE 20
+
+/* How inline_src is built, and the names its functions must get. */
+struct inline_build {
+	const char *compiler;	/* a command that must exist */
+	const char *command;	/* %s: the source, then the executable */
+	const char *source, *exe;
+	const char *f_name, *outer_name;
+};
+
+static const struct inline_build inline_builds[] = {
+	{"cc", "cc -D_GNU_SOURCE -g -O1 %s -o %s 2>/dev/null", "inline.c",
+	 "inline-c", "_Zqsptop_bad", "outer"},
+	{"c++", "c++ -g -O1 %s -o %s 2>/dev/null", "inline.cc", "inline-cxx",
+	 "ns::f(int)", "outer(int)"},
+};
+
+/* Write text to a file of the temporary directory. */
+static bool write_file(const char *name, const char *text)
+{
+	FILE *f = fopen(tmp_path(name), "w");
+
+	if (!f)
+		return false;
+	fputs(text, f);
+	return fclose(f) == 0;
+}
+
+/* Build inline_src as b says and run it; false when it cannot be built. */
+static bool run_inline(const struct inline_build *b, unsigned long v[3])
+{
+	char cmd[8192];
+	FILE *p;
+	int got = 0;
+
+	snprintf(cmd, sizeof cmd, "command -v %s >/dev/null 2>&1",
+		 b->compiler);
+	if (!run(cmd)) {
+		printf("skipped: no %s to build the inline fixture\n",
+		       b->compiler);
+		return false;
+	}
+	snprintf(cmd, sizeof cmd, b->command, tmp_path(b->source),
+		 tmp_path(b->exe));
+	if (!write_file(b->source, inline_src) || !run(cmd)) {
+		printf("skipped: cannot build %s\n", b->source);
+		return false;
+	}
+	p = popen(tmp_path(b->exe), "r");
+	if (p) {
+		got = fscanf(p, "%lx %lx %lx", &v[0], &v[1], &v[2]);
+		pclose(p);
+	}
+	CHECK(got == 3, "%s printed its base, f and a return address",
+	      b->exe);
+	return got == 3;
+}
+
+/*
+ * f's name is demangled (C++) or kept (C); the return address of a call
+ * made by inlined code is the caller's and on the caller's line.
+ */
+static void test_inline(struct symbols *s, const struct inline_build *b)
+{
+	unsigned long v[3];	/* bias, f, return address */
+	struct frame_info f;
+
+	if (!run_inline(b, v))
+		return;
+	symbols_add_module(s, tmp_path(b->exe), v[0], NULL, 0);
+	symbols_resolve(s, v[1], 0, &f);
+	CHECK_STR(f.symbol, b->f_name);
+	CHECK_U64(f.offset, 0);
+	CHECK_U64(f.line, INLINE_F_LINE);
+	symbols_resolve(s, v[2], 1, &f);
+	CHECK_STR(f.symbol, b->outer_name);
+	CHECK(f.offset > 0, "%s: offset of the return address is positive",
+	      b->exe);
+	CHECK(f.line == INLINE_CALL_LINE, "%s: the call from inlined code is "
+	      "on line %d, got %d", b->exe, INLINE_CALL_LINE, f.line);
+	CHECK(ends_with(f.file, b->source), "%s: file %s", b->exe,
+	      f.file ? f.file : "(null)");
+	CHECK_STR(f.module, tmp_path(b->exe));
+}
+
 /* Write the fixture's source into the temporary directory. */
 static bool write_fixture(void)
 {
@@ -518,7 +647,8 @@ static void cleanup(void)
 {
 	static const char *const names[] = {
 		"trunc8k", "empty", "magic", "stripped", "fixture.c", "-pie",
-		"-no-pie", "libfixture.c", "libfixture.so", "fifo",
+		"-no-pie", "libfixture.c", "libfixture.so", "fifo", "inline.c",
+		"inline-c", "inline.cc", "inline-cxx",
 	};
 
 	for (size_t i = 0; i < sizeof names / sizeof *names; i++)
@@ -553,6 +683,9 @@ int main(void)
 		test_fixture(s, "-pie");
 	}
 	test_library(s);
+	for (size_t i = 0; i < sizeof inline_builds / sizeof *inline_builds;
+	     i++)
+		test_inline(s, &inline_builds[i]);
 	test_function(s);
 	report_speed(s);
 	symbols_free(s);

@@ -287,6 +287,97 @@ static void mode_timed(void)
 	expect_site("mode_timed", "mutex", 1, 1, 40000000);
 }
 
+/*
+ * --- variants: every try/timed/clock form once per call, single-threaded,
+ * so each function's counts are exact: uncontended forms acquire, timed
+ * condvar waits time out (failed) ---
+ */
+#define VARIANT_CALLS 1000
+
+static struct timespec abs_after(clockid_t clock, long ms)
+{
+	struct timespec ts;
+
+	clock_gettime(clock, &ts);
+	ts.tv_nsec += ms * 1000000;
+	ts.tv_sec += ts.tv_nsec / 1000000000;
+	ts.tv_nsec %= 1000000000;
+	return ts;
+}
+
+static void __attribute__((noinline)) variant_rwlock_try(void)
+{
+	if (pthread_rwlock_tryrdlock(&rwlock) == 0)
+		pthread_rwlock_unlock(&rwlock);
+	if (pthread_rwlock_trywrlock(&rwlock) == 0)
+		pthread_rwlock_unlock(&rwlock);
+}
+
+static void __attribute__((noinline)) variant_rwlock_timed(void)
+{
+	struct timespec rt = abs_after(CLOCK_REALTIME, 1000);
+	struct timespec mono = abs_after(CLOCK_MONOTONIC, 1000);
+
+	if (pthread_rwlock_timedrdlock(&rwlock, &rt) == 0)
+		pthread_rwlock_unlock(&rwlock);
+	if (pthread_rwlock_timedwrlock(&rwlock, &rt) == 0)
+		pthread_rwlock_unlock(&rwlock);
+	if (pthread_rwlock_clockrdlock(&rwlock, CLOCK_MONOTONIC, &mono) == 0)
+		pthread_rwlock_unlock(&rwlock);
+	if (pthread_rwlock_clockwrlock(&rwlock, CLOCK_MONOTONIC, &mono) == 0)
+		pthread_rwlock_unlock(&rwlock);
+}
+
+static void __attribute__((noinline)) variant_mutex_timed(void)
+{
+	struct timespec rt = abs_after(CLOCK_REALTIME, 1000);
+	struct timespec mono = abs_after(CLOCK_MONOTONIC, 1000);
+
+	if (pthread_mutex_timedlock(&mutex_b, &rt) == 0)
+		pthread_mutex_unlock(&mutex_b);
+	if (pthread_mutex_clocklock(&mutex_b, CLOCK_MONOTONIC, &mono) == 0)
+		pthread_mutex_unlock(&mutex_b);
+}
+
+static void __attribute__((noinline)) variant_spin_try(void)
+{
+	if (pthread_spin_trylock(&spin) == 0)
+		pthread_spin_unlock(&spin);
+}
+
+static void __attribute__((noinline)) variant_cond_timeouts(void)
+{
+	struct timespec rt = abs_after(CLOCK_REALTIME, 1);
+	struct timespec mono = abs_after(CLOCK_MONOTONIC, 1);
+
+	pthread_mutex_lock(&mutex_a);
+	pthread_cond_timedwait(&cond, &mutex_a, &rt);
+	pthread_cond_clockwait(&cond, &mutex_a, CLOCK_MONOTONIC, &mono);
+	pthread_mutex_unlock(&mutex_a);
+}
+
+static void mode_variants(void)
+{
+	pthread_spin_init(&spin, PTHREAD_PROCESS_PRIVATE);
+	for (int i = 0; i < VARIANT_CALLS; i++) {
+		variant_rwlock_try();
+		variant_rwlock_timed();
+		variant_mutex_timed();
+		variant_spin_try();
+	}
+	for (int i = 0; i < 20; i++)
+		variant_cond_timeouts();
+	expect_site("variant_rwlock_try", "rwlock-read", VARIANT_CALLS, 0, 0);
+	expect_site("variant_rwlock_try", "rwlock-write", VARIANT_CALLS, 0, 0);
+	expect_site("variant_rwlock_timed", "rwlock-read", 2 * VARIANT_CALLS, 0, 0);
+	expect_site("variant_rwlock_timed", "rwlock-write", 2 * VARIANT_CALLS, 0, 0);
+	expect_site("variant_mutex_timed", "mutex", 2 * VARIANT_CALLS, 0, 0);
+	expect_site("variant_spin_try", "spinlock", VARIANT_CALLS, 0, 0);
+	/* 40 timed-out waits of about 1 ms each: failed, with their time. */
+	expect_site("variant_cond_timeouts", "condvar", 0, 40, 20000000);
+	expect_site("variant_cond_timeouts", "mutex", 20, 0, 0);
+}
+
 /* --- churn: thousands of short threads; their counts outlive them --- */
 #define CHURN_THREADS 2000
 #define CHURN_ITERS 100
@@ -456,6 +547,7 @@ static const struct {
 	{ "timed", mode_timed }, { "churn", mode_churn }, { "fork", mode_fork },
 	{ "status", mode_status }, { "idle", mode_idle },
 	{ "closefds", mode_closefds }, { "manyrows", mode_manyrows },
+	{ "variants", mode_variants },
 };
 
 int main(int argc, char **argv)

@@ -8,7 +8,8 @@ PREFIX  ?= /usr/local
 BUILD   := build
 CC      ?= cc
 
-# Build dependencies: pkg-config name -> Debian package.
+# Build dependencies: pkg-config name -> Debian package. The tests also
+# need tmux (the screen tests) and g++ (a C++ workload).
 PKGS    := ncursesw libunwind libcjson libdw libelf
 DEB_ncursesw := libncurses-dev
 DEB_libunwind := libunwind-dev
@@ -23,7 +24,8 @@ WARN    += -Werror
 endif
 CFLAGS  ?= -O2 -g
 ALL_CFLAGS = -std=c11 -D_GNU_SOURCE -fPIC $(WARN) $(CFLAGS) \
-	     -DQSPTOP_PREFIX='"$(PREFIX)"'
+	     -DQSPTOP_PREFIX='"$(PREFIX)"' \
+	     -DQSPTOP_SOURCE_THEMES='"$(CURDIR)/themes"'
 # Expanded when a recipe runs, after the dependency step has run.
 PKG_CFLAGS = $(shell pkg-config --cflags libcjson libdw ncursesw)
 PKG_LIBS   = $(shell pkg-config --libs libcjson libdw libelf ncursesw)
@@ -57,6 +59,8 @@ deps: $(DEPS_STAMP)
 $(DEPS_STAMP):
 	@missing=""; \
 	command -v pkg-config >/dev/null 2>&1 || missing="pkg-config"; \
+	command -v tmux >/dev/null 2>&1 || missing="$$missing tmux"; \
+	command -v c++ >/dev/null 2>&1 || missing="$$missing g++"; \
 	for p in $(PKGS); do \
 	  pkg-config --exists $$p 2>/dev/null || case $$p in \
 	    ncursesw) missing="$$missing $(DEB_ncursesw)";; \
@@ -115,13 +119,16 @@ $(BUILD)/asan/%: tests/unit/%.c $(TUI_LIB_SRC) $(COMMON_SRC) | $(DEPS_STAMP)
 check: all $(UNIT_BIN) $(ASAN_BIN) $(WORKLOAD_BIN) $(INTEG_BIN)
 	@tests/run $(BUILD)
 
+# The live screen on a terminal (q quits); five batch tables otherwise.
 demo: all $(BUILD)/tests/wl_demo
-	$(BUILD)/qsptop -b -d 1 -- $(BUILD)/tests/wl_demo 4
+	$(BUILD)/qsptop -d 1 $$([ -t 1 ] || echo -n 5) -- $(BUILD)/tests/wl_demo
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/qsptop
 	install -m 755 $(BUILD)/qsptop $(DESTDIR)$(PREFIX)/bin/qsptop
 	install -m 644 $(BUILD)/libqsptop.so $(DESTDIR)$(PREFIX)/lib/qsptop/libqsptop.so
+	install -d $(DESTDIR)$(PREFIX)/share/qsptop/themes
+	install -m 644 themes/*.theme $(DESTDIR)$(PREFIX)/share/qsptop/themes/
 
 clean:
 	rm -rf $(BUILD)

@@ -1,5 +1,8 @@
 /* Facts about a run derived from its parts. */
 #include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
 
 #include "app.h"
 
@@ -22,4 +25,19 @@ const char *app_state_name(const struct app *a)
 	if (a->attach.child == 0 && kill(a->attach.pid, 0) == 0)
 		return "collector lost";
 	return "exited";
+}
+
+void app_state_text(const struct app *a, char *buf, size_t size)
+{
+	int st = a->child_status;
+
+	if (!a->child_reaped)
+		snprintf(buf, size, "%s", app_state_name(a));
+	else if (WIFEXITED(st))
+		snprintf(buf, size, "exited (status %d)", WEXITSTATUS(st));
+	else if (WIFSIGNALED(st))
+		snprintf(buf, size, "exited (killed by SIG%s)",
+			 sigabbrev_np(WTERMSIG(st)) ? sigabbrev_np(WTERMSIG(st)) : "?");
+	else
+		snprintf(buf, size, "exited");
 }

@@ -15,6 +15,8 @@ struct app {
 	struct model *model;
 	struct symbols *symbols;
 	struct model_query query;	/* current sort, coalesce, filter */
+	bool child_reaped;		/* the launched command has ended */
+	int child_status;		/* its wait status, once reaped */
 };
 
 /* Seconds the counts cover: from the collector's start (or reset) to now. */
@@ -22,5 +24,8 @@ double app_elapsed_s(const struct app *a);
 
 /* "running", "exited" or "collector lost". */
 const char *app_state_name(const struct app *a);
+
+/* The state with detail: "exited (status 3)", "exited (killed by SIGSEGV)". */
+void app_state_text(const struct app *a, char *buf, size_t size);
 
 #endif

@@ -93,12 +93,29 @@ static void set_preload(const char *lib)
 	free(value);
 }
 
+/* Give the command /dev/null for input and output_fd for its output. */
+static void redirect_output(int output_fd)
+{
+	int null = open("/dev/null", O_RDONLY);
+
+	if (null >= 0) {
+		dup2(null, STDIN_FILENO);
+		close(null);
+	}
+	dup2(output_fd, STDOUT_FILENO);
+	dup2(output_fd, STDERR_FILENO);
+	close(output_fd);
+}
+
 /* In the child: hand down the socket and exec; report errno on failure. */
-static void exec_child(char **argv, int sock, int report, const char *lib)
+static void exec_child(char **argv, int sock, int report, const char *lib,
+		       int output_fd)
 {
 	char num[16];
 	int err;
 
+	if (output_fd >= 0)
+		redirect_output(output_fd);
 	if (sock <= 2) {
 		int moved = fcntl(sock, F_DUPFD, 3);
 
@@ -117,7 +134,8 @@ static void exec_child(char **argv, int sock, int report, const char *lib)
 	_exit(127);
 }
 
-void attach_launch(struct attach *a, char **argv, unsigned interval_ms)
+void attach_launch(struct attach *a, char **argv, unsigned interval_ms,
+		   int output_fd)
 {
 	const char *lib = attach_library_path();
 	int sv[2], report[2], err;
@@ -131,7 +149,7 @@ void attach_launch(struct attach *a, char **argv, unsigned interval_ms)
 	if (a->child < 0)
 		fatal("cannot fork: %s", strerror(errno));
 	if (a->child == 0)
-		exec_child(argv, sv[1], report[1], lib);
+		exec_child(argv, sv[1], report[1], lib, output_fd);
 	close(sv[1]);
 	close(report[1]);
 	while ((n = read(report[0], &err, sizeof(err))) < 0 && errno == EINTR)

@@ -14,10 +14,13 @@ struct attach {
 
 /*
  * Start argv with the collector preloaded, connected through an inherited
- * socket so that nothing it does is missed. Exits with 127 and a one-line
- * error if the command cannot be run.
+ * socket so that nothing it does is missed. With output_fd >= 0 the
+ * command's stdout and stderr go there and its stdin is /dev/null (the
+ * screen is ours). Exits with 127 and a one-line error if the command
+ * cannot be run.
  */
-void attach_launch(struct attach *a, char **argv, unsigned interval_ms);
+void attach_launch(struct attach *a, char **argv, unsigned interval_ms,
+		   int output_fd);
 
 /* Connect to the collector of a running process; exits with an error. */
 void attach_connect(struct attach *a, pid_t pid, unsigned interval_ms);

@@ -5,8 +5,6 @@
 #include "batch.h"
 #include "format.h"
 
-#define SITE_WIDTH 60
-
 static void print_header(FILE *out, const struct app *a)
 {
 	struct model_stats st;
@@ -25,32 +23,38 @@ static void print_header(FILE *out, const struct app *a)
 		sort_key_name(a->query.sort), coalesce_name(a->query.coalesce));
 }
 
-static void print_titles(FILE *out)
-{
-	for (size_t i = 0; i < column_count; i++) {
-		const struct column *c = &columns[i];
+/* Batch lines are as wide as a wide terminal; CALL SITE gets the rest. */
+#define BATCH_WIDTH 132
 
-		fprintf(out, c->left ? "%-*s" : "%*s", c->width, c->title);
-		fputc(i + 1 < column_count ? ' ' : '\n', out);
-	}
+/* One line of cells, separated by a space, each aligned in its width. */
+static void print_cells(FILE *out, const struct column_place *p, size_t n,
+			char cells[][520])
+{
+	for (size_t i = 0; i < n; i++)
+		fprintf(out, p[i].col->left ? "%-*s%s" : "%*s%s", p[i].width,
+			cells[i], i + 1 < n ? " " : "\n");
+}
+
+static void print_titles(FILE *out, const struct column_place *p, size_t n)
+{
+	char cells[16][520];
+
+	for (size_t i = 0; i < n; i++)
+		snprintf(cells[i], sizeof(cells[i]), "%s", p[i].col->title);
+	print_cells(out, p, n, cells);
 }
 
 static void print_row(FILE *out, const struct view_row *r,
-		      const struct format_ctx *f)
+		      const struct format_ctx *f, const struct column_place *p,
+		      size_t n)
 {
-	char cell[512], fitted[520];
+	char cell[512], cells[16][520];
 
-	for (size_t i = 0; i < column_count; i++) {
-		const struct column *c = &columns[i];
-
-		c->cell(r, f, cell, sizeof(cell));
-		if (c->width == 0) {
-			format_fit_left(fitted, sizeof(fitted), cell, SITE_WIDTH);
-			fprintf(out, "%s\n", fitted);
-		} else {
-			fprintf(out, c->left ? "%-*s " : "%*s ", c->width, cell);
-		}
+	for (size_t i = 0; i < n; i++) {
+		p[i].col->cell(r, f, cell, sizeof(cell));
+		format_fit_left(cells[i], sizeof(cells[i]), cell, p[i].width);
 	}
+	print_cells(out, p, n, cells);
 }
 
 void batch_print(FILE *out, const struct app *a)
@@ -59,10 +63,13 @@ void batch_print(FILE *out, const struct app *a)
 	struct view_row *rows;
 	size_t n = model_view(a->model, &a->query, &rows);
 
+	struct column_place place[16];
+	size_t ncol = format_layout(BATCH_WIDTH, false, place);
+
 	print_header(out, a);
-	print_titles(out);
+	print_titles(out, place, ncol);
 	for (size_t i = 0; i < n; i++)
-		print_row(out, &rows[i], &f);
+		print_row(out, &rows[i], &f, place, ncol);
 	fputc('\n', out);
 	fflush(out);
 	free(rows);

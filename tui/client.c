@@ -167,6 +167,24 @@ int client_poll(struct client *c, int timeout_ms)
 	return c->fd < 0 ? -1 : 0;
 }
 
+/* Send a short control frame; a gone collector needs no telling. */
+static void send_frame(struct client *c, const struct wbuf *b)
+{
+	if (c->fd >= 0 && !b->failed &&
+	    send(c->fd, b->data, b->len, MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
+		/* The connection is ending; client_poll() will say so. */
+	}
+}
+
+void client_set_interval(struct client *c, unsigned interval_ms)
+{
+	struct wbuf b = { 0 };
+
+	proto_put_set_interval(&b, interval_ms);
+	send_frame(c, &b);
+	wbuf_free(&b);
+}
+
 void client_detach(struct client *c)
 {
 	struct wbuf b = { 0 };
@@ -174,9 +192,7 @@ void client_detach(struct client *c)
 	if (c->fd < 0)
 		return;
 	proto_put_detach(&b);
-	if (!b.failed && send(c->fd, b.data, b.len, MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
-		/* The collector is gone already: nothing to tell it. */
-	}
+	send_frame(c, &b);
 	wbuf_free(&b);
 	end(c, TARGET_RUNNING, NULL);
 }

@@ -36,6 +36,9 @@ void client_init(struct client *c, int fd, struct model *m, struct symbols *s);
  */
 int client_poll(struct client *c, int timeout_ms);
 
+/* Ask the collector for updates every interval_ms. */
+void client_set_interval(struct client *c, unsigned interval_ms);
+
 /* Tell the collector we leave, and close. */
 void client_detach(struct client *c);
 

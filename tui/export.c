@@ -75,15 +75,13 @@ static cJSON *row_json(const struct view_row *r, struct symbols *s)
 	return o;
 }
 
-static cJSON *snapshot_json(const struct app *a, const struct model_query *q)
+static cJSON *snapshot_json(const struct app *a, const struct model_query *q,
+			    const struct view_row *v, size_t n,
+			    const struct model_stats *st)
 {
 	cJSON *o = cJSON_CreateObject();
 	cJSON *rows = cJSON_CreateArray();
-	struct model_stats st;
-	struct view_row *v;
-	size_t n = model_view(a->model, q, &v);
 
-	model_stats(a->model, &st);
 	cJSON_AddNumberToObject(o, "schema", SCHEMA_VERSION);
 	cJSON_AddStringToObject(o, "qsptop", QSPTOP_VERSION);
 	cJSON_AddNumberToObject(o, "pid", a->attach.pid);
@@ -94,12 +92,13 @@ static cJSON *snapshot_json(const struct app *a, const struct model_query *q)
 	cJSON_AddNumberToObject(o, "interval_s", a->opt.delay_s);
 	cJSON_AddStringToObject(o, "coalesce", coalesce_name(q->coalesce));
 	cJSON_AddStringToObject(o, "sort", sort_key_name(q->sort));
-	cJSON_AddNumberToObject(o, "threads", st.threads_seen);
-	cJSON_AddNumberToObject(o, "dropped", (double)st.dropped);
+	if (q->filter && *q->filter)
+		cJSON_AddStringToObject(o, "filter", q->filter);
+	cJSON_AddNumberToObject(o, "threads", st->threads_seen);
+	cJSON_AddNumberToObject(o, "dropped", (double)st->dropped);
 	for (size_t i = 0; i < n; i++)
 		cJSON_AddItemToArray(rows, row_json(&v[i], a->symbols));
 	cJSON_AddItemToObject(o, "rows", rows);
-	free(v);
 	return o;
 }
 
@@ -161,10 +160,12 @@ static int write_atomic(const char *path, const char *text, char *err,
 	return ok ? 0 : -1;
 }
 
-int export_json(const struct app *a, const struct model_query *q,
-		const char *path, char *err, size_t errlen)
+int export_rows(const struct app *a, const struct model_query *q,
+		const struct view_row *rows, size_t n,
+		const struct model_stats *st, const char *path, char *err,
+		size_t errlen)
 {
-	cJSON *doc = snapshot_json(a, q);
+	cJSON *doc = snapshot_json(a, q, rows, n, st);
 	char *text = cJSON_Print(doc);
 	int rc = 0;
 
@@ -180,5 +181,19 @@ int export_json(const struct app *a, const struct model_query *q,
 		rc = write_atomic(path, text, err, errlen);
 	}
 	free(text);
+	return rc;
+}
+
+int export_json(const struct app *a, const struct model_query *q,
+		const char *path, char *err, size_t errlen)
+{
+	struct model_stats st;
+	struct view_row *rows;
+	size_t n = model_view(a->model, q, &rows);
+	int rc;
+
+	model_stats(a->model, &st);
+	rc = export_rows(a, q, rows, n, &st, path, err, errlen);
+	free(rows);
 	return rc;
 }

@@ -16,4 +16,10 @@ int export_check_path(const char *path, char *err, size_t errlen);
 int export_json(const struct app *a, const struct model_query *q,
 		const char *path, char *err, size_t errlen);
 
+/* Like export_json(), for rows and stats already built (what is on screen). */
+int export_rows(const struct app *a, const struct model_query *q,
+		const struct view_row *rows, size_t n,
+		const struct model_stats *st, const char *path, char *err,
+		size_t errlen);
+
 #endif

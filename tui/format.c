@@ -5,6 +5,18 @@
 
 #include "format.h"
 
+static bool utf8 = true;
+
+void format_set_utf8(bool on)
+{
+	utf8 = on;
+}
+
+bool format_utf8(void)
+{
+	return utf8;
+}
+
 void format_duration(char *buf, size_t size, double ns)
 {
 	if (ns < 1000)
@@ -80,16 +92,36 @@ const char *format_site_label(void *symbols, uint64_t site)
 	return label;
 }
 
+/* Characters in a UTF-8 string (each shown one column wide). */
+static size_t utf8_chars(const char *s)
+{
+	size_t n = 0;
+
+	for (; *s; s++)
+		n += ((unsigned char)*s & 0xc0) != 0x80;
+	return n;
+}
+
+/* The tail of s holding its last n characters. */
+static const char *utf8_tail(const char *s, size_t n)
+{
+	size_t skip = utf8_chars(s) - n;
+
+	for (; *s; s++) {
+		if (((unsigned char)*s & 0xc0) != 0x80 && skip-- == 0)
+			break;
+	}
+	return s;
+}
+
 void format_fit_left(char *buf, size_t size, const char *s, int width)
 {
-	size_t len = strlen(s);
-
-	if (width <= 0 || len <= (size_t)width) {
+	if (width <= 0 || utf8_chars(s) <= (size_t)width) {
 		snprintf(buf, size, "%s", s);
 		return;
 	}
-	/* "…" is three bytes and one column. */
-	snprintf(buf, size, "\u2026%s", s + len - (size_t)(width - 1));
+	snprintf(buf, size, "%s%s", utf8 ? "\u2026" : "~",
+		 utf8_tail(s, (size_t)(width - 1)));
 }
 
 static void cell_type(const struct view_row *r, const struct format_ctx *f,
@@ -179,15 +211,94 @@ static void cell_max(const struct view_row *r, const struct format_ctx *f,
 	format_duration(buf, size, (double)r->max_wait_ns);
 }
 
+static void cell_trend(const struct view_row *r, const struct format_ctx *f,
+		       char *buf, size_t size)
+{
+	(void)f;
+	format_sparkline(buf, size, r->trend, TREND_LEN);
+}
+
+void format_sparkline(char *buf, size_t size, const uint64_t *values, int n)
+{
+	static const char *const blocks[] = { " ", "\u2581", "\u2582", "\u2583",
+		"\u2584", "\u2585", "\u2586", "\u2587", "\u2588" };
+	static const char ascii[] = " .:-=+*#@";
+	uint64_t max = 0;
+	size_t len = 0;
+
+	for (int i = 0; i < n; i++)
+		max = values[i] > max ? values[i] : max;
+	buf[0] = '\0';
+	for (int i = 0; i < n; i++) {
+		/* Any wait at all shows at least the lowest bar. */
+		int level = max == 0 || values[i] == 0 ? 0 :
+			    1 + (int)((values[i] * 7 + max / 2) / max);
+		const char *g = utf8 ? blocks[level > 8 ? 8 : level] :
+			(char[]){ ascii[level > 8 ? 8 : level], '\0' };
+		size_t glen = strlen(g);
+
+		if (len + glen >= size)
+			break;
+		memcpy(buf + len, g, glen + 1);
+		len += glen;
+	}
+}
+
 const struct column columns[] = {
-	{ "TYPE", 12, true, -1, cell_type },
-	{ "OBJECT", 14, true, -1, cell_object },
-	{ "WAIT/s", 8, false, SORT_WAIT, cell_wait_rate },
-	{ "WAIT", 8, false, SORT_TOTAL, cell_wait },
-	{ "ACQ", 7, false, SORT_COUNT, cell_acq },
-	{ "CONT%", 6, false, SORT_CONTENDED, cell_contended },
-	{ "AVG", 8, false, SORT_AVG, cell_avg },
-	{ "MAX", 8, false, SORT_MAX, cell_max },
-	{ "CALL SITE", 0, true, SORT_SITE, cell_site },
+	{ "TYPE", 12, true, false, false, 8, -1,
+	  "mutex, rwlock-read, rwlock-write, spinlock or condvar", cell_type },
+	{ "OBJECT", 14, true, false, false, 4, -1,
+	  "the lock's address; [N objs] when rows are coalesced", cell_object },
+	{ "CALL SITE", 16, true, true, false, 10, SORT_SITE,
+	  "where the lock is taken (s: function+offset or file:line)", cell_site },
+	{ "WAIT/s", 8, false, false, false, 9, SORT_WAIT,
+	  "time threads waited here per second, last interval", cell_wait_rate },
+	{ "WAIT", 8, false, false, false, 6, SORT_TOTAL,
+	  "total wait since start or reset", cell_wait },
+	{ "ACQ", 7, false, false, false, 7, SORT_COUNT,
+	  "acquisitions since start or reset", cell_acq },
+	{ "CONT%", 6, false, false, false, 5, SORT_CONTENDED,
+	  "share of acquisitions that had to wait (sorts by their count)", cell_contended },
+	{ "AVG", 8, false, false, false, 3, SORT_AVG,
+	  "wait per acquisition", cell_avg },
+	{ "MAX", 8, false, false, false, 2, SORT_MAX,
+	  "longest single wait", cell_max },
+	{ "TREND", TREND_LEN, true, false, true, 1, -1,
+	  "wait of the last intervals, oldest first", cell_trend },
 };
 const size_t column_count = sizeof(columns) / sizeof(columns[0]);
+
+/* Columns kept at a priority cut, and the width they need with spaces. */
+static int layout_width(bool tui, int min_priority, bool *keep)
+{
+	int need = -1;
+
+	for (size_t i = 0; i < column_count; i++) {
+		keep[i] = (tui || !columns[i].sparkline) &&
+			  columns[i].priority >= min_priority;
+		if (keep[i])
+			need += columns[i].width + 1;
+	}
+	return need;
+}
+
+size_t format_layout(int width, bool tui, struct column_place *out)
+{
+	bool keep[16];
+	int cut = 0, x = 0, extra;
+	size_t n = 0;
+
+	while (layout_width(tui, cut, keep) > width && cut < 10)
+		cut++;
+	extra = width - layout_width(tui, cut, keep);
+	for (size_t i = 0; i < column_count; i++) {
+		if (!keep[i])
+			continue;
+		out[n].col = &columns[i];
+		out[n].x = x;
+		out[n].width = columns[i].width + (columns[i].flex && extra > 0 ? extra : 0);
+		x += out[n].width + 1;
+		n++;
+	}
+	return n;
+}

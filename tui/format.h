@@ -23,15 +23,40 @@ struct format_ctx {
 
 struct column {
 	const char *title;
-	int width;		/* 0: takes the remaining width */
+	int width;		/* for CALL SITE: the least it may get */
 	bool left;		/* left-aligned */
+	bool flex;		/* takes the width left over */
+	bool sparkline;		/* own colour; the TUI shows it, batch does not */
+	int priority;		/* narrow screens drop low priorities first */
 	int sort;		/* enum sort_key, or -1 */
+	const char *help;	/* what the column means, for the help screen */
 	void (*cell)(const struct view_row *r, const struct format_ctx *f,
 		     char *buf, size_t size);
 };
 
 extern const struct column columns[];
 extern const size_t column_count;
+
+/* Where one column goes on a line of a given width. */
+struct column_place {
+	const struct column *col;
+	int x;
+	int width;
+};
+
+/*
+ * Lay the columns out on a line of width cells: the flexible column takes
+ * what is left; columns are dropped, lowest priority first, until the rest
+ * fit. Returns how many were placed (in display order).
+ */
+size_t format_layout(int width, bool tui, struct column_place *out);
+
+/* Use UTF-8 glyphs (ellipsis, sparkline blocks) or ASCII stand-ins. */
+void format_set_utf8(bool on);
+bool format_utf8(void);
+
+/* A sparkline of values scaled to their own maximum, n glyphs. */
+void format_sparkline(char *buf, size_t size, const uint64_t *values, int n);
 
 /* "950ns", "12.3us", "4.56ms", "1.23s". */
 void format_duration(char *buf, size_t size, double ns);

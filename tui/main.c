@@ -4,10 +4,14 @@
  * when it stops.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <langinfo.h>
+#include <locale.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -16,6 +20,8 @@
 #include "batch.h"
 #include "export.h"
 #include "format.h"
+#include "live.h"
+#include "theme.h"
 #include "xalloc.h"
 
 #define POLL_MS 200
@@ -78,6 +84,8 @@ static int reap_child(struct app *a, int ending_it)
 	long deadline = now_ms() + CHILD_GRACE_MS;
 	int status = 0;
 
+	if (a->child_reaped)
+		return a->child_status;
 	if (ending_it)
 		kill(a->attach.child, SIGTERM);
 	while (waitpid(a->attach.child, &status, ending_it ? WNOHANG : 0) == 0) {
@@ -90,6 +98,8 @@ static int reap_child(struct app *a, int ending_it)
 	/* The final update may still be in flight after the exit. */
 	while (client_poll(&a->client, 100) >= 0)
 		;
+	a->child_reaped = true;
+	a->child_status = status;
 	return status;
 }
 
@@ -146,14 +156,81 @@ static int finish(struct app *a)
 	return rc;
 }
 
+/* Theme problems before the screen exists go to stderr. */
+static void theme_warning(void *ctx, const char *message)
+{
+	(void)ctx;
+	warning("theme: %s", message);
+}
+
+/* A bad -t is a usage error, found before anything is started. */
+static void check_theme(const char *name)
+{
+	struct theme t;
+	char err[512];
+
+	if (theme_load(&t, name, theme_warning, NULL, err, sizeof(err)) < 0) {
+		fprintf(stderr, "qsptop: %s\n", err);
+		exit(2);
+	}
+}
+
+/*
+ * Where a launched command writes while the screen is ours: a private
+ * file, named to the user when qsptop ends if anything was written.
+ */
+static int open_command_log(char *path, size_t size)
+{
+	const char *dir = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+	int fd;
+
+	snprintf(path, size, "%s/qsptop-output-XXXXXX", dir);
+	fd = mkstemp(path);
+	if (fd < 0)
+		fatal("cannot create %s for the command's output: %s", path,
+		      strerror(errno));
+	fcntl(fd, F_SETFD, FD_CLOEXEC);
+	return fd;
+}
+
+static void report_command_log(const char *path)
+{
+	struct stat st;
+
+	if (stat(path, &st) == 0 && st.st_size > 0)
+		fprintf(stderr, "qsptop: the command's output is in %s\n", path);
+	else
+		unlink(path);
+}
+
+static void attach(struct app *a, bool live, char *log, size_t size)
+{
+	unsigned interval_ms = (unsigned)(a->opt.delay_s * 1000 + 0.5);
+	int log_fd = -1;
+
+	if (a->opt.pid) {
+		attach_connect(&a->attach, a->opt.pid, interval_ms);
+		return;
+	}
+	if (live)
+		log_fd = open_command_log(log, size);
+	attach_launch(&a->attach, a->opt.command, interval_ms, log_fd);
+	if (log_fd >= 0)
+		close(log_fd);
+}
+
 int main(int argc, char **argv)
 {
 	struct app a = { 0 };
-	unsigned interval_ms;
-	char err[512];
+	char err[512], log[4096] = "";
+	bool live;
 	int rc;
 
+	setlocale(LC_ALL, "");
+	format_set_utf8(strcmp(nl_langinfo(CODESET), "UTF-8") == 0);
 	options_parse(&a.opt, argc, argv);
+	live = !a.opt.batch && isatty(STDOUT_FILENO) && isatty(STDIN_FILENO);
+	check_theme(a.opt.theme ? a.opt.theme : "default");
 	if (a.opt.json_path && export_check_path(a.opt.json_path, err, sizeof(err)) < 0)
 		fatal("cannot write the JSON snapshot: %s", err);
 	install_signals();
@@ -162,14 +239,15 @@ int main(int argc, char **argv)
 	a.query = (struct model_query){ .coalesce = a.opt.coalesce,
 		.sort = a.opt.sort, .ascending = a.opt.ascending,
 		.site_label = format_site_label, .ctx = a.symbols };
-	interval_ms = (unsigned)(a.opt.delay_s * 1000 + 0.5);
-	if (a.opt.pid)
-		attach_connect(&a.attach, a.opt.pid, interval_ms);
-	else
-		attach_launch(&a.attach, a.opt.command, interval_ms);
+	attach(&a, live, log, sizeof(log));
 	client_init(&a.client, a.attach.fd, a.model, a.symbols);
-	run_batch(&a);
+	if (live)
+		live_run(&a, a.opt.theme, &stop_requested);
+	else
+		run_batch(&a);
 	rc = finish(&a);
+	if (log[0])
+		report_command_log(log);
 	client_close(&a.client);
 	model_free(a.model);
 	symbols_free(a.symbols);

@@ -20,11 +20,14 @@ static const char usage_text[] =
 	"                         exit with its status\n"
 	"  -d, --delay SECS       refresh interval (default 1)\n"
 	"  -n, --iterations N     stop after N refreshes\n"
-	"  -b, --batch            print the table every interval (like top -b)\n"
+	"  -b, --batch            print the table every interval (like top -b);\n"
+	"                         the default when stdout is not a terminal\n"
 	"  -o, --sort KEY         wait | total | avg | count | contended | max | site;\n"
 	"                         a leading - sorts low to high, + high to low\n"
 	"  -m, --coalesce MODE    none (site x object) | site | object (default none)\n"
 	"  -j, --json FILE        write a JSON snapshot when qsptop stops (- = stdout)\n"
+	"  -t, --theme NAME       colour theme: default, light, mono, or a file\n"
+	"                         (~/.config/qsptop/themes/NAME.theme first)\n"
 	"  -h, --help             show this help\n"
 	"  -V, --version          show the version\n";
 
@@ -82,6 +85,7 @@ static const struct option long_options[] = {
 	{ "sort", required_argument, NULL, 'o' },
 	{ "coalesce", required_argument, NULL, 'm' },
 	{ "json", required_argument, NULL, 'j' },
+	{ "theme", required_argument, NULL, 't' },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, 'V' },
 	{ NULL, 0, NULL, 0 },
@@ -104,6 +108,7 @@ static void apply(struct options *o, int c, const char *arg)
 		o->coalesce = (enum coalesce)m;
 		break;
 	case 'j': o->json_path = arg; break;
+	case 't': o->theme = arg; break;
 	case 'h': fputs(usage_text, stdout); exit(0);
 	case 'V': printf("qsptop %s\n", QSPTOP_VERSION); exit(0);
 	default: usage_error("%s", "invalid option");
@@ -117,7 +122,7 @@ void options_parse(struct options *o, int argc, char **argv)
 	*o = (struct options){ .delay_s = 1.0, .sort = SORT_WAIT,
 			       .coalesce = COALESCE_NONE };
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+p:d:n:bo:m:j:hV", long_options,
+	while ((c = getopt_long(argc, argv, "+p:d:n:bo:m:j:t:hV", long_options,
 				NULL)) != -1) {
 		if (c == '?' && optopt)
 			usage_error("unknown or incomplete option '-%s'",

@@ -15,6 +15,7 @@ struct options {
 	bool ascending;
 	enum coalesce coalesce;
 	const char *json_path;	/* "-" for stdout */
+	const char *theme;	/* -t; NULL = "default" */
 	pid_t pid;		/* -p; 0 when launching */
 	char **command;		/* after --; NULL with -p */
 };

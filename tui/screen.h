@@ -40,6 +40,9 @@ void screen_clear(struct screen *s, enum theme_slot slot);
 int screen_puts(struct screen *s, int x, int y, enum theme_slot slot,
 		const char *text, int max);
 
+/* Columns text takes when written with screen_puts(). */
+int screen_width(const char *text);
+
 /* Formatted screen_puts(). */
 int screen_printf(struct screen *s, int x, int y, enum theme_slot slot,
 		  const char *fmt, ...) __attribute__((format(printf, 5, 6)));

@@ -69,9 +69,10 @@ int theme_parse(struct theme *t, const char *text, const char *source,
 
 /*
  * Load theme name (or a path containing '/'): defaults, then the first
- * NAME.theme found in ~/.config/qsptop/themes, the installed themes
- * directory and the source tree's themes/. Returns -1 with err when no
- * such theme exists.
+ * NAME.theme found in $XDG_CONFIG_HOME/qsptop/themes (else
+ * ~/.config/qsptop/themes), <exe>/../share/qsptop/themes, the installed
+ * PREFIX/share/qsptop/themes and the source tree's themes/. Returns -1 with
+ * err when no such theme exists ("default" falls back to the built-in one).
  */
 int theme_load(struct theme *t, const char *name, theme_warn_fn warn,
 	       void *ctx, char *err, size_t errlen);

@@ -526,6 +526,55 @@ static void mode_manyrows(void)
 	expect_site("many_worker", "mutex", THREADS * MANY * MANY_ROUNDS, 0, 0);
 }
 
+/*
+ * --- tui: fixed counts on distinct sites, then idle, for the screen tests:
+ * site_alpha 5000, site_beta 3000, site_gamma 700 on each of 3 locks,
+ * site_delta 400 read locks ---
+ */
+static pthread_mutex_t gamma_locks[3] = { PTHREAD_MUTEX_INITIALIZER,
+	PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER };
+
+static void __attribute__((noinline)) site_alpha(void)
+{
+	pthread_mutex_lock(&mutex_a); /* site:alpha */
+	pthread_mutex_unlock(&mutex_a);
+}
+
+static void __attribute__((noinline)) site_beta(void)
+{
+	pthread_mutex_lock(&mutex_b); /* site:beta */
+	pthread_mutex_unlock(&mutex_b);
+}
+
+static void __attribute__((noinline)) site_gamma(int i)
+{
+	pthread_mutex_lock(&gamma_locks[i]); /* site:gamma */
+	pthread_mutex_unlock(&gamma_locks[i]);
+}
+
+static void __attribute__((noinline)) site_delta(void)
+{
+	pthread_rwlock_rdlock(&rwlock); /* site:delta */
+	pthread_rwlock_unlock(&rwlock);
+}
+
+static void mode_tui(void)
+{
+	for (int i = 0; i < 5000; i++)
+		site_alpha();
+	for (int i = 0; i < 3000; i++)
+		site_beta();
+	for (int i = 0; i < 3 * 700; i++)
+		site_gamma(i % 3);
+	for (int i = 0; i < 400; i++)
+		site_delta();
+	expect_site("site_alpha", "mutex", 5000, 0, 0);
+	fclose(expect);
+	expect = NULL;
+	for (;;)
+		sleep_ms(1000);
+}
+
 /* --- idle: lock a little, then sleep until killed (for -p tests) --- */
 static void mode_idle(void)
 {
@@ -547,7 +596,7 @@ static const struct {
 	{ "timed", mode_timed }, { "churn", mode_churn }, { "fork", mode_fork },
 	{ "status", mode_status }, { "idle", mode_idle },
 	{ "closefds", mode_closefds }, { "manyrows", mode_manyrows },
-	{ "variants", mode_variants },
+	{ "variants", mode_variants }, { "tui", mode_tui },
 };
 
 int main(int argc, char **argv)

@@ -1,0 +1,92 @@
+/*
+ * The interactive screen's loop: wait for the collector or a key, update
+ * the state, draw it. It goes on after the target has exited, showing the
+ * last data, until the user quits.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "live.h"
+#include "term.h"
+#include "view.h"
+
+#define WAKE_MS 500
+
+/* Note the launched command's end, for the header. */
+static void reap(struct app *a)
+{
+	int status;
+
+	if (a->attach.child && !a->child_reaped &&
+	    waitpid(a->attach.child, &status, WNOHANG) == a->attach.child) {
+		a->child_reaped = true;
+		a->child_status = status;
+	}
+}
+
+/* Wait for the collector or the keyboard, at most WAKE_MS. */
+static void wait_input(const struct app *a)
+{
+	struct pollfd pfd[2] = {
+		{ .fd = a->client.fd, .events = POLLIN },
+		{ .fd = STDIN_FILENO, .events = POLLIN },
+	};
+
+	if (poll(pfd, 2, WAKE_MS) < 0 && errno != EINTR)
+		return;
+}
+
+static void read_keys(struct ui *ui, struct screen *s)
+{
+	int key, w, h;
+
+	while ((key = term_key()) != KEY_NONE) {
+		if (key == K_RESIZE) {
+			term_size(&w, &h);
+			screen_resize(s, w, h);
+		}
+		ui_key(ui, key);
+	}
+}
+
+int live_run(struct app *a, const char *theme, volatile sig_atomic_t *stop)
+{
+	struct screen *s;
+	struct ui ui;
+	bool ended = false;
+	long shown = 0;
+	int w, h, rc;
+
+	term_begin();
+	ui_init(&ui, a, theme);
+	if (!term_has_colors() && !ui.monochrome) {
+		ui.monochrome = true;
+		theme_monochrome(&ui.theme);
+	}
+	term_size(&w, &h);
+	s = screen_new(w, h);
+	ui_refresh(&ui);
+	while (!ui.quit && !*stop) {
+		if (ui.theme_changed) {
+			term_apply_theme(&ui.theme);
+			ui.theme_changed = false;
+		}
+		view_draw(s, &ui);
+		term_show(s);
+		wait_input(a);
+		rc = client_poll(&a->client, 0);
+		if (rc == 1 || (rc < 0 && !ended))
+			ui_refresh(&ui);
+		ended = rc < 0;
+		if (rc == 1 && a->opt.iterations && ++shown >= a->opt.iterations)
+			break;
+		reap(a);
+		read_keys(&ui, s);
+	}
+	term_end();
+	ui_free(&ui);
+	screen_free(s);
+	return 0;
+}

@@ -1,0 +1,409 @@
+/* What the keys of the interactive screen do. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "client.h"
+#include "export.h"
+#include "ui.h"
+#include "xalloc.h"
+
+#define DELAY_MIN_S 0.01
+#define DELAY_MAX_S 3600
+
+void ui_message(struct ui *ui, bool error, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(ui->message, sizeof(ui->message), fmt, ap);
+	va_end(ap);
+	ui->message_error = error;
+}
+
+/* Theme problems go to the status line; the last one stays visible. */
+static void theme_warning(void *ctx, const char *message)
+{
+	ui_message(ctx, true, "theme: %s", message);
+}
+
+static void load_theme(struct ui *ui, const char *name)
+{
+	char err[512];
+
+	if (theme_load(&ui->theme, name, theme_warning, ui, err, sizeof(err)) < 0) {
+		ui_message(ui, true, "%s", err);
+		theme_defaults(&ui->theme);
+	}
+	if (ui->monochrome)
+		theme_monochrome(&ui->theme);
+	ui->theme_changed = true;
+}
+
+void ui_init(struct ui *ui, struct app *a, const char *theme_name)
+{
+	const char *no_color = getenv("NO_COLOR");
+
+	memset(ui, 0, sizeof(*ui));
+	ui->app = a;
+	ui->site_style = SITE_FUNCTION;
+	ui->monochrome = no_color && *no_color;
+	ui->ntheme_names = theme_list(ui->theme_names, 32);
+	load_theme(ui, theme_name ? theme_name : "default");
+}
+
+void ui_free(struct ui *ui)
+{
+	free(ui->rows);
+	ui->rows = NULL;
+}
+
+double ui_elapsed_s(const struct ui *ui)
+{
+	return app_elapsed_s(ui->app) - ui->reset_elapsed_s;
+}
+
+static struct row_key key_of(const struct view_row *r)
+{
+	struct row_key k = { r->type, r->site, r->object };
+
+	return k;
+}
+
+static bool same_key(struct row_key a, struct row_key b)
+{
+	return a.type == b.type && a.site == b.site && a.object == b.object;
+}
+
+/* Keep the selection on the row it was on, wherever the row moved. */
+static void restore_selection(struct ui *ui)
+{
+	if (ui->has_sel_key) {
+		for (size_t i = 0; i < ui->nrows; i++) {
+			if (same_key(key_of(&ui->rows[i]), ui->sel_key)) {
+				ui->selected = i;
+				return;
+			}
+		}
+	}
+	if (ui->selected >= ui->nrows)
+		ui->selected = ui->nrows ? ui->nrows - 1 : 0;
+}
+
+static void remember_selection(struct ui *ui)
+{
+	ui->has_sel_key = ui->nrows > 0;
+	if (ui->has_sel_key)
+		ui->sel_key = key_of(&ui->rows[ui->selected]);
+}
+
+/* Rebuild the rows now, paused or not: the query changed. */
+static void rebuild(struct ui *ui)
+{
+	struct app *a = ui->app;
+
+	free(ui->rows);
+	a->query.filter = ui->filter[0] ? ui->filter : NULL;
+	ui->nrows = model_view(a->model, &a->query, &ui->rows);
+	model_stats(a->model, &ui->stats);
+	restore_selection(ui);
+}
+
+void ui_refresh(struct ui *ui)
+{
+	if (!ui->paused)
+		rebuild(ui);
+}
+
+static void move_to(struct ui *ui, long index)
+{
+	if (index < 0 || ui->nrows == 0)
+		index = 0;
+	else if ((size_t)index >= ui->nrows)
+		index = (long)ui->nrows - 1;
+	ui->selected = (size_t)index;
+	remember_selection(ui);
+}
+
+/* Scroll the table, or the detail and help screens. */
+static void scroll_by(struct ui *ui, long rows)
+{
+	if (ui->mode == UI_TABLE) {
+		move_to(ui, (long)ui->selected + rows);
+		return;
+	}
+	ui->scroll += (int)rows;
+	if (ui->scroll < 0)
+		ui->scroll = 0;
+}
+
+static int page(const struct ui *ui)
+{
+	return ui->page > 1 ? ui->page - 1 : 1;
+}
+
+static void act_up(struct ui *ui) { scroll_by(ui, -1); }
+static void act_down(struct ui *ui) { scroll_by(ui, 1); }
+static void act_page_up(struct ui *ui) { scroll_by(ui, -page(ui)); }
+static void act_page_down(struct ui *ui) { scroll_by(ui, page(ui)); }
+static void act_home(struct ui *ui) { scroll_by(ui, -(long)1e9); }
+static void act_end(struct ui *ui) { scroll_by(ui, (long)1e9); }
+static void act_quit(struct ui *ui) { ui->quit = true; }
+
+static void act_help(struct ui *ui)
+{
+	ui->mode = ui->mode == UI_HELP ? UI_TABLE : UI_HELP;
+	ui->scroll = 0;
+}
+
+static void act_detail(struct ui *ui)
+{
+	if (ui->mode == UI_TABLE && ui->nrows > 0) {
+		remember_selection(ui);
+		ui->mode = UI_DETAIL;
+		ui->scroll = 0;
+	}
+}
+
+/* Esc: back to the table, or clear the filter when already there. */
+static void act_back(struct ui *ui)
+{
+	if (ui->mode != UI_TABLE) {
+		ui->mode = UI_TABLE;
+		return;
+	}
+	if (ui->filter[0]) {
+		ui->filter[0] = '\0';
+		rebuild(ui);
+		ui_message(ui, false, "filter cleared");
+	}
+}
+
+/* The sortable columns in screen order, and where the sort key is. */
+static int sort_columns(int *keys, int current, int *at)
+{
+	int n = 0;
+
+	*at = 0;
+	for (size_t i = 0; i < column_count; i++) {
+		if (columns[i].sort < 0)
+			continue;
+		if (columns[i].sort == current)
+			*at = n;
+		keys[n++] = columns[i].sort;
+	}
+	return n;
+}
+
+static void move_sort(struct ui *ui, int step)
+{
+	int keys[16], at, n = sort_columns(keys, (int)ui->app->query.sort, &at);
+
+	ui->app->query.sort = (enum sort_key)keys[(at + step + n) % n];
+	rebuild(ui);
+}
+
+static void act_sort_left(struct ui *ui) { move_sort(ui, -1); }
+static void act_sort_right(struct ui *ui) { move_sort(ui, 1); }
+
+static void act_invert(struct ui *ui)
+{
+	ui->app->query.ascending = !ui->app->query.ascending;
+	rebuild(ui);
+}
+
+static void act_coalesce(struct ui *ui)
+{
+	struct model_query *q = &ui->app->query;
+
+	q->coalesce = (enum coalesce)((q->coalesce + 1) % COALESCE_COUNT);
+	ui->has_sel_key = false;
+	ui->selected = 0;
+	rebuild(ui);
+	ui_message(ui, false, "coalesce: %s", coalesce_name(q->coalesce));
+}
+
+/* Reset: a new baseline in qsptop; the target is never touched. */
+static void act_reset(struct ui *ui)
+{
+	model_reset(ui->app->model);
+	ui->reset_elapsed_s = app_elapsed_s(ui->app);
+	rebuild(ui);
+	ui_message(ui, false, "reset: totals count from now");
+}
+
+static void act_pause(struct ui *ui)
+{
+	ui->paused = !ui->paused;
+	if (!ui->paused)
+		rebuild(ui);
+}
+
+static void act_site_style(struct ui *ui)
+{
+	ui->site_style = ui->site_style == SITE_FUNCTION ? SITE_LINE : SITE_FUNCTION;
+}
+
+static void act_theme(struct ui *ui)
+{
+	size_t next = 0;
+
+	for (size_t i = 0; i < ui->ntheme_names; i++) {
+		if (strcmp(ui->theme_names[i], ui->theme.name) == 0)
+			next = (i + 1) % ui->ntheme_names;
+	}
+	if (ui->ntheme_names == 0)
+		return;
+	ui->message[0] = '\0';
+	load_theme(ui, ui->theme_names[next]);
+	if (ui->message[0] == '\0')
+		ui_message(ui, false, "theme: %s%s", ui->theme.name,
+			   ui->monochrome ? " (monochrome)" : "");
+}
+
+static char *default_export_name(struct ui *ui)
+{
+	static char name[128];
+	time_t now = time(NULL);
+	struct tm tm;
+
+	localtime_r(&now, &tm);
+	snprintf(name, sizeof(name), "qsptop-%d-", (int)ui->app->attach.pid);
+	strftime(name + strlen(name), sizeof(name) - strlen(name),
+		 "%Y%m%d-%H%M%S.json", &tm);
+	return name;
+}
+
+/* Write what is on screen: the shown rows, sorted, coalesced, filtered. */
+static void act_export(struct ui *ui)
+{
+	char *path = ui->export_name ? ui->export_name(ui) : default_export_name(ui);
+	char err[512];
+
+	if (export_rows(ui->app, &ui->app->query, ui->rows, ui->nrows,
+			&ui->stats, path, err, sizeof(err)) < 0)
+		ui_message(ui, true, "export failed: %s", err);
+	else
+		ui_message(ui, false, "wrote %s", path);
+}
+
+static void open_prompt(struct ui *ui, enum ui_prompt p, const char *initial)
+{
+	ui->prompt = p;
+	snprintf(ui->input, sizeof(ui->input), "%s", initial);
+}
+
+static void act_filter(struct ui *ui) { open_prompt(ui, PROMPT_FILTER, ui->filter); }
+
+static void act_delay(struct ui *ui)
+{
+	char now[32];
+
+	snprintf(now, sizeof(now), "%g", ui->app->opt.delay_s);
+	open_prompt(ui, PROMPT_DELAY, now);
+}
+
+/* Apply a new refresh interval, here and in the collector. */
+static void set_delay(struct ui *ui, const char *text)
+{
+	char *end;
+	double d;
+
+	errno = 0;
+	d = strtod(text, &end);
+	if (errno || end == text || *end || !(d >= DELAY_MIN_S && d <= DELAY_MAX_S)) {
+		ui_message(ui, true, "delay: expected seconds between %g and %g, got '%s'",
+			   DELAY_MIN_S, (double)DELAY_MAX_S, text);
+		return;
+	}
+	ui->app->opt.delay_s = d;
+	client_set_interval(&ui->app->client, (unsigned)(d * 1000 + 0.5));
+	ui_message(ui, false, "refresh every %gs", d);
+}
+
+/* Finish the prompt: Enter applies, Esc abandons. */
+static void close_prompt(struct ui *ui, bool apply)
+{
+	enum ui_prompt p = ui->prompt;
+
+	ui->prompt = PROMPT_NONE;
+	if (p == PROMPT_FILTER) {
+		/* The filter applied as it was typed; Esc takes it away. */
+		if (!apply)
+			ui->filter[0] = '\0';
+		rebuild(ui);
+	} else if (p == PROMPT_DELAY && apply) {
+		set_delay(ui, ui->input);
+	}
+}
+
+/* Keys while a prompt is open edit its text. */
+static void prompt_key(struct ui *ui, int key)
+{
+	size_t len = strlen(ui->input);
+
+	if (key == K_ENTER || key == K_ESC) {
+		close_prompt(ui, key == K_ENTER);
+		return;
+	} else if (key == K_BACKSPACE) {
+		if (len > 0)
+			ui->input[len - 1] = '\0';
+	} else if (key >= ' ' && key < 0x7f && len + 1 < sizeof(ui->input)) {
+		ui->input[len] = (char)key;
+		ui->input[len + 1] = '\0';
+	}
+	if (ui->prompt == PROMPT_FILTER) {
+		snprintf(ui->filter, sizeof(ui->filter), "%s", ui->input);
+		ui->selected = 0;
+		ui->has_sel_key = false;
+		rebuild(ui);
+	}
+}
+
+const struct key_binding key_bindings[] = {
+	{ { 'q', K_F10 }, "q F10", "quit", act_quit },
+	{ { 'h', '?', K_F1 }, "h ? F1", "this help (any of these keys again: back)", act_help },
+	{ { K_UP, 'k' }, "Up k", "select the row above / scroll up", act_up },
+	{ { K_DOWN, 'j' }, "Down j", "select the row below / scroll down", act_down },
+	{ { K_PGUP }, "PgUp", "one page up", act_page_up },
+	{ { K_PGDN }, "PgDn", "one page down", act_page_down },
+	{ { K_HOME, 'g' }, "Home g", "first row", act_home },
+	{ { K_END, 'G' }, "End G", "last row", act_end },
+	{ { K_ENTER }, "Enter", "details of the selected row", act_detail },
+	{ { K_ESC }, "Esc", "back to the table; in the table, clear the filter", act_back },
+	{ { '<', K_LEFT }, "< Left", "sort by the column to the left", act_sort_left },
+	{ { '>', K_RIGHT, K_F6 }, "> Right F6", "sort by the column to the right", act_sort_right },
+	{ { 'I' }, "I", "invert the sort order", act_invert },
+	{ { 'm' }, "m", "coalesce: none -> site -> object", act_coalesce },
+	{ { 'r' }, "r", "reset: count from now (the target is not touched)", act_reset },
+	{ { ' ' }, "Space", "pause / resume the display (counting goes on)", act_pause },
+	{ { 'd' }, "d", "set the refresh delay", act_delay },
+	{ { '/' }, "/", "filter by call site, function, file or module", act_filter },
+	{ { 's' }, "s", "call site as function+offset or file:line", act_site_style },
+	{ { 'e' }, "e", "export what is shown as JSON (qsptop-PID-DATE.json)", act_export },
+	{ { 't' }, "t", "next colour theme", act_theme },
+};
+const size_t key_binding_count = sizeof(key_bindings) / sizeof(key_bindings[0]);
+
+void ui_key(struct ui *ui, int key)
+{
+	if (key == K_RESIZE || key == KEY_NONE)
+		return;
+	ui->message[0] = '\0';
+	if (ui->prompt != PROMPT_NONE) {
+		prompt_key(ui, key);
+		return;
+	}
+	for (size_t i = 0; i < key_binding_count; i++) {
+		for (int j = 0; j < 3 && key_bindings[i].keys[j]; j++) {
+			if (key_bindings[i].keys[j] == key) {
+				key_bindings[i].act(ui);
+				return;
+			}
+		}
+	}
+	ui_message(ui, false, "unknown key - h for help");
+}

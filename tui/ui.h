@@ -1,0 +1,91 @@
+/*
+ * The interactive screen's state and what keys do to it. No curses: keys
+ * arrive as the codes below (term.c translates), and view.c draws the
+ * state into a screen buffer, so all of it is testable without a terminal.
+ */
+#ifndef QSPTOP_UI_H
+#define QSPTOP_UI_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "app.h"
+#include "format.h"
+#include "model.h"
+#include "theme.h"
+
+/* Keys that are not characters. */
+enum ui_key {
+	KEY_NONE = -1,
+	K_UP = 0x1000, K_DOWN, K_PGUP, K_PGDN, K_HOME, K_END, K_LEFT, K_RIGHT,
+	K_ENTER, K_ESC, K_BACKSPACE, K_F1, K_F6, K_F10, K_RESIZE, K_UNKNOWN,
+};
+
+enum ui_mode { UI_TABLE, UI_DETAIL, UI_HELP };
+enum ui_prompt { PROMPT_NONE, PROMPT_FILTER, PROMPT_DELAY };
+
+/* Identifies a table row across refreshes, to keep it selected. */
+struct row_key {
+	enum lock_type type;
+	uint64_t site;
+	uint64_t object;
+};
+
+struct ui {
+	struct app *app;
+	enum ui_mode mode;
+	enum ui_prompt prompt;
+	char input[128];		/* what is typed at the prompt */
+	char filter[128];		/* the applied filter */
+	struct view_row *rows;		/* the table as shown */
+	size_t nrows;
+	struct model_stats stats;	/* the header as shown */
+	size_t selected;
+	size_t top;			/* first row on screen */
+	int page;			/* table rows that fit on screen */
+	struct row_key sel_key;
+	bool has_sel_key;
+	bool paused;
+	enum site_style site_style;
+	int scroll;			/* detail and help screens */
+	char message[256];		/* status line message, until next key */
+	bool message_error;
+	struct theme theme;
+	char theme_names[32][64];
+	size_t ntheme_names;
+	bool monochrome;		/* NO_COLOR or a colourless terminal */
+	bool quit;
+	bool theme_changed;		/* term.c must reload colours */
+	double reset_elapsed_s;		/* elapsed time at the last reset */
+	char *(*export_name)(struct ui *ui); /* for tests; NULL = default */
+};
+
+/* Set up the state for app with its options; loads the theme. */
+void ui_init(struct ui *ui, struct app *a, const char *theme_name);
+void ui_free(struct ui *ui);
+
+/* Rebuild the table from the model unless paused; keeps the selection. */
+void ui_refresh(struct ui *ui);
+
+/* Act on a key. */
+void ui_key(struct ui *ui, int key);
+
+/* Say something on the status line until the next key. */
+void ui_message(struct ui *ui, bool error, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* Seconds covered by the shown totals (since start or the last reset). */
+double ui_elapsed_s(const struct ui *ui);
+
+/* One binding of the key table, which also writes the help screen. */
+struct key_binding {
+	int keys[3];
+	const char *label;	/* how the help screen names the keys */
+	const char *help;
+	void (*act)(struct ui *ui);
+};
+
+extern const struct key_binding key_bindings[];
+extern const size_t key_binding_count;
+
+#endif

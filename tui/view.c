@@ -1,0 +1,308 @@
+/*
+ * Drawing the interactive screen into a screen buffer: header, table,
+ * detail and help screens, status line. Only term.c shows the buffer.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "view.h"
+
+#define HEADER_LINES 2
+#define HOT_SHARE 0.25
+#define WARM_SHARE 0.05
+#define HIST_BAR 30
+
+static const char *sep(void)
+{
+	return format_utf8() ? " \u2502 " : " | ";
+}
+
+/* Header line 1: who, what state, how often; PAUSED at the right. */
+static void draw_title(struct screen *s, const struct ui *ui)
+{
+	const struct app *a = ui->app;
+	char state[96];
+	int x;
+
+	app_state_text(a, state, sizeof(state));
+	screen_fill(s, 0, 0, s->w, SLOT_HEADER, L' ');
+	x = screen_printf(s, 0, 0, SLOT_HEADER, "qsptop %s%spid %d %s",
+			  QSPTOP_VERSION, sep(), (int)a->attach.pid,
+			  a->client.hello.command);
+	x += screen_printf(s, x, 0, SLOT_HEADER, "%s%s (%s)%severy %gs", sep(),
+			   state, a->attach.mode, sep(), a->opt.delay_s);
+	if (ui->paused)
+		screen_puts(s, s->w - 7, 0, SLOT_ERROR, " PAUSED", -1);
+	(void)x;
+}
+
+/* Header line 2: threads, rates, drops, sort, coalesce, filter. */
+static void draw_totals(struct screen *s, const struct ui *ui)
+{
+	const struct model_query *q = &ui->app->query;
+	const struct model_stats *st = &ui->stats;
+	char wait[32], acq[32], line[512];
+	const char *arrow = format_utf8() ? (q->ascending ? "\u25b2" : "\u25bc")
+					  : (q->ascending ? "^" : "v");
+
+	format_duration(wait, sizeof(wait), st->wait_per_s);
+	format_count(acq, sizeof(acq), st->acq_per_s);
+	snprintf(line, sizeof(line), "threads %u seen, %u live%swait %s/s%sacq %s/s"
+		 "%sdropped %" PRIu64 "%ssort %s %s%scoalesce %s%s%s%s",
+		 st->threads_seen, st->threads_live, sep(), wait, sep(), acq,
+		 sep(), st->dropped, sep(), sort_key_name(q->sort), arrow, sep(),
+		 coalesce_name(q->coalesce), ui->filter[0] ? sep() : "",
+		 ui->filter[0] ? "filter: " : "", ui->filter);
+	screen_fill(s, 0, 1, s->w, SLOT_HEADER, L' ');
+	screen_puts(s, 0, 1, SLOT_HEADER, line, -1);
+}
+
+static void draw_titles(struct screen *s, const struct ui *ui, int y,
+			const struct column_place *p, size_t n)
+{
+	screen_fill(s, 0, y, s->w, SLOT_COLUMN, L' ');
+	for (size_t i = 0; i < n; i++) {
+		bool sorted = p[i].col->sort == (int)ui->app->query.sort;
+		enum theme_slot slot = sorted ? SLOT_SORTED : SLOT_COLUMN;
+		int len = (int)strlen(p[i].col->title);
+		int x = p[i].col->left ? p[i].x : p[i].x + p[i].width - len;
+
+		if (sorted)
+			screen_fill(s, p[i].x, y, p[i].width, slot, L' ');
+		screen_puts(s, x, y, slot, p[i].col->title, p[i].width);
+	}
+}
+
+/* Hot, warm or cool by the row's share of the wait in the last interval. */
+static enum theme_slot heat(const struct ui *ui, const struct view_row *r)
+{
+	double total = ui->stats.wait_per_s;
+	double share = total > 0 ? r->wait_per_s / total : 0;
+
+	if (share >= HOT_SHARE)
+		return SLOT_HOT;
+	return share >= WARM_SHARE ? SLOT_WARM : SLOT_COOL;
+}
+
+static void draw_row(struct screen *s, const struct ui *ui, int y,
+		     const struct view_row *r, bool selected,
+		     const struct column_place *p, size_t n)
+{
+	struct format_ctx f = { ui->app->symbols, ui->site_style };
+	enum theme_slot slot = selected ? SLOT_SELECTION : heat(ui, r);
+	char cell[512], fitted[520];
+
+	screen_fill(s, 0, y, s->w, slot, L' ');
+	for (size_t i = 0; i < n; i++) {
+		const struct column *c = p[i].col;
+		enum theme_slot cs = c->sparkline && !selected ? SLOT_SPARKLINE : slot;
+		int len;
+
+		c->cell(r, &f, cell, sizeof(cell));
+		format_fit_left(fitted, sizeof(fitted), cell, p[i].width);
+		len = screen_width(fitted);
+		screen_puts(s, c->left ? p[i].x : p[i].x + p[i].width - len, y, cs,
+			    fitted, p[i].width);
+	}
+}
+
+/* Keep the selected row on screen. */
+static void scroll_into_view(struct ui *ui)
+{
+	if (ui->selected < ui->top)
+		ui->top = ui->selected;
+	if (ui->page > 0 && ui->selected >= ui->top + (size_t)ui->page)
+		ui->top = ui->selected - (size_t)ui->page + 1;
+	if (ui->top > 0 && ui->top + (size_t)ui->page > ui->nrows)
+		ui->top = ui->nrows > (size_t)ui->page ? ui->nrows - (size_t)ui->page : 0;
+}
+
+static void draw_table(struct screen *s, struct ui *ui)
+{
+	struct column_place p[16];
+	size_t n = format_layout(s->w, true, p);
+	int y0 = HEADER_LINES + 1;
+
+	ui->page = s->h - y0 - 1;
+	scroll_into_view(ui);
+	draw_titles(s, ui, HEADER_LINES, p, n);
+	for (int i = 0; i < ui->page && ui->top + (size_t)i < ui->nrows; i++) {
+		size_t r = ui->top + (size_t)i;
+
+		draw_row(s, ui, y0 + i, &ui->rows[r], r == ui->selected, p, n);
+	}
+	if (ui->nrows == 0)
+		screen_puts(s, 1, y0, SLOT_NORMAL, ui->filter[0] ?
+			    "no rows match the filter (Esc clears it)" :
+			    "no lock calls seen yet", -1);
+}
+
+/* The upper bound of the bucket holding fraction p of the waits. */
+static double percentile_ns(const struct counts *c, double p)
+{
+	uint64_t total = 0, seen = 0;
+
+	for (int i = 0; i < HIST_BUCKETS; i++)
+		total += c->hist[i];
+	for (int i = 0; i < HIST_BUCKETS && total; i++) {
+		seen += c->hist[i];
+		if ((double)seen >= p * (double)total)
+			return (double)(2ull << i);
+	}
+	return 0;
+}
+
+/* "function+off (file:line) [module]", or how many sites a group has. */
+static void detail_site(char *buf, size_t size, const struct ui *ui,
+			const struct view_row *r)
+{
+	struct symbols *sym = ui->app->symbols;
+	struct frame_info fi;
+	char fn[256], line[256];
+
+	if (r->n_sites > 1) {
+		snprintf(buf, size, "%u call sites", r->n_sites);
+		return;
+	}
+	symbols_resolve(sym, r->site, 1, &fi);
+	format_site(fn, sizeof(fn), sym, r->site);
+	format_site_line(line, sizeof(line), sym, r->site);
+	snprintf(buf, size, "%s (%s) [%s]", fn, line, fi.module ? fi.module : "??");
+}
+
+/* Lines of the detail screen; returns the next free line. */
+static int detail_numbers(struct screen *s, const struct ui *ui,
+			  const struct view_row *r, int y)
+{
+	char site[1024], wait[32], rate[32], avg[32], max[32], p[3][32];
+	double acq = (double)r->c.acquisitions;
+
+	detail_site(site, sizeof(site), ui, r);
+	format_duration(wait, sizeof(wait), (double)r->c.wait_ns);
+	format_duration(rate, sizeof(rate), r->wait_per_s);
+	format_duration(avg, sizeof(avg), acq ? (double)r->c.wait_ns / acq : 0);
+	format_duration(max, sizeof(max), (double)r->max_wait_ns);
+	format_duration(p[0], sizeof(p[0]), percentile_ns(&r->c, 0.5));
+	format_duration(p[1], sizeof(p[1]), percentile_ns(&r->c, 0.9));
+	format_duration(p[2], sizeof(p[2]), percentile_ns(&r->c, 0.99));
+	screen_printf(s, 1, y++, SLOT_NORMAL, "%s at %s", lock_type_name(r->type), site);
+	if (r->n_objects > 1)
+		screen_printf(s, 1, y++, SLOT_NORMAL, "objects      %u locks", r->n_objects);
+	else
+		screen_printf(s, 1, y++, SLOT_NORMAL, "object       0x%" PRIx64, r->object);
+	screen_printf(s, 1, y++, SLOT_NORMAL, "acquisitions %" PRIu64 "   contended %"
+		      PRIu64 " (%.1f%%)   failed %" PRIu64, r->c.acquisitions,
+		      r->c.contended, acq ? 100.0 * (double)r->c.contended / acq : 0,
+		      r->c.failed);
+	screen_printf(s, 1, y++, SLOT_NORMAL, "wait         %s total   %s/s now   "
+		      "avg %s   max %s", wait, rate, avg, max);
+	screen_printf(s, 1, y++, SLOT_NORMAL, "contended waits: p50 < %s   p90 < %s"
+		      "   p99 < %s", p[0], p[1], p[2]);
+	return y + 1;
+}
+
+/* The log2 histogram of contended waits, one bar per non-empty range. */
+static int detail_histogram(struct screen *s, const struct counts *c, int y)
+{
+	uint64_t most = 0;
+	int lo = HIST_BUCKETS, hi = -1;
+
+	for (int i = 0; i < HIST_BUCKETS; i++) {
+		if (c->hist[i] == 0)
+			continue;
+		lo = i < lo ? i : lo;
+		hi = i;
+		most = c->hist[i] > most ? c->hist[i] : most;
+	}
+	screen_puts(s, 1, y++, SLOT_COLUMN, "wait histogram (contended acquisitions)", -1);
+	if (hi < 0)
+		screen_puts(s, 3, y++, SLOT_NORMAL, "no contended acquisition yet", -1);
+	for (int i = lo; i <= hi; i++) {
+		char from[32], to[32];
+		int bar = (int)((c->hist[i] * HIST_BAR + most - 1) / most);
+
+		format_duration(from, sizeof(from), i ? (double)(1ull << i) : 0);
+		format_duration(to, sizeof(to), (double)(2ull << i));
+		screen_printf(s, 3, y, SLOT_NORMAL, "%7s - %-7s %10" PRIu64 " ", from,
+			      to, c->hist[i]);
+		screen_fill(s, 33, y++, bar, SLOT_SPARKLINE,
+			    format_utf8() ? L'\u2588' : L'#');
+	}
+	return y + 1;
+}
+
+static void draw_detail(struct screen *s, struct ui *ui)
+{
+	const struct view_row *r;
+	char trend[256];
+	int y = HEADER_LINES + 1 - ui->scroll;
+
+	screen_fill(s, 0, HEADER_LINES, s->w, SLOT_COLUMN, L' ');
+	screen_puts(s, 1, HEADER_LINES, SLOT_COLUMN, "DETAILS (Esc: back)", -1);
+	if (ui->selected >= ui->nrows)
+		return;
+	r = &ui->rows[ui->selected];
+	y = detail_numbers(s, ui, r, y + 1);
+	format_sparkline(trend, sizeof(trend), r->trend, TREND_LEN);
+	screen_puts(s, 1, y, SLOT_NORMAL, "trend        ", -1);
+	screen_puts(s, 14, y, SLOT_SPARKLINE, trend, -1);
+	detail_histogram(s, &r->c, y + 2);
+}
+
+static void draw_help(struct screen *s, const struct ui *ui)
+{
+	int y = HEADER_LINES + 1 - ui->scroll;
+
+	screen_fill(s, 0, HEADER_LINES, s->w, SLOT_COLUMN, L' ');
+	screen_puts(s, 1, HEADER_LINES, SLOT_COLUMN, "HELP (h or Esc: back)", -1);
+	for (size_t i = 0; i < key_binding_count; i++, y++) {
+		screen_puts(s, 2, y, SLOT_SORTED, key_bindings[i].label, 12);
+		screen_puts(s, 15, y, SLOT_NORMAL, key_bindings[i].help, -1);
+	}
+	screen_puts(s, 1, ++y, SLOT_COLUMN, "Columns", -1);
+	for (size_t i = 0; i < column_count; i++) {
+		screen_puts(s, 2, ++y, SLOT_SORTED, columns[i].title, 12);
+		screen_puts(s, 15, y, SLOT_NORMAL, columns[i].help, -1);
+	}
+	screen_puts(s, 1, y + 2, SLOT_NORMAL, "Rows are hot (>= 25% of the wait), "
+		    "warm (>= 5%) or cool. Reset never touches the target.", -1);
+}
+
+static void draw_status(struct screen *s, const struct ui *ui)
+{
+	int y = s->h - 1;
+
+	screen_fill(s, 0, y, s->w, SLOT_STATUS, L' ');
+	if (ui->prompt != PROMPT_NONE)
+		screen_printf(s, 0, y, SLOT_STATUS, "%s%s_",
+			      ui->prompt == PROMPT_FILTER ? "Filter: " : "Delay (s): ",
+			      ui->input);
+	else if (ui->message[0])
+		screen_puts(s, 0, y, ui->message_error ? SLOT_ERROR : SLOT_STATUS,
+			    ui->message, -1);
+	else
+		screen_puts(s, 0, y, SLOT_STATUS, ui->mode == UI_TABLE ?
+			    "q quit  h help  Enter details  </> sort  I invert  "
+			    "m coalesce  r reset  / filter  e export  Space pause" :
+			    "Esc back  Up/Down scroll  q quit", -1);
+}
+
+void view_draw(struct screen *s, struct ui *ui)
+{
+	screen_clear(s, SLOT_NORMAL);
+	if (s->w < VIEW_MIN_W || s->h < VIEW_MIN_H) {
+		screen_printf(s, 0, 0, SLOT_ERROR, "terminal too small (need %d%s%d)",
+			      VIEW_MIN_W, format_utf8() ? "\u00d7" : "x", VIEW_MIN_H);
+		return;
+	}
+	draw_title(s, ui);
+	draw_totals(s, ui);
+	if (ui->mode == UI_DETAIL)
+		draw_detail(s, ui);
+	else if (ui->mode == UI_HELP)
+		draw_help(s, ui);
+	else
+		draw_table(s, ui);
+	draw_status(s, ui);
+}

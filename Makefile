@@ -121,7 +121,7 @@ check: all $(UNIT_BIN) $(ASAN_BIN) $(WORKLOAD_BIN) $(INTEG_BIN)
 
 # The live screen on a terminal (q quits); five batch tables otherwise.
 demo: all $(BUILD)/tests/wl_demo
-	$(BUILD)/qsptop -d 1 $$([ -t 1 ] || echo -n 5) -- $(BUILD)/tests/wl_demo
+	$(BUILD)/qsptop -d 1 $$([ -t 1 ] || printf -- '-n 5') -- $(BUILD)/tests/wl_demo
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/qsptop

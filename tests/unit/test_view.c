@@ -1,0 +1,381 @@
+/*
+ * The interactive screen without a terminal: keys go to ui_key(), the
+ * screen is drawn by view_draw() into a buffer and read back as text.
+ */
+#include <cJSON.h>
+#include <locale.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../../tui/format.h"
+#include "../../tui/screen.h"
+#include "../../tui/ui.h"
+#include "../../tui/view.h"
+#include "check.h"
+
+#define SEC 1000000000ull
+
+static struct app app;
+static struct ui ui;
+static struct screen *scr;
+static char export_path[256];
+
+/* Rows: A (3 acquisitions/s heavy), B, and C on two objects of one site. */
+static const struct proto_row rows[] = {
+	{ 0, LOCK_MUTEX, 0x401000, 0x7000 },
+	{ 1, LOCK_MUTEX, 0x402000, 0x7100 },
+	{ 2, LOCK_RWLOCK_WRITE, 0x403000, 0x7200 },
+	{ 3, LOCK_RWLOCK_WRITE, 0x403000, 0x7300 },
+};
+
+static void add(uint32_t row, uint64_t acq, uint64_t wait_ns)
+{
+	struct proto_delta d = { .row = row, .acquisitions = acq,
+				 .contended = acq / 10, .wait_ns = wait_ns,
+				 .max_wait_ns = wait_ns / 4 };
+
+	d.hist[10] = acq / 10;
+	model_apply_delta(app.model, &d);
+}
+
+static void tick(uint64_t seq)
+{
+	struct proto_tick t = { .seq = seq, .monotonic_ns = seq * SEC,
+				.threads_seen = 3, .threads_live = 2 };
+
+	model_tick(app.model, &t);
+}
+
+static char *export_name(struct ui *u)
+{
+	(void)u;
+	return export_path;
+}
+
+static void setup(void)
+{
+	app.model = model_new();
+	app.symbols = symbols_new();
+	app.client.fd = -1;
+	app.client.have_hello = true;
+	strcpy(app.client.hello.command, "./server --port 80");
+	app.client.hello.start_monotonic_ns = 0;
+	app.attach.pid = 4242;
+	app.attach.mode = "launched";
+	app.opt.delay_s = 1;
+	app.query = (struct model_query){ .sort = SORT_WAIT,
+		.site_label = format_site_label, .ctx = app.symbols };
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
+		model_define_row(app.model, &rows[i]);
+	model_set_origin(app.model, 0);
+	add(0, 1000, 3 * SEC / 10);
+	add(1, 5000, SEC / 100);
+	add(2, 200, SEC / 10);
+	add(3, 100, SEC / 20);
+	tick(1);
+	ui_init(&ui, &app, "default");
+	ui.export_name = export_name;
+	ui_refresh(&ui);
+	scr = screen_new(120, 30);
+}
+
+static const char *line(int y)
+{
+	static char buf[8][1024];
+	static int next;
+	char *b = buf[next++ % 8];
+
+	screen_line(scr, y, b, 1024);
+	return b;
+}
+
+static void draw(int w, int h)
+{
+	if (scr->w != w || scr->h != h)
+		screen_resize(scr, w, h);
+	view_draw(scr, &ui);
+}
+
+/* The screen line holding text, or -1. */
+static int find(const char *text)
+{
+	for (int y = 0; y < scr->h; y++) {
+		if (strstr(line(y), text))
+			return y;
+	}
+	return -1;
+}
+
+static void dump(void)
+{
+	for (int y = 0; y < scr->h; y++)
+		fprintf(stderr, "|%s\n", line(y));
+}
+
+#define CHECK_SCREEN(cond, ...)                                            \
+	do {                                                               \
+		int ok_ = !!(cond);                                        \
+		CHECK(ok_, __VA_ARGS__);                                   \
+		if (!ok_)                                                  \
+			dump();                                            \
+	} while (0)
+
+static void keys(const char *s)
+{
+	for (; *s; s++)
+		ui_key(&ui, *s);
+}
+
+static void test_table(void)
+{
+	draw(120, 30);
+	CHECK_SCREEN(strstr(line(0), "qsptop " QSPTOP_VERSION) && strstr(line(0), "pid 4242") &&
+		     strstr(line(0), "./server --port 80") && strstr(line(0), "running (launched)"),
+		     "header line 1");
+	CHECK_SCREEN(strstr(line(1), "threads 3 seen, 2 live") && strstr(line(1), "sort wait") &&
+		     strstr(line(1), "coalesce none"), "header line 2");
+	CHECK_SCREEN(strstr(line(2), "TYPE") && strstr(line(2), "CALL SITE") &&
+		     strstr(line(2), "WAIT/s") && strstr(line(2), "TREND"), "column titles");
+	/* By wait per second: 0x401000 (300ms), 0x403000 #2 (100ms), #3, 0x402000. */
+	CHECK_SCREEN(find("0x401000") == 3 && find("0x402000") == 6, "rows by wait/s");
+	CHECK_SCREEN(strstr(line(3), "1000") && strstr(line(3), "300ms"), "row cells");
+	CHECK_SCREEN(strstr(line(29), "q quit"), "key hints on the status line");
+}
+
+static void test_sort_keys(void)
+{
+	ui_key(&ui, '<');	/* wait -> site */
+	draw(120, 30);
+	CHECK_SCREEN(strstr(line(1), "sort site") && find("0x401000") == 3 &&
+		     find("0x402000") == 4, "sort by site, A to Z");
+	keys(">>>");		/* site -> wait -> total -> count */
+	draw(120, 30);
+	CHECK_SCREEN(strstr(line(1), "sort count") && find("0x402000") == 3, "sort by count");
+	ui_key(&ui, 'I');
+	draw(120, 30);
+	CHECK_SCREEN(find("0x402000") == 6 && strstr(line(1), "\u25b2"), "inverted");
+	keys("I<<");		/* back to wait, descending */
+	draw(120, 30);
+	CHECK_SCREEN(strstr(line(1), "sort wait \u25bc"), "back to wait");
+}
+
+static void test_coalesce(void)
+{
+	ui_key(&ui, 'm');
+	draw(120, 30);
+	CHECK_SCREEN(strstr(line(1), "coalesce site") && find("[2 objs]") > 0 &&
+		     strstr(line(find("[2 objs]")), "300"), "site coalescing folds objects");
+	ui_key(&ui, 'm');
+	draw(120, 30);
+	CHECK_SCREEN(strstr(line(1), "coalesce object"), "object coalescing");
+	ui_key(&ui, 'm');
+	draw(120, 30);
+	CHECK_SCREEN(strstr(line(1), "coalesce none") && find("[2 objs]") < 0, "back to none");
+}
+
+static void test_filter(void)
+{
+	keys("/402");
+	draw(120, 30);
+	CHECK_SCREEN(strstr(line(29), "Filter: 402_") && find("0x402000") == 3 &&
+		     find("0x401000") < 0, "filter applies while typing");
+	ui_key(&ui, K_ENTER);
+	draw(120, 30);
+	CHECK_SCREEN(strstr(line(1), "filter: 402") && find("0x401000") < 0, "filter kept");
+	ui_key(&ui, K_ESC);
+	draw(120, 30);
+	CHECK_SCREEN(find("0x401000") == 3 && strstr(line(29), "filter cleared"),
+		     "Esc clears the filter");
+	keys("/zzz");
+	ui_key(&ui, K_ESC);
+	draw(120, 30);
+	CHECK_SCREEN(find("0x401000") == 3, "Esc at the prompt drops the filter");
+}
+
+/* The selection stays on its row when the order changes under it. */
+static void test_selection_follows_row(void)
+{
+	ui_key(&ui, K_DOWN);	/* 0x403000 object 0x7200 */
+	add(1, 1, 5 * SEC);	/* 0x402000 becomes the heaviest */
+	tick(2);
+	ui_refresh(&ui);
+	draw(120, 30);
+	CHECK(ui.rows[ui.selected].object == 0x7200,
+	      "selected row followed: expected object 0x7200, got 0x%llx",
+	      (unsigned long long)ui.rows[ui.selected].object);
+	ui_key(&ui, K_HOME);
+}
+
+static void test_detail_and_help(void)
+{
+	ui_key(&ui, K_ENTER);
+	draw(120, 30);
+	CHECK_SCREEN(find("DETAILS") >= 0 && find("acquisitions") >= 0 &&
+		     find("wait histogram") >= 0 && find("p50 <") >= 0, "detail screen");
+	ui_key(&ui, K_ESC);
+	ui_key(&ui, 'h');
+	draw(120, 60);
+	for (size_t i = 0; i < key_binding_count; i++)
+		CHECK_SCREEN(find(key_bindings[i].help) >= 0, "help lists '%s'",
+			     key_bindings[i].help);
+	for (size_t i = 0; i < column_count; i++)
+		CHECK_SCREEN(find(columns[i].help) >= 0, "help explains %s", columns[i].title);
+	ui_key(&ui, 'h');
+	draw(120, 30);
+	CHECK_SCREEN(find("TYPE") == 2, "h again: back to the table");
+}
+
+static void test_pause_and_reset(void)
+{
+	ui_key(&ui, ' ');
+	add(0, 777777, SEC);
+	tick(3);
+	ui_refresh(&ui);
+	draw(120, 30);
+	CHECK_SCREEN(strstr(line(0), "PAUSED") && find("778K") < 0, "paused: display frozen");
+	ui_key(&ui, ' ');
+	draw(120, 30);
+	CHECK_SCREEN(!strstr(line(0), "PAUSED") && find("779K") > 0, "resumed: new data");
+	ui_key(&ui, 'r');
+	draw(120, 30);
+	for (size_t i = 0; i < ui.nrows; i++)
+		CHECK_U64(ui.rows[i].c.acquisitions, 0);
+	CHECK_SCREEN(strstr(line(29), "reset"), "reset says so");
+}
+
+static void test_export(void)
+{
+	cJSON *j;
+	char *text;
+	FILE *f;
+	long n;
+
+	snprintf(export_path, sizeof(export_path), "/tmp/qsptop-view-%d.json", (int)getpid());
+	keys("m/403");
+	ui_key(&ui, K_ENTER);
+	ui_key(&ui, 'e');
+	draw(120, 30);
+	CHECK_SCREEN(strstr(line(29), "wrote /tmp/qsptop-view-"), "export says where");
+	f = fopen(export_path, "r");
+	CHECK(f != NULL, "export file exists");
+	if (f == NULL)
+		return;
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	rewind(f);
+	text = calloc(1, (size_t)n + 1);
+	CHECK(fread(text, 1, (size_t)n, f) == (size_t)n, "read export");
+	fclose(f);
+	j = cJSON_Parse(text);
+	CHECK(j != NULL, "export is JSON");
+	CHECK(cJSON_GetArraySize(cJSON_GetObjectItem(j, "rows")) == 1,
+	      "export holds what is shown: one coalesced, filtered row");
+	CHECK_STR(cJSON_GetObjectItem(j, "coalesce")->valuestring, "site");
+	CHECK_STR(cJSON_GetObjectItem(j, "filter")->valuestring, "403");
+	cJSON_Delete(j);
+	free(text);
+	unlink(export_path);
+	ui_key(&ui, K_ESC);
+	keys("mm");
+}
+
+/* Narrow screens drop columns; tiny ones say they are too small. */
+static void test_sizes(void)
+{
+	draw(60, 15);
+	for (int y = 0; y < 15; y++)
+		CHECK_SCREEN((int)strlen(line(y)) <= 60 * 3, "line %d fits", y);
+	CHECK_SCREEN(strstr(line(2), "CALL SITE") && !strstr(line(2), "TREND"),
+		     "60 columns: TREND dropped, CALL SITE kept");
+	draw(39, 8);
+	CHECK_SCREEN(strstr(line(0), "terminal too small (need 40\u00d78)"), "too small");
+	draw(40, 8);
+	CHECK_SCREEN(strstr(line(2), "CALL SITE"), "40x8 shows the table");
+	draw(120, 30);
+}
+
+struct fit_case {
+	const char *in;
+	int width;
+	const char *want;
+};
+
+static void test_formatting(void)
+{
+	static const struct fit_case fits[] = {
+		{ "main.c:42", 20, "main.c:42" },
+		{ "/very/long/path/to/file.c:1234", 12, "\u2026file.c:1234" },
+		{ "\u2581\u2582\u2583\u2584", 4, "\u2581\u2582\u2583\u2584" },
+		{ "\u2581\u2582\u2583\u2584", 3, "\u2026\u2583\u2584" },
+	};
+	uint64_t trend[TREND_LEN] = { 0 };
+	char buf[256];
+
+	for (size_t i = 0; i < sizeof(fits) / sizeof(fits[0]); i++) {
+		format_fit_left(buf, sizeof(buf), fits[i].in, fits[i].width);
+		CHECK_STR(buf, fits[i].want);
+	}
+	trend[TREND_LEN - 1] = 100;
+	trend[TREND_LEN - 2] = 1;
+	format_sparkline(buf, sizeof(buf), trend, TREND_LEN);
+	CHECK(strstr(buf, "\u2581\u2588") != NULL && buf[0] == ' ',
+	      "sparkline: empty, lowest bar for any wait, full bar at the max: '%s'", buf);
+	format_set_utf8(false);
+	format_sparkline(buf, sizeof(buf), trend, TREND_LEN);
+	CHECK(strlen(buf) == TREND_LEN && buf[TREND_LEN - 1] == '@', "ASCII sparkline: '%s'", buf);
+	format_fit_left(buf, sizeof(buf), "abcdef", 4);
+	CHECK_STR(buf, "~def");
+	format_set_utf8(true);
+	format_duration(buf, sizeof(buf), 950);
+	CHECK_STR(buf, "950ns");
+	format_duration(buf, sizeof(buf), 12345);
+	CHECK_STR(buf, "12.3us");
+	format_duration(buf, sizeof(buf), 2.5e9);
+	CHECK_STR(buf, "2.50s");
+	format_count(buf, sizeof(buf), 9999);
+	CHECK_STR(buf, "9999");
+	format_count(buf, sizeof(buf), 1234567);
+	CHECK_STR(buf, "1.23M");
+}
+
+static void test_screen_buffer(void)
+{
+	struct screen *s = screen_new(10, 2);
+	char buf[64];
+
+	CHECK(screen_puts(s, 8, 0, SLOT_NORMAL, "abcdef", -1) == 2, "clipped at the edge");
+	screen_puts(s, 0, 1, SLOT_NORMAL, "x\u4e2dy", -1);
+	screen_line(s, 0, buf, sizeof(buf));
+	CHECK_STR(buf, "        ab");
+	screen_line(s, 1, buf, sizeof(buf));
+	CHECK_STR(buf, "x?y");
+	screen_puts(s, -2, 0, SLOT_NORMAL, "1234", -1);
+	screen_line(s, 0, buf, sizeof(buf));
+	CHECK_STR(buf, "34      ab");
+	screen_free(s);
+}
+
+int main(void)
+{
+	if (setlocale(LC_ALL, "C.UTF-8") == NULL)
+		setlocale(LC_ALL, "en_US.UTF-8");
+	format_set_utf8(true);
+	setup();
+	test_table();
+	test_sort_keys();
+	test_coalesce();
+	test_filter();
+	test_selection_follows_row();
+	test_detail_and_help();
+	test_pause_and_reset();
+	test_export();
+	test_sizes();
+	test_formatting();
+	test_screen_buffer();
+	ui_free(&ui);
+	screen_free(scr);
+	model_free(app.model);
+	symbols_free(app.symbols);
+	return check_summary();
+}

@@ -148,77 +148,17 @@ static inline int try_settles(int rc)
 	return rc != EBUSY;
 }
 
-EXPORT int pthread_mutex_lock(pthread_mutex_t *m)
-{
-	int rc = REAL(mutex_trylock)(m);
-	uint64_t t0;
-
-	if (try_settles(rc)) {
-		if (rc == 0 || rc == EOWNERDEAD)
-			count_free(CALLER, m, LOCK_MUTEX);
-		return rc;
-	}
-	t0 = now_ns();
-	rc = REAL(mutex_lock)(m);
-	count_wait(CALLER, m, LOCK_MUTEX, rc, t0);
-	return rc;
-}
-
-EXPORT int pthread_mutex_trylock(pthread_mutex_t *m)
-{
-	int rc = REAL(mutex_trylock)(m);
-
-	if (rc == 0 || rc == EOWNERDEAD)
-		count_free(CALLER, m, LOCK_MUTEX);
-	else if (rc == EBUSY)
-		count_busy(CALLER, m, LOCK_MUTEX);
-	return rc;
-}
-
-EXPORT int pthread_mutex_timedlock(pthread_mutex_t *m,
-				   const struct timespec *abstime)
-{
-	int rc = REAL(mutex_trylock)(m);
-	uint64_t t0;
-
-	if (try_settles(rc)) {
-		if (rc == 0 || rc == EOWNERDEAD)
-			count_free(CALLER, m, LOCK_MUTEX);
-		return rc;
-	}
-	t0 = now_ns();
-	rc = REAL(mutex_timedlock)(m, abstime);
-	count_wait(CALLER, m, LOCK_MUTEX, rc, t0);
-	return rc;
-}
-
-EXPORT int pthread_mutex_clocklock(pthread_mutex_t *m, clockid_t clock,
-				   const struct timespec *abstime)
-{
-	int rc = REAL(mutex_trylock)(m);
-	uint64_t t0;
-
-	if (try_settles(rc)) {
-		if (rc == 0 || rc == EOWNERDEAD)
-			count_free(CALLER, m, LOCK_MUTEX);
-		return rc;
-	}
-	t0 = now_ns();
-	rc = REAL(mutex_clocklock)(m, clock, abstime);
-	count_wait(CALLER, m, LOCK_MUTEX, rc, t0);
-	return rc;
-}
-
 /*
- * The rwlock and spinlock hooks share one shape: try, else time the
- * blocking call. TRY_THEN_WAIT spells it once for all of them.
+ * Every blocking hook has one shape: try, else time the blocking call.
+ * TRY_THEN_WAIT spells it once. A robust mutex whose owner died is
+ * acquired with EOWNERDEAD, which the caller must see unchanged.
  */
 #define TRY_THEN_WAIT(try_call, wait_call, obj, type)                      \
 	do {                                                               \
 		int rc_ = try_call;                                        \
 		uint64_t t0_;                                              \
 		if (try_settles(rc_)) {                                    \
-			if (rc_ == 0)                                      \
+			if (rc_ == 0 || rc_ == EOWNERDEAD)                 \
 				count_free(CALLER, obj, type);             \
 			return rc_;                                        \
 		}                                                          \
@@ -232,12 +172,36 @@ EXPORT int pthread_mutex_clocklock(pthread_mutex_t *m, clockid_t clock,
 #define TRY_ONLY(try_call, obj, type)                                      \
 	do {                                                               \
 		int rc_ = try_call;                                        \
-		if (rc_ == 0)                                              \
+		if (rc_ == 0 || rc_ == EOWNERDEAD)                         \
 			count_free(CALLER, obj, type);                     \
 		else if (rc_ == EBUSY)                                     \
 			count_busy(CALLER, obj, type);                     \
 		return rc_;                                                \
 	} while (0)
+
+EXPORT int pthread_mutex_lock(pthread_mutex_t *m)
+{
+	TRY_THEN_WAIT(REAL(mutex_trylock)(m), REAL(mutex_lock)(m), m, LOCK_MUTEX);
+}
+
+EXPORT int pthread_mutex_trylock(pthread_mutex_t *m)
+{
+	TRY_ONLY(REAL(mutex_trylock)(m), m, LOCK_MUTEX);
+}
+
+EXPORT int pthread_mutex_timedlock(pthread_mutex_t *m,
+				   const struct timespec *abstime)
+{
+	TRY_THEN_WAIT(REAL(mutex_trylock)(m), REAL(mutex_timedlock)(m, abstime),
+		      m, LOCK_MUTEX);
+}
+
+EXPORT int pthread_mutex_clocklock(pthread_mutex_t *m, clockid_t clock,
+				   const struct timespec *abstime)
+{
+	TRY_THEN_WAIT(REAL(mutex_trylock)(m),
+		      REAL(mutex_clocklock)(m, clock, abstime), m, LOCK_MUTEX);
+}
 
 EXPORT int pthread_rwlock_rdlock(pthread_rwlock_t *l)
 {

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "model.h"
+#include "xalloc.h"
 
 #define MODEL_MAX_ROWS (1u << 20)
 /*
@@ -63,32 +64,9 @@ static const char *const coalesce_names[COALESCE_COUNT] = {
 	[COALESCE_OBJECT] = "object",
 };
 
-/* Resize an array of n elements of size bytes, or report and exit. */
-static void *model_xrealloc(void *p, size_t n, size_t size)
-{
-	if (size != 0 && n > SIZE_MAX / size) {
-		fprintf(stderr, "qsptop: allocation too large\n");
-		exit(1);
-	}
-	p = realloc(p, n * size != 0 ? n * size : 1);
-	if (p == NULL) {
-		fprintf(stderr, "qsptop: out of memory\n");
-		exit(1);
-	}
-	return p;
-}
-
-/* Copy a string, or report and exit. */
-static char *model_xstrdup(const char *str)
-{
-	size_t len = strlen(str) + 1;
-
-	return memcpy(model_xrealloc(NULL, len, 1), str, len);
-}
-
 struct model *model_new(void)
 {
-	struct model *m = model_xrealloc(NULL, 1, sizeof *m);
+	struct model *m = xreallocarray(NULL, 1, sizeof *m);
 
 	memset(m, 0, sizeof *m);
 	return m;
@@ -119,7 +97,7 @@ static void model_grow(struct model *m, uint32_t id)
 		return;
 	while (cap <= id)
 		cap *= 2;
-	m->rows = model_xrealloc(m->rows, cap, sizeof *m->rows);
+	m->rows = xreallocarray(m->rows, cap, sizeof *m->rows);
 	memset(m->rows + m->cap, 0, (cap - m->cap) * sizeof *m->rows);
 	m->cap = cap;
 }
@@ -298,7 +276,7 @@ static size_t view_members(const struct view_ctx *vc, uint32_t **ids)
 	const struct model *m = vc->m;
 	size_t n = 0;
 
-	*ids = model_xrealloc(NULL, m->cap, sizeof **ids);
+	*ids = xreallocarray(NULL, m->cap, sizeof **ids);
 	for (size_t i = 0; i < m->cap; i++) {
 		if (m->rows[i].defined)
 			(*ids)[n++] = (uint32_t)i;
@@ -404,7 +382,7 @@ static size_t view_build(const struct view_ctx *vc, struct view_row **vr)
 	uint32_t *ids;
 	size_t n = view_members(vc, &ids), out = 0;
 
-	*vr = model_xrealloc(NULL, n, sizeof **vr);
+	*vr = xreallocarray(NULL, n, sizeof **vr);
 	for (size_t i = 0, j; i < n; i = j) {
 		for (j = i + 1; j < n; j++) {
 			if (!same_group(&m->rows[ids[i]], &m->rows[ids[j]],
@@ -496,7 +474,7 @@ static int cmp_view(const void *pa, const void *pb, void *arg)
 static char **view_labels(const struct model_query *q,
 			  const struct view_row *vr, size_t n)
 {
-	char **labels = model_xrealloc(NULL, n, sizeof *labels);
+	char **labels = xreallocarray(NULL, n, sizeof *labels);
 
 	for (size_t i = 0; i < n; i++) {
 		char buf[32];
@@ -507,7 +485,7 @@ static char **view_labels(const struct model_query *q,
 			l = q->site_label(q->ctx, vr[i].site);
 		else
 			snprintf(buf, sizeof buf, "%016" PRIx64, vr[i].site);
-		labels[i] = model_xstrdup(l ? l : "");
+		labels[i] = xstrdup(l ? l : "");
 	}
 	return labels;
 }
@@ -523,8 +501,8 @@ static void free_labels(char **labels, size_t n)
 static struct view_row *view_sort(struct view_ctx *vc, struct view_row *vr,
 				  size_t n)
 {
-	uint32_t *order = model_xrealloc(NULL, n, sizeof *order);
-	struct view_row *sorted = model_xrealloc(NULL, n, sizeof *sorted);
+	uint32_t *order = xreallocarray(NULL, n, sizeof *order);
+	struct view_row *sorted = xreallocarray(NULL, n, sizeof *sorted);
 
 	vc->vr = vr;
 	if (vc->q->sort == SORT_SITE)

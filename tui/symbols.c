@@ -12,6 +12,7 @@
  * until symbols_free().
  */
 #include "symbols.h"
+#include "xalloc.h"
 
 #include <dwarf.h>
 #include <elfutils/libdwelf.h>
@@ -85,41 +86,14 @@ static const Dwfl_Callbacks dwfl_callbacks = {
 	.section_address = dwfl_offline_section_address,
 };
 
-/* Resize an array of n elements of size bytes, or report and exit. */
-static void *symbols_xrealloc(void *p, size_t n, size_t size)
-{
-	if (size && n > SIZE_MAX / size) {
-		fprintf(stderr, "qsptop: allocation too large\n");
-		exit(1);
-	}
-	p = realloc(p, n && size ? n * size : 1);
-	if (!p) {
-		fprintf(stderr, "qsptop: out of memory\n");
-		exit(1);
-	}
-	return p;
-}
-
-/* Allocate n zeroed elements of size bytes, or report and exit. */
-static void *symbols_xcalloc(size_t n, size_t size)
-{
-	void *p = calloc(n ? n : 1, size ? size : 1);
-
-	if (!p) {
-		fprintf(stderr, "qsptop: out of memory\n");
-		exit(1);
-	}
-	return p;
-}
-
 struct symbols *symbols_new(void)
 {
-	struct symbols *s = symbols_xcalloc(1, sizeof *s);
+	struct symbols *s = xcalloc(1, sizeof *s);
 
 	elf_version(EV_CURRENT);
 	s->dwfl = dwfl_begin(&dwfl_callbacks);
 	s->cache_cap = CACHE_MIN;
-	s->cache = symbols_xcalloc(s->cache_cap, sizeof *s->cache);
+	s->cache = xcalloc(s->cache_cap, sizeof *s->cache);
 	return s;
 }
 
@@ -297,15 +271,15 @@ void symbols_add_module(struct symbols *s, const char *path, uint64_t base,
 		return;
 	if (s->nmods == s->cap) {
 		s->cap = s->cap ? 2 * s->cap : 16;
-		s->mods = symbols_xrealloc(s->mods, s->cap, sizeof *s->mods);
+		s->mods = xreallocarray(s->mods, s->cap, sizeof *s->mods);
 	}
 	m = &s->mods[s->nmods];
 	memset(m, 0, sizeof *m);
 	len = strlen(path) + 1;
-	m->path = memcpy(symbols_xrealloc(NULL, len, 1), path, len);
+	m->path = memcpy(xreallocarray(NULL, len, 1), path, len);
 	m->base = base;
 	m->build_id_len = build_id_len;
-	m->build_id = symbols_xrealloc(NULL, build_id_len, 1);
+	m->build_id = xreallocarray(NULL, build_id_len, 1);
 	if (build_id_len)
 		memcpy(m->build_id, build_id, build_id_len);
 	module_load(s, m);
@@ -411,7 +385,7 @@ static void syms_strip_versions(struct module *m)
 			total += (size_t)(at - m->syms[i].name) + 1;
 	if (!total)
 		return;
-	m->names = symbols_xrealloc(NULL, total, 1);
+	m->names = xreallocarray(NULL, total, 1);
 	for (size_t i = 0; i < m->nsyms; i++) {
 		size_t len;
 
@@ -435,7 +409,7 @@ static void module_build_syms(struct module *m)
 	n = dwfl_module_getsymtab(m->dwfl_mod);
 	if (n <= 1)
 		return;
-	m->syms = symbols_xrealloc(NULL, (size_t)n, sizeof *m->syms);
+	m->syms = xreallocarray(NULL, (size_t)n, sizeof *m->syms);
 	for (int i = 1; i < n; i++)
 		if (sym_read(m->dwfl_mod, i, &m->syms[count]))
 			count++;
@@ -681,7 +655,7 @@ static void cache_grow(struct symbols *s)
 	if (2 * s->cache_used < s->cache_cap)
 		return;
 	s->cache_cap *= 2;
-	s->cache = symbols_xcalloc(s->cache_cap, sizeof *s->cache);
+	s->cache = xcalloc(s->cache_cap, sizeof *s->cache);
 	for (size_t i = 0; i < old_cap; i++)
 		if (old[i].used)
 			*cache_slot(s->cache, s->cache_cap, old[i].info.address,

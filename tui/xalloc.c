@@ -1,5 +1,6 @@
 /* Allocation helpers that report and exit instead of returning NULL. */
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,6 +61,13 @@ void *xrealloc(void *p, size_t size)
 	if (p == NULL)
 		fatal("out of memory (%zu bytes)", size);
 	return p;
+}
+
+void *xreallocarray(void *p, size_t n, size_t size)
+{
+	if (size != 0 && n > SIZE_MAX / size)
+		fatal("allocation too large (%zu x %zu bytes)", n, size);
+	return xrealloc(p, n * size);
 }
 
 char *xstrdup(const char *s)

@@ -7,6 +7,8 @@
 void *xmalloc(size_t size);
 void *xcalloc(size_t n, size_t size);
 void *xrealloc(void *p, size_t size);
+/* Resize p to n elements of size bytes, refusing sizes that overflow. */
+void *xreallocarray(void *p, size_t n, size_t size);
 char *xstrdup(const char *s);
 
 /* Print "qsptop: MESSAGE" on stderr, restoring the terminal first, and exit 1. */

@@ -6,13 +6,29 @@
 
 #include "app.h"
 
-double app_elapsed_s(const struct app *a)
+/* The collector's clock at the last tick, or at its start before any. */
+static uint64_t last_tick_ns(const struct app *a)
 {
 	const struct client *c = &a->client;
 
-	if (!c->have_hello || c->last_tick_ns < c->hello.start_monotonic_ns)
+	return c->ticks ? c->last_tick_ns : c->hello.start_monotonic_ns;
+}
+
+double app_elapsed_s(const struct app *a)
+{
+	const struct client *c = &a->client;
+	uint64_t from = a->reset_ns ? a->reset_ns : c->hello.start_monotonic_ns;
+	uint64_t to = last_tick_ns(a);
+
+	if (!c->have_hello || to < from)
 		return 0;
-	return (double)(c->last_tick_ns - c->hello.start_monotonic_ns) / 1e9;
+	return (double)(to - from) / 1e9;
+}
+
+void app_reset(struct app *a)
+{
+	model_reset(a->model);
+	a->reset_ns = last_tick_ns(a);
 }
 
 const char *app_state_name(const struct app *a)

@@ -15,12 +15,16 @@ struct app {
 	struct model *model;
 	struct symbols *symbols;
 	struct model_query query;	/* current sort, coalesce, filter */
+	uint64_t reset_ns;		/* collector clock at the last reset */
 	bool child_reaped;		/* the launched command has ended */
 	int child_status;		/* its wait status, once reaped */
 };
 
 /* Seconds the counts cover: from the collector's start (or reset) to now. */
 double app_elapsed_s(const struct app *a);
+
+/* Count from now on: a new baseline, never touching the target. */
+void app_reset(struct app *a);
 
 /* "running", "exited" or "collector lost". */
 const char *app_state_name(const struct app *a);

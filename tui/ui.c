@@ -61,11 +61,6 @@ void ui_free(struct ui *ui)
 	ui->rows = NULL;
 }
 
-double ui_elapsed_s(const struct ui *ui)
-{
-	return app_elapsed_s(ui->app) - ui->reset_elapsed_s;
-}
-
 static struct row_key key_of(const struct view_row *r)
 {
 	struct row_key k = { r->type, r->site, r->object };
@@ -229,8 +224,7 @@ static void act_coalesce(struct ui *ui)
 /* Reset: a new baseline in qsptop; the target is never touched. */
 static void act_reset(struct ui *ui)
 {
-	model_reset(ui->app->model);
-	ui->reset_elapsed_s = app_elapsed_s(ui->app);
+	app_reset(ui->app);
 	rebuild(ui);
 	ui_message(ui, false, "reset: totals count from now");
 }

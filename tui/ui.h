@@ -56,7 +56,6 @@ struct ui {
 	bool monochrome;		/* NO_COLOR or a colourless terminal */
 	bool quit;
 	bool theme_changed;		/* term.c must reload colours */
-	double reset_elapsed_s;		/* elapsed time at the last reset */
 	char *(*export_name)(struct ui *ui); /* for tests; NULL = default */
 };
 
@@ -73,9 +72,6 @@ void ui_key(struct ui *ui, int key);
 /* Say something on the status line until the next key. */
 void ui_message(struct ui *ui, bool error, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
-
-/* Seconds covered by the shown totals (since start or the last reset). */
-double ui_elapsed_s(const struct ui *ui);
 
 /* One binding of the key table, which also writes the help screen. */
 struct key_binding {

@@ -45,6 +45,8 @@ static void tick(uint64_t seq)
 				.threads_seen = 3, .threads_live = 2 };
 
 	model_tick(app.model, &t);
+	app.client.ticks++;
+	app.client.last_tick_ns = t.monotonic_ns;
 }
 
 static char *export_name(struct ui *u)
@@ -241,6 +243,9 @@ static void test_pause_and_reset(void)
 	draw(120, 30);
 	for (size_t i = 0; i < ui.nrows; i++)
 		CHECK_U64(ui.rows[i].c.acquisitions, 0);
+	tick(5);
+	CHECK(app_elapsed_s(&app) == 2.0, "elapsed counts from the reset: expected 2 s, got %g",
+	      app_elapsed_s(&app));
 	CHECK_SCREEN(strstr(line(29), "reset"), "reset says so");
 }
 

@@ -33,6 +33,11 @@ void term_begin(void)
 	noecho();
 	nonl();
 	keypad(stdscr, TRUE);
+	/* Home and End as vt220 and tmux send them, whatever TERM says. */
+	define_key("\033[1~", KEY_HOME);
+	define_key("\033[4~", KEY_END);
+	define_key("\033[H", KEY_HOME);
+	define_key("\033[F", KEY_END);
 	nodelay(stdscr, TRUE);
 	curs_set(0);
 	colors = has_colors() && start_color() == OK;

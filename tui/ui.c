@@ -13,6 +13,7 @@
 
 #define DELAY_MIN_S 0.01
 #define DELAY_MAX_S 3600
+#define SCROLL_MAX 100000
 
 void ui_message(struct ui *ui, bool error, const char *fmt, ...)
 {
@@ -130,9 +131,9 @@ static void scroll_by(struct ui *ui, long rows)
 		move_to(ui, (long)ui->selected + rows);
 		return;
 	}
-	ui->scroll += (int)rows;
-	if (ui->scroll < 0)
-		ui->scroll = 0;
+	/* The view clamps the end; this only keeps the sum in range. */
+	rows += ui->scroll;
+	ui->scroll = rows < 0 ? 0 : rows > SCROLL_MAX ? SCROLL_MAX : (int)rows;
 }
 
 static int page(const struct ui *ui)

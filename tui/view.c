@@ -12,48 +12,51 @@
 #define HOT_SHARE 0.25
 #define WARM_SHARE 0.05
 #define HIST_BAR 30
+/* Longest detail or help page. */
+#define PAGE_MAX_LINES 128
 
 static const char *sep(void)
 {
 	return format_utf8() ? " \u2502 " : " | ";
 }
 
-/* Header line 1: who, what state, how often; PAUSED at the right. */
+/*
+ * Header line 1: who, what state, how often, then the command line, which
+ * may be cut; PAUSED at the right.
+ */
 static void draw_title(struct screen *s, const struct ui *ui)
 {
 	const struct app *a = ui->app;
 	char state[96];
-	int x;
 
 	app_state_text(a, state, sizeof(state));
 	screen_fill(s, 0, 0, s->w, SLOT_HEADER, L' ');
-	x = screen_printf(s, 0, 0, SLOT_HEADER, "qsptop %s%spid %d %s",
-			  QSPTOP_VERSION, sep(), (int)a->attach.pid,
-			  a->client.hello.command);
-	x += screen_printf(s, x, 0, SLOT_HEADER, "%s%s (%s)%severy %gs", sep(),
-			   state, a->attach.mode, sep(), a->opt.delay_s);
+	screen_printf(s, 0, 0, SLOT_HEADER, "qsptop %s%spid %d%s%s (%s)%severy %gs%s%s",
+		      QSPTOP_VERSION, sep(), (int)a->attach.pid, sep(), state,
+		      a->attach.mode, sep(), a->opt.delay_s, sep(),
+		      a->client.hello.command);
 	if (ui->paused)
 		screen_puts(s, s->w - 7, 0, SLOT_ERROR, " PAUSED", -1);
-	(void)x;
 }
 
-/* Header line 2: threads, rates, drops, sort, coalesce, filter. */
+/* Header line 2: rates, sort, coalesce, filter, threads, drops. */
 static void draw_totals(struct screen *s, const struct ui *ui)
 {
 	const struct model_query *q = &ui->app->query;
 	const struct model_stats *st = &ui->stats;
-	char wait[32], acq[32], line[512];
+	char wait[32], acq[32], filter[160] = "", line[512];
 	const char *arrow = format_utf8() ? (q->ascending ? "\u25b2" : "\u25bc")
 					  : (q->ascending ? "^" : "v");
 
 	format_duration(wait, sizeof(wait), st->wait_per_s);
 	format_count(acq, sizeof(acq), st->acq_per_s);
-	snprintf(line, sizeof(line), "threads %u seen, %u live%swait %s/s%sacq %s/s"
-		 "%sdropped %" PRIu64 "%ssort %s %s%scoalesce %s%s%s%s",
-		 st->threads_seen, st->threads_live, sep(), wait, sep(), acq,
-		 sep(), st->dropped, sep(), sort_key_name(q->sort), arrow, sep(),
-		 coalesce_name(q->coalesce), ui->filter[0] ? sep() : "",
-		 ui->filter[0] ? "filter: " : "", ui->filter);
+	if (ui->filter[0])
+		snprintf(filter, sizeof(filter), "%sfilter: %s", sep(), ui->filter);
+	snprintf(line, sizeof(line), "wait %s/s%sacq %s/s%ssort %s %s%scoalesce %s%s"
+		 "%sthreads %u seen, %u live%sdropped %" PRIu64, wait, sep(), acq,
+		 sep(), sort_key_name(q->sort), arrow, sep(),
+		 coalesce_name(q->coalesce), filter, sep(), st->threads_seen,
+		 st->threads_live, sep(), st->dropped);
 	screen_fill(s, 0, 1, s->w, SLOT_HEADER, L' ');
 	screen_puts(s, 0, 1, SLOT_HEADER, line, -1);
 }
@@ -232,30 +235,29 @@ static int detail_histogram(struct screen *s, const struct counts *c, int y)
 	return y + 1;
 }
 
-static void draw_detail(struct screen *s, struct ui *ui)
+/* The detail page of the selected row; returns its height. */
+static int detail_page(struct screen *s, struct ui *ui)
 {
 	const struct view_row *r;
 	char trend[256];
-	int y = HEADER_LINES + 1 - ui->scroll;
+	int y;
 
-	screen_fill(s, 0, HEADER_LINES, s->w, SLOT_COLUMN, L' ');
-	screen_puts(s, 1, HEADER_LINES, SLOT_COLUMN, "DETAILS (Esc: back)", -1);
 	if (ui->selected >= ui->nrows)
-		return;
+		return 0;
 	r = &ui->rows[ui->selected];
-	y = detail_numbers(s, ui, r, y + 1);
+	y = detail_numbers(s, ui, r, 0);
 	format_sparkline(trend, sizeof(trend), r->trend, TREND_LEN);
 	screen_puts(s, 1, y, SLOT_NORMAL, "trend        ", -1);
 	screen_puts(s, 14, y, SLOT_SPARKLINE, trend, -1);
-	detail_histogram(s, &r->c, y + 2);
+	return detail_histogram(s, &r->c, y + 2);
 }
 
-static void draw_help(struct screen *s, const struct ui *ui)
+/* The help page: every key binding and column; returns its height. */
+static int help_page(struct screen *s, struct ui *ui)
 {
-	int y = HEADER_LINES + 1 - ui->scroll;
+	int y = 0;
 
-	screen_fill(s, 0, HEADER_LINES, s->w, SLOT_COLUMN, L' ');
-	screen_puts(s, 1, HEADER_LINES, SLOT_COLUMN, "HELP (h or Esc: back)", -1);
+	(void)ui;
 	for (size_t i = 0; i < key_binding_count; i++, y++) {
 		screen_puts(s, 2, y, SLOT_SORTED, key_bindings[i].label, 12);
 		screen_puts(s, 15, y, SLOT_NORMAL, key_bindings[i].help, -1);
@@ -267,6 +269,29 @@ static void draw_help(struct screen *s, const struct ui *ui)
 	}
 	screen_puts(s, 1, y + 2, SLOT_NORMAL, "Rows are hot (>= 25% of the wait), "
 		    "warm (>= 5%) or cool. Reset never touches the target.", -1);
+	return y + 3;
+}
+
+/*
+ * A scrollable page under the header: drawn whole off screen, then the
+ * window the scroll position selects is copied below the page's title.
+ */
+static void draw_page(struct screen *s, struct ui *ui, const char *title,
+		      int (*page)(struct screen *, struct ui *))
+{
+	struct screen *full = screen_new(s->w, PAGE_MAX_LINES);
+	int top = HEADER_LINES + 1, room = s->h - top - 1;
+	int height = page(full, ui);
+
+	if (ui->scroll > height - room)
+		ui->scroll = height > room ? height - room : 0;
+	screen_fill(s, 0, HEADER_LINES, s->w, SLOT_COLUMN, L' ');
+	screen_puts(s, 1, HEADER_LINES, SLOT_COLUMN, title, -1);
+	for (int y = 0; y < room && ui->scroll + y < height; y++)
+		memcpy(&s->cells[(size_t)(top + y) * (size_t)s->w],
+		       &full->cells[(size_t)(ui->scroll + y) * (size_t)s->w],
+		       (size_t)s->w * sizeof(struct cell));
+	screen_free(full);
 }
 
 static void draw_status(struct screen *s, const struct ui *ui)
@@ -299,9 +324,9 @@ void view_draw(struct screen *s, struct ui *ui)
 	draw_title(s, ui);
 	draw_totals(s, ui);
 	if (ui->mode == UI_DETAIL)
-		draw_detail(s, ui);
+		draw_page(s, ui, "DETAILS (Esc: back)", detail_page);
 	else if (ui->mode == UI_HELP)
-		draw_help(s, ui);
+		draw_page(s, ui, "HELP (h or Esc: back)", help_page);
 	else
 		draw_table(s, ui);
 	draw_status(s, ui);

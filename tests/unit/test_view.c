@@ -223,6 +223,15 @@ static void test_detail_and_help(void)
 			     key_bindings[i].help);
 	for (size_t i = 0; i < column_count; i++)
 		CHECK_SCREEN(find(columns[i].help) >= 0, "help explains %s", columns[i].title);
+	draw(120, 20);
+	ui_key(&ui, K_END);
+	ui_key(&ui, K_END);
+	draw(120, 20);
+	CHECK_SCREEN(strstr(line(1), "sort wait") && strstr(line(2), "HELP") &&
+		     find("Rows are hot") == 18, "End: header kept, the page's end in sight");
+	ui_key(&ui, K_HOME);
+	draw(120, 20);
+	CHECK_SCREEN(find(key_bindings[0].help) == 3, "Home: the page's start");
 	ui_key(&ui, 'h');
 	draw(120, 30);
 	CHECK_SCREEN(find("TYPE") == 2, "h again: back to the table");

@@ -1,0 +1,1446 @@
+/*
+ * End-to-end tests of the interactive screen: the real qsptop runs the
+ * real workload in a private tmux server, the keys go in with send-keys
+ * and what the user would see comes back with capture-pane. Every wait
+ * polls the screen for the state it expects; nothing sleeps blindly.
+ */
+#include <cJSON.h>
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../../common/types.h"
+#include "../unit/check.h"
+
+#define TIMEOUT_MS 5000
+#define POLL_MS 50
+#define WIDTH 120
+#define HEIGHT 30
+#define MAX_ARGS 64
+
+/* The rows of `wl_locks tui`, sorted by count, high to low. */
+#define ROWS_BY_COUNT "alpha:5000 beta:3000 gamma:700 gamma:700 gamma:700 delta:400"
+#define ROWS_BY_COUNT_UP "delta:400 gamma:700 gamma:700 gamma:700 beta:3000 alpha:5000"
+#define TITLE_START "qsptop " QSPTOP_VERSION " \u2502 pid "
+#define ROWS_BY_SITE "alpha:5000 beta:3000 gamma:2100 delta:400"
+
+static char build[PATH_MAX], root[PATH_MAX], tmp[PATH_MAX];
+static char qsptop[PATH_MAX + 32], workload[PATH_MAX + 32];
+static char sock[64];
+static char sock_path[PATH_MAX];	/* tmux leaves its socket file behind */
+static const char *session = "t";
+static char *screen;		/* the last capture of the pane */
+static int workload_pid;	/* the launched wl_locks, from the header */
+
+/* Built before anything starts, so that a signal handler can use them. */
+static char *kill_server_argv[] = { "tmux", "-L", sock, "kill-server", NULL };
+static char *remove_tmp_argv[] = { "rm", "-rf", tmp, NULL };
+
+/* Screen checks show the screen they looked at. */
+#define CHECK_SCREEN(cond, ...)                                            \
+	do {                                                               \
+		char what_[16384];                                         \
+		snprintf(what_, sizeof(what_), __VA_ARGS__);               \
+		CHECK(cond, "%s\n--- screen (%s) ---\n%s\n--- end of screen ---", \
+		      what_, session, screen ? screen : "(none captured)"); \
+	} while (0)
+
+static long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
+}
+
+/* Run argv quietly and wait for it: only async-signal-safe calls. */
+static void run_quietly(char *const argv[])
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		int null = open("/dev/null", O_RDWR);
+
+		dup2(null, 0);
+		dup2(null, 1);
+		dup2(null, 2);
+		execvp(argv[0], argv);
+		_exit(127);
+	}
+	if (pid > 0)
+		waitpid(pid, NULL, 0);
+}
+
+/* True while pid is still the workload (not gone, not a reused pid). */
+static bool workload_alive(int pid)
+{
+	char path[64], cmd[256] = "";
+	FILE *f;
+	size_t n;
+
+	if (pid <= 0 || kill(pid, 0) != 0)
+		return false;
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", pid);
+	f = fopen(path, "r");
+	if (f == NULL)
+		return false;
+	n = fread(cmd, 1, sizeof(cmd) - 1, f);
+	cmd[n] = '\0';
+	fclose(f);
+	return strstr(cmd, "wl_locks") != NULL;
+}
+
+static void cleanup(void)
+{
+	run_quietly(kill_server_argv);
+	if (sock_path[0])
+		unlink(sock_path);
+	if (workload_alive(workload_pid))
+		kill(workload_pid, SIGKILL);
+	if (tmp[0])
+		run_quietly(remove_tmp_argv);
+}
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	run_quietly(kill_server_argv);
+	if (sock_path[0])
+		unlink(sock_path);
+	run_quietly(remove_tmp_argv);
+	_exit(1);
+}
+
+/*
+ * tmux -L SOCK ARGS... (NULL-terminated). With out, its stdout is
+ * returned there (malloc'ed). Returns the exit status, 127 without tmux.
+ */
+static int tmux(char **out, ...)
+{
+	char *argv[MAX_ARGS];
+	int n = 0, fds[2], status;
+	char *buf = NULL;
+	size_t len = 0, cap = 0;
+	va_list ap;
+	pid_t pid;
+
+	argv[n++] = "tmux";
+	argv[n++] = "-L";
+	argv[n++] = sock;
+	argv[n++] = "-f";
+	argv[n++] = "/dev/null";
+	va_start(ap, out);
+	while (n < MAX_ARGS - 1 && (argv[n] = va_arg(ap, char *)) != NULL)
+		n++;
+	va_end(ap);
+	argv[n] = NULL;
+	if (pipe(fds) < 0)
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		int null = open("/dev/null", O_RDWR);
+
+		dup2(null, 0);
+		dup2(out ? fds[1] : null, 1);
+		dup2(null, 2);
+		close(fds[0]);
+		close(fds[1]);
+		execvp(argv[0], argv);
+		_exit(127);
+	}
+	close(fds[1]);
+	for (;;) {
+		ssize_t got;
+
+		if (len + 4096 + 1 > cap) {
+			cap = cap ? cap * 2 : 8192;
+			buf = realloc(buf, cap);
+		}
+		got = read(fds[0], buf + len, cap - len - 1);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got <= 0)
+			break;
+		len += (size_t)got;
+	}
+	close(fds[0]);
+	buf[len] = '\0';
+	if (out)
+		*out = buf;
+	else
+		free(buf);
+	if (waitpid(pid, &status, 0) < 0)
+		return -1;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/* Capture the pane into screen; an empty screen when that fails. */
+static void capture(void)
+{
+	char *out = NULL;
+
+	free(screen);
+	screen = NULL;
+	if (tmux(&out, "capture-pane", "-p", "-t", session, NULL) != 0) {
+		free(out);
+		out = strdup("");
+	}
+	screen = out;
+}
+
+/* send-keys with tmux key names, NULL-terminated. */
+static void keys(const char *first, ...)
+{
+	char *argv[MAX_ARGS];
+	int n = 0;
+	va_list ap;
+
+	argv[n++] = (char *)first;
+	va_start(ap, first);
+	while (n < MAX_ARGS - 1 && (argv[n] = va_arg(ap, char *)) != NULL)
+		n++;
+	va_end(ap);
+	argv[n] = NULL;
+	for (int i = 0; i < n; i++)
+		tmux(NULL, "send-keys", "-t", session, argv[i], NULL);
+}
+
+static void type_text(const char *text)
+{
+	tmux(NULL, "send-keys", "-t", session, "-l", text, NULL);
+}
+
+/*
+ * Bytes as a real xterm sends them. tmux sends Home and End as \e[1~ and
+ * \e[4~, which are not xterm-256color's khome and kend (\eOH, \eOF).
+ */
+static void send_bytes(const char *bytes)
+{
+	char *argv[MAX_ARGS];
+	char hex[MAX_ARGS][4];
+	int n = 0;
+
+	argv[n++] = "tmux";
+	argv[n++] = "-L";
+	argv[n++] = sock;
+	argv[n++] = "send-keys";
+	argv[n++] = "-t";
+	argv[n++] = (char *)session;
+	argv[n++] = "-H";
+	for (int i = 0; bytes[i] && n < MAX_ARGS - 1; i++) {
+		snprintf(hex[i], sizeof(hex[i]), "%02x", (unsigned char)bytes[i]);
+		argv[n++] = hex[i];
+	}
+	argv[n] = NULL;
+	run_quietly(argv);
+}
+
+#define XTERM_HOME "\033OH"
+#define XTERM_END "\033OF"
+
+/* --- reading the captured screen --- */
+
+static int screen_lines(void)
+{
+	int n = 0;
+
+	for (const char *p = screen; p && *p; p++)
+		n += *p == '\n';
+	return n;
+}
+
+/* Line i of the screen (no newline); "" past the end. */
+static void screen_line(int i, char *buf, size_t size)
+{
+	const char *p = screen ? screen : "";
+	size_t len;
+
+	while (i > 0 && *p) {
+		if (*p++ == '\n')
+			i--;
+	}
+	len = strcspn(p, "\n");
+	if (len >= size)
+		len = size - 1;
+	memcpy(buf, p, len);
+	buf[len] = '\0';
+}
+
+/* Columns a line takes: one per UTF-8 character (all of ours are narrow). */
+static int columns_of(const char *s)
+{
+	int n = 0;
+
+	for (; *s; s++)
+		n += ((unsigned char)*s & 0xc0) != 0x80;
+	return n;
+}
+
+/* The first line at or after from that contains needle, or -1. */
+static int line_with(const char *needle, int from)
+{
+	char line[4096];
+	int n = screen_lines();
+
+	for (int i = from; i < n; i++) {
+		screen_line(i, line, sizeof(line));
+		if (strstr(line, needle))
+			return i;
+	}
+	return -1;
+}
+
+static void last_line(char *buf, size_t size)
+{
+	int n = screen_lines();
+
+	screen_line(n > 0 ? n - 1 : 0, buf, size);
+}
+
+static bool status_starts(const char *prefix)
+{
+	char line[4096];
+
+	last_line(line, sizeof(line));
+	return strncmp(line, prefix, strlen(prefix)) == 0;
+}
+
+/* The table: its title line and where the ACQ column ends (-1: none). */
+static int title_line(int *acq_end)
+{
+	char line[4096];
+	int t = line_with("CALL SITE", 0);
+	const char *acq;
+
+	*acq_end = -1;
+	if (t < 0)
+		return -1;
+	screen_line(t, line, sizeof(line));
+	if (strncmp(line, "TYPE", 4) != 0)
+		return -1;
+	acq = strstr(line, "ACQ");
+	if (acq)
+		*acq_end = (int)(acq - line) + 3;
+	return t;
+}
+
+/* The ACQ cell of a row line: right-aligned, ending under "ACQ". */
+static long acq_cell(const char *line, int end)
+{
+	int start = end;
+	char *stop;
+	long v;
+
+	if (end <= 0 || (int)strlen(line) < end || (line[end] && line[end] != ' '))
+		return -1;
+	while (start > 0 && line[start - 1] != ' ')
+		start--;
+	if (start == end)
+		return -1;
+	v = strtol(line + start, &stop, 10);
+	return stop == line + end ? v : -1;
+}
+
+/* The name a row goes by: the function after "site_", or its file:line. */
+static void row_name(const char *line, char *name, size_t size)
+{
+	const char *p = strstr(line, "site_");
+	size_t n = 0;
+
+	if (p)
+		p += 5;
+	else if ((p = strstr(line, "locks.c:")) == NULL)
+		p = "?";
+	while (p[n] && p[n] != '+' && p[n] != ' ' && n + 1 < size)
+		n++;
+	memcpy(name, p, n);
+	name[n] = '\0';
+}
+
+/* The rows shown, as "name:acq name:acq ..." in screen order. */
+static void rows_shown(char *out, size_t size)
+{
+	char line[4096], name[128];
+	int end, t = title_line(&end), n = screen_lines();
+	size_t len = 0;
+
+	out[0] = '\0';
+	if (t < 0) {
+		snprintf(out, size, "(no table)");
+		return;
+	}
+	/* The rows are between the titles and the status line. */
+	for (int i = t + 1; i < n - 1; i++) {
+		screen_line(i, line, sizeof(line));
+		if (line[0] == '\0' || line[0] == ' ')
+			continue;
+		row_name(line, name, sizeof(name));
+		len += (size_t)snprintf(out + len, size - len, "%s%s:%ld",
+					len ? " " : "", name, acq_cell(line, end));
+		if (len >= size)
+			return;
+	}
+}
+
+/* --- waiting for the screen --- */
+
+typedef bool (*screen_pred)(const void *arg);
+
+/* Capture every POLL_MS until pred holds or timeout_ms have passed. */
+static bool wait_until(screen_pred pred, const void *arg, int timeout_ms)
+{
+	long deadline = now_ms() + timeout_ms;
+
+	for (;;) {
+		capture();
+		if (pred(arg))
+			return true;
+		if (now_ms() >= deadline)
+			return false;
+		usleep(POLL_MS * 1000);
+	}
+}
+
+static bool has_text(const void *needle)
+{
+	return strstr(screen, needle) != NULL;
+}
+
+static bool lacks_text(const void *needle)
+{
+	return strstr(screen, needle) == NULL;
+}
+
+static bool rows_are(const void *want)
+{
+	char got[4096];
+
+	rows_shown(got, sizeof(got));
+	return strcmp(got, want) == 0;
+}
+
+static bool status_is_prefix(const void *prefix)
+{
+	return status_starts(prefix);
+}
+
+static bool wait_for(const char *needle)
+{
+	return wait_until(has_text, needle, TIMEOUT_MS);
+}
+
+static bool wait_gone(const char *needle)
+{
+	return wait_until(lacks_text, needle, TIMEOUT_MS);
+}
+
+#define SEE(context, needle)                                               \
+	CHECK_SCREEN(wait_for(needle), "%s: expected \"%s\" on the screen within %d ms", \
+		     context, needle, TIMEOUT_MS)
+
+#define GONE(context, needle)                                              \
+	CHECK_SCREEN(wait_gone(needle), "%s: expected \"%s\" to leave the screen " \
+		     "within %d ms", context, needle, TIMEOUT_MS)
+
+#define STATUS(context, prefix)                                            \
+	CHECK_SCREEN(wait_until(status_is_prefix, prefix, TIMEOUT_MS),     \
+		     "%s: expected the status line to start with \"%s\"",  \
+		     context, prefix)
+
+/* Wait for exactly these rows; a failure names what came instead. */
+static bool expect_rows(const char *context, const char *want)
+{
+	char got[4096];
+	bool ok = wait_until(rows_are, want, TIMEOUT_MS);
+
+	rows_shown(got, sizeof(got));
+	CHECK_SCREEN(ok, "%s: rows expected \"%s\", got \"%s\"", context, want, got);
+	return ok;
+}
+
+/* Header line 2 (totals) contains text. */
+static bool totals_have(const char *text)
+{
+	char line[4096];
+
+	screen_line(1, line, sizeof(line));
+	return strstr(line, text) != NULL;
+}
+
+static bool totals_have_pred(const void *text)
+{
+	return totals_have(text);
+}
+
+#define TOTALS(context, text)                                              \
+	CHECK_SCREEN(wait_until(totals_have_pred, text, TIMEOUT_MS),       \
+		     "%s: expected \"%s\" in the header's second line", context, text)
+
+/* --- the session --- */
+
+static char *slurp(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	char *buf;
+	long n;
+
+	if (f == NULL)
+		return NULL;
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	rewind(f);
+	buf = calloc(1, (size_t)n + 1);
+	if (fread(buf, 1, (size_t)n, f) != (size_t)n)
+		buf[0] = '\0';
+	fclose(f);
+	return buf;
+}
+
+/* A path for the shell, in single quotes. */
+static void quoted(char *out, size_t size, const char *s)
+{
+	size_t n = 0;
+
+	out[n++] = '\'';
+	for (; *s && n + 6 < size; s++) {
+		if (*s == '\'') {
+			memcpy(out + n, "'\\''", 4);
+			n += 4;
+		} else {
+			out[n++] = *s;
+		}
+	}
+	out[n++] = '\'';
+	out[n] = '\0';
+}
+
+static void exit_file(char *out, size_t size, const char *name)
+{
+	snprintf(out, size, "%s/exit-%s", tmp, name);
+}
+
+/* Start qsptop on `wl_locks tui` in session name; env and args may be "". */
+static bool start_session(const char *name, const char *env, const char *args)
+{
+	static char cmd[16 * PATH_MAX];
+	char qdir[PATH_MAX + 8], qtop[PATH_MAX + 8], qwl[PATH_MAX + 8], qexp[PATH_MAX + 32], qexit[PATH_MAX + 32];
+	char path[PATH_MAX + 32], w[16], h[16];
+	int rc;
+
+	session = name;
+	quoted(qdir, sizeof(qdir), tmp);
+	quoted(qtop, sizeof(qtop), qsptop);
+	quoted(qwl, sizeof(qwl), workload);
+	snprintf(path, sizeof(path), "%s/expect", tmp);
+	quoted(qexp, sizeof(qexp), path);
+	exit_file(path, sizeof(path), name);
+	quoted(qexit, sizeof(qexit), path);
+	snprintf(cmd, sizeof(cmd), "cd %s && ESCDELAY=25 TERM=xterm-256color "
+		 "LANG=C.UTF-8 TMPDIR=%s %s %s %s -o count -d 0.2 -- %s tui %s; "
+		 "echo EXIT=$? > %s", qdir, qdir, env, qtop, args, qwl, qexp, qexit);
+	snprintf(w, sizeof(w), "%d", WIDTH);
+	snprintf(h, sizeof(h), "%d", HEIGHT);
+	rc = tmux(NULL, "new-session", "-d", "-x", w, "-y", h, "-s", name, cmd, NULL);
+	if (rc == 0 && sock_path[0] == '\0') {
+		char *out = NULL;
+
+		tmux(&out, "display-message", "-p", "-t", name, "#{socket_path}", NULL);
+		if (out && out[0] == '/')
+			snprintf(sock_path, sizeof(sock_path), "%.*s",
+				 (int)strcspn(out, "\n"), out);
+		free(out);
+	}
+	CHECK(rc == 0, "%s: tmux new-session: expected exit 0, got %d", name, rc);
+	return rc == 0;
+}
+
+/* Wait until the session's command has written its exit file. */
+static char *wait_exit_file(const char *name, int timeout_ms)
+{
+	char path[PATH_MAX + 32];
+	long deadline = now_ms() + timeout_ms;
+
+	exit_file(path, sizeof(path), name);
+	for (;;) {
+		char *text = slurp(path);
+
+		if (text && strchr(text, '\n'))
+			return text;
+		free(text);
+		if (now_ms() >= deadline)
+			return NULL;
+		usleep(POLL_MS * 1000);
+	}
+}
+
+/* q ends qsptop, which ends the workload it launched, and exits 0. */
+static void quit_session(const char *context)
+{
+	char *text;
+
+	keys("q", NULL);
+	text = wait_exit_file(session, TIMEOUT_MS);
+	capture();
+	CHECK_SCREEN(text && strcmp(text, "EXIT=0\n") == 0,
+		     "%s: q: expected \"EXIT=0\" in the exit file within %d ms, got \"%s\"",
+		     context, TIMEOUT_MS, text ? text : "(no file)");
+	free(text);
+}
+
+/* The line of locks.c that carries "site:NAME". */
+static int marker_line(const char *name)
+{
+	char path[PATH_MAX + 32], line[512], marker[64];
+	int n = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/tests/workloads/locks.c", root);
+	snprintf(marker, sizeof(marker), "site:%s", name);
+	f = fopen(path, "r");
+	while (f && fgets(line, sizeof(line), f)) {
+		const char *hit = strstr(line, marker);
+		char after = hit ? hit[strlen(marker)] : 'x';
+
+		n++;
+		if (hit && after != '_' && !isalnum((unsigned char)after)) {
+			fclose(f);
+			return n;
+		}
+	}
+	if (f)
+		fclose(f);
+	return -1;
+}
+
+/* Keep the first cols columns of s (UTF-8). */
+static void clip_columns(char *s, int cols)
+{
+	int n = 0;
+
+	for (char *p = s; *p; p++) {
+		if (((unsigned char)*p & 0xc0) != 0x80 && n++ == cols) {
+			*p = '\0';
+			return;
+		}
+	}
+}
+
+/*
+ * The title line as it should read at WIDTH columns with this delay;
+ * *fits says whether it fits whole.
+ */
+static void expected_title(char *out, size_t size, const char *delay, bool *fits)
+{
+	snprintf(out, size, TITLE_START "%d \u2502 running (launched) \u2502 every %ss "
+		 "\u2502 %s tui %s/expect", workload_pid, delay, workload, tmp);
+	*fits = columns_of(out) <= WIDTH;
+	clip_columns(out, WIDTH);
+}
+
+static bool title_is(const void *want)
+{
+	char line[4096];
+
+	screen_line(0, line, sizeof(line));
+	return strcmp(line, want) == 0;
+}
+
+/* Wait for the title with this delay; false if it does not fit whole. */
+static bool expect_title(const char *context, const char *delay)
+{
+	char want[16384], line[4096];
+	bool fits, ok;
+
+	expected_title(want, sizeof(want), delay, &fits);
+	ok = wait_until(title_is, want, TIMEOUT_MS);
+	screen_line(0, line, sizeof(line));
+	CHECK_SCREEN(ok, "%s: title expected \"%.1000s\", got \"%.1000s\"", context, want, line);
+	return fits;
+}
+
+/* --- the tests, in order: each leaves the table as it found it --- */
+
+/* 1: the rows, sorted by count, and the header that says so. */
+static void test_table_sorted_by_count(void)
+{
+	char line[4096];
+	int end;
+
+	SEE("start", "site_alpha");
+	expect_rows("start, sorted by count", ROWS_BY_COUNT);
+	CHECK_SCREEN(screen_lines() == HEIGHT, "the pane has %d lines, got %d",
+		     HEIGHT, screen_lines());
+	screen_line(0, line, sizeof(line));
+	sscanf(line, TITLE_START "%d", &workload_pid);
+	CHECK_SCREEN(workload_alive(workload_pid), "the title's pid %d is wl_locks",
+		     workload_pid);
+	if (!expect_title("start", "0.2"))
+		fprintf(stderr, "note: the title is wider than %d columns here, its end "
+			"is cut\n", WIDTH);
+	CHECK_SCREEN(totals_have("sort count \u25bc") && totals_have("coalesce none") &&
+		     totals_have("dropped 0") && !totals_have("filter"),
+		     "header: expected \"sort count ▼\", \"coalesce none\", \"dropped 0\", "
+		     "no filter");
+	screen_line(title_line(&end), line, sizeof(line));
+	CHECK_SCREEN(strstr(line, "OBJECT") && strstr(line, "WAIT/s") &&
+		     strstr(line, "CONT%") && strstr(line, "AVG") &&
+		     strstr(line, "MAX") && strstr(line, "TREND"),
+		     "at %dx%d every column title shows, got \"%s\"", WIDTH, HEIGHT, line);
+	CHECK_SCREEN(status_starts("q quit  h help"), "status: expected the key hints");
+}
+
+/* 2: I inverts the order, and again restores it. */
+static void test_invert(void)
+{
+	keys("I", NULL);
+	TOTALS("I", "sort count \u25b2");
+	expect_rows("I: ascending", ROWS_BY_COUNT_UP);
+	keys("I", NULL);
+	TOTALS("I again", "sort count \u25bc");
+	expect_rows("I again: descending", ROWS_BY_COUNT);
+}
+
+/* 3: < and > walk the sort key along the columns. */
+static void test_sort_columns(void)
+{
+	keys("<", NULL);
+	TOTALS("<", "sort total \u25bc");
+	keys(">", ">", NULL);
+	TOTALS("> >", "sort contended \u25bc");
+	keys("<", NULL);
+	TOTALS("<", "sort count \u25bc");
+	expect_rows("back on count", ROWS_BY_COUNT);
+	/* The arrow keys do the same. */
+	keys("Right", NULL);
+	TOTALS("Right", "sort contended \u25bc");
+	keys("Left", NULL);
+	TOTALS("Left", "sort count \u25bc");
+}
+
+/* 4: m cycles coalescing: none, site, object, none. */
+static void test_coalesce(void)
+{
+	char line[4096];
+	int end, gamma;
+
+	keys("m", NULL);
+	TOTALS("m", "coalesce site");
+	STATUS("m", "coalesce: site");
+	expect_rows("coalesce site: gamma's three locks in one row", ROWS_BY_SITE);
+	title_line(&end);
+	gamma = line_with("[3 objs]", 0);
+	screen_line(gamma, line, sizeof(line));
+	CHECK_SCREEN(gamma > 0 && strstr(line, "site_gamma") && acq_cell(line, end) == 2100,
+		     "coalesce site: expected a site_gamma row \"[3 objs]\" with ACQ 2100, "
+		     "got \"%s\"", line);
+	CHECK_SCREEN(strstr(screen, " 700 ") == NULL, "coalesce site: no row of 700");
+	keys("m", NULL);
+	TOTALS("m m", "coalesce object");
+	STATUS("m m", "coalesce: object");
+	/* One site per object here: the same rows as none. */
+	expect_rows("coalesce object", ROWS_BY_COUNT);
+	keys("m", NULL);
+	TOTALS("m m m", "coalesce none");
+	STATUS("m m m", "coalesce: none");
+	expect_rows("coalesce none: the 700 rows are back", ROWS_BY_COUNT);
+	CHECK_SCREEN(strstr(screen, "[3 objs]") == NULL, "coalesce none: no \"[3 objs]\"");
+}
+
+/* 5: / filters as it is typed; Enter keeps it, Esc in the table clears it. */
+static void test_filter(void)
+{
+	keys("/", NULL);
+	STATUS("/", "Filter: _");
+	type_text("beta");
+	STATUS("/beta", "Filter: beta_");
+	expect_rows("typing beta filters live", "beta:3000");
+	keys("Enter", NULL);
+	TOTALS("Enter", "filter: beta");
+	STATUS("Enter: the prompt closes", "q quit");
+	expect_rows("filter beta", "beta:3000");
+	CHECK_SCREEN(!strstr(screen, "site_alpha") && !strstr(screen, "site_delta"),
+		     "filter beta: expected no alpha and no delta row");
+	keys("Escape", NULL);
+	STATUS("Esc", "filter cleared");
+	expect_rows("Esc: all rows back", ROWS_BY_COUNT);
+	CHECK_SCREEN(!totals_have("filter"), "Esc: expected no filter in the header");
+
+	/* A filter that matches nothing says so; Esc at the prompt abandons it. */
+	keys("/", NULL);
+	type_text("zzz");
+	SEE("/zzz", "no rows match the filter");
+	keys("Escape", NULL);
+	expect_rows("Esc at the prompt: the filter is abandoned", ROWS_BY_COUNT);
+	CHECK_SCREEN(!totals_have("filter"), "Esc at the prompt: no filter in the header");
+	/* Backspace edits the filter. */
+	keys("/", NULL);
+	type_text("betx");
+	STATUS("/betx", "Filter: betx_");
+	keys("BSpace", NULL);
+	type_text("a");
+	STATUS("/betx BSpace a", "Filter: beta_");
+	expect_rows("/bet(x)a", "beta:3000");
+	keys("Escape", NULL);
+	expect_rows("Esc", ROWS_BY_COUNT);
+}
+
+/* 6: s shows call sites as file:line, and again as function+offset. */
+static void test_site_style(void)
+{
+	char want[64], line[4096];
+	int alpha_line = marker_line("alpha"), row;
+
+	CHECK(alpha_line > 0, "locks.c has a site:alpha marker");
+	snprintf(want, sizeof(want), "locks.c:%d ", alpha_line);
+	keys("s", NULL);
+	SEE("s", want);
+	row = line_with(want, 0);
+	screen_line(row, line, sizeof(line));
+	CHECK_SCREEN(strstr(line, " 5000 ") != NULL,
+		     "s: expected %s on the row of 5000, got \"%s\"", want, line);
+	keys("s", NULL);
+	SEE("s again", "site_alpha+0x");
+	GONE("s again", "locks.c:");
+	expect_rows("s again", ROWS_BY_COUNT);
+}
+
+/* Scrolled or not, lines 0-2 keep the header and the screen's title. */
+static void check_header_kept(const char *context, const char *title)
+{
+	char l0[4096], l1[4096], l2[4096];
+
+	screen_line(0, l0, sizeof(l0));
+	screen_line(1, l1, sizeof(l1));
+	screen_line(2, l2, sizeof(l2));
+	CHECK_SCREEN(strncmp(l0, "qsptop ", 7) == 0 && strncmp(l1, "wait ", 5) == 0 &&
+		     strstr(l2, title),
+		     "%s: expected the title \"qsptop …\", the totals \"wait …\" and "
+		     "\"%s\" to stay on lines 0-2, got \"%s\", \"%s\", \"%s\"",
+		     context, title, l0, l1, l2);
+}
+
+/* The line of the screen that starts with prefix, or -1. */
+static int line_starting(const char *prefix)
+{
+	char line[4096];
+	int n = screen_lines();
+
+	for (int i = 0; i < n; i++) {
+		screen_line(i, line, sizeof(line));
+		if (strncmp(line, prefix, strlen(prefix)) == 0)
+			return i;
+	}
+	return -1;
+}
+
+struct at {
+	const char *prefix;
+	int line;
+};
+
+static bool starts_at(const void *arg)
+{
+	const struct at *a = arg;
+
+	return line_starting(a->prefix) == a->line;
+}
+
+#define AT(context, prefix_, line_)                                        	do {                                                               		struct at at_ = { prefix_, line_ };                        		CHECK_SCREEN(wait_until(starts_at, &at_, TIMEOUT_MS),      			     "%s: expected \"%s\" on line %d, it is on %d", 			     context, prefix_, line_, line_starting(prefix_)); 	} while (0)
+
+/* The line where the details show the acquisitions, or -1. */
+static int acquisitions_line(void)
+{
+	return line_with("acquisitions ", 0);
+}
+
+static bool acquisitions_at(const void *line)
+{
+	return acquisitions_line() == *(const int *)line;
+}
+
+/* Open the details of the selected row, check its count, go back. */
+static void check_details_of(const char *context, const char *site, long acq)
+{
+	char want[64];
+
+	keys("Enter", NULL);
+	SEE(context, "DETAILS (Esc: back)");
+	snprintf(want, sizeof(want), "acquisitions %ld ", acq);
+	CHECK_SCREEN(strstr(screen, want) && strstr(screen, site),
+		     "%s: expected the details of %s with \"%s\"", context, site, want);
+	keys("Escape", NULL);
+	SEE(context, "CALL SITE");
+}
+
+/* 7: Enter shows the selected row's details; a page that fits stays put; Esc goes back. */
+static void test_details(void)
+{
+	int first;
+
+	send_bytes(XTERM_HOME);
+	keys("Enter", NULL);
+	SEE("Home Enter", "DETAILS (Esc: back)");
+	CHECK_SCREEN(strstr(screen, "mutex at site_alpha+0x") &&
+		     strstr(screen, "acquisitions 5000 ") &&
+		     strstr(screen, "wait histogram"),
+		     "details of the first row: expected \"mutex at site_alpha+0x…\", "
+		     "\"acquisitions 5000\" and \"wait histogram\"");
+	first = acquisitions_line();
+	/* The page fits the screen: Down does not scroll it off. */
+	keys("Down", "Down", "Down", NULL);
+	CHECK_SCREEN(wait_until(acquisitions_at, &first, TIMEOUT_MS),
+		     "Down x3 on a page that fits: expected \"acquisitions\" to stay "
+		     "on line %d, it is on %d", first, acquisitions_line());
+	check_header_kept("details, Down x3", "DETAILS (Esc: back)");
+	keys("Up", "Up", "Up", NULL);
+	CHECK_SCREEN(wait_until(acquisitions_at, &first, TIMEOUT_MS),
+		     "Up x3: expected \"acquisitions\" back on line %d, it is on %d",
+		     first, acquisitions_line());
+	/* The details fit the screen: End keeps them in sight. */
+	send_bytes(XTERM_END);
+	SEE("details, End", "wait histogram");
+	check_header_kept("details, End", "DETAILS (Esc: back)");
+	send_bytes(XTERM_HOME);
+	CHECK_SCREEN(wait_until(acquisitions_at, &first, TIMEOUT_MS),
+		     "details, Home: expected \"acquisitions\" back on line %d, it is on %d",
+		     first, acquisitions_line());
+	keys("Escape", NULL);
+	SEE("Esc", "CALL SITE");
+	GONE("Esc", "DETAILS");
+	expect_rows("Esc: the table is back", ROWS_BY_COUNT);
+
+	/* The selection moves: End, Home, Down, PgDn, PgUp, j, k, G, g. */
+	send_bytes(XTERM_END);
+	check_details_of("End Enter", "rwlock-read at site_delta+0x", 400);
+	send_bytes(XTERM_HOME);
+	check_details_of("Home Enter", "mutex at site_alpha+0x", 5000);
+	keys("Down", NULL);
+	check_details_of("Down Enter", "mutex at site_beta+0x", 3000);
+	keys("PageDown", NULL);
+	check_details_of("PgDn Enter", "rwlock-read at site_delta+0x", 400);
+	keys("PageUp", NULL);
+	check_details_of("PgUp Enter", "mutex at site_alpha+0x", 5000);
+	keys("j", NULL);
+	check_details_of("j Enter", "mutex at site_beta+0x", 3000);
+	keys("k", NULL);
+	check_details_of("k Enter", "mutex at site_alpha+0x", 5000);
+	keys("G", NULL);
+	check_details_of("G Enter", "rwlock-read at site_delta+0x", 400);
+	keys("g", NULL);
+	check_details_of("g Enter", "mutex at site_alpha+0x", 5000);
+}
+
+/* A help line: a key label at column 2 and words of its help. */
+static bool help_line(const char *label, const char *text)
+{
+	char line[4096];
+	int n = screen_lines();
+
+	for (int i = 3; i < n - 1; i++) {
+		screen_line(i, line, sizeof(line));
+		if (strncmp(line, "  ", 2) == 0 && strncmp(line + 2, label, strlen(label)) == 0 &&
+		    strstr(line, text))
+			return true;
+	}
+	return false;
+}
+
+/* 8: h, ? and F1 show the help; h or Esc go back. */
+static void test_help(void)
+{
+	static const char *const lines[][2] = {
+		{ "q F10", "quit" }, { "m ", "coalesce" }, { "r ", "reset" },
+		{ "e ", "export" }, { "/ ", "filter" }, { "Space", "pause" },
+	};
+
+	keys("h", NULL);
+	SEE("h", "HELP (h or Esc: back)");
+	for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++)
+		CHECK_SCREEN(help_line(lines[i][0], lines[i][1]),
+			     "help: expected a line \"  %s … %s …\"", lines[i][0], lines[i][1]);
+	AT("h", "  q F10", 3);
+	CHECK_SCREEN(strstr(screen, "Rows are hot") == NULL,
+		     "h at %d lines: expected the help's last line below the screen", HEIGHT);
+	/* The help is longer than the screen: it scrolls under the header. */
+	keys("Down", NULL);
+	AT("help, Down", "  h ? F1", 3);
+	check_header_kept("help, Down", "HELP (h or Esc: back)");
+	keys("Up", NULL);
+	AT("help, Up", "  q F10", 3);
+	send_bytes(XTERM_END);
+	SEE("help, End: the last line shows", "Rows are hot");
+	check_header_kept("help, End", "HELP (h or Esc: back)");
+	send_bytes(XTERM_HOME);
+	AT("help, Home", "  q F10", 3);
+	keys("Escape", NULL);
+	GONE("Esc", "HELP");
+	expect_rows("Esc: the table is back", ROWS_BY_COUNT);
+	keys("?", NULL);
+	SEE("?", "HELP (h or Esc: back)");
+	keys("h", NULL);
+	GONE("? then h", "HELP");
+	keys("F1", NULL);
+	SEE("F1", "HELP (h or Esc: back)");
+	keys("Escape", NULL);
+	GONE("F1 then Esc", "HELP");
+	expect_rows("help closed", ROWS_BY_COUNT);
+}
+
+static bool title_ends_paused(const void *unused)
+{
+	char line[4096];
+	size_t n;
+
+	(void)unused;
+	screen_line(0, line, sizeof(line));
+	n = strlen(line);
+	return n >= 7 && strcmp(line + n - 7, " PAUSED") == 0;
+}
+
+/* 9: Space pauses, at the right end of the title; Space resumes. */
+static void test_pause(void)
+{
+	keys("Space", NULL);
+	CHECK_SCREEN(wait_until(title_ends_paused, NULL, TIMEOUT_MS),
+		     "Space: expected the title line to end with \" PAUSED\"");
+	CHECK_SCREEN(screen_lines() == HEIGHT, "paused: the screen keeps %d lines", HEIGHT);
+	keys("Space", NULL);
+	GONE("Space again", "PAUSED");
+	expect_rows("resumed", ROWS_BY_COUNT);
+}
+
+/* t walks the themes and comes back to the default. */
+static void test_themes_cycle(void)
+{
+	char line[4096], before[4096] = "";
+	bool back = false;
+
+	for (int i = 0; i < 10 && !back; i++) {
+		keys("t", NULL);
+		CHECK_SCREEN(wait_until(status_is_prefix, "theme: ", TIMEOUT_MS),
+			     "t: expected \"theme: NAME\" on the status line");
+		last_line(line, sizeof(line));
+		CHECK_SCREEN(strcmp(line, before) != 0, "t: expected another theme than "
+			     "\"%s\"", before);
+		snprintf(before, sizeof(before), "%s", line);
+		expect_rows("t: the table stays", ROWS_BY_COUNT);
+		back = strcmp(line, "theme: default") == 0;
+	}
+	CHECK_SCREEN(back, "t: expected to come back to \"theme: default\"");
+}
+
+static cJSON *exported(const char *context, char *name, size_t size);
+static double num_field(const cJSON *o, const char *name);
+
+/* Type a new delay into the d prompt (which starts with the current one). */
+static void set_delay(const char *now, const char *text)
+{
+	keys("d", NULL);
+	for (size_t i = 0; i < strlen(now); i++)
+		keys("BSpace", NULL);
+	type_text(text);
+	keys("Enter", NULL);
+}
+
+/* d asks for the delay; a good one applies, a bad one is refused. */
+static void test_delay_prompt(void)
+{
+	char name[PATH_MAX];
+	cJSON *j;
+
+	keys("d", NULL);
+	STATUS("d", "Delay (s): 0.2_");
+	keys("BSpace", "BSpace", "BSpace", NULL);
+	STATUS("d, 3 x BSpace", "Delay (s): _");
+	type_text("0.5");
+	keys("Enter", NULL);
+	STATUS("d 0.5 Enter", "refresh every 0.5s");
+	expect_title("d 0.5 Enter", "0.5");
+	keys("e", NULL);
+	j = exported("d 0.5, e", name, sizeof(name));
+	CHECK(num_field(j, "interval_s") == 0.5, "d 0.5: %s: interval_s: expected 0.5, "
+	      "got %g", name, num_field(j, "interval_s"));
+	cJSON_Delete(j);
+	set_delay("0.5", "abc");
+	STATUS("d abc Enter", "delay: expected seconds between 0.01 and 3600, got 'abc'");
+	expect_title("d abc: the delay stays", "0.5");
+	set_delay("0.5", "0");
+	STATUS("d 0 Enter", "delay: expected seconds between");
+	set_delay("0.5", "0.2");
+	STATUS("d 0.2 Enter", "refresh every 0.2s");
+	expect_title("d 0.2 Enter", "0.2");
+	expect_rows("after the delay changes", ROWS_BY_COUNT);
+	/* Esc abandons the prompt and keeps the delay. */
+	keys("d", NULL);
+	type_text("9");
+	STATUS("d 9", "Delay (s): 0.29_");
+	keys("Escape", NULL);
+	STATUS("d 9 Esc", "q quit");
+	expect_title("d 9 Esc: the delay stays", "0.2");
+}
+
+/* The file named by "wrote NAME" on the status line, parsed. */
+static cJSON *exported(const char *context, char *name, size_t size)
+{
+	char line[4096], path[2 * PATH_MAX], *text;
+	int pid = 0;
+	char date[16] = "", hms[16] = "", end[8] = "";
+	cJSON *j;
+
+	STATUS(context, "wrote qsptop-");
+	last_line(line, sizeof(line));
+	snprintf(name, size, "%s", strncmp(line, "wrote ", 6) == 0 ? line + 6 : "");
+	CHECK_SCREEN(sscanf(name, "qsptop-%d-%8[0-9]-%6[0-9]%5s", &pid, date, hms, end) == 4 &&
+		     pid == workload_pid && strlen(date) == 8 && strlen(hms) == 6 &&
+		     strcmp(end, ".json") == 0,
+		     "%s: expected \"wrote qsptop-%d-YYYYmmdd-HHMMSS.json\", got \"%s\"",
+		     context, workload_pid, line);
+	snprintf(path, sizeof(path), "%s/%s", tmp, name);
+	text = slurp(path);
+	CHECK(text != NULL, "%s: %s exists in the working directory", context, path);
+	j = text ? cJSON_Parse(text) : NULL;
+	CHECK(text == NULL || j != NULL, "%s: %s is JSON: %.300s", context, name,
+	      text ? text : "");
+	free(text);
+	return j;
+}
+
+static const char *str_field(const cJSON *o, const char *name)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, name);
+
+	return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+static double num_field(const cJSON *o, const char *name)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, name);
+
+	return cJSON_IsNumber(v) ? v->valuedouble : -1;
+}
+
+/* 10: e writes what is shown; coalesced, it writes the coalesced rows. */
+static void test_export(void)
+{
+	char name[PATH_MAX];
+	const cJSON *row, *rows;
+	double alpha = -1;
+	int grouped = 0;
+	cJSON *j;
+
+	keys("e", NULL);
+	j = exported("e", name, sizeof(name));
+	rows = cJSON_GetObjectItemCaseSensitive(j, "rows");
+	CHECK(num_field(j, "schema") == 1, "%s: schema: expected 1, got %g", name,
+	      num_field(j, "schema"));
+	CHECK_STR(str_field(j, "sort"), "count");
+	CHECK_STR(str_field(j, "coalesce"), "none");
+	CHECK(num_field(j, "pid") == workload_pid, "%s: pid: expected %d, got %g", name,
+	      workload_pid, num_field(j, "pid"));
+	CHECK(cJSON_GetArraySize(rows) == 6, "%s: rows: expected 6, got %d", name,
+	      cJSON_GetArraySize(rows));
+	cJSON_ArrayForEach(row, rows) {
+		const cJSON *site = cJSON_GetObjectItemCaseSensitive(row, "site");
+
+		if (check_streq(str_field(site, "symbol"), "site_alpha"))
+			alpha = num_field(row, "acquisitions");
+	}
+	CHECK(alpha == 5000, "%s: site_alpha acquisitions: expected 5000, got %g",
+	      name, alpha);
+	cJSON_Delete(j);
+
+	keys("m", NULL);
+	TOTALS("m", "coalesce site");
+	expect_rows("m before the second export", ROWS_BY_SITE);
+	keys("e", NULL);
+	j = exported("m e", name, sizeof(name));
+	rows = cJSON_GetObjectItemCaseSensitive(j, "rows");
+	CHECK_STR(str_field(j, "coalesce"), "site");
+	CHECK(cJSON_GetArraySize(rows) == 4, "%s: coalesced rows: expected 4, got %d",
+	      name, cJSON_GetArraySize(rows));
+	cJSON_ArrayForEach(row, rows) {
+		if (num_field(row, "n_objects") == 3 &&
+		    cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(row, "object")) &&
+		    num_field(row, "acquisitions") == 2100)
+			grouped++;
+	}
+	CHECK(grouped == 1, "%s: expected one row with n_objects 3, object null and "
+	      "2100 acquisitions, got %d", name, grouped);
+	cJSON_Delete(j);
+	keys("m", "m", NULL);
+	TOTALS("m m", "coalesce none");
+	expect_rows("back to coalesce none", ROWS_BY_COUNT);
+}
+
+static bool all_rows_zero(const void *n_rows)
+{
+	char line[4096];
+	int end, t = title_line(&end), n = screen_lines(), rows = 0;
+
+	if (t < 0)
+		return false;
+	for (int i = t + 1; i < n - 1; i++) {
+		screen_line(i, line, sizeof(line));
+		if (line[0] == '\0' || line[0] == ' ')
+			continue;
+		if (acq_cell(line, end) != 0)
+			return false;
+		rows++;
+	}
+	return rows == *(const int *)n_rows;
+}
+
+/* 11: r starts the counts again from zero; the rows stay. */
+static void test_reset(void)
+{
+	char line[4096], got[4096];
+	int six = 6, end, alpha;
+	bool zero;
+
+	keys("r", NULL);
+	STATUS("r", "reset: totals count from now");
+	zero = wait_until(all_rows_zero, &six, TIMEOUT_MS);
+	rows_shown(got, sizeof(got));
+	CHECK_SCREEN(zero, "r: expected 6 rows with ACQ 0, got \"%s\"", got);
+	title_line(&end);
+	alpha = line_with("site_alpha", 3);
+	screen_line(alpha, line, sizeof(line));
+	CHECK_SCREEN(alpha > 0 && acq_cell(line, end) == 0,
+		     "r: expected the site_alpha row's ACQ to read 0, got \"%s\"", line);
+	CHECK_SCREEN(strstr(screen, "5000") == NULL, "r: expected no \"5000\" on the screen");
+}
+
+/* A screen size, and whether the site_alpha row must show at that size. */
+struct size {
+	int w, h;
+	bool alpha;
+};
+
+static bool fits(const void *size)
+{
+	const struct size *sz = size;
+	char line[4096];
+	int n = screen_lines();
+
+	if (n != sz->h)
+		return false;
+	for (int i = 0; i < n; i++) {
+		screen_line(i, line, sizeof(line));
+		if (columns_of(line) > sz->w)
+			return false;
+	}
+	screen_line(0, line, sizeof(line));
+	if (strncmp(line, "qsptop", 6) != 0)
+		return false;
+	screen_line(1, line, sizeof(line));
+	if (strncmp(line, "wait ", 5) != 0)
+		return false;
+	screen_line(2, line, sizeof(line));
+	return strncmp(line, "TYPE", 4) == 0 && (!sz->alpha || line_with("site_alpha", 3) > 0);
+}
+
+static bool resize(int w, int h)
+{
+	char ws[16], hs[16];
+
+	snprintf(ws, sizeof(ws), "%d", w);
+	snprintf(hs, sizeof(hs), "%d", h);
+	return tmux(NULL, "resize-window", "-t", session, "-x", ws, "-y", hs, NULL) == 0;
+}
+
+/* 12: the screen follows the terminal's size. */
+static void test_resize(void)
+{
+	struct size small = { 60, 15, true }, least = { 40, 8, false };
+	struct size full = { WIDTH, HEIGHT, true };
+	char line[4096];
+
+	CHECK(resize(60, 15), "tmux resize-window -x 60 -y 15");
+	CHECK_SCREEN(wait_until(fits, &small, TIMEOUT_MS), "60x15: expected 15 lines of "
+		     "at most 60 columns: title, totals, column titles, a site_alpha row");
+	screen_line(2, line, sizeof(line));
+	CHECK_SCREEN(strstr(line, "ACQ") && !strstr(line, "TREND"),
+		     "60 wide: expected ACQ kept and TREND dropped, got \"%s\"", line);
+	CHECK(resize(40, 8), "tmux resize-window -x 40 -y 8");
+	CHECK_SCREEN(wait_until(fits, &least, TIMEOUT_MS),
+		     "40x8 (the least size): expected the table, not the too-small notice");
+	CHECK(resize(30, 6), "tmux resize-window -x 30 -y 6");
+	SEE("30x6", "terminal too small (need 40\u00d78)");
+	CHECK(resize(WIDTH, HEIGHT), "tmux resize-window back to %dx%d", WIDTH, HEIGHT);
+	CHECK_SCREEN(wait_until(fits, &full, TIMEOUT_MS), "back to %dx%d: expected the "
+		     "table", WIDTH, HEIGHT);
+	SEE("back to full size", "TREND");
+	GONE("back to full size", "terminal too small");
+}
+
+/* 13: q ends qsptop and the workload it launched. */
+static void test_quit(void)
+{
+	long deadline;
+
+	quit_session("main session");
+	deadline = now_ms() + TIMEOUT_MS;
+	while (workload_alive(workload_pid) && now_ms() < deadline)
+		usleep(POLL_MS * 1000);
+	CHECK(!workload_alive(workload_pid), "q: the launched workload (pid %d) ended",
+	      workload_pid);
+}
+
+/* True when the pane's escapes (capture-pane -e) set any colour. */
+static bool pane_has_colour(void)
+{
+	char *out = NULL;
+	bool colour = false;
+
+	tmux(&out, "capture-pane", "-p", "-e", "-t", session, NULL);
+	for (const char *p = out ? out : ""; (p = strstr(p, "\033[")) != NULL;) {
+		p += 2;
+		while (*p && *p != 'm' && !isalpha((unsigned char)*p)) {
+			char *next;
+			long v = strtol(p, &next, 10);
+
+			p = next;
+
+			if ((v >= 30 && v <= 38) || (v >= 40 && v <= 48) ||
+			    (v >= 90 && v <= 97) || (v >= 100 && v <= 107))
+				colour = true;
+			if (*p == ';' || *p == ':')
+				p++;
+			else if (!isdigit((unsigned char)*p))
+				break;
+		}
+	}
+	free(out);
+	return colour;
+}
+
+/* NO_COLOR, -t mono and -t light start and show the table. */
+static void test_theme_options(void)
+{
+	static const struct {
+		const char *name, *env, *args;
+		bool colour;
+	} runs[] = {
+		{ "nocolor", "NO_COLOR=1", "", false },
+		{ "mono", "", "-t mono", false },
+		{ "light", "", "-t light", true },
+	};
+	char err[PATH_MAX + 16], out[PATH_MAX + 16], *text;
+	int status;
+	pid_t pid;
+
+	for (size_t i = 0; i < sizeof(runs) / sizeof(runs[0]); i++) {
+		if (!start_session(runs[i].name, runs[i].env, runs[i].args))
+			continue;
+		expect_rows(runs[i].name, ROWS_BY_COUNT);
+		CHECK_SCREEN(status_starts("q quit"), "%s: expected the key hints on the "
+			     "status line, not a warning", runs[i].name);
+		CHECK_SCREEN(pane_has_colour() == runs[i].colour, "%s: expected %s",
+			     runs[i].name, runs[i].colour ? "colours" : "no colour at all");
+		quit_session(runs[i].name);
+	}
+
+	/* An unknown theme is a usage error, before anything starts. */
+	snprintf(out, sizeof(out), "%s/nosuch.out", tmp);
+	snprintf(err, sizeof(err), "%s/nosuch.err", tmp);
+	pid = fork();
+	if (pid == 0) {
+		int o = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		int e = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		int null = open("/dev/null", O_RDONLY);
+
+		dup2(null, 0);
+		dup2(o, 1);
+		dup2(e, 2);
+		execl(qsptop, qsptop, "-t", "nosuch", "--", "true", (char *)NULL);
+		_exit(126);
+	}
+	waitpid(pid, &status, 0);
+	text = slurp(err);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 2,
+	      "-t nosuch: expected exit 2, got status %d", status);
+	CHECK(text && strstr(text, "no theme named 'nosuch'"),
+	      "-t nosuch: expected \"no theme named 'nosuch'\" on stderr, got \"%s\"",
+	      text ? text : "(nothing)");
+	free(text);
+}
+
+static void find_paths(void)
+{
+	char exe[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+
+	exe[n > 0 ? n : 0] = '\0';
+	snprintf(build, sizeof(build), "%s", dirname(dirname(exe)));
+	snprintf(exe, sizeof(exe), "%s", build);
+	snprintf(root, sizeof(root), "%s", dirname(exe));
+	snprintf(qsptop, sizeof(qsptop), "%s/qsptop", build);
+	snprintf(workload, sizeof(workload), "%s/tests/wl_locks", build);
+	snprintf(tmp, sizeof(tmp), "/tmp/qtui-XXXXXX");
+	if (mkdtemp(tmp) == NULL) {
+		perror("mkdtemp");
+		exit(1);
+	}
+}
+
+int main(void)
+{
+	long started = now_ms();
+	char *version = NULL;
+	int rc;
+
+	snprintf(sock, sizeof(sock), "qsptop-test-%d", (int)getpid());
+	/* Our own server, shell and settings, whoever runs the test. */
+	unsetenv("TMUX");
+	setenv("SHELL", "/bin/sh", 1);
+	signal(SIGPIPE, SIG_IGN);
+	rc = tmux(&version, "-V", NULL);
+	if (rc != 0) {
+		printf("skipped: tmux not installed\n");
+		CHECK(0, "tmux is needed for the screen tests (tmux -V exited %d)", rc);
+		free(version);
+		return check_summary();
+	}
+	free(version);
+	find_paths();
+	atexit(cleanup);
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	signal(SIGHUP, on_signal);
+
+	if (start_session("t", "", "")) {
+		test_table_sorted_by_count();
+		test_invert();
+		test_sort_columns();
+		test_coalesce();
+		test_filter();
+		test_site_style();
+		test_details();
+		test_help();
+		test_pause();
+		test_themes_cycle();
+		test_delay_prompt();
+		test_export();
+		test_reset();
+		test_resize();
+		test_quit();
+	}
+	test_theme_options();
+
+	free(screen);
+	screen = NULL;
+	printf("test_tui took %.1f s\n", (double)(now_ms() - started) / 1000);
+	return check_summary();
+}

@@ -27,7 +27,7 @@ ALL_CFLAGS = -std=c11 -D_GNU_SOURCE -fPIC $(WARN) $(CFLAGS) \
 	     -DQSPTOP_PREFIX='"$(PREFIX)"' \
 	     -DQSPTOP_SOURCE_THEMES='"$(CURDIR)/themes"'
 # Expanded when a recipe runs, after the dependency step has run.
-PKG_CFLAGS = $(shell pkg-config --cflags libcjson libdw ncursesw)
+PKG_CFLAGS = $(shell pkg-config --cflags libcjson libdw ncursesw libunwind)
 PKG_LIBS   = $(shell pkg-config --libs libcjson libdw libelf ncursesw)
 
 COMMON_SRC    := $(wildcard common/*.c)
@@ -89,7 +89,8 @@ $(BUILD)/obj/%.o: %.c | $(DEPS_STAMP)
 # hooks, initial-exec TLS (it may be dlopen'ed), no dependency on our TUI.
 $(BUILD)/obj/collector/%.o: ALL_CFLAGS += -fvisibility=hidden -ftls-model=initial-exec
 $(BUILD)/libqsptop.so: $(COLLECTOR_OBJ) $(COMMON_OBJ)
-	$(CC) -shared -Wl,-z,now -Wl,-z,relro -o $@ $^ -ldl -lpthread
+	$(CC) -shared -Wl,-z,now -Wl,-z,relro -o $@ $^ -ldl -lpthread \
+		$(shell pkg-config --libs libunwind)
 
 $(BUILD)/qsptop: $(BUILD)/obj/tui/main.o $(TUI_LIB_OBJ) $(COMMON_OBJ)
 	$(CC) -o $@ $^ $(PKG_LIBS) -lm -lstdc++

@@ -14,6 +14,7 @@
 
 #include "hooks.h"
 #include "table.h"
+#include "unwind.h"
 
 #define EXPORT __attribute__((visibility("default")))
 #define CALLER ((uint64_t)(uintptr_t)__builtin_return_address(0))
@@ -116,30 +117,55 @@ static void note_max(struct entry *e, uint64_t ns)
 	}
 }
 
-/*
- * Account a call that blocked since t0 and returned rc. A wait that ended
- * without the lock (timeout, error) counts as failed but its time is still
- * time the thread waited.
- */
-static void count_wait(uint64_t site, const void *obj, enum lock_type type,
-		       int rc, uint64_t t0)
-{
-	uint64_t ns = now_ns() - t0;
-	int saved_errno = errno;
-	struct entry *e = table_find(site, (uintptr_t)obj, type);
+/* A blocking call in progress: where it will be counted, and since when. */
+struct wait {
+	struct entry *entry;
+	struct stack_use *use;
+	uint64_t t0;
+};
 
-	if (e) {
-		if (rc == 0 || rc == EOWNERDEAD) {
-			table_add(&e->acquisitions, 1);
-			table_add(&e->contended, 1);
-		} else {
-			table_add(&e->failed, 1);
-		}
-		table_add(&e->wait_ns, ns);
-		table_add(&e->hist[hist_bucket(ns)], 1);
-		note_max(e, ns);
-	}
+/*
+ * Before blocking: find the entry and the stack's counter. Unwinding here
+ * costs this thread time it would spend waiting anyway, and never
+ * lengthens the critical section of whoever holds the lock.
+ */
+static void wait_begin(struct wait *w, uint64_t site, const void *obj,
+		       enum lock_type type)
+{
+	int saved_errno = errno;
+
+	w->entry = table_find(site, (uintptr_t)obj, type);
+	w->use = w->entry ? unwind_use(tls_table, w->entry, site) : NULL;
 	errno = saved_errno;
+	w->t0 = now_ns();
+}
+
+/*
+ * After the call returned rc: a clock read and a few stores. A wait that
+ * ended without the lock (timeout, error) counts as failed, but its time
+ * is still time the thread waited.
+ */
+static void wait_end(const struct wait *w, int rc)
+{
+	uint64_t ns = now_ns() - w->t0;
+	struct entry *e = w->entry;
+	int acquired = rc == 0 || rc == EOWNERDEAD;
+
+	if (e == NULL)
+		return;
+	if (acquired) {
+		table_add(&e->acquisitions, 1);
+		table_add(&e->contended, 1);
+	} else {
+		table_add(&e->failed, 1);
+	}
+	table_add(&e->wait_ns, ns);
+	table_add(&e->hist[hist_bucket(ns)], 1);
+	note_max(e, ns);
+	if (w->use) {
+		table_add(&w->use->count, (uint64_t)acquired);
+		table_add(&w->use->wait_ns, ns);
+	}
 }
 
 /* A try result that ends the call: acquired, or an error other than busy. */
@@ -156,15 +182,15 @@ static inline int try_settles(int rc)
 #define TRY_THEN_WAIT(try_call, wait_call, obj, type)                      \
 	do {                                                               \
 		int rc_ = try_call;                                        \
-		uint64_t t0_;                                              \
+		struct wait w_;                                            \
 		if (try_settles(rc_)) {                                    \
 			if (rc_ == 0 || rc_ == EOWNERDEAD)                 \
 				count_free(CALLER, obj, type);             \
 			return rc_;                                        \
 		}                                                          \
-		t0_ = now_ns();                                            \
+		wait_begin(&w_, CALLER, obj, type);                        \
 		rc_ = wait_call;                                           \
-		count_wait(CALLER, obj, type, rc_, t0_);                   \
+		wait_end(&w_, rc_);                                        \
 		return rc_;                                                \
 	} while (0)
 
@@ -273,20 +299,24 @@ EXPORT int pthread_spin_trylock(pthread_spinlock_t *l)
  */
 EXPORT int pthread_cond_wait(pthread_cond_t *c, pthread_mutex_t *m)
 {
-	uint64_t t0 = now_ns();
-	int rc = REAL(cond_wait)(c, m);
+	struct wait w;
+	int rc;
 
-	count_wait(CALLER, c, LOCK_CONDVAR, rc, t0);
+	wait_begin(&w, CALLER, c, LOCK_CONDVAR);
+	rc = REAL(cond_wait)(c, m);
+	wait_end(&w, rc);
 	return rc;
 }
 
 EXPORT int pthread_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m,
 				  const struct timespec *abstime)
 {
-	uint64_t t0 = now_ns();
-	int rc = REAL(cond_timedwait)(c, m, abstime);
+	struct wait w;
+	int rc;
 
-	count_wait(CALLER, c, LOCK_CONDVAR, rc, t0);
+	wait_begin(&w, CALLER, c, LOCK_CONDVAR);
+	rc = REAL(cond_timedwait)(c, m, abstime);
+	wait_end(&w, rc);
 	return rc;
 }
 
@@ -294,9 +324,11 @@ EXPORT int pthread_cond_clockwait(pthread_cond_t *c, pthread_mutex_t *m,
 				  clockid_t clock,
 				  const struct timespec *abstime)
 {
-	uint64_t t0 = now_ns();
-	int rc = REAL(cond_clockwait)(c, m, clock, abstime);
+	struct wait w;
+	int rc;
 
-	count_wait(CALLER, c, LOCK_CONDVAR, rc, t0);
+	wait_begin(&w, CALLER, c, LOCK_CONDVAR);
+	rc = REAL(cond_clockwait)(c, m, clock, abstime);
+	wait_end(&w, rc);
 	return rc;
 }

@@ -122,8 +122,8 @@ static void load_entry(const struct entry *e, struct row_counts *c)
  * when it was recorded in the epoch this scan closes, or in the next one (a
  * thread that already saw the new epoch).
  */
-static void scan_entry(struct rows *rs, const struct entry *e, int dead,
-		       uint32_t epoch)
+static uint32_t scan_entry(struct rows *rs, const struct entry *e, int dead,
+			   uint32_t epoch)
 {
 	struct row_counts c;
 	struct row *row;
@@ -136,7 +136,7 @@ static void scan_entry(struct rows *rs, const struct entry *e, int dead,
 		rs->dropped += c.acquisitions + c.failed;
 		if (dead)
 			rs->dropped_retired += c.acquisitions + c.failed;
-		return;
+		return UINT32_MAX;
 	}
 	add_counts(&row->now, &c);
 	if (dead)
@@ -149,20 +149,25 @@ static void scan_entry(struct rows *rs, const struct entry *e, int dead,
 	if ((max_epoch == epoch || max_epoch == epoch + 1) &&
 	    max > row->interval_max_ns)
 		row->interval_max_ns = max;
+	return (uint32_t)(row - rs->v);
 }
 
 /* Add a whole table; a dead one is retired and recycled. */
 static void scan_table(struct rows *rs, struct thread_table *t, uint32_t epoch)
 {
 	uint32_t state = __atomic_load_n(&t->state, __ATOMIC_ACQUIRE);
+	uint32_t slot_row[TABLE_SLOTS];
 	uint32_t used;
 	uint64_t dropped;
 
 	if (state == TABLE_FREE)
 		return;
+	memset(slot_row, 0xff, sizeof(slot_row));
 	used = __atomic_load_n(&t->used, __ATOMIC_ACQUIRE);
 	for (uint32_t i = 0; i < used; i++)
-		scan_entry(rs, &t->slots[t->order[i]], state == TABLE_DEAD, epoch);
+		slot_row[t->order[i]] = scan_entry(rs, &t->slots[t->order[i]],
+						   state == TABLE_DEAD, epoch);
+	stacks_scan_table(&rs->stacks, t, slot_row, state == TABLE_DEAD);
 	dropped = table_load(&t->dropped);
 	rs->dropped += dropped;
 	if (state == TABLE_DEAD) {
@@ -184,12 +189,14 @@ void rows_scan(struct rows *rs)
 	}
 	rs->threads_live = 0;
 	rs->dropped = rs->dropped_retired + table_claim_failures();
+	stacks_begin_scan(&rs->stacks);
 	for (struct thread_table *t = table_first(); t; t = t->next)
 		scan_table(rs, t, epoch);
 }
 
 void rows_free(struct rows *rs)
 {
+	stacks_free(&rs->stacks);
 	free(rs->v);
 	free(rs->index);
 	memset(rs, 0, sizeof(*rs));

@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "../common/types.h"
+#include "stacks.h"
 
 /* Rows past this count lose their object; past ROWS_HARD_MAX they drop. */
 #define ROWS_MAX (1u << 16)
@@ -41,6 +42,7 @@ struct rows {
 	uint32_t threads_live;
 	uint64_t dropped;		/* all drops, last scan */
 	uint64_t dropped_retired;
+	struct stacks stacks;		/* per (row, stack, thread) */
 };
 
 /* Sum every thread table into rs, retiring and recycling dead tables. */

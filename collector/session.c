@@ -40,6 +40,7 @@ void session_free(struct session *s)
 	wbuf_free(&s->out);
 	free(s->in);
 	free(s->sent);
+	free(s->stack_sent);
 	free(s);
 }
 
@@ -217,6 +218,48 @@ static void put_deltas(struct session *s, const struct rows *rs)
 	proto_close_deltas(&s->out, &frame);
 }
 
+/* Send the stacks new to this session. */
+static void define_stacks(struct session *s, const struct stacks *ss)
+{
+	for (; s->stacks_defined < ss->ndefs; s->stacks_defined++)
+		proto_put_stack(&s->out, &ss->defs[s->stacks_defined]);
+}
+
+/* Queue the growth of every (row, stack, thread) total since last sent. */
+static void put_stack_deltas(struct session *s, const struct stacks *ss)
+{
+	size_t frame = SIZE_MAX;
+
+	if (ss->n > s->stack_rows_known) {
+		struct stack_sent *v = realloc(s->stack_sent, ss->n * sizeof(*v));
+
+		if (v == NULL) {
+			s->out.failed = true;
+			return;
+		}
+		memset(v + s->stack_rows_known, 0,
+		       (ss->n - s->stack_rows_known) * sizeof(*v));
+		s->stack_sent = v;
+		s->stack_rows_known = ss->n;
+	}
+	for (uint32_t k = 0; k < ss->n; k++) {
+		const struct stack_row *sr = &ss->v[k];
+		struct stack_sent *was = &s->stack_sent[k];
+		struct proto_stack_delta d = { .row = sr->row, .stack = sr->stack,
+					       .tid = sr->tid };
+
+		if (sr->row >= s->rows_defined ||
+		    (sr->count == was->count && sr->wait_ns == was->wait_ns))
+			continue;
+		d.count = sr->count - was->count;
+		d.wait_ns = sr->wait_ns - was->wait_ns;
+		proto_put_stack_delta(&s->out, &frame, &d);
+		was->count = sr->count;
+		was->wait_ns = sr->wait_ns;
+	}
+	proto_close_deltas(&s->out, &frame);
+}
+
 /*
  * A session whose previous update is still unwritten is skipped: the next
  * one covers both intervals, so a slow reader delays counts, never loses
@@ -234,6 +277,8 @@ void session_update(struct session *s, const struct rows *rs,
 		proto_put_module(&s->out, &ms->v[s->modules_sent]);
 	define_rows(s, rs);
 	put_deltas(s, rs);
+	define_stacks(s, &rs->stacks);
+	put_stack_deltas(s, &rs->stacks);
 	proto_put_tick(&s->out, tick);
 	s->due_ns += s->interval_ms * 1000000ull;
 	if (s->due_ns < tick->monotonic_ns)

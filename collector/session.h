@@ -19,6 +19,12 @@ struct sent_row {
 	uint64_t pending_max_ns;	/* longest wait not yet reported */
 };
 
+/* What a session was last sent of one (row, stack, thread) total. */
+struct stack_sent {
+	uint64_t count;
+	uint64_t wait_ns;
+};
+
 struct session {
 	struct own_fd fd;
 	bool greeted;			/* CLIENT_HELLO received */
@@ -33,6 +39,9 @@ struct session {
 	struct sent_row *sent;
 	uint32_t rows_defined;
 	size_t modules_sent;
+	uint32_t stacks_defined;
+	struct stack_sent *stack_sent;
+	uint32_t stack_rows_known;
 };
 
 /* Greet a new connection on fd (ours); NULL when memory is short. */

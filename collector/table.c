@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "collector.h"
 #include "table.h"
@@ -93,6 +94,7 @@ struct thread_table *table_claim(void)
 		return TABLE_OFF;
 	}
 	__atomic_add_fetch(&threads_seen, 1, __ATOMIC_RELAXED);
+	t->tid = (uint32_t)gettid();
 	if (exit_key_ok)
 		pthread_setspecific(exit_key, t);
 	tls_table = t;
@@ -156,7 +158,17 @@ void table_recycle(struct thread_table *t)
 {
 	for (uint32_t i = 0; i < t->used; i++)
 		memset(&t->slots[t->order[i]], 0, sizeof(struct entry));
+	for (uint32_t i = 0; i < t->nuses; i++)
+		memset(&t->uses[t->use_order[i]], 0, sizeof(struct stack_use));
+	for (uint32_t i = 0; i < TABLE_STACKS; i++) {
+		if (t->stacks[i].depth)
+			memset(&t->stacks[i], 0, sizeof(struct thread_stack));
+	}
+	memset(t->stack_gid, 0, sizeof(t->stack_gid));
 	t->used = 0;
+	t->nstacks = 0;
+	t->nuses = 0;
+	t->unwinds = 0;
 	t->dropped = 0;
 	__atomic_store_n(&t->state, TABLE_FREE, __ATOMIC_RELEASE);
 }

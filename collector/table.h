@@ -13,11 +13,18 @@
 
 #include <stdint.h>
 
+#include "../common/proto.h"
 #include "../common/types.h"
 
 #define TABLE_SLOTS 512
 /* Past this many entries new keys lose their object (see table_find()). */
 #define TABLE_FULL (TABLE_SLOTS * 3 / 4)
+
+/* Distinct stacks a thread keeps, and (entry, stack) pairs it counts. */
+#define TABLE_STACKS 128
+#define TABLE_USES 512
+/* The stack index of contended waits recorded without a stack. */
+#define STACK_NONE TABLE_STACKS
 
 enum table_state { TABLE_FREE, TABLE_LIVE, TABLE_DEAD };
 
@@ -35,13 +42,38 @@ struct entry {
 	uint64_t hist[HIST_BUCKETS];
 };
 
+/* A call stack this thread waited through; depth is written last. */
+struct thread_stack {
+	uint64_t frames[PROTO_STACK_DEPTH];	/* innermost (the site) first */
+	uint32_t hash;
+	uint32_t depth;				/* 0: empty slot */
+};
+
+/* Contended waits of one entry through one stack; key is written last. */
+struct stack_use {
+	uint32_t key;		/* (entry slot + 1) << 8 | stack index; 0: empty */
+	uint32_t unused;
+	uint64_t count;		/* acquisitions after a wait */
+	uint64_t wait_ns;	/* every wait, timed out or not */
+};
+
 struct thread_table {
 	struct thread_table *next;	/* global list; set before publishing */
 	uint32_t state;			/* enum table_state */
 	uint32_t used;			/* entries in order[] */
 	uint64_t dropped;		/* events with no room to record */
+	uint32_t tid;
+	uint32_t nstacks;		/* stacks in use */
+	uint32_t nuses;			/* uses in use_order[] */
+	uint32_t unwind_epoch;		/* budget of unwinds, per epoch */
+	uint32_t unwinds;
 	uint16_t order[TABLE_SLOTS];	/* slots in use, in insertion order */
+	uint16_t use_order[TABLE_USES];
 	struct entry slots[TABLE_SLOTS];
+	struct thread_stack stacks[TABLE_STACKS];
+	struct stack_use uses[TABLE_USES];
+	/* Collector thread only: global stack id + 1 of each stack, 0: none. */
+	uint32_t stack_gid[TABLE_STACKS];
 };
 
 /* tls_table values that are not tables. */

@@ -191,6 +191,15 @@ void proto_put_detach(struct wbuf *b)
 	end_frame(b, begin_frame(b, MSG_DETACH));
 }
 
+/* Make room for an entry in a run frame of type, opening one if needed. */
+static void open_run(struct wbuf *b, size_t *frame_off, uint16_t type)
+{
+	if (*frame_off != SIZE_MAX && b->len - *frame_off > DELTA_FRAME_TARGET)
+		proto_close_deltas(b, frame_off);
+	if (*frame_off == SIZE_MAX)
+		*frame_off = begin_frame(b, type);
+}
+
 /*
  * A delta is its row id, five u64 fields, then a u32 mask of the non-empty
  * histogram buckets and one u64 per set bit: most rows touch few buckets.
@@ -200,10 +209,7 @@ void proto_put_delta(struct wbuf *b, size_t *frame_off,
 {
 	uint32_t mask = 0;
 
-	if (*frame_off != SIZE_MAX && b->len - *frame_off > DELTA_FRAME_TARGET)
-		proto_close_deltas(b, frame_off);
-	if (*frame_off == SIZE_MAX)
-		*frame_off = begin_frame(b, MSG_DELTA);
+	open_run(b, frame_off, MSG_DELTA);
 	for (unsigned i = 0; i < HIST_BUCKETS; i++) {
 		if (m->hist[i] != 0)
 			mask |= 1u << i;
@@ -221,12 +227,35 @@ void proto_put_delta(struct wbuf *b, size_t *frame_off,
 	}
 }
 
+void proto_put_stack_delta(struct wbuf *b, size_t *frame_off,
+			   const struct proto_stack_delta *m)
+{
+	open_run(b, frame_off, MSG_STACK_DELTA);
+	put_u32(b, m->row);
+	put_u32(b, m->stack);
+	put_u32(b, m->tid);
+	put_u64(b, m->count);
+	put_u64(b, m->wait_ns);
+}
+
 void proto_close_deltas(struct wbuf *b, size_t *frame_off)
 {
 	if (*frame_off == SIZE_MAX)
 		return;
 	end_frame(b, *frame_off);
 	*frame_off = SIZE_MAX;
+}
+
+void proto_put_stack(struct wbuf *b, const struct proto_stack *m)
+{
+	size_t off = begin_frame(b, MSG_STACK);
+	uint8_t depth = m->depth > PROTO_STACK_DEPTH ? PROTO_STACK_DEPTH : m->depth;
+
+	put_u32(b, m->id);
+	put_u8(b, depth);
+	for (unsigned i = 0; i < depth; i++)
+		put_u64(b, m->frames[i]);
+	end_frame(b, off);
 }
 
 long proto_split(const uint8_t *buf, size_t len, struct proto_frame *f,
@@ -361,18 +390,47 @@ static void decode_delta(struct rbuf *r, struct proto_delta *m)
 		m->hist[i] = (mask & (1u << i)) ? get_u64(r) : 0;
 }
 
-/* Walk a DELTA frame, calling back for each entry when v is not NULL. */
-static void decode_deltas(struct rbuf *r, const struct proto_visitor *v,
-			  void *ctx)
+static void decode_stack(struct rbuf *r, struct proto_stack *m)
 {
+	m->id = get_u32(r);
+	m->depth = get_u8(r);
+	if (m->depth == 0 || m->depth > PROTO_STACK_DEPTH)
+		r->err = true;
+	for (unsigned i = 0; i < m->depth && !r->err; i++)
+		m->frames[i] = get_u64(r);
+}
+
+static void decode_stack_delta(struct rbuf *r, struct proto_stack_delta *m)
+{
+	m->row = get_u32(r);
+	m->stack = get_u32(r);
+	m->tid = get_u32(r);
+	m->count = get_u64(r);
+	m->wait_ns = get_u64(r);
+}
+
+/*
+ * Walk a DELTA or STACK_DELTA frame, calling back for each entry when v is
+ * not NULL. An empty run is malformed.
+ */
+static void decode_run(struct rbuf *r, uint16_t type,
+		       const struct proto_visitor *v, void *ctx)
+{
+	struct proto_stack_delta sd;
 	struct proto_delta d;
 
 	if (r->len == 0)
 		r->err = true;
 	while (!r->err && r->off < r->len) {
-		decode_delta(r, &d);
-		if (!r->err && v && v->delta)
-			v->delta(ctx, &d);
+		if (type == MSG_DELTA) {
+			decode_delta(r, &d);
+			if (!r->err && v && v->delta)
+				v->delta(ctx, &d);
+		} else {
+			decode_stack_delta(r, &sd);
+			if (!r->err && v && v->stack_delta)
+				v->stack_delta(ctx, &sd);
+		}
 	}
 }
 
@@ -384,6 +442,7 @@ union proto_any {
 	struct proto_row row;
 	struct proto_tick tick;
 	struct proto_goodbye goodbye;
+	struct proto_stack stack;
 	uint32_t interval_ms;
 };
 
@@ -396,6 +455,7 @@ static void decode_one(struct rbuf *r, uint16_t type, union proto_any *m)
 	case MSG_ROW: decode_row(r, &m->row); break;
 	case MSG_TICK: decode_tick(r, &m->tick); break;
 	case MSG_GOODBYE: m->goodbye.reason = get_u8(r); break;
+	case MSG_STACK: decode_stack(r, &m->stack); break;
 	case MSG_SET_INTERVAL: m->interval_ms = get_u32(r); break;
 	case MSG_DETACH: break;
 	}
@@ -414,6 +474,7 @@ static void dispatch(uint16_t type, const union proto_any *m,
 	case MSG_ROW: if (v->row) v->row(ctx, &m->row); break;
 	case MSG_TICK: if (v->tick) v->tick(ctx, &m->tick); break;
 	case MSG_GOODBYE: if (v->goodbye) v->goodbye(ctx, &m->goodbye); break;
+	case MSG_STACK: if (v->stack) v->stack(ctx, &m->stack); break;
 	case MSG_SET_INTERVAL:
 		if (v->set_interval)
 			v->set_interval(ctx, m->interval_ms);
@@ -424,7 +485,7 @@ static void dispatch(uint16_t type, const union proto_any *m,
 
 static bool known_type(uint16_t type)
 {
-	return (type >= MSG_HELLO && type <= MSG_GOODBYE) ||
+	return (type >= MSG_HELLO && type <= MSG_STACK_DELTA) ||
 	       (type >= MSG_CLIENT_HELLO && type <= MSG_DETACH);
 }
 
@@ -432,12 +493,13 @@ int proto_decode(const struct proto_frame *f, const struct proto_visitor *v,
 		 void *ctx, char *err, size_t errlen)
 {
 	struct rbuf r = { .p = f->payload, .len = f->len };
+	bool run = f->type == MSG_DELTA || f->type == MSG_STACK_DELTA;
 	union proto_any m;
 
 	if (!known_type(f->type))
 		return 0;
-	if (f->type == MSG_DELTA) {
-		decode_deltas(&r, NULL, NULL);
+	if (run) {
+		decode_run(&r, f->type, NULL, NULL);
 	} else {
 		decode_one(&r, f->type, &m);
 		if (r.off != r.len)
@@ -448,9 +510,9 @@ int proto_decode(const struct proto_frame *f, const struct proto_visitor *v,
 			 f->type, f->len);
 		return -1;
 	}
-	if (f->type == MSG_DELTA) {
+	if (run) {
 		r.off = 0;
-		decode_deltas(&r, v, ctx);
+		decode_run(&r, f->type, v, ctx);
 	} else {
 		dispatch(f->type, &m, v, ctx);
 	}

@@ -11,9 +11,10 @@
  * frames of unknown type (so the protocol can grow) but reject a known frame
  * whose payload is malformed, and any frame longer than PROTO_MAX_PAYLOAD.
  *
- * Collector to client, per interval: MODULE and ROW definitions for what is
- * new, DELTA frames (each a run of per-row deltas), then one TICK that closes
- * the interval. GOODBYE says the collector is going away.
+ * Collector to client, per interval: MODULE, ROW and STACK definitions for
+ * what is new, DELTA and STACK_DELTA frames (each a run of entries), then
+ * one TICK that closes the interval. GOODBYE says the collector is going
+ * away.
  */
 #ifndef QSPTOP_PROTO_H
 #define QSPTOP_PROTO_H
@@ -30,6 +31,9 @@
 #define PROTO_MAX_PAYLOAD (1u << 20)
 #define PROTO_STR_MAX 4096
 #define PROTO_BUILD_ID_MAX 64
+#define PROTO_STACK_DEPTH 32
+/* The stack id of contended waits whose stack was not captured (sampled). */
+#define PROTO_NO_STACK 0xffffffffu
 
 enum proto_type {
 	MSG_HELLO = 1,
@@ -38,6 +42,8 @@ enum proto_type {
 	MSG_DELTA = 4,
 	MSG_TICK = 5,
 	MSG_GOODBYE = 6,
+	MSG_STACK = 7,
+	MSG_STACK_DELTA = 8,
 	MSG_CLIENT_HELLO = 64,
 	MSG_SET_INTERVAL = 65,
 	MSG_DETACH = 66,
@@ -104,6 +110,26 @@ struct proto_tick {
 	uint64_t dropped;	/* events not recorded, since start */
 };
 
+/* A call stack, innermost frame first (frame 0 is the call site). */
+struct proto_stack {
+	uint32_t id;
+	uint8_t depth;
+	uint64_t frames[PROTO_STACK_DEPTH];	/* return addresses */
+};
+
+/*
+ * Contended waits of one row through one stack in one thread, since last
+ * sent. stack is PROTO_NO_STACK for waits recorded without a stack (the
+ * per-thread unwinding budget was spent, or no room was left).
+ */
+struct proto_stack_delta {
+	uint32_t row;
+	uint32_t stack;
+	uint32_t tid;
+	uint64_t count;
+	uint64_t wait_ns;
+};
+
 struct proto_goodbye {
 	uint8_t reason;
 };
@@ -134,6 +160,8 @@ struct proto_visitor {
 	void (*goodbye)(void *ctx, const struct proto_goodbye *m);
 	void (*set_interval)(void *ctx, uint32_t interval_ms);
 	void (*detach)(void *ctx);
+	void (*stack)(void *ctx, const struct proto_stack *m);
+	void (*stack_delta)(void *ctx, const struct proto_stack_delta *m);
 };
 
 /* Release the memory of a buffer and empty it. */
@@ -150,6 +178,7 @@ void proto_put_tick(struct wbuf *b, const struct proto_tick *m);
 void proto_put_goodbye(struct wbuf *b, const struct proto_goodbye *m);
 void proto_put_set_interval(struct wbuf *b, uint32_t interval_ms);
 void proto_put_detach(struct wbuf *b);
+void proto_put_stack(struct wbuf *b, const struct proto_stack *m);
 
 /*
  * Append one delta to the DELTA frame open at the end of b, opening a new
@@ -160,6 +189,10 @@ void proto_put_detach(struct wbuf *b);
 void proto_put_delta(struct wbuf *b, size_t *frame_off,
 		     const struct proto_delta *m);
 void proto_close_deltas(struct wbuf *b, size_t *frame_off);
+
+/* Like proto_put_delta(), for a STACK_DELTA frame. */
+void proto_put_stack_delta(struct wbuf *b, size_t *frame_off,
+			   const struct proto_stack_delta *m);
 
 /*
  * Cut the next frame from buf. Returns the bytes it spans (header included),

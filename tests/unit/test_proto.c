@@ -18,6 +18,10 @@ struct seen {
 	uint64_t delta_acq_sum;
 	struct proto_tick tick;
 	struct proto_goodbye goodbye;
+	int stacks, stack_deltas;
+	struct proto_stack stack;
+	struct proto_stack_delta stack_delta;
+	uint64_t stack_wait_sum;
 };
 
 static void on_hello(void *c, const struct proto_hello *m) { ((struct seen *)c)->hellos++; ((struct seen *)c)->hello = *m; }
@@ -38,9 +42,26 @@ static void on_delta(void *c, const struct proto_delta *m)
 	s->delta_acq_sum += m->acquisitions;
 }
 
+static void on_stack(void *c, const struct proto_stack *m)
+{
+	((struct seen *)c)->stacks++;
+	((struct seen *)c)->stack = *m;
+}
+
+static void on_stack_delta(void *c, const struct proto_stack_delta *m)
+{
+	struct seen *s = c;
+
+	s->stack_deltas++;
+	s->stack_delta = *m;
+	s->stack_wait_sum += m->wait_ns;
+}
+
 static const struct proto_visitor visitor = {
-	on_hello, on_client_hello, on_module, on_row, on_delta, on_tick,
-	on_goodbye, on_interval, on_detach,
+	.hello = on_hello, .client_hello = on_client_hello, .module = on_module,
+	.row = on_row, .delta = on_delta, .tick = on_tick, .goodbye = on_goodbye,
+	.set_interval = on_interval, .detach = on_detach, .stack = on_stack,
+	.stack_delta = on_stack_delta,
 };
 
 /* Split and decode every frame of a buffer; returns frames or -1. */
@@ -164,6 +185,40 @@ static void test_deltas_span_frames(void)
 	wbuf_free(&b);
 }
 
+/* Stacks and many stack deltas round-trip; deltas span frames. */
+static void test_stacks_round_trip(void)
+{
+	struct proto_stack st = { .id = 7, .depth = PROTO_STACK_DEPTH };
+	struct wbuf b = { 0 };
+	struct seen s = { 0 };
+	size_t frame = SIZE_MAX;
+	uint64_t want = 0;
+	char err[128];
+
+	for (int i = 0; i < PROTO_STACK_DEPTH; i++)
+		st.frames[i] = 0x400000u + (uint64_t)i * 16;
+	proto_put_stack(&b, &st);
+	for (uint32_t i = 0; i < 4000; i++) {
+		struct proto_stack_delta d = { .row = i / 4, .stack = i % 3 ? i : PROTO_NO_STACK,
+					       .tid = 1000 + i % 7, .count = i + 1,
+					       .wait_ns = i * 10ull };
+		want += d.wait_ns;
+		proto_put_stack_delta(&b, &frame, &d);
+	}
+	proto_close_deltas(&b, &frame);
+	CHECK(decode_all(b.data, b.len, &s, err) > 2, "stack frames decode: %s", err);
+	CHECK_U64(s.stacks, 1);
+	CHECK_U64(s.stack.id, 7);
+	CHECK_U64(s.stack.depth, PROTO_STACK_DEPTH);
+	CHECK_U64(s.stack.frames[PROTO_STACK_DEPTH - 1], 0x400000u + (PROTO_STACK_DEPTH - 1) * 16);
+	CHECK_U64(s.stack_deltas, 4000);
+	CHECK_U64(s.stack_wait_sum, want);
+	CHECK_U64(s.stack_delta.row, 999);
+	CHECK_U64(s.stack_delta.stack, PROTO_NO_STACK);	/* 3999 % 3 == 0 */
+	CHECK_U64(s.stack_delta.tid, 1000 + 3999 % 7);
+	wbuf_free(&b);
+}
+
 /* A frame with a hand-written header and payload. */
 static size_t raw_frame(uint8_t *out, uint32_t len, uint16_t type,
 			uint16_t flags, const void *payload, size_t n)
@@ -204,6 +259,12 @@ static const struct bad_case bad_cases[] = {
 	{ "tick cut short", MSG_TICK, { 1, 2, 3 }, 3 },
 	{ "goodbye with extra bytes", MSG_GOODBYE, { 0, 0 }, 2 },
 	{ "set-interval cut short", MSG_SET_INTERVAL, { 1, 0 }, 2 },
+	{ "stack of depth 0", MSG_STACK, { 1, 0, 0, 0, 0 }, 5 },
+	{ "stack deeper than allowed", MSG_STACK, { 1, 0, 0, 0, 33 }, 5 },
+	{ "stack with fewer frames than its depth", MSG_STACK,
+	  { 1, 0, 0, 0, 2, 1, 2, 3, 4, 5, 6, 7, 8 }, 13 },
+	{ "empty stack-delta frame", MSG_STACK_DELTA, { 0 }, 0 },
+	{ "stack delta cut short", MSG_STACK_DELTA, { 1, 0, 0, 0, 2, 0, 0, 0, 3 }, 9 },
 };
 
 static void test_malformed_payloads(void)
@@ -218,7 +279,8 @@ static void test_malformed_payloads(void)
 
 		CHECK(got == -1, "%s: expected an error, decoded %d frame(s)", c->what, got);
 		CHECK(err[0] != '\0', "%s: error has a message", c->what);
-		CHECK(s.rows + s.deltas + s.client_hellos + s.ticks + s.goodbyes == 0,
+		CHECK(s.rows + s.deltas + s.client_hellos + s.ticks + s.goodbyes +
+		      s.stacks + s.stack_deltas == 0,
 		      "%s: no callback ran", c->what);
 	}
 }
@@ -288,7 +350,7 @@ static void test_random_bytes(void)
 			buf[i] = (uint8_t)rand_r(&seed);
 		buf[0] = (uint8_t)len;
 		buf[1] = buf[2] = buf[3] = 0;
-		buf[4] = (uint8_t)(1 + rand_r(&seed) % 66);
+		buf[4] = (uint8_t)(1 + rand_r(&seed) % 66);	/* every known type */
 		buf[5] = buf[6] = buf[7] = 0;
 		p = malloc(len + 8);	/* exact size: ASan sees any over-read */
 		memcpy(p, buf, len + 8);
@@ -306,6 +368,7 @@ int main(void)
 	test_hello_round_trip();
 	test_small_messages_round_trip();
 	test_deltas_span_frames();
+	test_stacks_round_trip();
 	test_malformed_payloads();
 	test_bad_delta_applies_nothing();
 	test_split_headers();

@@ -575,6 +575,82 @@ static void mode_tui(void)
 		sleep_ms(1000);
 }
 
+/*
+ * --- wrapper: every lock goes through app_lock(), reached from two paths.
+ * path_a waits once behind a holder that keeps the lock 300 ms, path_b once
+ * behind a 100 ms holder; each path also takes the lock uncontended
+ * (path_a 1000 times, path_b 500). Expectation lines name the path, the
+ * number of contended waits through it and their least total wait.
+ */
+static pthread_mutex_t wrapped = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t handoff = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t held_cond = PTHREAD_COND_INITIALIZER;
+static int held;
+
+static void __attribute__((noinline)) app_lock(pthread_mutex_t *m)
+{
+	pthread_mutex_lock(m); /* site:app_lock */
+}
+
+static void __attribute__((noinline)) app_unlock(pthread_mutex_t *m)
+{
+	pthread_mutex_unlock(m);
+}
+
+static void __attribute__((noinline)) path_a(void)
+{
+	app_lock(&wrapped); /* site:path_a */
+	app_unlock(&wrapped);
+}
+
+static void __attribute__((noinline)) path_b(void)
+{
+	app_lock(&wrapped); /* site:path_b */
+	app_unlock(&wrapped);
+}
+
+/* Hold the wrapped lock for arg milliseconds, telling main once it is held. */
+static void *hold_wrapped(void *arg)
+{
+	pthread_mutex_lock(&wrapped);
+	pthread_mutex_lock(&handoff);
+	held = 1;
+	pthread_cond_signal(&held_cond);
+	pthread_mutex_unlock(&handoff);
+	sleep_ms((long)arg);
+	pthread_mutex_unlock(&wrapped);
+	return NULL;
+}
+
+/* Make fn wait once behind a holder of ms milliseconds. */
+static void wait_behind_holder(void (*fn)(void), long ms)
+{
+	pthread_t t;
+
+	held = 0;
+	pthread_create(&t, NULL, hold_wrapped, (void *)ms);
+	pthread_mutex_lock(&handoff);
+	while (!held)
+		pthread_cond_wait(&held_cond, &handoff);
+	pthread_mutex_unlock(&handoff);
+	fn();
+	pthread_join(t, NULL);
+}
+
+static void mode_wrapper(void)
+{
+	for (int i = 0; i < 1000; i++)
+		path_a();
+	for (int i = 0; i < 500; i++)
+		path_b();
+	wait_behind_holder(path_a, 300);
+	wait_behind_holder(path_b, 100);
+	/* SYMBOL TYPE ACQUISITIONS FAILED MIN_WAIT_NS, as every mode writes. */
+	expect_site("app_lock", "mutex", 1502, 0, 390000000);
+	fprintf(expect, "contended path_a 1 270000000\n");
+	fprintf(expect, "contended path_b 1 90000000\n");
+}
+
 /* --- idle: lock a little, then sleep until killed (for -p tests) --- */
 static void mode_idle(void)
 {
@@ -597,6 +673,7 @@ static const struct {
 	{ "status", mode_status }, { "idle", mode_idle },
 	{ "closefds", mode_closefds }, { "manyrows", mode_manyrows },
 	{ "variants", mode_variants }, { "tui", mode_tui },
+	{ "wrapper", mode_wrapper },
 };
 
 int main(int argc, char **argv)

@@ -66,6 +66,9 @@ struct model_stats {
 /* Returns the label used to sort and filter by call site. */
 typedef const char *(*site_label_fn)(void *ctx, uint64_t site);
 
+/* Whether a return address lies in a lock wrapper function. */
+typedef bool (*is_wrapper_fn)(void *ctx, uint64_t address);
+
 struct model_query {
 	enum coalesce coalesce;
 	enum sort_key sort;
@@ -73,6 +76,31 @@ struct model_query {
 	const char *filter;	/* substring of the site label; NULL = all */
 	site_label_fn site_label; /* needed for SORT_SITE and filter */
 	void *ctx;
+	/*
+	 * With skip_wrappers, a row whose site is in a wrapper is split by its
+	 * stacks: each stack's contended waits go to the first frame outside
+	 * every wrapper; what has no stack (uncontended acquisitions, waits not
+	 * unwound, failures, the histogram and max) stays on the wrapper's row.
+	 */
+	bool skip_wrappers;
+	is_wrapper_fn is_wrapper;
+};
+
+/* One stack of a row's drill-down, since reset. */
+struct stack_view {
+	uint32_t stack;		/* stack id; PROTO_NO_STACK: waits not unwound */
+	uint8_t depth;
+	const uint64_t *frames;	/* innermost first; NULL for PROTO_NO_STACK;
+				   valid until the model next changes */
+	uint64_t count;		/* contended acquisitions through this stack */
+	uint64_t wait_ns;
+};
+
+/* One thread's share of a row's contended waits, since reset. */
+struct thread_view {
+	uint32_t tid;
+	uint64_t count;
+	uint64_t wait_ns;
 };
 
 struct model;
@@ -93,12 +121,31 @@ void model_tick(struct model *m, const struct proto_tick *t);
 /* When counting began (collector clock): the first interval starts there. */
 void model_set_origin(struct model *m, uint64_t monotonic_ns);
 
+/* Define a stack from a STACK message. Returns -1 on a bad id. */
+int model_define_stack(struct model *m, const struct proto_stack *st);
+
+/* Add contended waits of a row through a stack in a thread. */
+void model_apply_stack_delta(struct model *m, const struct proto_stack_delta *d);
+
 /* Take the current totals as the new zero (the TUI's `r`). */
 void model_reset(struct model *m);
 
 /* Build the sorted, filtered, coalesced table; caller frees *rows. */
 size_t model_view(const struct model *m, const struct model_query *q,
 		  struct view_row **rows);
+
+/*
+ * The stacks behind a line of the table built with the same query: all
+ * member rows' stacks (only those attributed to the line's site when
+ * wrappers are skipped), summed over threads, heaviest wait first, the
+ * PROTO_NO_STACK part included when not empty. Caller frees *out.
+ */
+size_t model_row_stacks(const struct model *m, const struct model_query *q,
+			const struct view_row *r, struct stack_view **out);
+
+/* The threads that waited behind a line of the table, heaviest first. */
+size_t model_row_threads(const struct model *m, const struct model_query *q,
+			 const struct view_row *r, struct thread_view **out);
 
 /* Header totals since reset and for the last interval. */
 void model_stats(const struct model *m, struct model_stats *s);

@@ -1,4 +1,7 @@
-/* Unit tests of the front end's model: deltas, ticks, reset, views. */
+/*
+ * Unit tests of the front end's model: deltas, ticks, reset, views, stacks
+ * and threads behind a line, attribution of wrapper rows to their callers.
+ */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +34,10 @@ static const struct {
 	{ 0x400, "worker_lock" },
 	{ 0x500, "Queue_Push" },
 	{ 0x600, "main" },
+	{ 0x1000, "wrapper" },
+	{ 0x1100, "wrapper_inner" },
+	{ 0x2000, "path_a" },
+	{ 0x3000, "path_b" },
 };
 
 /* Label a site; unknown sites share a reused buffer, as a cache might. */
@@ -669,6 +676,647 @@ static void test_many_rows(void)
 	model_free(m);
 }
 
+/* ---- Stacks, threads and wrapper attribution ---- */
+
+/* Wrapper functions occupy [0x1000, 0x1200). */
+static bool in_wrapper(void *ctx, uint64_t address)
+{
+	(void)ctx;
+	return address >= 0x1000 && address < 0x1200;
+}
+
+static void sdef(struct model *m, uint32_t id, uint8_t depth,
+		 const uint64_t *frames)
+{
+	struct proto_stack st = { .id = id, .depth = depth };
+
+	memcpy(st.frames, frames, depth * sizeof *frames);
+	CHECK(model_define_stack(m, &st) == 0,
+	      "define stack %u: expected 0, got -1", id);
+}
+
+static void sadd(struct model *m, uint32_t row, uint32_t stack, uint32_t tid,
+		 uint64_t count, uint64_t wait)
+{
+	struct proto_stack_delta d = { .row = row, .stack = stack, .tid = tid,
+				       .count = count, .wait_ns = wait };
+
+	model_apply_stack_delta(m, &d);
+}
+
+static struct model_query query(enum coalesce c, bool skip)
+{
+	return (struct model_query){ .coalesce = c, .sort = SORT_TOTAL,
+				     .site_label = label_of,
+				     .skip_wrappers = skip,
+				     .is_wrapper = in_wrapper };
+}
+
+/* The line of a site, object and type, or NULL. */
+static const struct view_row *find_t(const struct view_row *v, size_t n,
+				     uint64_t site, uint64_t object,
+				     enum lock_type type)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (v[i].site == site && v[i].object == object &&
+		    v[i].type == type)
+			return &v[i];
+	}
+	return NULL;
+}
+
+/* The stacks of a line as "id:count:wait ...", PROTO_NO_STACK as "-". */
+static void stacks_of(const struct model *m, const struct model_query *q,
+		      const struct view_row *r, char *out, size_t len)
+{
+	struct stack_view *sv;
+	size_t n = model_row_stacks(m, q, r, &sv);
+
+	out[0] = '\0';
+	for (size_t i = 0; i < n; i++) {
+		char id[16] = "-";
+
+		if (sv[i].stack != PROTO_NO_STACK)
+			snprintf(id, sizeof id, "%u", sv[i].stack);
+		snprintf(out + strlen(out), len - strlen(out),
+			 "%s%s:%" PRIu64 ":%" PRIu64, i ? " " : "", id,
+			 sv[i].count, sv[i].wait_ns);
+	}
+	CHECK(n != 0 || sv == NULL, "no stacks: expected NULL, got %p",
+	      (void *)sv);
+	free(sv);
+}
+
+/* The threads of a line as "tid:count:wait ...". */
+static void threads_of(const struct model *m, const struct model_query *q,
+		       const struct view_row *r, char *out, size_t len)
+{
+	struct thread_view *tv;
+	size_t n = model_row_threads(m, q, r, &tv);
+
+	out[0] = '\0';
+	for (size_t i = 0; i < n; i++)
+		snprintf(out + strlen(out), len - strlen(out),
+			 "%s%u:%" PRIu64 ":%" PRIu64, i ? " " : "", tv[i].tid,
+			 tv[i].count, tv[i].wait_ns);
+	CHECK(n != 0 || tv == NULL, "no threads: expected NULL, got %p",
+	      (void *)tv);
+	free(tv);
+}
+
+/* Check the stacks and threads behind the line of (site, object, type). */
+static void check_line(const struct model *m, const struct model_query *q,
+		       uint64_t site, uint64_t object, enum lock_type type,
+		       const char *want_stacks, const char *want_threads)
+{
+	struct view_row *v;
+	size_t n = model_view(m, q, &v);
+	const struct view_row *r = find_t(v, n, site, object, type);
+	char got[256];
+
+	CHECK(r != NULL, "%s line %#" PRIx64 "/%#" PRIx64 "/%d: expected "
+	      "one, got none", coalesce_name(q->coalesce), site, object,
+	      (int)type);
+	if (r != NULL && want_stacks != NULL) {
+		stacks_of(m, q, r, got, sizeof got);
+		CHECK(strcmp(got, want_stacks) == 0,
+		      "%s stacks of %#" PRIx64 "/%#" PRIx64 ": expected "
+		      "\"%s\", got \"%s\"", coalesce_name(q->coalesce), site,
+		      object, want_stacks, got);
+	}
+	if (r != NULL && want_threads != NULL) {
+		threads_of(m, q, r, got, sizeof got);
+		CHECK(strcmp(got, want_threads) == 0,
+		      "%s threads of %#" PRIx64 "/%#" PRIx64 ": expected "
+		      "\"%s\", got \"%s\"", coalesce_name(q->coalesce), site,
+		      object, want_threads, got);
+	}
+	free(v);
+}
+
+static void test_stack_accumulate(void)
+{
+	struct model *m = model_new();
+	struct model_query q = query(COALESCE_NONE, false);
+	struct stack_view *sv;
+	struct view_row *v;
+
+	def(m, 0, LOCK_MUTEX, 0x100, 0xa0);
+	sdef(m, 0, 2, (uint64_t[]){ 0x100, 0x600 });
+	sdef(m, 1, 2, (uint64_t[]){ 0x100, 0x400 });
+	sadd(m, 0, 0, 1, 2, 200);
+	sadd(m, 0, 0, 1, 3, 300);
+	sadd(m, 0, 0, 2, 1, 50);
+	sadd(m, 0, 1, 1, 4, 1000);
+	check_line(m, &q, 0x100, 0xa0, LOCK_MUTEX, "1:4:1000 0:6:550",
+		   "1:9:1500 2:1:50");
+	CHECK_U64(model_view(m, &q, &v), 1);
+	CHECK_U64(model_row_stacks(m, &q, &v[0], &sv), 2);
+	CHECK_U64(sv[0].depth, 2);
+	CHECK(sv[0].frames != NULL && sv[0].frames[1] == 0x400,
+	      "stack 1 frame 1: expected 0x400, got %#" PRIx64,
+	      sv[0].frames ? sv[0].frames[1] : 0);
+	free(sv);
+	free(v);
+	model_free(m);
+}
+
+static void test_stack_defined_late(void)
+{
+	struct model *m = model_new();
+	struct model_query q = query(COALESCE_NONE, false);
+	struct stack_view *sv;
+	struct view_row *v;
+
+	def(m, 0, LOCK_MUTEX, 0x100, 0xa0);
+	sadd(m, 0, 5, 1, 2, 20);
+	model_view(m, &q, &v);
+	CHECK_U64(model_row_stacks(m, &q, &v[0], &sv), 1);
+	CHECK_U64(sv[0].stack, 5);
+	CHECK_U64(sv[0].depth, 0);
+	CHECK(sv[0].frames == NULL, "undefined stack: expected no frames, "
+	      "got %p", (const void *)sv[0].frames);
+	CHECK_U64(sv[0].count, 2);
+	free(sv);
+	sdef(m, 5, 3, (uint64_t[]){ 0x100, 0x200, 0x300 });
+	CHECK_U64(model_row_stacks(m, &q, &v[0], &sv), 1);
+	CHECK_U64(sv[0].depth, 3);
+	CHECK(sv[0].frames != NULL && sv[0].frames[2] == 0x300,
+	      "defined late, frame 2: expected 0x300, got %#" PRIx64,
+	      sv[0].frames ? sv[0].frames[2] : 0);
+	CHECK_U64(sv[0].wait_ns, 20);
+	free(sv);
+	free(v);
+	model_free(m);
+}
+
+/* Waits without a stack form their own entry, last among equals. */
+static void test_no_stack(void)
+{
+	struct model *m = model_new();
+	struct model_query q = query(COALESCE_NONE, false);
+	struct stack_view *sv;
+	struct view_row *v;
+
+	def(m, 0, LOCK_MUTEX, 0x100, 0xa0);
+	sdef(m, 0, 1, (uint64_t[]){ 0x100 });
+	sadd(m, 0, PROTO_NO_STACK, 1, 7, 700);
+	sadd(m, 0, 0, 1, 1, 700);
+	check_line(m, &q, 0x100, 0xa0, LOCK_MUTEX, "-:7:700 0:1:700", NULL);
+	sadd(m, 0, 2, 3, 7, 700);
+	check_line(m, &q, 0x100, 0xa0, LOCK_MUTEX, "2:7:700 -:7:700 0:1:700",
+		   "1:8:1400 3:7:700");
+	model_view(m, &q, &v);
+	CHECK_U64(model_row_stacks(m, &q, &v[0], &sv), 3);
+	CHECK_U64(sv[1].stack, PROTO_NO_STACK);
+	CHECK_U64(sv[1].depth, 0);
+	CHECK(sv[1].frames == NULL, "no stack: expected no frames, got %p",
+	      (const void *)sv[1].frames);
+	free(sv);
+	free(v);
+	model_free(m);
+}
+
+static void test_stack_reset(void)
+{
+	struct model *m = model_new();
+	struct model_query q = query(COALESCE_NONE, false);
+
+	def(m, 0, LOCK_MUTEX, 0x100, 0xa0);
+	sdef(m, 0, 1, (uint64_t[]){ 0x100 });
+	tick(m, 0);
+	sadd(m, 0, 0, 1, 5, 500);
+	sadd(m, 0, PROTO_NO_STACK, 2, 1, 10);
+	tick(m, 1000000000);
+	model_reset(m);
+	check_line(m, &q, 0x100, 0xa0, LOCK_MUTEX, "", "");
+	sadd(m, 0, 0, 1, 2, 20);
+	sadd(m, 0, 0, 3, 1, 5);		/* a thread new since the reset */
+	check_line(m, &q, 0x100, 0xa0, LOCK_MUTEX, "0:3:25", "1:2:20 3:1:5");
+	model_reset(m);
+	model_reset(m);
+	sadd(m, 0, PROTO_NO_STACK, 2, 1, 1);
+	check_line(m, &q, 0x100, 0xa0, LOCK_MUTEX, "-:1:1", "2:1:1");
+	model_free(m);
+}
+
+static void test_stack_bad_ids(void)
+{
+	static const struct {
+		uint32_t id;
+		uint8_t depth;
+		int want;
+	} cases[] = {
+		{ 1u << 20, 1, -1 },
+		{ PROTO_NO_STACK, 1, -1 },
+		{ 4097, 1, -1 },	/* too far past the none known */
+		{ 4096, 1, 0 },
+		{ 7, 0, -1 },
+		{ 7, PROTO_STACK_DEPTH + 1, -1 },
+		{ 7, PROTO_STACK_DEPTH, 0 },
+	};
+	struct model *m = model_new();
+	struct model_query q = query(COALESCE_NONE, false);
+	struct model_stats s;
+
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		struct proto_stack st = { .id = cases[i].id,
+					  .depth = cases[i].depth };
+		int got = model_define_stack(m, &st);
+
+		CHECK(got == cases[i].want,
+		      "define stack %u depth %u: expected %d, got %d",
+		      cases[i].id, cases[i].depth, cases[i].want, got);
+	}
+	def(m, 0, LOCK_MUTEX, 0x100, 0xa0);
+	sadd(m, 0, 1u << 20, 1, 1, 1);	/* absurd stack id */
+	sadd(m, 3, 0, 1, 1, 1);		/* undefined row */
+	sadd(m, 1000, 0, 1, 1, 1);
+	check_line(m, &q, 0x100, 0xa0, LOCK_MUTEX, "", "");
+	model_stats(m, &s);
+	CHECK_U64(s.unknown_rows, 0);
+	model_free(m);
+}
+
+/*
+ * Rows 0..3 spread over two sites, two objects and two types; each case is
+ * a line of a coalesced view and what stands behind it.
+ */
+static void test_stack_groups(void)
+{
+	static const struct {
+		enum coalesce c;
+		uint64_t site, object;
+		enum lock_type type;
+		const char *stacks, *threads;
+	} cases[] = {
+		{ COALESCE_NONE, 0x100, 0xa0, LOCK_MUTEX, "1:2:20 0:1:10",
+		  "2:2:20 1:1:10" },
+		{ COALESCE_NONE, 0x200, 0xa0, LOCK_MUTEX, "1:4:400",
+		  "1:4:400" },
+		{ COALESCE_SITE, 0x100, 0, LOCK_MUTEX, "0:4:40 1:2:20 -:1:5",
+		  "2:5:50 1:2:15" },
+		{ COALESCE_SITE, 0x100, 0xa0, LOCK_SPIN, "0:5:500",
+		  "3:5:500" },
+		{ COALESCE_OBJECT, 0, 0xa0, LOCK_MUTEX, "1:6:420 0:1:10",
+		  "1:5:410 2:2:20" },
+		{ COALESCE_OBJECT, 0x100, 0xb0, LOCK_MUTEX, "0:3:30 -:1:5",
+		  "2:3:30 1:1:5" },
+	};
+	struct model *m = model_new();
+
+	def(m, 0, LOCK_MUTEX, 0x100, 0xa0);
+	def(m, 1, LOCK_MUTEX, 0x100, 0xb0);
+	def(m, 2, LOCK_MUTEX, 0x200, 0xa0);
+	def(m, 3, LOCK_SPIN, 0x100, 0xa0);
+	sdef(m, 0, 2, (uint64_t[]){ 0x100, 0x600 });
+	sdef(m, 1, 2, (uint64_t[]){ 0x100, 0x400 });
+	sadd(m, 0, 0, 1, 1, 10);
+	sadd(m, 0, 1, 2, 2, 20);
+	sadd(m, 1, 0, 2, 3, 30);
+	sadd(m, 1, PROTO_NO_STACK, 1, 1, 5);
+	sadd(m, 2, 1, 1, 4, 400);
+	sadd(m, 3, 0, 3, 5, 500);
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		struct model_query q = query(cases[i].c, false);
+
+		check_line(m, &q, cases[i].site, cases[i].object,
+			   cases[i].type, cases[i].stacks, cases[i].threads);
+	}
+	model_free(m);
+}
+
+/*
+ * Wrapper row 0 at 0x1000 on object 0xa0: 100 acquisitions, 30 contended,
+ * 3000 ns. Stack 1 = [0x1000, 0x2000 path_a, 0x9000]: 20 waits, 2500 ns in
+ * threads 1 and 2; stack 2 = [0x1000, 0x1100 (a wrapper too), 0x3000
+ * path_b]: 10 waits, 500 ns. All in one interval of 1 s.
+ */
+static struct model *wrapper_fixture(void)
+{
+	struct model *m = model_new();
+
+	def(m, 0, LOCK_MUTEX, 0x1000, 0xa0);
+	sdef(m, 1, 3, (uint64_t[]){ 0x1000, 0x2000, 0x9000 });
+	sdef(m, 2, 3, (uint64_t[]){ 0x1000, 0x1100, 0x3000 });
+	tick(m, 0);
+	add(m, 0, 100, 30, 3000, 400);
+	sadd(m, 0, 1, 1, 15, 2000);
+	sadd(m, 0, 1, 2, 5, 500);
+	sadd(m, 0, 2, 1, 10, 500);
+	tick(m, 1000000000);
+	return m;
+}
+
+/* What one line of a view should hold. */
+struct want_line {
+	uint64_t site, object;
+	uint64_t acq, contended, wait, failed, hist3, max;
+	double wait_per_s, acq_per_s;
+	uint32_t row_id;
+	const char *stacks;
+};
+
+/* Check that a view holds exactly the lines of want, in that order. */
+static void check_view(const struct model *m, const struct model_query *q,
+		       const char *name, const struct want_line *want,
+		       size_t n_want)
+{
+	struct view_row *v;
+	size_t n = model_view(m, q, &v);
+	char got[256];
+
+	CHECK(n == n_want, "%s: expected %zu lines, got %zu", name, n_want,
+	      n);
+	for (size_t i = 0; i < n && i < n_want; i++) {
+		const struct want_line *w = &want[i];
+		const struct view_row *r = &v[i];
+
+		CHECK(r->site == w->site && r->object == w->object,
+		      "%s line %zu: expected %#" PRIx64 "/%#" PRIx64
+		      ", got %#" PRIx64 "/%#" PRIx64, name, i, w->site,
+		      w->object, r->site, r->object);
+		CHECK(r->c.acquisitions == w->acq &&
+		      r->c.contended == w->contended &&
+		      r->c.wait_ns == w->wait && r->c.failed == w->failed &&
+		      r->c.hist[3] == w->hist3 && r->max_wait_ns == w->max,
+		      "%s line %zu: expected acq %" PRIu64 " cont %" PRIu64
+		      " wait %" PRIu64 " failed %" PRIu64 " hist3 %" PRIu64
+		      " max %" PRIu64 ", got %" PRIu64 " %" PRIu64 " %" PRIu64
+		      " %" PRIu64 " %" PRIu64 " %" PRIu64, name, i, w->acq,
+		      w->contended, w->wait, w->failed, w->hist3, w->max,
+		      r->c.acquisitions, r->c.contended, r->c.wait_ns,
+		      r->c.failed, r->c.hist[3], r->max_wait_ns);
+		CHECK(near(r->wait_per_s, w->wait_per_s) &&
+		      near(r->acq_per_s, w->acq_per_s),
+		      "%s line %zu: expected %g ns/s %g acq/s, got %g %g", name,
+		      i, w->wait_per_s, w->acq_per_s, r->wait_per_s,
+		      r->acq_per_s);
+		CHECK(r->row_id == w->row_id,
+		      "%s line %zu: expected row %u, got %u", name, i,
+		      w->row_id, r->row_id);
+		stacks_of(m, q, r, got, sizeof got);
+		CHECK(strcmp(got, w->stacks) == 0,
+		      "%s line %zu stacks: expected \"%s\", got \"%s\"", name,
+		      i, w->stacks, got);
+	}
+	free(v);
+}
+
+static void test_wrapper_attribution(void)
+{
+	static const struct want_line whole[] = {
+		{ 0x1000, 0xa0, 100, 30, 3000, 1, 30, 400, 3000, 100, 0,
+		  "1:20:2500 2:10:500" },
+	};
+	static const struct want_line split[] = {
+		{ 0x2000, 0xa0, 20, 20, 2500, 0, 0, 0, 2500, 20, 0,
+		  "1:20:2500" },
+		{ 0x3000, 0xa0, 10, 10, 500, 0, 0, 0, 500, 10, 0,
+		  "2:10:500" },
+		{ 0x1000, 0xa0, 70, 0, 0, 1, 30, 400, 0, 70, 0, "" },
+	};
+	struct model *m = wrapper_fixture();
+	struct model_query q = query(COALESCE_NONE, false);
+	struct model_stats before, after;
+	struct view_row *v;
+	size_t n;
+
+	model_stats(m, &before);
+	check_view(m, &q, "wrappers kept", whole, 1);
+	q.skip_wrappers = true;
+	check_view(m, &q, "wrappers skipped", split, 3);
+	check_line(m, &q, 0x2000, 0xa0, LOCK_MUTEX, NULL, "1:15:2000 2:5:500");
+	check_line(m, &q, 0x3000, 0xa0, LOCK_MUTEX, NULL, "1:10:500");
+	model_stats(m, &after);
+	CHECK_U64(after.total.acquisitions, before.total.acquisitions);
+	CHECK_U64(after.total.wait_ns, 3000);
+
+	n = model_view(m, &q, &v);
+	CHECK(n == 3 && v[2].trend[TREND_LEN - 1] == 3000 &&
+	      v[0].trend[TREND_LEN - 1] == 0,
+	      "trend: expected 3000 on the wrapper, 0 on path_a, got %" PRIu64
+	      " and %" PRIu64, n == 3 ? v[2].trend[TREND_LEN - 1] : 0,
+	      n == 3 ? v[0].trend[TREND_LEN - 1] : 0);
+	free(v);
+
+	/* The filter applies to the attributed sites. */
+	q.filter = "PATH_A";
+	n = model_view(m, &q, &v);
+	CHECK(n == 1 && v[0].site == 0x2000,
+	      "filter path_a: expected one line at 0x2000, got %zu", n);
+	free(v);
+	q.filter = "wrapper";
+	n = model_view(m, &q, &v);
+	CHECK(n == 1 && v[0].site == 0x1000,
+	      "filter wrapper: expected one line at 0x1000, got %zu", n);
+	free(v);
+
+	/* Without a wrapper test there is nothing to skip. */
+	q.filter = NULL;
+	q.is_wrapper = NULL;
+	check_view(m, &q, "no is_wrapper", whole, 1);
+	model_free(m);
+}
+
+/*
+ * A real row at path_a takes stack 1's share; wrapper row 2 at 0x1100 adds
+ * more to path_b than row 0 did, so path_b's line is named after row 2.
+ */
+static void test_wrapper_merge(void)
+{
+	static const struct want_line want[] = {
+		{ 0x2000, 0xa0, 25, 22, 2600, 1, 2, 60, 2500, 20, 1,
+		  "1:20:2500 3:2:100" },
+		{ 0x3000, 0xa0, 15, 15, 1400, 0, 0, 0, 500, 10, 2,
+		  "4:5:900 2:10:500" },
+		{ 0x1000, 0xa0, 70, 0, 0, 1, 30, 400, 0, 70, 0, "" },
+		{ 0x1100, 0xa0, 0, 0, 0, 1, 5, 300, 0, 0, 2, "" },
+	};
+	struct model *m = wrapper_fixture();
+	struct model_query q = query(COALESCE_NONE, true);
+
+	def(m, 1, LOCK_MUTEX, 0x2000, 0xa0);
+	sdef(m, 3, 2, (uint64_t[]){ 0x2000, 0x9000 });
+	add(m, 1, 5, 2, 100, 60);
+	sadd(m, 1, 3, 1, 2, 100);
+	def(m, 2, LOCK_MUTEX, 0x1100, 0xa0);
+	sdef(m, 4, 2, (uint64_t[]){ 0x1100, 0x3000 });
+	add(m, 2, 5, 5, 900, 300);
+	sadd(m, 2, 4, 3, 5, 900);
+	check_view(m, &q, "merged", want, 4);
+	check_line(m, &q, 0x3000, 0xa0, LOCK_MUTEX, NULL, "3:5:900 1:10:500");
+	model_free(m);
+}
+
+/* A stack made only of wrapper frames stays on the wrapper's row. */
+static void test_wrapper_all_frames(void)
+{
+	static const struct want_line want[] = {
+		{ 0x1000, 0xb0, 10, 4, 400, 1, 4, 200, 0, 0, 0,
+		  "5:3:300 -:1:100" },
+	};
+	struct model *m = model_new();
+	struct model_query q = query(COALESCE_NONE, true);
+
+	def(m, 0, LOCK_MUTEX, 0x1000, 0xb0);
+	sdef(m, 5, 2, (uint64_t[]){ 0x1000, 0x1100 });
+	add(m, 0, 10, 4, 400, 200);
+	sadd(m, 0, 5, 1, 3, 300);
+	sadd(m, 0, PROTO_NO_STACK, 1, 1, 100);
+	check_view(m, &q, "all frames wrappers", want, 1);
+	model_free(m);
+}
+
+/*
+ * Wrapper rows on objects 0xa0 and 0xb0 both lead to path_a, where a real
+ * row on 0xc0 is: coalesced by site, path_a holds all three objects.
+ */
+static void test_wrapper_coalesce(void)
+{
+	static const struct want_line by_site[] = {
+		{ 0x2000, 0, 12, 8, 750, 1, 1, 10, 0, 0, 1,
+		  "1:7:700 2:1:50" },
+		{ 0x1000, 0, 23, 0, 0, 2, 7, 40, 0, 0, 0, "" },
+	};
+	static const struct want_line by_object[] = {
+		{ 0, 0xb0, 20, 4, 400, 1, 4, 40, 0, 0, 1, "1:4:400" },
+		{ 0, 0xa0, 10, 3, 300, 1, 3, 30, 0, 0, 0, "1:3:300" },
+		{ 0x2000, 0xc0, 5, 1, 50, 1, 1, 10, 0, 0, 2, "2:1:50" },
+	};
+	struct model *m = model_new();
+	struct model_query q = query(COALESCE_SITE, true);
+	struct view_row *v;
+	size_t n;
+
+	def(m, 0, LOCK_MUTEX, 0x1000, 0xa0);
+	def(m, 1, LOCK_MUTEX, 0x1000, 0xb0);
+	def(m, 2, LOCK_MUTEX, 0x2000, 0xc0);
+	sdef(m, 1, 2, (uint64_t[]){ 0x1000, 0x2000 });
+	sdef(m, 2, 2, (uint64_t[]){ 0x2000, 0x9000 });
+	add(m, 0, 10, 3, 300, 30);
+	sadd(m, 0, 1, 1, 3, 300);
+	add(m, 1, 20, 4, 400, 40);
+	sadd(m, 1, 1, 2, 4, 400);
+	add(m, 2, 5, 1, 50, 10);
+	sadd(m, 2, 2, 3, 1, 50);
+	check_view(m, &q, "site", by_site, 2);
+	check_line(m, &q, 0x2000, 0, LOCK_MUTEX, NULL,
+		   "2:4:400 1:3:300 3:1:50");
+	n = model_view(m, &q, &v);
+	CHECK(n == 2 && v[0].n_objects == 3 && v[1].n_objects == 2,
+	      "objects per site: expected 3 and 2, got %u and %u",
+	      n == 2 ? v[0].n_objects : 0, n == 2 ? v[1].n_objects : 0);
+	free(v);
+	q.coalesce = COALESCE_OBJECT;
+	check_view(m, &q, "object", by_object, 3);
+	model_free(m);
+}
+
+/* After a reset the callers show zeros and the empty remainder goes. */
+static void test_wrapper_reset(void)
+{
+	static const struct want_line zero[] = {
+		{ 0x2000, 0xa0, 0, 0, 0, 0, 0, 0, 2500, 20, 0, "" },
+		{ 0x3000, 0xa0, 0, 0, 0, 0, 0, 0, 500, 10, 0, "" },
+	};
+	static const struct want_line again[] = {
+		{ 0x1000, 0xa0, 8, 0, 0, 1, 2, 200, 0, 70, 0, "" },
+		{ 0x2000, 0xa0, 2, 2, 200, 0, 0, 0, 2500, 20, 0, "1:2:200" },
+		{ 0x3000, 0xa0, 0, 0, 0, 0, 0, 0, 500, 10, 0, "" },
+	};
+	struct model *m = wrapper_fixture();
+	struct model_query q = query(COALESCE_NONE, true);
+
+	model_reset(m);
+	check_view(m, &q, "reset", zero, 2);
+	add(m, 0, 10, 2, 200, 200);
+	sadd(m, 0, 1, 2, 2, 200);
+	q.sort = SORT_COUNT;
+	check_view(m, &q, "after reset", again, 3);
+	model_free(m);
+}
+
+/* Sums of the lines of a view: acquisitions, contended, wait. */
+static void view_sums(const struct model *m, const struct model_query *q,
+		      uint64_t sum[3])
+{
+	struct view_row *v;
+	size_t n = model_view(m, q, &v);
+
+	sum[0] = sum[1] = sum[2] = 0;
+	for (size_t i = 0; i < n; i++) {
+		sum[0] += v[i].c.acquisitions;
+		sum[1] += v[i].c.contended;
+		sum[2] += v[i].c.wait_ns;
+	}
+	free(v);
+}
+
+/*
+ * 10k rows over 1000 sites, one in ten in a wrapper, each with three stacks
+ * in two threads, sent twice: attribution keeps the totals, and the stacks
+ * behind a line add up to its contended waits. Timing is not asserted.
+ */
+static void test_stack_many(void)
+{
+	struct model *m = model_new();
+	struct model_query q = query(COALESCE_NONE, true);
+	struct model_stats s;
+	struct view_row *v;
+	uint64_t sum[3];
+	size_t n, bad = 0;
+
+	for (uint32_t id = 0; id < 100; id++) {
+		uint64_t f[3] = { 0x1000 + (id % 32) * 16,
+				  0x10000 + id * 160, 0x9000 };
+
+		sdef(m, id, 3, f);
+	}
+	tick(m, 0);
+	for (int round = 0; round < 2; round++) {
+		for (uint32_t id = 0; id < 10000; id++) {
+			uint64_t site = id % 10 ? 0x10000 + (id / 10) * 16
+						: 0x1000 + (id % 32) * 16;
+
+			if (round == 0)
+				def(m, id, LOCK_MUTEX, site,
+				    0x900000 + id % 10);
+			add(m, id, 10, 6, 60 + id % 5 * 6, 9);
+			for (uint32_t k = 0; k < 6; k++)
+				sadd(m, id, (id + k / 2) % 100, k % 2 + 1, 1,
+				     10 + id % 5);
+		}
+		tick(m, (uint64_t)(round + 1) * 1000000000);
+	}
+	model_stats(m, &s);
+	CHECK_U64(s.total.acquisitions, 200000);
+	view_sums(m, &q, sum);
+	CHECK_U64(sum[0], s.total.acquisitions);
+	CHECK_U64(sum[1], s.total.contended);
+	CHECK_U64(sum[2], s.total.wait_ns);
+	n = model_view(m, &q, &v);
+	for (size_t i = 0; i < n && i < 20; i++) {
+		struct stack_view *sv;
+		size_t k = model_row_stacks(m, &q, &v[i], &sv);
+		uint64_t cont = 0;
+
+		for (size_t j = 0; j < k; j++)
+			cont += sv[j].count;
+		bad += cont != v[i].c.contended;
+		free(sv);
+	}
+	CHECK_U64(bad, 0);
+	free(v);
+	q.coalesce = COALESCE_SITE;
+	view_sums(m, &q, sum);
+	CHECK_U64(sum[2], s.total.wait_ns);
+	model_reset(m);
+	view_sums(m, &q, sum);
+	CHECK_U64(sum[0], 0);
+	model_free(m);
+}
+
 int main(void)
 {
 	test_accumulate();
@@ -688,5 +1336,17 @@ int main(void)
 	test_names();
 	test_empty();
 	test_many_rows();
+	test_stack_accumulate();
+	test_stack_defined_late();
+	test_no_stack();
+	test_stack_reset();
+	test_stack_bad_ids();
+	test_stack_groups();
+	test_wrapper_attribution();
+	test_wrapper_merge();
+	test_wrapper_all_frames();
+	test_wrapper_coalesce();
+	test_wrapper_reset();
+	test_stack_many();
 	return check_summary();
 }

@@ -7,6 +7,7 @@
 #include "model.h"
 #include "options.h"
 #include "symbols.h"
+#include "wrappers.h"
 
 struct app {
 	struct options opt;
@@ -14,6 +15,7 @@ struct app {
 	struct client client;
 	struct model *model;
 	struct symbols *symbols;
+	struct wrappers *wrappers;	/* built-in and --wrapper patterns */
 	struct model_query query;	/* current sort, coalesce, filter */
 	uint64_t reset_ns;		/* collector clock at the last reset */
 	bool child_reaped;		/* the launched command has ended */

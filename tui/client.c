@@ -74,6 +74,21 @@ static void on_delta(void *ctx, const struct proto_delta *m)
 	model_apply_delta(c->model, m);
 }
 
+static void on_stack(void *ctx, const struct proto_stack *m)
+{
+	struct client *c = ctx;
+
+	if (model_define_stack(c->model, m) < 0)
+		end(c, TARGET_LOST, "collector sent a stack id out of range");
+}
+
+static void on_stack_delta(void *ctx, const struct proto_stack_delta *m)
+{
+	struct client *c = ctx;
+
+	model_apply_stack_delta(c->model, m);
+}
+
 static void on_tick(void *ctx, const struct proto_tick *m)
 {
 	struct client *c = ctx;
@@ -97,6 +112,8 @@ static const struct proto_visitor visitor = {
 	.delta = on_delta,
 	.tick = on_tick,
 	.goodbye = on_goodbye,
+	.stack = on_stack,
+	.stack_delta = on_stack_delta,
 };
 
 /* Apply every whole frame in the buffer. */

@@ -1,9 +1,14 @@
-/* The JSON snapshot, built with cJSON and written atomically. */
+/*
+ * The JSON snapshot, built with cJSON, and the waited-on stacks in folded
+ * form (flame graphs); both written atomically.
+ */
 #include <cJSON.h>
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <libgen.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,8 +53,59 @@ static cJSON *frame_json(struct symbols *s, uint64_t address, int is_return)
 	return o;
 }
 
-static cJSON *row_json(const struct view_row *r, struct symbols *s)
+/* One stack: its waits, and frames innermost first; none when not unwound. */
+static cJSON *stack_json(const struct stack_view *sv, struct symbols *s)
 {
+	cJSON *o = cJSON_CreateObject();
+	cJSON *frames = cJSON_CreateArray();
+
+	cJSON_AddNumberToObject(o, "wait_ns", (double)sv->wait_ns);
+	cJSON_AddNumberToObject(o, "count", (double)sv->count);
+	cJSON_AddBoolToObject(o, "sampled", sv->stack == PROTO_NO_STACK);
+	for (unsigned i = 0; sv->frames && i < sv->depth; i++)
+		cJSON_AddItemToArray(frames, frame_json(s, sv->frames[i], 1));
+	cJSON_AddItemToObject(o, "frames", frames);
+	return o;
+}
+
+/* The line's stacks, heaviest first, as model_row_stacks() gives them. */
+static cJSON *stacks_json(const struct app *a, const struct model_query *q,
+			  const struct view_row *r)
+{
+	cJSON *arr = cJSON_CreateArray();
+	struct stack_view *sv;
+	size_t n = model_row_stacks(a->model, q, r, &sv);
+
+	for (size_t i = 0; i < n; i++)
+		cJSON_AddItemToArray(arr, stack_json(&sv[i], a->symbols));
+	free(sv);
+	return arr;
+}
+
+/* The threads that waited behind the line: tid, count, wait_ns. */
+static cJSON *threads_json(const struct app *a, const struct model_query *q,
+			   const struct view_row *r)
+{
+	cJSON *arr = cJSON_CreateArray();
+	struct thread_view *tv;
+	size_t n = model_row_threads(a->model, q, r, &tv);
+
+	for (size_t i = 0; i < n; i++) {
+		cJSON *o = cJSON_CreateObject();
+
+		cJSON_AddNumberToObject(o, "tid", tv[i].tid);
+		cJSON_AddNumberToObject(o, "count", (double)tv[i].count);
+		cJSON_AddNumberToObject(o, "wait_ns", (double)tv[i].wait_ns);
+		cJSON_AddItemToArray(arr, o);
+	}
+	free(tv);
+	return arr;
+}
+
+static cJSON *row_json(const struct app *a, const struct model_query *q,
+		       const struct view_row *r)
+{
+	struct symbols *s = a->symbols;
 	cJSON *o = cJSON_CreateObject();
 	cJSON *hist = cJSON_CreateArray();
 
@@ -71,7 +127,8 @@ static cJSON *row_json(const struct view_row *r, struct symbols *s)
 	for (int i = 0; i < HIST_BUCKETS; i++)
 		cJSON_AddItemToArray(hist, cJSON_CreateNumber((double)r->c.hist[i]));
 	cJSON_AddItemToObject(o, "wait_histogram", hist);
-	cJSON_AddItemToObject(o, "stacks", cJSON_CreateArray());
+	cJSON_AddItemToObject(o, "stacks", stacks_json(a, q, r));
+	cJSON_AddItemToObject(o, "threads", threads_json(a, q, r));
 	return o;
 }
 
@@ -97,7 +154,7 @@ static cJSON *snapshot_json(const struct app *a, const struct model_query *q,
 	cJSON_AddNumberToObject(o, "threads", st->threads_seen);
 	cJSON_AddNumberToObject(o, "dropped", (double)st->dropped);
 	for (size_t i = 0; i < n; i++)
-		cJSON_AddItemToArray(rows, row_json(&v[i], a->symbols));
+		cJSON_AddItemToArray(rows, row_json(a, q, &v[i]));
 	cJSON_AddItemToObject(o, "rows", rows);
 	return o;
 }
@@ -122,7 +179,7 @@ int export_check_path(const char *path, char *err, size_t errlen)
 	return 0;
 }
 
-/* Write text to a temporary file beside path, then rename it over path. */
+/* Write text as it is to a temporary file beside path, then rename it over path. */
 static int write_atomic(const char *path, const char *text, char *err,
 			size_t errlen)
 {
@@ -143,8 +200,7 @@ static int write_atomic(const char *path, const char *text, char *err,
 		return -1;
 	}
 	fchmod(fd, 0644);
-	ok = fwrite(text, 1, len, f) == len && fputc('\n', f) != EOF &&
-	     fflush(f) == 0 && fsync(fd) == 0;
+	ok = fwrite(text, 1, len, f) == len && fflush(f) == 0 && fsync(fd) == 0;
 	if (!ok)
 		snprintf(err, errlen, "%s: %s", path, strerror(errno));
 	if (fclose(f) != 0 && ok) {
@@ -160,6 +216,19 @@ static int write_atomic(const char *path, const char *text, char *err,
 	return ok ? 0 : -1;
 }
 
+/* Write text to path, or to stdout for "-". */
+static int write_text(const char *path, const char *text, char *err,
+		      size_t errlen)
+{
+	if (strcmp(path, "-") != 0)
+		return write_atomic(path, text, err, errlen);
+	if (fputs(text, stdout) == EOF || fflush(stdout) != 0) {
+		snprintf(err, errlen, "stdout: %s", strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
 int export_rows(const struct app *a, const struct model_query *q,
 		const struct view_row *rows, size_t n,
 		const struct model_stats *st, const char *path, char *err,
@@ -167,19 +236,16 @@ int export_rows(const struct app *a, const struct model_query *q,
 {
 	cJSON *doc = snapshot_json(a, q, rows, n, st);
 	char *text = cJSON_Print(doc);
-	int rc = 0;
+	size_t len;
+	int rc;
 
 	cJSON_Delete(doc);
 	if (text == NULL)
 		fatal("out of memory while writing JSON");
-	if (strcmp(path, "-") == 0) {
-		if (puts(text) == EOF || fflush(stdout) != 0) {
-			snprintf(err, errlen, "stdout: %s", strerror(errno));
-			rc = -1;
-		}
-	} else {
-		rc = write_atomic(path, text, err, errlen);
-	}
+	len = strlen(text);
+	text = xrealloc(text, len + 2);
+	memcpy(text + len, "\n", 2);
+	rc = write_text(path, text, err, errlen);
 	free(text);
 	return rc;
 }
@@ -194,6 +260,133 @@ int export_json(const struct app *a, const struct model_query *q,
 
 	model_stats(a->model, &st);
 	rc = export_rows(a, q, rows, n, &st, path, err, errlen);
+	free(rows);
+	return rc;
+}
+
+/* A growing string. */
+struct text {
+	char *p;
+	size_t len, cap;
+};
+
+static void text_printf(struct text *t, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void text_printf(struct text *t, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	if (t->len + (size_t)n + 1 > t->cap) {
+		t->cap = (t->len + (size_t)n + 1) * 2;
+		t->p = xrealloc(t->p, t->cap);
+	}
+	va_start(ap, fmt);
+	vsnprintf(t->p + t->len, t->cap - t->len, fmt, ap);
+	va_end(ap);
+	t->len += (size_t)n;
+}
+
+/* Append a frame name with what would split it (' ', ';') made '_'. */
+static void text_frame(struct text *t, const char *name)
+{
+	size_t from = t->len;
+
+	text_printf(t, "%s", name);
+	for (size_t i = from; i < t->len; i++)
+		if (t->p[i] == ';' || isspace((unsigned char)t->p[i]))
+			t->p[i] = '_';
+}
+
+static const char *base_name(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+
+	return slash ? slash + 1 : path;
+}
+
+/* A frame of a folded stack: function, module+0xoffset or 0xaddress. */
+static void folded_frame(struct text *t, struct symbols *s, uint64_t address)
+{
+	struct frame_info fi;
+	char name[64];
+
+	symbols_resolve(s, address, 1, &fi);
+	if (fi.symbol) {
+		text_frame(t, fi.symbol);
+		return;
+	}
+	if (fi.module)
+		text_frame(t, base_name(fi.module));
+	snprintf(name, sizeof(name), fi.module ? "+0x%" PRIx64 : "0x%" PRIx64,
+		 fi.module ? fi.module_offset : address);
+	text_frame(t, name);
+}
+
+/* The leaf of every folded stack: the lock, "mutex@0x55d0c0a8e040". */
+static void folded_lock(struct text *t, const struct view_row *r)
+{
+	if (r->n_objects == 1 && r->object)
+		text_printf(t, ";%s@0x%" PRIx64, lock_type_name(r->type), r->object);
+	else
+		text_printf(t, ";%s", lock_type_name(r->type));
+}
+
+/*
+ * One folded line: the frames root first, the lock as the leaf, then the
+ * wait. Waits not unwound hang under the line's call site.
+ */
+static void folded_line(struct text *t, struct symbols *s,
+			const struct view_row *r, const struct stack_view *sv)
+{
+	if (sv->frames == NULL) {
+		if (r->n_sites == 1)
+			folded_frame(t, s, r->site);
+		else
+			text_printf(t, "[%u_call_sites]", r->n_sites);
+		text_printf(t, ";[not_unwound]");
+	}
+	for (unsigned i = sv->frames ? sv->depth : 0; i-- > 0;) {
+		folded_frame(t, s, sv->frames[i]);
+		if (i > 0)
+			text_printf(t, ";");
+	}
+	folded_lock(t, r);
+	text_printf(t, " %" PRIu64 "\n", sv->wait_ns);
+}
+
+int export_folded_rows(const struct app *a, const struct model_query *q,
+		       const struct view_row *rows, size_t n, const char *path,
+		       char *err, size_t errlen)
+{
+	struct text t = { xcalloc(1, 1), 0, 1 };
+	int rc;
+
+	for (size_t i = 0; i < n; i++) {
+		struct stack_view *sv;
+		size_t k = model_row_stacks(a->model, q, &rows[i], &sv);
+
+		for (size_t j = 0; j < k; j++)
+			if (sv[j].wait_ns > 0)
+				folded_line(&t, a->symbols, &rows[i], &sv[j]);
+		free(sv);
+	}
+	rc = write_text(path, t.p, err, errlen);
+	free(t.p);
+	return rc;
+}
+
+int export_folded(const struct app *a, const struct model_query *q,
+		  const char *path, char *err, size_t errlen)
+{
+	struct view_row *rows;
+	size_t n = model_view(a->model, q, &rows);
+	int rc = export_folded_rows(a, q, rows, n, path, err, errlen);
+
 	free(rows);
 	return rc;
 }

@@ -1,4 +1,4 @@
-/* Snapshots written to files: the JSON schema of DESIGN.md. */
+/* Snapshots written to files: the JSON schema of DESIGN.md, folded stacks. */
 #ifndef QSPTOP_EXPORT_H
 #define QSPTOP_EXPORT_H
 
@@ -21,5 +21,18 @@ int export_rows(const struct app *a, const struct model_query *q,
 		const struct view_row *rows, size_t n,
 		const struct model_stats *st, const char *path, char *err,
 		size_t errlen);
+
+/*
+ * Write the waited-on stacks of the rows q selects in folded form, one line
+ * per (row, stack) with a wait: "root;...;caller;site_fn;TYPE@0xOBJECT NS".
+ * Written like export_json().
+ */
+int export_folded(const struct app *a, const struct model_query *q,
+		  const char *path, char *err, size_t errlen);
+
+/* Like export_folded(), for rows already built (what is on screen). */
+int export_folded_rows(const struct app *a, const struct model_query *q,
+		       const struct view_row *rows, size_t n, const char *path,
+		       char *err, size_t errlen);
 
 #endif

@@ -129,6 +129,24 @@ static int connected_status(struct app *a)
 	return 0;
 }
 
+/* Write the JSON snapshot and folded stacks asked for; rc, or 1 on failure. */
+static int write_outputs(struct app *a, int rc)
+{
+	char err[512];
+
+	if (a->opt.json_path &&
+	    export_json(a, &a->query, a->opt.json_path, err, sizeof(err)) < 0) {
+		warning("cannot write the JSON snapshot: %s", err);
+		rc = rc ? rc : 1;
+	}
+	if (a->opt.folded_path &&
+	    export_folded(a, &a->query, a->opt.folded_path, err, sizeof(err)) < 0) {
+		warning("cannot write the folded stacks: %s", err);
+		rc = rc ? rc : 1;
+	}
+	return rc;
+}
+
 static int finish(struct app *a)
 {
 	bool stopped_early = a->client.state == TARGET_RUNNING;
@@ -145,15 +163,7 @@ static int finish(struct app *a)
 	} else {
 		rc = connected_status(a);
 	}
-	if (a->opt.json_path) {
-		char err[512];
-
-		if (export_json(a, &a->query, a->opt.json_path, err, sizeof(err)) < 0) {
-			warning("cannot write the JSON snapshot: %s", err);
-			rc = rc ? rc : 1;
-		}
-	}
-	return rc;
+	return write_outputs(a, rc);
 }
 
 /* Theme problems before the screen exists go to stderr. */
@@ -219,10 +229,46 @@ static void attach(struct app *a, bool live, char *log, size_t size)
 		close(log_fd);
 }
 
+/* The query's call-site label, for sorting and filtering. */
+static const char *query_site_label(void *app, uint64_t site)
+{
+	return format_site_label(((struct app *)app)->symbols, site);
+}
+
+static bool query_is_wrapper(void *app, uint64_t address)
+{
+	return wrappers_match(((struct app *)app)->wrappers, address);
+}
+
+/* The wrappers: built in, then --wrapper; skipped whenever there are any. */
+static void setup_query(struct app *a)
+{
+	a->wrappers = wrappers_new(a->symbols);
+	wrappers_builtin(a->wrappers);
+	for (size_t i = 0; i < a->opt.nwrappers; i++)
+		wrappers_add(a->wrappers, a->opt.wrappers[i]);
+	a->query = (struct model_query){ .coalesce = a->opt.coalesce,
+		.sort = a->opt.sort, .ascending = a->opt.ascending,
+		.site_label = query_site_label, .ctx = a,
+		.skip_wrappers = wrappers_count(a->wrappers) > 0,
+		.is_wrapper = query_is_wrapper };
+}
+
+/* Bad output paths are found before anything is started. */
+static void check_output_paths(const struct options *o)
+{
+	char err[512];
+
+	if (o->json_path && export_check_path(o->json_path, err, sizeof(err)) < 0)
+		fatal("cannot write the JSON snapshot: %s", err);
+	if (o->folded_path && export_check_path(o->folded_path, err, sizeof(err)) < 0)
+		fatal("cannot write the folded stacks: %s", err);
+}
+
 int main(int argc, char **argv)
 {
 	struct app a = { 0 };
-	char err[512], log[4096] = "";
+	char log[4096] = "";
 	bool live;
 	int rc;
 
@@ -231,14 +277,11 @@ int main(int argc, char **argv)
 	options_parse(&a.opt, argc, argv);
 	live = !a.opt.batch && isatty(STDOUT_FILENO) && isatty(STDIN_FILENO);
 	check_theme(a.opt.theme ? a.opt.theme : "default");
-	if (a.opt.json_path && export_check_path(a.opt.json_path, err, sizeof(err)) < 0)
-		fatal("cannot write the JSON snapshot: %s", err);
+	check_output_paths(&a.opt);
 	install_signals();
 	a.model = model_new();
 	a.symbols = symbols_new();
-	a.query = (struct model_query){ .coalesce = a.opt.coalesce,
-		.sort = a.opt.sort, .ascending = a.opt.ascending,
-		.site_label = format_site_label, .ctx = a.symbols };
+	setup_query(&a);
 	attach(&a, live, log, sizeof(log));
 	client_init(&a.client, a.attach.fd, a.model, a.symbols);
 	if (live)
@@ -250,6 +293,7 @@ int main(int argc, char **argv)
 		report_command_log(log);
 	client_close(&a.client);
 	model_free(a.model);
+	wrappers_free(a.wrappers);
 	symbols_free(a.symbols);
 	return rc;
 }

@@ -8,6 +8,11 @@
 
 #include "../common/types.h"
 #include "options.h"
+#include "wrappers.h"
+#include "xalloc.h"
+
+/* Long options without a letter. */
+enum { OPT_FOLDED = 0x100, OPT_WRAPPER };
 
 static const char usage_text[] =
 	"Usage: qsptop [options] -p PID\n"
@@ -26,10 +31,18 @@ static const char usage_text[] =
 	"                         a leading - sorts low to high, + high to low\n"
 	"  -m, --coalesce MODE    none (site x object) | site | object (default none)\n"
 	"  -j, --json FILE        write a JSON snapshot when qsptop stops (- = stdout)\n"
+	"      --folded FILE      write the waited-on stacks in folded form when\n"
+	"                         qsptop stops, for flame graphs (- = stdout)\n"
+	"      --wrapper GLOB     treat functions matching GLOB (a demangled name, with\n"
+	"                         or without its arguments) as lock wrappers: waits\n"
+	"                         go to their callers' rows (repeatable)\n"
 	"  -t, --theme NAME       colour theme: default, light, mono, or a file\n"
 	"                         (~/.config/qsptop/themes/NAME.theme first)\n"
 	"  -h, --help             show this help\n"
-	"  -V, --version          show the version\n";
+	"  -V, --version          show the version\n"
+	"\n"
+	"Lock wrappers are skipped by default (the key w in the live screen shows\n"
+	"their own rows again). Built in, besides those given with --wrapper:\n";
 
 static void usage_error(const char *fmt, const char *arg)
 {
@@ -37,6 +50,33 @@ static void usage_error(const char *fmt, const char *arg)
 	fprintf(stderr, fmt, arg);
 	fputs("\nTry 'qsptop --help' for more information.\n", stderr);
 	exit(2);
+}
+
+/* The help, then the built-in wrapper patterns, filled to 78 columns. */
+static void print_usage(void)
+{
+	int col = 0;
+
+	fputs(usage_text, stdout);
+	for (size_t i = 0; wrappers_builtin_globs[i]; i++) {
+		int len = (int)strlen(wrappers_builtin_globs[i]);
+
+		if (col > 0 && col + 1 + len > 78) {
+			putchar('\n');
+			col = 0;
+		}
+		col += printf("%s%s", col ? " " : "  ", wrappers_builtin_globs[i]);
+	}
+	putchar('\n');
+}
+
+static void add_wrapper(struct options *o, const char *glob)
+{
+	if (*glob == '\0')
+		usage_error("%s", "--wrapper: expected a function name or glob, got ''");
+	o->wrappers = xreallocarray(o->wrappers, o->nwrappers + 1,
+				    sizeof(*o->wrappers));
+	o->wrappers[o->nwrappers++] = glob;
 }
 
 static double parse_delay(const char *s)
@@ -85,6 +125,8 @@ static const struct option long_options[] = {
 	{ "sort", required_argument, NULL, 'o' },
 	{ "coalesce", required_argument, NULL, 'm' },
 	{ "json", required_argument, NULL, 'j' },
+	{ "folded", required_argument, NULL, OPT_FOLDED },
+	{ "wrapper", required_argument, NULL, OPT_WRAPPER },
 	{ "theme", required_argument, NULL, 't' },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, 'V' },
@@ -108,8 +150,10 @@ static void apply(struct options *o, int c, const char *arg)
 		o->coalesce = (enum coalesce)m;
 		break;
 	case 'j': o->json_path = arg; break;
+	case OPT_FOLDED: o->folded_path = arg; break;
+	case OPT_WRAPPER: add_wrapper(o, arg); break;
 	case 't': o->theme = arg; break;
-	case 'h': fputs(usage_text, stdout); exit(0);
+	case 'h': print_usage(); exit(0);
 	case 'V': printf("qsptop %s\n", QSPTOP_VERSION); exit(0);
 	default: usage_error("%s", "invalid option");
 	}

@@ -15,6 +15,9 @@ struct options {
 	bool ascending;
 	enum coalesce coalesce;
 	const char *json_path;	/* "-" for stdout */
+	const char *folded_path; /* --folded; "-" for stdout */
+	const char **wrappers;	/* --wrapper globs, in order given */
+	size_t nwrappers;
 	const char *theme;	/* -t; NULL = "default" */
 	pid_t pid;		/* -p; 0 when launching */
 	char **command;		/* after --; NULL with -p */

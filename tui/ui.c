@@ -53,6 +53,7 @@ void ui_init(struct ui *ui, struct app *a, const char *theme_name)
 	ui->site_style = SITE_FUNCTION;
 	ui->monochrome = no_color && *no_color;
 	ui->ntheme_names = theme_list(ui->theme_names, 32);
+	ui->tasks = tasks_new(a->attach.pid);
 	load_theme(ui, theme_name ? theme_name : "default");
 }
 
@@ -60,6 +61,8 @@ void ui_free(struct ui *ui)
 {
 	free(ui->rows);
 	ui->rows = NULL;
+	tasks_free(ui->tasks);
+	ui->tasks = NULL;
 }
 
 static struct row_key key_of(const struct view_row *r)
@@ -259,23 +262,27 @@ static void act_theme(struct ui *ui)
 			   ui->monochrome ? " (monochrome)" : "");
 }
 
-static char *default_export_name(struct ui *ui)
+/* "qsptop-PID-YYYYmmdd-HHMMSS.ext" in the working directory. */
+static char *export_path(struct ui *ui, const char *ext)
 {
 	static char name[128];
 	time_t now = time(NULL);
 	struct tm tm;
 
+	if (ui->export_name)
+		return ui->export_name(ui, ext);
 	localtime_r(&now, &tm);
 	snprintf(name, sizeof(name), "qsptop-%d-", (int)ui->app->attach.pid);
 	strftime(name + strlen(name), sizeof(name) - strlen(name),
-		 "%Y%m%d-%H%M%S.json", &tm);
+		 "%Y%m%d-%H%M%S.", &tm);
+	snprintf(name + strlen(name), sizeof(name) - strlen(name), "%s", ext);
 	return name;
 }
 
 /* Write what is on screen: the shown rows, sorted, coalesced, filtered. */
 static void act_export(struct ui *ui)
 {
-	char *path = ui->export_name ? ui->export_name(ui) : default_export_name(ui);
+	char *path = export_path(ui, "json");
 	char err[512];
 
 	if (export_rows(ui->app, &ui->app->query, ui->rows, ui->nrows,
@@ -283,6 +290,38 @@ static void act_export(struct ui *ui)
 		ui_message(ui, true, "export failed: %s", err);
 	else
 		ui_message(ui, false, "wrote %s", path);
+}
+
+/* Write the stacks of the shown rows in folded form, for flame graphs. */
+static void act_folded(struct ui *ui)
+{
+	char *path = export_path(ui, "folded");
+	char err[512];
+
+	if (export_folded_rows(ui->app, &ui->app->query, ui->rows, ui->nrows,
+			       path, err, sizeof(err)) < 0)
+		ui_message(ui, true, "export failed: %s", err);
+	else
+		ui_message(ui, false, "wrote %s", path);
+}
+
+/* Attribute waits past the lock wrappers, or show the wrappers' rows. */
+static void act_wrappers(struct ui *ui)
+{
+	struct model_query *q = &ui->app->query;
+	size_t n = ui->app->wrappers ? wrappers_count(ui->app->wrappers) : 0;
+
+	if (q->is_wrapper == NULL || n == 0) {
+		ui_message(ui, false, "wrappers: none to skip");
+		return;
+	}
+	q->skip_wrappers = !q->skip_wrappers;
+	rebuild(ui);
+	if (q->skip_wrappers)
+		ui_message(ui, false, "wrappers: skipped (%zu pattern%s)", n,
+			   n == 1 ? "" : "s");
+	else
+		ui_message(ui, false, "wrappers: shown");
 }
 
 static void open_prompt(struct ui *ui, enum ui_prompt p, const char *initial)
@@ -379,6 +418,8 @@ const struct key_binding key_bindings[] = {
 	{ { '/' }, "/", "filter by call site, function, file or module", act_filter },
 	{ { 's' }, "s", "call site as function+offset or file:line", act_site_style },
 	{ { 'e' }, "e", "export what is shown as JSON (qsptop-PID-DATE.json)", act_export },
+	{ { 'f' }, "f", "write the shown rows' stacks for flame graphs (qsptop-PID-DATE.folded)", act_folded },
+	{ { 'w' }, "w", "skip lock wrappers (waits go to their callers) / show their rows", act_wrappers },
 	{ { 't' }, "t", "next colour theme", act_theme },
 };
 const size_t key_binding_count = sizeof(key_bindings) / sizeof(key_bindings[0]);

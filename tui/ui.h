@@ -12,6 +12,7 @@
 #include "app.h"
 #include "format.h"
 #include "model.h"
+#include "tasks.h"
 #include "theme.h"
 
 /* Keys that are not characters. */
@@ -56,7 +57,9 @@ struct ui {
 	bool monochrome;		/* NO_COLOR or a colourless terminal */
 	bool quit;
 	bool theme_changed;		/* term.c must reload colours */
-	char *(*export_name)(struct ui *ui); /* for tests; NULL = default */
+	struct tasks *tasks;		/* thread names for the detail screen */
+	/* The file e (ext "json") and f ("folded") write; for tests. */
+	char *(*export_name)(struct ui *ui, const char *ext); /* NULL = default */
 };
 
 /* Set up the state for app with its options; loads the theme. */

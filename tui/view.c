@@ -4,6 +4,7 @@
  */
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "view.h"
@@ -12,8 +13,11 @@
 #define HOT_SHARE 0.25
 #define WARM_SHARE 0.05
 #define HIST_BAR 30
-/* Longest detail or help page. */
-#define PAGE_MAX_LINES 128
+/* Lines of the off-screen page; it grows for longer pages. */
+#define PAGE_LINES 128
+/* The detail screen shows at most this many stacks and threads. */
+#define STACKS_SHOWN 100
+#define THREADS_SHOWN 100
 
 static const char *sep(void)
 {
@@ -235,6 +239,120 @@ static int detail_histogram(struct screen *s, const struct counts *c, int y)
 	return y + 1;
 }
 
+static const char *base_name(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+
+	return slash ? slash + 1 : path;
+}
+
+/* "0xADDR function+off (file:line) [module]", "??" where unknown. */
+static void detail_frame(char *buf, size_t size, struct symbols *sym,
+			 uint64_t address)
+{
+	struct frame_info fi;
+	char fn[512], line[300];
+
+	symbols_resolve(sym, address, 1, &fi);
+	if (fi.symbol)
+		snprintf(fn, sizeof(fn), "%s+0x%" PRIx64, fi.symbol, fi.offset);
+	else
+		snprintf(fn, sizeof(fn), "??");
+	if (fi.file && fi.line > 0)
+		snprintf(line, sizeof(line), "%s:%d", base_name(fi.file), fi.line);
+	else
+		snprintf(line, sizeof(line), "??");
+	if (fi.module && !fi.symbol)
+		snprintf(buf, size, "0x%" PRIx64 " %s (%s) [%s+0x%" PRIx64 "]",
+			 address, fn, line, fi.module, fi.module_offset);
+	else
+		snprintf(buf, size, "0x%" PRIx64 " %s (%s) [%s]", address, fn,
+			 line, fi.module ? fi.module : "??");
+}
+
+/* Whether frames in wrappers are skipped, so worth telling apart. */
+static bool in_skipped_wrapper(const struct model_query *q, uint64_t address)
+{
+	return q->skip_wrappers && q->is_wrapper && q->is_wrapper(q->ctx, address);
+}
+
+/* One stack: its share of the line's stacked wait, then its frames. */
+static int detail_stack(struct screen *s, const struct ui *ui,
+			const struct stack_view *sv, size_t number,
+			uint64_t total, int y)
+{
+	const struct model_query *q = &ui->app->query;
+	char wait[32], frame[1024];
+
+	format_duration(wait, sizeof(wait), (double)sv->wait_ns);
+	screen_printf(s, 1, y++, SLOT_NORMAL, "stack %zu: wait %s (%.1f%% of the "
+		      "row's stacked wait), count %" PRIu64, number, wait,
+		      total ? 100.0 * (double)sv->wait_ns / (double)total : 0,
+		      sv->count);
+	if (sv->frames == NULL)
+		screen_puts(s, 3, y++, SLOT_COOL, "?? not unwound: waits recorded "
+			    "without a stack (stacks are sampled)", -1);
+	for (unsigned i = 0; sv->frames && i < sv->depth; i++) {
+		detail_frame(frame, sizeof(frame), ui->app->symbols, sv->frames[i]);
+		screen_printf(s, 3, y++, in_skipped_wrapper(q, sv->frames[i]) ?
+			      SLOT_COOL : SLOT_NORMAL, "#%-2u %s", i, frame);
+	}
+	return y + 1;
+}
+
+/* The line's stacks, heaviest first. */
+static int detail_stacks(struct screen *s, const struct ui *ui,
+			 const struct view_row *r, int y)
+{
+	const struct app *a = ui->app;
+	struct stack_view *sv;
+	size_t n = model_row_stacks(a->model, &a->query, r, &sv);
+	uint64_t total = 0;
+
+	for (size_t i = 0; i < n; i++)
+		total += sv[i].wait_ns;
+	screen_printf(s, 1, y++, SLOT_COLUMN, "stacks of the contended waits%s",
+		      a->query.skip_wrappers ? " (lock wrappers skipped: w shows them)" : "");
+	if (n == 0)
+		screen_puts(s, 3, y++, SLOT_NORMAL, "no stack recorded yet", -1);
+	for (size_t i = 0; i < n && i < STACKS_SHOWN; i++)
+		y = detail_stack(s, ui, &sv[i], i + 1, total, y);
+	if (n > STACKS_SHOWN)
+		screen_printf(s, 1, y++, SLOT_NORMAL, "... and %zu lighter stacks",
+			      n - STACKS_SHOWN);
+	free(sv);
+	return y + (n == 0 || n > STACKS_SHOWN);
+}
+
+/* The threads that waited behind the line: TID, name, wait, count. */
+static int detail_threads(struct screen *s, struct ui *ui,
+			  const struct view_row *r, int y)
+{
+	struct app *a = ui->app;
+	struct thread_view *tv;
+	size_t n = model_row_threads(a->model, &a->query, r, &tv);
+	bool alive = a->client.state == TARGET_RUNNING && !a->child_reaped;
+	char wait[32];
+
+	screen_puts(s, 1, y++, SLOT_COLUMN, "threads that waited", -1);
+	if (n == 0)
+		screen_puts(s, 3, y++, SLOT_NORMAL, "none yet", -1);
+	else
+		screen_printf(s, 3, y++, SLOT_NORMAL, "%-8s %-16s %9s %10s", "TID",
+			      "NAME", "WAIT", "COUNT");
+	for (size_t i = 0; i < n && i < THREADS_SHOWN; i++) {
+		format_duration(wait, sizeof(wait), (double)tv[i].wait_ns);
+		screen_printf(s, 3, y++, SLOT_NORMAL, "%-8u %-16s %9s %10" PRIu64,
+			      tv[i].tid, tasks_name(ui->tasks, tv[i].tid, alive),
+			      wait, tv[i].count);
+	}
+	if (n > THREADS_SHOWN)
+		screen_printf(s, 3, y++, SLOT_NORMAL, "... and %zu more threads",
+			      n - THREADS_SHOWN);
+	free(tv);
+	return y;
+}
+
 /* The detail page of the selected row; returns its height. */
 static int detail_page(struct screen *s, struct ui *ui)
 {
@@ -249,7 +367,9 @@ static int detail_page(struct screen *s, struct ui *ui)
 	format_sparkline(trend, sizeof(trend), r->trend, TREND_LEN);
 	screen_puts(s, 1, y, SLOT_NORMAL, "trend        ", -1);
 	screen_puts(s, 14, y, SLOT_SPARKLINE, trend, -1);
-	return detail_histogram(s, &r->c, y + 2);
+	y = detail_histogram(s, &r->c, y + 2);
+	y = detail_stacks(s, ui, r, y);
+	return detail_threads(s, ui, r, y);
 }
 
 /* The help page: every key binding and column; returns its height. */
@@ -279,10 +399,17 @@ static int help_page(struct screen *s, struct ui *ui)
 static void draw_page(struct screen *s, struct ui *ui, const char *title,
 		      int (*page)(struct screen *, struct ui *))
 {
-	struct screen *full = screen_new(s->w, PAGE_MAX_LINES);
+	struct screen *full = screen_new(s->w, PAGE_LINES);
 	int top = HEADER_LINES + 1, room = s->h - top - 1;
 	int height = page(full, ui);
 
+	if (height > full->h) {
+		screen_resize(full, s->w, height);
+		height = page(full, ui);
+	}
+	if (height > full->h)
+		height = full->h;
+	ui->page = room;	/* what PgUp and PgDn move by */
 	if (ui->scroll > height - room)
 		ui->scroll = height > room ? height - room : 0;
 	screen_fill(s, 0, HEADER_LINES, s->w, SLOT_COLUMN, L' ');
@@ -309,7 +436,7 @@ static void draw_status(struct screen *s, const struct ui *ui)
 	else
 		screen_puts(s, 0, y, SLOT_STATUS, ui->mode == UI_TABLE ?
 			    "q quit  h help  Enter details  </> sort  I invert  "
-			    "m coalesce  r reset  / filter  e export  Space pause" :
+			    "m coalesce  r reset  / filter  e export  f flame  w wrappers  Space pause" :
 			    "Esc back  Up/Down scroll  q quit", -1);
 }
 

@@ -531,8 +531,9 @@ static void exit_file(char *out, size_t size, const char *name)
 	snprintf(out, size, "%s/exit-%s", tmp, name);
 }
 
-/* Start qsptop on `wl_locks tui` in session name; env and args may be "". */
-static bool start_session(const char *name, const char *env, const char *args)
+/* Start qsptop on `wl_locks MODE` in session name; env and args may be "". */
+static bool start_mode(const char *name, const char *mode, const char *env,
+		       const char *args)
 {
 	static char cmd[16 * PATH_MAX];
 	char qdir[PATH_MAX + 8], qtop[PATH_MAX + 8], qwl[PATH_MAX + 8], qexp[PATH_MAX + 32], qexit[PATH_MAX + 32];
@@ -548,8 +549,9 @@ static bool start_session(const char *name, const char *env, const char *args)
 	exit_file(path, sizeof(path), name);
 	quoted(qexit, sizeof(qexit), path);
 	snprintf(cmd, sizeof(cmd), "cd %s && ESCDELAY=25 TERM=xterm-256color "
-		 "LANG=C.UTF-8 TMPDIR=%s %s %s %s -o count -d 0.2 -- %s tui %s; "
-		 "echo EXIT=$? > %s", qdir, qdir, env, qtop, args, qwl, qexp, qexit);
+		 "LANG=C.UTF-8 TMPDIR=%s %s %s %s -o count -d 0.2 -- %s %s %s; "
+		 "echo EXIT=$? > %s", qdir, qdir, env, qtop, args, qwl, mode, qexp,
+		 qexit);
 	snprintf(w, sizeof(w), "%d", WIDTH);
 	snprintf(h, sizeof(h), "%d", HEIGHT);
 	rc = tmux(NULL, "new-session", "-d", "-x", w, "-y", h, "-s", name, cmd, NULL);
@@ -564,6 +566,12 @@ static bool start_session(const char *name, const char *env, const char *args)
 	}
 	CHECK(rc == 0, "%s: tmux new-session: expected exit 0, got %d", name, rc);
 	return rc == 0;
+}
+
+/* Start qsptop on `wl_locks tui` in session name. */
+static bool start_session(const char *name, const char *env, const char *args)
+{
+	return start_mode(name, "tui", env, args);
 }
 
 /* Wait until the session's command has written its exit file. */
@@ -1377,6 +1385,54 @@ static void test_theme_options(void)
 	free(text);
 }
 
+/*
+ * 14: `wl_locks wrapper` under --wrapper app_lock: path_a and path_b are
+ * rows; w shows app_lock's row whole, whose details list the stacks of
+ * both paths and scroll under the header; w again splits it.
+ */
+static void test_wrapper_stacks(void)
+{
+	int first;
+
+	if (!start_mode("w", "wrapper", "", "--wrapper app_lock"))
+		return;
+	SEE("wrapper workload", "exited");
+	SEE("--wrapper app_lock: a row for path_a", "path_a+0x");
+	SEE("--wrapper app_lock: a row for path_b", "path_b+0x");
+	keys("w", NULL);
+	STATUS("w", "wrappers: shown");
+	GONE("w: the paths fold back into app_lock", "path_a+0x");
+	send_bytes(XTERM_HOME);
+	keys("Enter", NULL);
+	SEE("Enter on app_lock", "DETAILS (Esc: back)");
+	CHECK_SCREEN(strstr(screen, "mutex at app_lock+0x") && strstr(screen, "stack 1: wait ") &&
+		     strstr(screen, "path_a+0x") && strstr(screen, "(locks.c:"),
+		     "details of app_lock: expected \"stack 1: wait …\" with a frame "
+		     "\"path_a+0x… (locks.c:…)\"");
+	first = acquisitions_line();
+	keys("Down", NULL);
+	CHECK_SCREEN(wait_until(acquisitions_at, &(int){ first - 1 }, TIMEOUT_MS),
+		     "Down: expected \"acquisitions\" one line up, on %d, it is on %d",
+		     first - 1, acquisitions_line());
+	check_header_kept("stacks, Down", "DETAILS (Esc: back)");
+	keys("PageDown", NULL);
+	GONE("stacks, PgDn", "acquisitions ");
+	check_header_kept("stacks, PgDn", "DETAILS (Esc: back)");
+	send_bytes(XTERM_END);
+	SEE("stacks, End", "threads that waited");
+	SEE("stacks, End", "path_b+0x");
+	check_header_kept("stacks, End", "DETAILS (Esc: back)");
+	CHECK_SCREEN(screen_lines() == HEIGHT, "stacks, End: the screen keeps %d lines",
+		     HEIGHT);
+	keys("Escape", NULL);
+	SEE("Esc", "CALL SITE");
+	GONE("Esc", "DETAILS");
+	keys("w", NULL);
+	STATUS("w again", "wrappers: skipped (");
+	SEE("w again: path_a has its row again", "path_a+0x");
+	quit_session("wrapper session");
+}
+
 static void find_paths(void)
 {
 	char exe[PATH_MAX];
@@ -1438,6 +1494,7 @@ int main(void)
 		test_quit();
 	}
 	test_theme_options();
+	test_wrapper_stacks();
 
 	free(screen);
 	screen = NULL;

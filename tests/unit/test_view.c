@@ -12,6 +12,7 @@
 #include "../../tui/screen.h"
 #include "../../tui/ui.h"
 #include "../../tui/view.h"
+#include "../../tui/wrappers.h"
 #include "check.h"
 
 #define SEC 1000000000ull
@@ -49,9 +50,10 @@ static void tick(uint64_t seq)
 	app.client.last_tick_ns = t.monotonic_ns;
 }
 
-static char *export_name(struct ui *u)
+static char *export_name(struct ui *u, const char *ext)
 {
 	(void)u;
+	(void)ext;
 	return export_path;
 }
 
@@ -295,6 +297,152 @@ static void test_export(void)
 }
 
 /* Narrow screens drop columns; tiny ones say they are too small. */
+/* Stands for a lock wrapper: the code around 0x401000. */
+static bool test_is_wrapper(void *ctx, uint64_t address)
+{
+	(void)ctx;
+	return address >= 0x401000 && address < 0x402000;
+}
+
+/* The file the last export wrote, or NULL. */
+static char *read_export(void)
+{
+	FILE *f = fopen(export_path, "r");
+	char *text;
+	long n;
+
+	if (f == NULL)
+		return NULL;
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	rewind(f);
+	text = calloc(1, (size_t)n + 1);
+	if (fread(text, 1, (size_t)n, f) != (size_t)n)
+		text[0] = '\0';
+	fclose(f);
+	return text;
+}
+
+/*
+ * Row 0 (mutex at 0x401000 on 0x7000) waits through two stacks and once
+ * without one: stack 1 from 0x500000 (two threads), stack 2 from 0x600000.
+ */
+static void feed_stacks(void)
+{
+	static const struct proto_stack stacks[] = {
+		{ 1, 3, { 0x401000, 0x500010, 0x700000 } },
+		{ 2, 3, { 0x401000, 0x600010, 0x700000 } },
+	};
+	static const struct proto_stack_delta deltas[] = {
+		{ 0, 1, 101, 2, 60 * SEC / 100 },
+		{ 0, 1, 102, 1, 15 * SEC / 100 },
+		{ 0, 2, 101, 3, 20 * SEC / 100 },
+		{ 0, PROTO_NO_STACK, 103, 1, 5 * SEC / 100 },
+	};
+
+	for (size_t i = 0; i < sizeof(stacks) / sizeof(stacks[0]); i++)
+		CHECK(model_define_stack(app.model, &stacks[i]) == 0, "stack %zu defined", i);
+	add(0, 70, SEC);
+	for (size_t i = 0; i < sizeof(deltas) / sizeof(deltas[0]); i++)
+		model_apply_stack_delta(app.model, &deltas[i]);
+	tick(6);
+	ui_refresh(&ui);
+}
+
+/* Enter on row 0: its stacks, heaviest first, frames, the threads. */
+static void check_stack_details(void)
+{
+	int s1, s2;
+
+	ui_key(&ui, K_HOME);
+	ui_key(&ui, K_ENTER);
+	draw(120, 80);
+	s1 = find("stack 1: wait 750ms (75.0% of the row's stacked wait), count 3");
+	s2 = find("stack 2: wait 200ms (20.0% of the row's stacked wait), count 3");
+	CHECK_SCREEN(find("mutex at 0x401000") == 3, "the details of row 0");
+	CHECK_SCREEN(s1 > 0 && s2 > s1, "stacks heaviest first with wait, share, count");
+	CHECK_SCREEN(s1 > 0 && strstr(line(s1 + 1), "#0  0x401000 ?\? (?\?) [?\?]") &&
+		     strstr(line(s1 + 2), "#1  0x500010 ?\? (?\?) [?\?]") &&
+		     strstr(line(s1 + 3), "#2  0x700000"), "frames innermost first, ?? unknown");
+	CHECK_SCREEN(find("stack 3: wait 50.0ms (5.0% of") > s2 && find("not unwound") > s2,
+		     "the waits without a stack come last");
+	CHECK_SCREEN(find("threads that waited") > s2 && find("TID") > s2, "threads header");
+	CHECK_SCREEN(find("101      ?") > 0 && strstr(line(find("101      ?")), "800ms") &&
+		     strstr(line(find("101      ?")), " 5"), "thread 101: 800ms in 5 waits");
+	CHECK_SCREEN(find("102      ?") > find("101      ?") &&
+		     find("103      ?") > find("102      ?"), "threads heaviest first");
+	CHECK_SCREEN(find("wait histogram") > 0 && find("acquisitions") > 0,
+		     "numbers and histogram kept");
+}
+
+/* On a short screen the page scrolls under a header that stays. */
+static void check_stack_scroll(void)
+{
+	draw(120, 12);
+	ui_key(&ui, K_PGDN);
+	ui_key(&ui, K_PGDN);
+	draw(120, 12);
+	CHECK_SCREEN(strstr(line(1), "sort wait") && strstr(line(2), "DETAILS") &&
+		     find("acquisitions") < 0 && find("#") > 0,
+		     "PgDn: frames in sight, header kept");
+	ui_key(&ui, K_END);
+	draw(120, 12);
+	CHECK_SCREEN(find("103      ?") == 10, "End: the last thread on the last line");
+	ui_key(&ui, K_HOME);
+	draw(120, 12);
+	CHECK_SCREEN(find("acquisitions") > 0, "Home: back to the top");
+	ui_key(&ui, K_ESC);
+}
+
+/* f writes folded stacks, root first, the lock as the leaf. */
+static void check_folded(void)
+{
+	char *text;
+
+	snprintf(export_path, sizeof(export_path), "/tmp/qsptop-view-%d.folded",
+		 (int)getpid());
+	ui_key(&ui, 'f');
+	draw(120, 30);
+	CHECK_SCREEN(strstr(line(29), "wrote /tmp/qsptop-view-"), "f says where");
+	text = read_export();
+	CHECK(text && strstr(text, "0x700000;0x500010;0x401000;mutex@0x7000 750000000\n") &&
+	      strstr(text, "0x700000;0x600010;0x401000;mutex@0x7000 200000000\n") &&
+	      strstr(text, "0x401000;[not_unwound];mutex@0x7000 50000000\n"),
+	      "folded lines: got \"%s\"", text ? text : "(no file)");
+	free(text);
+	unlink(export_path);
+}
+
+/* w splits the wrapper's row by caller, and again shows it whole. */
+static void check_wrapper_toggle(void)
+{
+	app.query.is_wrapper = test_is_wrapper;
+	app.wrappers = wrappers_new(app.symbols);
+	wrappers_add(app.wrappers, "test_wrapper");
+	ui_key(&ui, 'w');
+	draw(120, 30);
+	CHECK_SCREEN(strstr(line(29), "wrappers: skipped (1 pattern)") &&
+		     find("0x500010") > 0 && find("0x600010") > 0,
+		     "w: rows at the callers 0x500010 and 0x600010");
+	ui_key(&ui, 'w');
+	draw(120, 30);
+	CHECK_SCREEN(strstr(line(29), "wrappers: shown") && find("0x500010") < 0,
+		     "w again: the wrapper's row whole");
+	app.query.is_wrapper = NULL;
+	wrappers_free(app.wrappers);
+	app.wrappers = NULL;
+}
+
+/* The detail screen shows what STACK and STACK_DELTA messages said. */
+static void test_stacks(void)
+{
+	feed_stacks();
+	check_stack_details();
+	check_stack_scroll();
+	check_folded();
+	check_wrapper_toggle();
+}
+
 static void test_sizes(void)
 {
 	draw(60, 15);
@@ -384,6 +532,7 @@ int main(void)
 	test_detail_and_help();
 	test_pause_and_reset();
 	test_export();
+	test_stacks();
 	test_sizes();
 	test_formatting();
 	test_screen_buffer();

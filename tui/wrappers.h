@@ -1,0 +1,44 @@
+/*
+ * Lock wrappers: functions that only pass a lock call on (a program's own
+ * my_lock(), libstdc++'s std::mutex::lock(), QEMU's qemu_mutex_lock_impl).
+ * Glob patterns (fnmatch) are matched against the demangled name of the
+ * function holding an address, with or without its "(args)" part, so that
+ * waits can be attributed to the first caller outside every wrapper.
+ */
+#ifndef QSPTOP_WRAPPERS_H
+#define QSPTOP_WRAPPERS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "symbols.h"
+
+struct wrappers;
+
+/* The built-in patterns, NULL-terminated (for --help and the README). */
+extern const char *const wrappers_builtin_globs[];
+
+/* An empty wrapper list resolving addresses through s. */
+struct wrappers *wrappers_new(struct symbols *s);
+void wrappers_free(struct wrappers *w);
+
+/* Add one glob pattern. */
+void wrappers_add(struct wrappers *w, const char *glob);
+
+/* Add the built-in patterns. */
+void wrappers_builtin(struct wrappers *w);
+
+/* How many patterns there are. */
+size_t wrappers_count(const struct wrappers *w);
+
+/* Whether a function name matches a pattern (demangled, args optional). */
+bool wrappers_name_matches(const struct wrappers *w, const char *name);
+
+/*
+ * Whether the return address lies in a wrapper function; w is a struct
+ * wrappers (the signature of model_query.is_wrapper). Cached per address.
+ */
+bool wrappers_match(void *w, uint64_t address);
+
+#endif

@@ -102,6 +102,8 @@ static void on_goodbye(void *ctx, const struct proto_goodbye *m)
 {
 	struct client *c = ctx;
 
+	if (m->reason == GOODBYE_EXIT)
+		model_fold_last_interval(c->model);
 	end(c, m->reason == GOODBYE_EXIT ? TARGET_EXITED : TARGET_LOST, NULL);
 }
 

@@ -228,6 +228,8 @@ void model_apply_stack_delta(struct model *m, const struct proto_stack_delta *d)
 /* Close the interval of one row; pos is the trend slot of this tick. */
 static void model_tick_row(struct model *m, struct row *row, size_t pos)
 {
+	row->prev_acq = row->last_acq;
+	row->prev_wait = row->last_wait;
 	row->last_acq = row->pending_acq;
 	row->last_wait = row->pending_wait;
 	row->trend[pos] = row->pending_wait;
@@ -238,6 +240,8 @@ static void model_tick_row(struct model *m, struct row *row, size_t pos)
 	for (uint32_t i = 0; i < row->n_se; i++) {
 		struct stack_entry *e = &row->se[i];
 
+		e->prev_count = e->last_count;
+		e->prev_wait = e->last_wait;
 		e->last_count = e->pending_count;
 		e->last_wait = e->pending_wait;
 		e->pending_count = 0;
@@ -249,6 +253,9 @@ void model_tick(struct model *m, const struct proto_tick *t)
 {
 	size_t pos = m->ticks % TREND_LEN;
 
+	m->prev_interval_s = m->interval_s;
+	m->prev_acq = m->last_acq;
+	m->prev_wait = m->last_wait;
 	m->interval_s = 0;
 	if (m->have_tick && t->monotonic_ns > m->last_tick_ns)
 		m->interval_s =
@@ -265,6 +272,38 @@ void model_tick(struct model *m, const struct proto_tick *t)
 	m->threads_live = t->threads_live;
 	m->dropped = t->dropped;
 	m->ticks++;
+}
+
+/* Merge the last interval of a row into the one before it. */
+static void fold_row(struct row *row, size_t last, size_t before)
+{
+	row->last_acq += row->prev_acq;
+	row->last_wait += row->prev_wait;
+	row->trend[before] += row->trend[last];
+	row->trend[last] = 0;
+	for (uint32_t i = 0; i < row->n_se; i++) {
+		row->se[i].last_count += row->se[i].prev_count;
+		row->se[i].last_wait += row->se[i].prev_wait;
+	}
+}
+
+/*
+ * The collector's exit flush closes an interval of a few milliseconds, in
+ * which waits that end make absurd rates: it joins the interval before.
+ */
+void model_fold_last_interval(struct model *m)
+{
+	if (m->ticks < 2)
+		return;
+	for (size_t i = 0; i < m->cap; i++) {
+		if (m->rows[i].defined)
+			fold_row(&m->rows[i], (m->ticks - 1) % TREND_LEN,
+				 (m->ticks - 2) % TREND_LEN);
+	}
+	m->interval_s += m->prev_interval_s;
+	m->last_acq += m->prev_acq;
+	m->last_wait += m->prev_wait;
+	m->ticks--;
 }
 
 void model_set_origin(struct model *m, uint64_t monotonic_ns)

@@ -118,6 +118,9 @@ void model_apply_delta(struct model *m, const struct proto_delta *d);
 /* Close an interval: what arrived since the last tick becomes the rate. */
 void model_tick(struct model *m, const struct proto_tick *t);
 
+/* The last interval was cut short (the exit flush): join it to the one before. */
+void model_fold_last_interval(struct model *m);
+
 /* When counting began (collector clock): the first interval starts there. */
 void model_set_origin(struct model *m, uint64_t monotonic_ns);
 

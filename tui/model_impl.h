@@ -35,6 +35,8 @@ struct stack_entry {
 	uint64_t pending_wait;
 	uint64_t last_count;	/* the last closed interval */
 	uint64_t last_wait;
+	uint64_t prev_count;	/* the interval before it */
+	uint64_t prev_wait;
 };
 
 struct row {
@@ -49,6 +51,8 @@ struct row {
 	uint64_t pending_wait;
 	uint64_t last_acq;	/* the last closed interval */
 	uint64_t last_wait;
+	uint64_t prev_acq;	/* the interval before it */
+	uint64_t prev_wait;
 	uint64_t trend[TREND_LEN]; /* ring, next slot is ticks % TREND_LEN */
 	struct stack_entry *se;	/* in order of arrival */
 	uint32_t n_se;
@@ -78,8 +82,11 @@ struct model {
 	bool have_tick;
 	uint64_t last_tick_ns;
 	double interval_s;	/* 0 until two ticks have been seen */
+	double prev_interval_s;	/* the interval before the last */
 	uint64_t last_acq;	/* all rows, last interval */
 	uint64_t last_wait;
+	uint64_t prev_acq;
+	uint64_t prev_wait;
 	uint32_t threads_seen;
 	uint32_t threads_live;
 	uint64_t dropped;

@@ -1317,8 +1317,50 @@ static void test_stack_many(void)
 	model_free(m);
 }
 
+/* The exit flush's few milliseconds join the interval before them. */
+static void test_fold_last_interval(void)
+{
+	struct model *m = model_new();
+	struct proto_row r = { .id = 0, .type = LOCK_MUTEX, .site = 0x10, .object = 0x20 };
+	struct proto_stack_delta sd = { .row = 0, .stack = PROTO_NO_STACK, .tid = 1,
+					.count = 1, .wait_ns = 300000000 };
+	struct model_query q = { .sort = SORT_WAIT };
+	struct proto_delta d = { .row = 0, .acquisitions = 10, .wait_ns = 100000000 };
+	struct proto_tick t = { .monotonic_ns = 1000000000 };
+	struct model_stats st;
+	struct view_row *v;
+
+	model_define_row(m, &r);
+	model_set_origin(m, 0);
+	model_apply_delta(m, &d);
+	model_tick(m, &t);			/* 1 s: 100 ms waited */
+	d.acquisitions = 1;
+	d.wait_ns = 300000000;			/* a 300 ms wait ends in the flush */
+	model_apply_delta(m, &d);
+	model_apply_stack_delta(m, &sd);
+	t.monotonic_ns = 1005000000;
+	model_tick(m, &t);			/* 5 ms later: the exit flush */
+	model_stats(m, &st);
+	CHECK(st.wait_per_s > 50e9, "before folding the rate is absurd: %g", st.wait_per_s);
+	model_fold_last_interval(m);
+	model_stats(m, &st);
+	CHECK(st.interval_s > 1.004 && st.interval_s < 1.006,
+	      "folded interval: expected 1.005 s, got %g", st.interval_s);
+	CHECK(st.wait_per_s > 0.39e9 && st.wait_per_s < 0.40e9,
+	      "folded rate: expected 400 ms over 1.005 s, got %g", st.wait_per_s);
+	CHECK(model_view(m, &q, &v) == 1 && v[0].trend[TREND_LEN - 1] == 400000000 &&
+	      v[0].trend[TREND_LEN - 2] == 0 && v[0].acq_per_s > 10.9 && v[0].acq_per_s < 11,
+	      "folded row: trend %" PRIu64 ", acq/s %g", v[0].trend[TREND_LEN - 1], v[0].acq_per_s);
+	free(v);
+	model_fold_last_interval(m);	/* fewer than two intervals left: no-op */
+	model_stats(m, &st);
+	CHECK(st.interval_s > 1.004 && st.interval_s < 1.006, "second fold is a no-op");
+	model_free(m);
+}
+
 int main(void)
 {
+	test_fold_last_interval();
 	test_accumulate();
 	test_unknown_row();
 	test_bad_id();

@@ -7,6 +7,8 @@
  * counts are exact and a dead qsptop never hangs the program.
  */
 #include <dlfcn.h>
+#define UNW_LOCAL_ONLY
+#include <libunwind.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -14,6 +16,7 @@
 
 #include "collector.h"
 #include "hooks.h"
+#include "modules.h"
 #include "server.h"
 #include "table.h"
 
@@ -123,11 +126,21 @@ static void on_fork_child(void)
 	__atomic_store_n(&thread_state, THREAD_NONE, __ATOMIC_RELEASE);
 }
 
+/* Calls libunwind makes on its own (thread-exit caches) are not the host's. */
+static void ignore_own_libraries(void)
+{
+	uint64_t lo, hi;
+
+	if (modules_extent((const void *)unw_backtrace, &lo, &hi) == 0)
+		table_ignore_range(lo, hi);
+}
+
 __attribute__((constructor)) static void collector_init(void)
 {
 	if (hooks_resolve() < 0)
 		return;
 	table_init();
+	ignore_own_libraries();
 	launch_fd = take_launch_fd();
 	strip_preload();
 	pthread_atfork(NULL, NULL, on_fork_child);

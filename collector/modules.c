@@ -1,5 +1,6 @@
 /* Listing loaded modules with their load bias and GNU build id. */
 #include <elf.h>
+#include <stdint.h>
 #include <link.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,6 +88,46 @@ static int read_adds(struct dl_phdr_info *info, size_t size, void *arg)
 	if (size >= offsetof(struct dl_phdr_info, dlpi_subs))
 		*(unsigned long long *)arg = info->dlpi_adds;
 	return 1;
+}
+
+/* What modules_extent() looks for, and what it found. */
+struct extent_query {
+	uint64_t addr;
+	uint64_t lo, hi;
+	int found;
+};
+
+static int find_extent(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct extent_query *q = arg;
+	uint64_t lo = UINT64_MAX, hi = 0;
+
+	(void)size;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uint64_t start = info->dlpi_addr + ph->p_vaddr;
+
+		if (ph->p_type != PT_LOAD)
+			continue;
+		lo = start < lo ? start : lo;
+		hi = start + ph->p_memsz > hi ? start + ph->p_memsz : hi;
+	}
+	if (q->addr < lo || q->addr >= hi)
+		return 0;
+	q->lo = lo;
+	q->hi = hi;
+	q->found = 1;
+	return 1;
+}
+
+int modules_extent(const void *addr, uint64_t *lo, uint64_t *hi)
+{
+	struct extent_query q = { .addr = (uint64_t)(uintptr_t)addr };
+
+	dl_iterate_phdr(find_extent, &q);
+	*lo = q.lo;
+	*hi = q.hi;
+	return q.found ? 0 : -1;
 }
 
 size_t modules_refresh(struct modules *ms)

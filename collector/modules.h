@@ -18,6 +18,9 @@ struct modules {
  */
 size_t modules_refresh(struct modules *ms);
 
+/* The address range of the module holding addr; -1 if none does. */
+int modules_extent(const void *addr, uint64_t *lo, uint64_t *hi);
+
 /* Release the memory of ms. */
 void modules_free(struct modules *ms);
 

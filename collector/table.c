@@ -14,6 +14,7 @@ uint32_t table_epoch;
 static struct thread_table *table_head;
 static uint32_t threads_seen;
 static uint64_t claim_failures;
+static uint64_t ignore_lo, ignore_len;
 static pthread_key_t exit_key;
 static int exit_key_ok;
 
@@ -72,16 +73,32 @@ static struct thread_table *map_new(void)
 	return t;
 }
 
+void table_ignore_range(uint64_t lo, uint64_t hi)
+{
+	ignore_lo = lo;
+	ignore_len = hi > lo ? hi - lo : 0;
+}
+
+/* Whether a call site is in the collector's own libraries. */
+static int ignored(uint64_t site)
+{
+	return site - ignore_lo < ignore_len;
+}
+
 /*
  * The first lock call of a thread lands here. It may run inside a lock
  * wrapper, so it uses nothing that takes a lock we hook, and keeps errno.
  */
-struct thread_table *table_claim(void)
+struct thread_table *table_claim(uint64_t site)
 {
 	struct thread_table *t;
 	int saved_errno = errno;
 
-	if (!collector_recording()) {
+	/*
+	 * libunwind locks in its thread-exit destructor, after ours released
+	 * the table: that must not claim a table, nor show as a row.
+	 */
+	if (!collector_recording() || ignored(site)) {
 		errno = saved_errno;
 		return TABLE_OFF;
 	}
@@ -127,6 +144,8 @@ struct entry *table_insert(struct thread_table *t, uint64_t site,
 {
 	uint32_t i;
 
+	if (ignored(site))
+		return NULL;
 	if (site == 0 || t->used >= TABLE_SLOTS - 1) {
 		table_add(&t->dropped, 1);
 		return NULL;

@@ -115,7 +115,10 @@ struct entry *table_insert(struct thread_table *t, uint64_t site,
 			   uint64_t object, uint32_t type);
 
 /* Claim a table for the calling thread; TABLE_OFF when it must not record. */
-struct thread_table *table_claim(void);
+struct thread_table *table_claim(uint64_t site);
+
+/* Calls from [lo, hi) (the collector's own libraries) are never recorded. */
+void table_ignore_range(uint64_t lo, uint64_t hi);
 
 /* The calling thread's entry for a key, or NULL when it cannot record. */
 static inline struct entry *table_find(uint64_t site, uint64_t object,
@@ -125,7 +128,7 @@ static inline struct entry *table_find(uint64_t site, uint64_t object,
 	uint32_t i;
 
 	if (__builtin_expect((uintptr_t)t <= (uintptr_t)TABLE_OFF, 0)) {
-		if (t == TABLE_OFF || (t = table_claim()) == TABLE_OFF)
+		if (t == TABLE_OFF || (t = table_claim(site)) == TABLE_OFF)
 			return 0;
 	}
 	i = table_slot_hash(site, object, type);

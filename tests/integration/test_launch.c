@@ -265,10 +265,23 @@ static void check_expectations(const char *mode, const cJSON *snap,
 	CHECK(lines > 0, "%s: the workload wrote its expectations", mode);
 }
 
+/* The collector's own locks (libunwind's included) never show as rows. */
+static void check_no_own_rows(const char *mode, const cJSON *snap)
+{
+	const cJSON *row;
+
+	cJSON_ArrayForEach(row, cJSON_GetObjectItem(snap, "rows")) {
+		const char *module = str_field(cJSON_GetObjectItem(row, "site"), "module");
+
+		CHECK(!module || (!strstr(module, "libunwind") && !strstr(module, "libqsptop")),
+		      "%s: a row from the collector's own library %s", mode, module);
+	}
+}
+
 static void test_exact_counts(void)
 {
 	static const char *const modes[] = { "mutex", "rwlock", "spin", "trylock",
-		"cond", "block", "timed", "churn", "fork", "variants" };
+		"cond", "block", "timed", "churn", "fork", "variants", "wrapper" };
 
 	for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
 		char *expect = tmp_path("expect");
@@ -281,6 +294,7 @@ static void test_exact_counts(void)
 			CHECK_STR(str_field(snap, "state"), "exited");
 			CHECK(num_field(snap, "dropped") == 0, "%s: nothing dropped", modes[i]);
 			check_expectations(modes[i], snap, expect);
+			check_no_own_rows(modes[i], snap);
 		}
 		cJSON_Delete(snap);
 		run_free(&r);

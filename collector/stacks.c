@@ -76,7 +76,10 @@ static int reserve(void **v, uint32_t *cap, uint32_t n, size_t size)
 	return 1;
 }
 
-/* The global id of a thread's stack, defined when new; UINT32_MAX if full. */
+/* A stack that could not get a global id (the table of stacks is full). */
+#define NO_GLOBAL_ID 0xfffffffeu
+
+/* The global id of a thread's stack, defined when new; NO_GLOBAL_ID if full. */
 static uint32_t global_id(struct stacks *ss, const struct thread_stack *s,
 			  uint32_t depth)
 {
@@ -85,7 +88,7 @@ static uint32_t global_id(struct stacks *ss, const struct thread_stack *s,
 	if ((ss->ndefs + 1) * 2 > ss->def_index_cap &&
 	    !rebuild_index(&ss->def_index, &ss->def_index_cap, ss->ndefs,
 			   def_hash_of, ss))
-		return UINT32_MAX;
+		return NO_GLOBAL_ID;
 	i = def_hash(s->frames, depth) & (ss->def_index_cap - 1);
 	for (;; i = (i + 1) & (ss->def_index_cap - 1)) {
 		k = ss->def_index[i];
@@ -97,7 +100,7 @@ static uint32_t global_id(struct stacks *ss, const struct thread_stack *s,
 	}
 	if (ss->ndefs >= STACKS_MAX ||
 	    !reserve((void **)&ss->defs, &ss->defs_cap, ss->ndefs, sizeof(*ss->defs)))
-		return UINT32_MAX;
+		return NO_GLOBAL_ID;
 	k = ss->ndefs++;
 	ss->defs[k].id = k;
 	ss->defs[k].depth = (uint8_t)depth;
@@ -144,18 +147,25 @@ void stacks_begin_scan(struct stacks *ss)
 	}
 }
 
-/* The global id of stack index idx of t (cached in t->stack_gid). */
+/*
+ * The global id of stack index idx of t (cached in t->stack_gid):
+ * PROTO_NO_STACK for waits recorded without a stack, NO_GLOBAL_ID when
+ * the stack cannot be had.
+ */
 static uint32_t stack_of(struct stacks *ss, struct thread_table *t, uint32_t idx)
 {
-	uint32_t depth;
+	uint32_t depth, gid;
 
 	if (idx >= TABLE_STACKS)
 		return PROTO_NO_STACK;
 	if (t->stack_gid[idx] == 0) {
 		depth = __atomic_load_n(&t->stacks[idx].depth, __ATOMIC_ACQUIRE);
 		if (depth == 0 || depth > PROTO_STACK_DEPTH)
-			return UINT32_MAX;
-		t->stack_gid[idx] = global_id(ss, &t->stacks[idx], depth) + 1;
+			return NO_GLOBAL_ID;
+		gid = global_id(ss, &t->stacks[idx], depth);
+		if (gid == NO_GLOBAL_ID)
+			return NO_GLOBAL_ID;
+		t->stack_gid[idx] = gid + 1;
 	}
 	return t->stack_gid[idx] - 1;
 }
@@ -175,7 +185,7 @@ void stacks_scan_table(struct stacks *ss, struct thread_table *t,
 		if (key == 0 || slot >= TABLE_SLOTS || (row = slot_row[slot]) == UINT32_MAX)
 			continue;
 		stack = stack_of(ss, t, key & 0xff);
-		sr = stack == UINT32_MAX ? NULL : row_for(ss, row, stack, t->tid);
+		sr = stack == NO_GLOBAL_ID ? NULL : row_for(ss, row, stack, t->tid);
 		if (sr == NULL)
 			continue;	/* the row's totals stay exact */
 		sr->count += count;

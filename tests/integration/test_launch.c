@@ -265,6 +265,30 @@ static void check_expectations(const char *mode, const cJSON *snap,
 	CHECK(lines > 0, "%s: the workload wrote its expectations", mode);
 }
 
+/*
+ * Every contended wait is in a row's stacks, unwound or counted without a
+ * stack: their counts sum to the row's contended count and their waits to
+ * its wait (timed-out waits are in both, though not acquisitions).
+ */
+static void check_stack_sums(const char *mode, const cJSON *snap, int *sampled)
+{
+	const cJSON *row, *st;
+
+	cJSON_ArrayForEach(row, cJSON_GetObjectItem(snap, "rows")) {
+		double count = 0, wait = 0;
+
+		cJSON_ArrayForEach(st, cJSON_GetObjectItem(row, "stacks")) {
+			count += num_field(st, "count");
+			wait += num_field(st, "wait_ns");
+			*sampled += cJSON_IsTrue(cJSON_GetObjectItem(st, "sampled"));
+		}
+		CHECK(count == num_field(row, "contended") && wait == num_field(row, "wait_ns"),
+		      "%s: %s's stacks sum to %.0f waits and %.0f ns, the row has %.0f and %.0f",
+		      mode, str_field(cJSON_GetObjectItem(row, "site"), "symbol"), count, wait,
+		      num_field(row, "contended"), num_field(row, "wait_ns"));
+	}
+}
+
 /* The collector's own locks (libunwind's included) never show as rows. */
 static void check_no_own_rows(const char *mode, const cJSON *snap)
 {
@@ -280,6 +304,8 @@ static void check_no_own_rows(const char *mode, const cJSON *snap)
 
 static void test_exact_counts(void)
 {
+	int sampled = 0;
+
 	static const char *const modes[] = { "mutex", "rwlock", "spin", "trylock",
 		"cond", "block", "timed", "churn", "fork", "variants", "wrapper" };
 
@@ -295,10 +321,13 @@ static void test_exact_counts(void)
 			CHECK(num_field(snap, "dropped") == 0, "%s: nothing dropped", modes[i]);
 			check_expectations(modes[i], snap, expect);
 			check_no_own_rows(modes[i], snap);
+			check_stack_sums(modes[i], snap, &sampled);
 		}
 		cJSON_Delete(snap);
 		run_free(&r);
 	}
+	/* The mutex mode contends far more than 64 times a thread an interval. */
+	CHECK(sampled > 0, "some waits were counted without a stack (sampled)");
 }
 
 /* A site resolves to its function, the workload's file and the call's line. */

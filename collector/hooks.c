@@ -119,6 +119,7 @@ static void note_max(struct entry *e, uint64_t ns)
 
 /* A blocking call in progress: where it will be counted, and since when. */
 struct wait {
+	struct thread_table *table;
 	struct entry *entry;
 	struct stack_use *use;
 	uint64_t t0;
@@ -135,7 +136,8 @@ static void wait_begin(struct wait *w, uint64_t site, const void *obj,
 	int saved_errno = errno;
 
 	w->entry = table_find(site, (uintptr_t)obj, type);
-	w->use = w->entry ? unwind_use(tls_table, w->entry, site) : NULL;
+	w->table = tls_table;
+	w->use = w->entry ? unwind_use(w->table, w->entry, site) : NULL;
 	errno = saved_errno;
 	w->t0 = now_ns();
 }
@@ -166,6 +168,7 @@ static void wait_end(const struct wait *w, int rc)
 		table_add(&w->use->count, (uint64_t)acquired);
 		table_add(&w->use->wait_ns, ns);
 	}
+	unwind_earn(w->table, ns);
 }
 
 /* A try result that ends the call: acquired, or an error other than busy. */

@@ -188,6 +188,7 @@ void table_recycle(struct thread_table *t)
 	t->nstacks = 0;
 	t->nuses = 0;
 	t->unwinds = 0;
+	t->unwind_credit_ns = 0;
 	t->dropped = 0;
 	__atomic_store_n(&t->state, TABLE_FREE, __ATOMIC_RELEASE);
 }

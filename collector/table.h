@@ -67,6 +67,7 @@ struct thread_table {
 	uint32_t nuses;			/* uses in use_order[] */
 	uint32_t unwind_epoch;		/* budget of unwinds, per epoch */
 	uint32_t unwinds;
+	uint64_t unwind_credit_ns;	/* see unwind.h */
 	uint16_t order[TABLE_SLOTS];	/* slots in use, in insertion order */
 	uint16_t use_order[TABLE_USES];
 	struct entry slots[TABLE_SLOTS];

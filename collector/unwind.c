@@ -90,7 +90,7 @@ static struct stack_use *use_for(struct thread_table *t, uint32_t slot,
 	return &t->uses[i];
 }
 
-/* Whether this thread may still unwind in the collector's current epoch. */
+/* Whether this thread may unwind now: its base for the epoch, or credit. */
 static int budget_left(struct thread_table *t)
 {
 	uint32_t epoch = __atomic_load_n(&table_epoch, __ATOMIC_RELAXED);
@@ -99,7 +99,15 @@ static int budget_left(struct thread_table *t)
 		t->unwind_epoch = epoch;
 		t->unwinds = 0;
 	}
-	return t->unwinds++ < UNWIND_BUDGET;
+	if (t->unwinds < UNWIND_BASE) {
+		t->unwinds++;
+		return 1;
+	}
+	if (t->unwind_credit_ns >= UNWIND_COST_NS) {
+		t->unwind_credit_ns -= UNWIND_COST_NS;
+		return 1;
+	}
+	return 0;
 }
 
 struct stack_use *unwind_use(struct thread_table *t, struct entry *e,

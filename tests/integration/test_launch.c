@@ -994,6 +994,24 @@ static void test_connect_to_preloaded(void)
 	cJSON_Delete(snap);
 	run_free(&r);
 
+	/* Two clients at once: each gets its own, complete view. */
+	{
+		char *j1 = tmp_path("two1.json"), *j2 = tmp_path("two2.json");
+		char *a1[] = { qsptop, "-b", "-d", "0.1", "-n", "3", "-j", j1, "-p", pidstr, NULL };
+		char *a2[] = { qsptop, "-b", "-d", "0.1", "-n", "3", "-j", j2, "-p", pidstr, NULL };
+		pid_t q1 = start(a1, tmp_path("two1.out"), tmp_path("two1.err"));
+		pid_t q2 = start(a2, tmp_path("two2.out"), tmp_path("two2.err"));
+		int s1 = wait_status(q1, 20), s2 = wait_status(q2, 20);
+		cJSON *k1 = load_json(j1), *k2 = load_json(j2);
+
+		CHECK(s1 == 0 && s2 == 0, "two clients at once: exits %d and %d", s1, s2);
+		CHECK(sum_rows(k1, "site_mutex_a", "mutex").acq == 1000 &&
+		      sum_rows(k2, "site_mutex_a", "mutex").acq == 1000,
+		      "two clients at once: each sees all 1000 acquisitions");
+		cJSON_Delete(k1);
+		cJSON_Delete(k2);
+	}
+
 	/* The collector vanishes under a connected qsptop. */
 	unlink(json);
 	{

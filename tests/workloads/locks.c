@@ -15,6 +15,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/epoll.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -651,6 +653,91 @@ static void mode_wrapper(void)
 	fprintf(expect, "contended path_b 1 90000000\n");
 }
 
+/*
+ * --- busy: for attaching to a running process. Two workers lock forever,
+ * one thread sits in epoll_wait, one in a condvar wait, main in nanosleep.
+ * SIGTERM makes every thread finish; the workload then checks that each
+ * worker's private count matches the shared one and exits 0.
+ */
+static volatile sig_atomic_t busy_stop;
+static long busy_counts[2];
+
+static void __attribute__((noinline)) site_busy(void)
+{
+	pthread_mutex_lock(&mutex_a); /* site:busy */
+	shared++;
+	pthread_mutex_unlock(&mutex_a);
+}
+
+static void *busy_worker(void *arg)
+{
+	long me = (long)arg;
+
+	while (!busy_stop) {
+		for (int i = 0; i < 100; i++, busy_counts[me]++)
+			site_busy();
+		sleep_ms(1);
+	}
+	return arg;
+}
+
+static void *busy_epoll(void *arg)
+{
+	struct epoll_event ev;
+	int ep = epoll_create1(0);
+
+	while (!busy_stop)
+		epoll_wait(ep, &ev, 1, 100);
+	close(ep);
+	return arg;
+}
+
+static void *busy_cond(void *arg)
+{
+	struct timespec abs;
+
+	pthread_mutex_lock(&mutex_b);
+	while (!busy_stop) {
+		clock_gettime(CLOCK_REALTIME, &abs);
+		abs.tv_sec += 1;
+		pthread_cond_timedwait(&cond, &mutex_b, &abs);
+	}
+	pthread_mutex_unlock(&mutex_b);
+	return arg;
+}
+
+static void on_term(int sig)
+{
+	(void)sig;
+	busy_stop = 1;
+}
+
+static void mode_busy(void)
+{
+	pthread_t t[4];
+
+	signal(SIGTERM, on_term);
+	pthread_create(&t[0], NULL, busy_worker, (void *)0L);
+	pthread_create(&t[1], NULL, busy_worker, (void *)1L);
+	pthread_create(&t[2], NULL, busy_epoll, NULL);
+	pthread_create(&t[3], NULL, busy_cond, NULL);
+	fclose(expect);
+	expect = NULL;
+	while (!busy_stop)
+		sleep_ms(50);
+	pthread_mutex_lock(&mutex_b);
+	pthread_cond_broadcast(&cond);
+	pthread_mutex_unlock(&mutex_b);
+	for (int i = 0; i < 4; i++)
+		pthread_join(t[i], NULL);
+	if (shared != busy_counts[0] + busy_counts[1]) {
+		fprintf(stderr, "busy: lost updates: %ld != %ld\n", (long)shared,
+			busy_counts[0] + busy_counts[1]);
+		exit(1);
+	}
+	exit(0);
+}
+
 /* --- idle: lock a little, then sleep until killed (for -p tests) --- */
 static void mode_idle(void)
 {
@@ -673,7 +760,7 @@ static const struct {
 	{ "status", mode_status }, { "idle", mode_idle },
 	{ "closefds", mode_closefds }, { "manyrows", mode_manyrows },
 	{ "variants", mode_variants }, { "tui", mode_tui },
-	{ "wrapper", mode_wrapper },
+	{ "wrapper", mode_wrapper }, { "busy", mode_busy },
 };
 
 int main(int argc, char **argv)

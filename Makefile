@@ -49,7 +49,9 @@ DEPS_STAMP    := $(BUILD)/.deps-ok
 # The unit tests again, under AddressSanitizer and UBSan.
 SANITIZE      := -fsanitize=address,undefined -fno-sanitize-recover=all \
 		 -fno-omit-frame-pointer
-ASAN_BIN      := $(patsubst tests/unit/%.c,$(BUILD)/asan/%,$(UNIT_SRC))
+ASAN_BIN      := $(patsubst tests/unit/%.c,$(BUILD)/asan/%,$(filter-out tests/unit/test_unwind.c,$(UNIT_SRC)))
+# The library's own copy of common/, with hidden symbols like the rest of it.
+LIB_COMMON_OBJ := $(patsubst %.c,$(BUILD)/obj/lib/%.o,$(COMMON_SRC))
 
 .PHONY: all check demo install clean deps
 all: $(BUILD)/qsptop $(BUILD)/libqsptop.so
@@ -88,7 +90,10 @@ $(BUILD)/obj/%.o: %.c | $(DEPS_STAMP)
 # The collector lives in someone else's process: hidden symbols except the
 # hooks, initial-exec TLS (it may be dlopen'ed), no dependency on our TUI.
 $(BUILD)/obj/collector/%.o: ALL_CFLAGS += -fvisibility=hidden -ftls-model=initial-exec
-$(BUILD)/libqsptop.so: $(COLLECTOR_OBJ) $(COMMON_OBJ)
+$(BUILD)/obj/lib/%.o: %.c | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -fvisibility=hidden $(PKG_CFLAGS) -MMD -MP -c $< -o $@
+$(BUILD)/libqsptop.so: $(COLLECTOR_OBJ) $(LIB_COMMON_OBJ)
 	$(CC) -shared -Wl,-z,now -Wl,-z,relro -o $@ $^ -ldl -lpthread \
 		$(shell pkg-config --libs libunwind)
 
@@ -116,6 +121,14 @@ $(BUILD)/tests/%: tests/integration/%.c $(COMMON_OBJ) | $(DEPS_STAMP)
 $(BUILD)/asan/%: tests/unit/%.c $(TUI_LIB_SRC) $(COMMON_SRC) | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(SANITIZE) $(PKG_CFLAGS) -o $@ $^ $(PKG_LIBS) -lm -lstdc++
+
+# The collector's own unit tests link its sources, not the front end's.
+$(BUILD)/tests/test_unwind: tests/unit/test_unwind.c collector/unwind.c collector/table.c | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(PKG_CFLAGS) -o $@ $^ $(shell pkg-config --libs libunwind) -lpthread
+
+# test_inject includes tui/inject.c to reach its test hooks.
+$(BUILD)/tests/test_inject: tui/inject.c tui/inject.h
 
 check: all $(UNIT_BIN) $(ASAN_BIN) $(WORKLOAD_BIN) $(INTEG_BIN)
 	@tests/run $(BUILD)

@@ -2,7 +2,9 @@
  * Start-up, fork and exit of the collector.
  *
  * The constructor resolves the real functions, starts the collector thread
- * and returns: it runs under the loader lock and must not wait. At exit the
+ * and returns: it runs under the loader lock and must not wait. Injected
+ * (dlopen'ed by qsptop -p), it does no more: the collector thread patches
+ * the GOT slots that send callers to the hooks (got.c). At exit the
  * destructor asks the thread for a final flush, with a bounded wait, so the
  * counts are exact and a dead qsptop never hangs the program.
  */
@@ -24,13 +26,19 @@
 
 enum thread_state { THREAD_NONE, THREAD_STARTING, THREAD_RUNNING, THREAD_FAILED };
 
-static int recording;
+int collector_recording_flag;
 static int thread_state;
 static int launch_fd = -1;
+static bool injected;
 
-bool collector_recording(void)
+void collector_set_recording(bool on)
 {
-	return __atomic_load_n(&recording, __ATOMIC_RELAXED);
+	__atomic_store_n(&collector_recording_flag, on, __ATOMIC_RELEASE);
+}
+
+bool collector_injected(void)
+{
+	return injected;
 }
 
 /* Create the collector thread with every signal blocked: the host's
@@ -135,16 +143,34 @@ static void ignore_own_libraries(void)
 		table_ignore_range(lo, hi);
 }
 
+/*
+ * Patched GOT slots point into this library: it must outlive any dlclose
+ * of the handle that loaded it (threads may also be parked in a hook).
+ */
+static void pin_self(void)
+{
+	Dl_info self;
+
+	if (dladdr((void *)pin_self, &self) && self.dli_fname)
+		dlopen(self.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
+}
+
 __attribute__((constructor)) static void collector_init(void)
 {
+	injected = !hooks_interposed();
 	if (hooks_resolve() < 0)
 		return;
 	table_init();
 	ignore_own_libraries();
-	launch_fd = take_launch_fd();
-	strip_preload();
+	if (injected) {
+		/* Other threads run: the environment is not ours to touch. */
+		pin_self();
+	} else {
+		launch_fd = take_launch_fd();
+		strip_preload();
+	}
 	pthread_atfork(NULL, NULL, on_fork_child);
-	__atomic_store_n(&recording, 1, __ATOMIC_RELEASE);
+	collector_set_recording(true);
 	collector_thread_started();
 }
 

@@ -4,8 +4,23 @@
 
 #include <stdbool.h>
 
-/* Whether threads may start recording. */
-bool collector_recording(void);
+/* Nonzero while hooks record; read through collector_recording(). */
+extern int collector_recording_flag;
+
+/* Whether threads may record (read on every hooked call). */
+static inline bool collector_recording(void)
+{
+	return __atomic_load_n(&collector_recording_flag, __ATOMIC_RELAXED);
+}
+
+/* Let hooks record, or make them pass every call straight through. */
+void collector_set_recording(bool on);
+
+/*
+ * Whether we were dlopen'ed into a running process (qsptop -p injected
+ * us) rather than preloaded: then only patched GOT slots reach the hooks.
+ */
+bool collector_injected(void);
 
 /* Start the collector thread unless it runs (forked children start lazily). */
 void collector_thread_started(void);

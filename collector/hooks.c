@@ -5,13 +5,20 @@
  * work is one counter bump in the calling thread's own table: no clock, no
  * syscall, no allocation, no write another thread makes. Only a busy lock
  * pays for two clock reads and the wait bookkeeping.
+ *
+ * Preloaded, the dynamic linker binds callers to these functions by name.
+ * Dlopen'ed into a running process, got.c points callers' GOT slots at
+ * them instead; after a detach, callers that still arrive (function
+ * pointers copied while attached, threads parked in a wait) pass through.
  */
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stddef.h>
+#include <string.h>
 #include <time.h>
 
+#include "collector.h"
 #include "hooks.h"
 #include "table.h"
 #include "unwind.h"
@@ -21,54 +28,6 @@
 #define unlikely(x) __builtin_expect(!!(x), 0)
 
 struct real_functions real;
-
-/* One entry of the table of hooked functions; resolved by hooks_resolve(). */
-struct hooked {
-	const char *name;
-	const char *version;	/* NULL: the default version */
-	void **slot;
-};
-
-#define HOOK(field, name, version) { name, version, (void **)&real.field }
-static const struct hooked hooked[] = {
-	HOOK(mutex_lock, "pthread_mutex_lock", NULL),
-	HOOK(mutex_trylock, "pthread_mutex_trylock", NULL),
-	HOOK(mutex_timedlock, "pthread_mutex_timedlock", NULL),
-	HOOK(mutex_clocklock, "pthread_mutex_clocklock", NULL),
-	HOOK(rwlock_rdlock, "pthread_rwlock_rdlock", NULL),
-	HOOK(rwlock_wrlock, "pthread_rwlock_wrlock", NULL),
-	HOOK(rwlock_tryrdlock, "pthread_rwlock_tryrdlock", NULL),
-	HOOK(rwlock_trywrlock, "pthread_rwlock_trywrlock", NULL),
-	HOOK(rwlock_timedrdlock, "pthread_rwlock_timedrdlock", NULL),
-	HOOK(rwlock_timedwrlock, "pthread_rwlock_timedwrlock", NULL),
-	HOOK(rwlock_clockrdlock, "pthread_rwlock_clockrdlock", NULL),
-	HOOK(rwlock_clockwrlock, "pthread_rwlock_clockwrlock", NULL),
-	HOOK(spin_lock, "pthread_spin_lock", NULL),
-	HOOK(spin_trylock, "pthread_spin_trylock", NULL),
-	/*
-	 * Plain dlsym may hand back the pre-2.3.2 condvar ABI; every caller a
-	 * modern toolchain links binds the 2.3.2 one.
-	 */
-	HOOK(cond_wait, "pthread_cond_wait", "GLIBC_2.3.2"),
-	HOOK(cond_timedwait, "pthread_cond_timedwait", "GLIBC_2.3.2"),
-	HOOK(cond_clockwait, "pthread_cond_clockwait", NULL),
-};
-
-int hooks_resolve(void)
-{
-	int missing = 0;
-
-	for (size_t i = 0; i < sizeof(hooked) / sizeof(hooked[0]); i++) {
-		const struct hooked *h = &hooked[i];
-		void *p = h->version ? dlvsym(RTLD_NEXT, h->name, h->version)
-				     : dlsym(RTLD_NEXT, h->name);
-
-		if (p == NULL)
-			missing++;
-		__atomic_store_n(h->slot, p, __ATOMIC_RELEASE);
-	}
-	return missing ? -1 : 0;
-}
 
 /* Resolve on first use when a hook runs before the library constructor. */
 #define REAL(field)                                                        \
@@ -83,11 +42,20 @@ static inline uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* The calling thread's entry for a key; NULL while the collector is off. */
+static inline struct entry *find(uint64_t site, const void *obj,
+				 enum lock_type type)
+{
+	if (unlikely(!collector_recording()))
+		return NULL;
+	return table_find(site, (uintptr_t)obj, type);
+}
+
 /* Count an acquisition that did not wait. */
 static inline void count_free(uint64_t site, const void *obj,
 			      enum lock_type type)
 {
-	struct entry *e = table_find(site, (uintptr_t)obj, type);
+	struct entry *e = find(site, obj, type);
 
 	if (e)
 		table_add(&e->acquisitions, 1);
@@ -96,7 +64,7 @@ static inline void count_free(uint64_t site, const void *obj,
 /* Count a trylock that found the lock busy. */
 static void count_busy(uint64_t site, const void *obj, enum lock_type type)
 {
-	struct entry *e = table_find(site, (uintptr_t)obj, type);
+	struct entry *e = find(site, obj, type);
 
 	if (e)
 		table_add(&e->failed, 1);
@@ -135,7 +103,7 @@ static void wait_begin(struct wait *w, uint64_t site, const void *obj,
 {
 	int saved_errno = errno;
 
-	w->entry = table_find(site, (uintptr_t)obj, type);
+	w->entry = find(site, obj, type);
 	w->table = tls_table;
 	w->use = w->entry ? unwind_use(w->table, w->entry, site) : NULL;
 	errno = saved_errno;
@@ -334,4 +302,111 @@ EXPORT int pthread_cond_clockwait(pthread_cond_t *c, pthread_mutex_t *m,
 	rc = REAL(cond_clockwait)(c, m, clock, abstime);
 	wait_end(&w, rc);
 	return rc;
+}
+
+/*
+ * Our hooks' own addresses. Inside this library, pthread_mutex_lock means
+ * whatever the global scope binds first: libc's, when we were dlopen'ed.
+ * Hidden aliases always mean ours.
+ */
+#define OURS(name) \
+	extern __typeof(name) ours_##name __attribute__((alias(#name), copy(name), visibility("hidden")))
+OURS(pthread_mutex_lock);
+OURS(pthread_mutex_trylock);
+OURS(pthread_mutex_timedlock);
+OURS(pthread_mutex_clocklock);
+OURS(pthread_rwlock_rdlock);
+OURS(pthread_rwlock_wrlock);
+OURS(pthread_rwlock_tryrdlock);
+OURS(pthread_rwlock_trywrlock);
+OURS(pthread_rwlock_timedrdlock);
+OURS(pthread_rwlock_timedwrlock);
+OURS(pthread_rwlock_clockrdlock);
+OURS(pthread_rwlock_clockwrlock);
+OURS(pthread_spin_lock);
+OURS(pthread_spin_trylock);
+OURS(pthread_cond_wait);
+OURS(pthread_cond_timedwait);
+OURS(pthread_cond_clockwait);
+
+#define HOOK(field, name, version) \
+	{ #name, version, (void *)ours_##name, (void **)&real.field }
+static const struct hooked hooked[] = {
+	HOOK(mutex_lock, pthread_mutex_lock, NULL),
+	HOOK(mutex_trylock, pthread_mutex_trylock, NULL),
+	HOOK(mutex_timedlock, pthread_mutex_timedlock, NULL),
+	HOOK(mutex_clocklock, pthread_mutex_clocklock, NULL),
+	HOOK(rwlock_rdlock, pthread_rwlock_rdlock, NULL),
+	HOOK(rwlock_wrlock, pthread_rwlock_wrlock, NULL),
+	HOOK(rwlock_tryrdlock, pthread_rwlock_tryrdlock, NULL),
+	HOOK(rwlock_trywrlock, pthread_rwlock_trywrlock, NULL),
+	HOOK(rwlock_timedrdlock, pthread_rwlock_timedrdlock, NULL),
+	HOOK(rwlock_timedwrlock, pthread_rwlock_timedwrlock, NULL),
+	HOOK(rwlock_clockrdlock, pthread_rwlock_clockrdlock, NULL),
+	HOOK(rwlock_clockwrlock, pthread_rwlock_clockwrlock, NULL),
+	HOOK(spin_lock, pthread_spin_lock, NULL),
+	HOOK(spin_trylock, pthread_spin_trylock, NULL),
+	/*
+	 * Plain dlsym may hand back the pre-2.3.2 condvar ABI; every caller a
+	 * modern toolchain links binds the 2.3.2 one, and only those callers
+	 * may be sent to our hooks (got.c skips the others).
+	 */
+	HOOK(cond_wait, pthread_cond_wait, "GLIBC_2.3.2"),
+	HOOK(cond_timedwait, pthread_cond_timedwait, "GLIBC_2.3.2"),
+	HOOK(cond_clockwait, pthread_cond_clockwait, NULL),
+};
+#define NHOOKED (sizeof(hooked) / sizeof(hooked[0]))
+
+bool hooks_interposed(void)
+{
+	return dlsym(RTLD_DEFAULT, "pthread_mutex_lock") ==
+	       (void *)ours_pthread_mutex_lock;
+}
+
+static void *lookup(void *handle, const struct hooked *h)
+{
+	return h->version ? dlvsym(handle, h->name, h->version)
+			  : dlsym(handle, h->name);
+}
+
+/*
+ * libc's own definition. RTLD_NEXT from a library dlopen'ed RTLD_LOCAL
+ * searches a scope the library is not in; ask libc by handle instead.
+ */
+static void *lookup_libc(const struct hooked *h)
+{
+	static void *libc;
+
+	if (libc == NULL)
+		libc = dlopen("libc.so.6", RTLD_NOLOAD | RTLD_LAZY);
+	return libc ? lookup(libc, h) : NULL;
+}
+
+int hooks_resolve(void)
+{
+	bool interposed = hooks_interposed();
+	int missing = 0;
+
+	for (size_t i = 0; i < NHOOKED; i++) {
+		const struct hooked *h = &hooked[i];
+		void *p = interposed ? lookup(RTLD_NEXT, h) : NULL;
+
+		if (p == NULL || p == h->hook)
+			p = lookup_libc(h);
+		if (p == NULL || p == h->hook) {
+			missing++;
+			p = NULL;
+		}
+		__atomic_store_n(h->real, p, __ATOMIC_RELEASE);
+	}
+	return missing ? -1 : 0;
+}
+
+const struct hooked *hooks_find(const char *name)
+{
+	for (size_t i = 0; i < NHOOKED; i++) {
+		if (strcmp(hooked[i].name, name) == 0)
+			return &hooked[i];
+	}
+	return NULL;
 }

@@ -3,6 +3,7 @@
 #define QSPTOP_HOOKS_H
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <time.h>
 
 struct real_functions {
@@ -32,7 +33,24 @@ struct real_functions {
 
 extern struct real_functions real;
 
-/* Look up every real function; -1 when one is missing. */
+/* One hooked function: what callers bind to, and where each side lives. */
+struct hooked {
+	const char *name;
+	const char *version;	/* callers must bind this version; NULL: any */
+	void *hook;		/* ours */
+	void **real;		/* where hooks_resolve() keeps libc's */
+};
+
+/*
+ * Look up every real function; -1 when one is missing. Interposed
+ * (preloaded), through RTLD_NEXT; dlopen'ed, in libc itself.
+ */
 int hooks_resolve(void);
+
+/* Whether the dynamic linker binds callers to our hooks (LD_PRELOAD). */
+bool hooks_interposed(void);
+
+/* The hooked function called name, or NULL. */
+const struct hooked *hooks_find(const char *name);
 
 #endif

@@ -2,6 +2,12 @@
  * The collector thread: it listens on the target's socket, scans the thread
  * tables every interval, feeds each connected qsptop, and on process exit
  * delivers the final counts before the process is gone.
+ *
+ * Injected (dlopen'ed by qsptop -p), the collector is active only while it
+ * is watched: it patches the GOT when it starts and whenever a qsptop
+ * greets a dormant collector; the DETACH of the last qsptop, or its
+ * silent disappearance after a grace period, restores the GOT and leaves
+ * the thread listening, dormant, for the next one.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -18,6 +24,8 @@
 
 #include "../common/proto.h"
 #include "../common/sockpath.h"
+#include "collector.h"
+#include "got.h"
 #include "modules.h"
 #include "ownfd.h"
 #include "rows.h"
@@ -30,6 +38,8 @@
 /* Scan at least this often, to recycle tables of exited threads. */
 #define IDLE_SCAN_NS (1000ull * 1000000)
 #define FINAL_WRITE_MS 3000
+/* How long an injected collector stays active with no qsptop connected. */
+#define GRACE_NS (5ull * 1000000000)
 
 static struct server {
 	struct own_fd listen;
@@ -44,6 +54,7 @@ static struct server {
 	struct modules modules;
 	uint64_t seq;
 	uint64_t last_scan_ns;
+	uint64_t grace_ns;		/* injected: go dormant then; 0: never */
 } srv = { .listen = OWN_FD_NONE, .wake_in = OWN_FD_NONE,
 	   .wake_out = OWN_FD_NONE, .launch = OWN_FD_NONE };
 
@@ -87,7 +98,8 @@ static void fill_hello(int launched)
 	memset(h, 0, sizeof(*h));
 	h->magic = PROTO_MAGIC;
 	h->version = PROTO_VERSION;
-	h->mode = launched ? MODE_LAUNCH : MODE_PRELOAD;
+	h->mode = collector_injected() ? MODE_INJECTED
+		  : launched ? MODE_LAUNCH : MODE_PRELOAD;
 	h->pid = (uint32_t)getpid();
 	h->interval_ms = DEFAULT_INTERVAL_MS;
 	h->start_realtime_ns = realtime_ns();
@@ -126,6 +138,45 @@ static void open_listener(void)
 	own_fd_set(&srv.listen, fd);
 }
 
+/* Injected: record again and send the process's calls to the hooks. */
+static void activate(void)
+{
+	srv.grace_ns = 0;
+	if (!collector_injected() || got_active())
+		return;
+	collector_set_recording(true);
+	got_patch_all();
+}
+
+/*
+ * Injected: stop recording first, so that calls already on their way to
+ * a hook pass straight through, then give every GOT slot back. The
+ * library stays mapped: threads may be parked inside a hook.
+ */
+static void deactivate(void)
+{
+	srv.grace_ns = 0;
+	if (!got_active())
+		return;
+	collector_set_recording(false);
+	got_restore_all();
+}
+
+static bool dormant(void)
+{
+	return collector_injected() && !got_active();
+}
+
+/* Sessions of a qsptop that said hello: a stray connection watches nothing. */
+static bool watched(void)
+{
+	for (int i = 0; i < MAX_SESSIONS; i++) {
+		if (srv.sessions[i] && srv.sessions[i]->greeted)
+			return true;
+	}
+	return false;
+}
+
 static void add_session(struct own_fd *fd)
 {
 	for (int i = 0; i < MAX_SESSIONS; i++) {
@@ -160,10 +211,23 @@ static void accept_one(void)
 	add_session(&own);
 }
 
+/*
+ * With the last qsptop gone, an injected collector goes dormant: at once
+ * after a DETACH (a session that was closing), after the grace period if
+ * the peer just vanished (it may be a qsptop restarting).
+ */
 static void end_session(int i)
 {
+	bool detached = srv.sessions[i]->closing;
+
 	session_free(srv.sessions[i]);
 	srv.sessions[i] = NULL;
+	if (!collector_injected() || srv.finishing || watched())
+		return;
+	if (detached)
+		deactivate();
+	else if (got_active())
+		srv.grace_ns = now_ns() + GRACE_NS;
 }
 
 static struct proto_tick make_tick(uint64_t now)
@@ -185,6 +249,7 @@ static void scan_and_update(uint64_t now, bool force)
 
 	rows_scan(&srv.rows);
 	modules_refresh(&srv.modules);
+	got_refresh();
 	srv.last_scan_ns = now;
 	tick = make_tick(now);
 	for (int i = 0; i < MAX_SESSIONS; i++) {
@@ -204,6 +269,11 @@ static int poll_timeout_ms(uint64_t now)
 {
 	uint64_t next = srv.last_scan_ns + IDLE_SCAN_NS;
 
+	if (dormant())
+		next = now + IDLE_SCAN_NS;
+	if (srv.grace_ns && srv.grace_ns < next)
+		next = srv.grace_ns;
+
 	for (int i = 0; i < MAX_SESSIONS; i++) {
 		const struct session *s = srv.sessions[i];
 
@@ -215,6 +285,8 @@ static int poll_timeout_ms(uint64_t now)
 
 static bool scan_due(uint64_t now)
 {
+	if (dormant())
+		return false;
 	if (now >= srv.last_scan_ns + IDLE_SCAN_NS)
 		return true;
 	for (int i = 0; i < MAX_SESSIONS; i++) {
@@ -287,6 +359,10 @@ static void serve_once(void)
 		accept_one();
 	service_sessions(pfd, 2);
 	now = now_ns();
+	if (watched())
+		activate();
+	else if (srv.grace_ns && now >= srv.grace_ns)
+		deactivate();
 	if (scan_due(now))
 		scan_and_update(now, false);
 }
@@ -358,6 +434,11 @@ void *server_main(void *arg)
 	tls_table = TABLE_OFF;
 	start_serving();
 	srv.last_scan_ns = now_ns();
+	if (collector_injected()) {
+		/* qsptop injected us and is about to connect. */
+		activate();
+		srv.grace_ns = srv.last_scan_ns + GRACE_NS;
+	}
 	while (!__atomic_load_n(&srv.finishing, __ATOMIC_ACQUIRE))
 		serve_once();
 	finish();
@@ -427,4 +508,5 @@ void server_forget(void)
 	srv.path[0] = '\0';
 	srv.finishing = 0;
 	srv.seq = 0;
+	srv.grace_ns = 0;
 }

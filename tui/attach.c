@@ -16,9 +16,12 @@
 #include "../common/proto.h"
 #include "../common/sockpath.h"
 #include "attach.h"
+#include "inject.h"
 #include "xalloc.h"
 
 #define LIBRARY_NAME "libqsptop.so"
+/* How long a freshly injected collector may take to listen. */
+#define INJECT_LISTEN_MS 3000
 
 /*
  * The collector library: beside the executable (the build tree), in
@@ -185,6 +188,53 @@ static long process_euid(pid_t pid)
 	return euid;
 }
 
+/* Connect to a Unix socket; the descriptor, or -1 with errno set. */
+static int try_connect(const struct sockaddr_un *addr)
+{
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		fatal("cannot create a socket: %s", strerror(errno));
+	if (connect(fd, (const struct sockaddr *)addr, sizeof(*addr)) == 0)
+		return fd;
+	close(fd);
+	return -1;
+}
+
+/* Wait for a freshly injected collector to listen; -1 after the deadline. */
+static int connect_when_ready(const struct sockaddr_un *addr)
+{
+	for (int waited = 0; waited < INJECT_LISTEN_MS; waited += 10) {
+		int fd = try_connect(addr);
+
+		if (fd >= 0)
+			return fd;
+		usleep(10000);
+	}
+	return -1;
+}
+
+/* Load the collector into pid with ptrace and connect to it. */
+static int inject_and_connect(pid_t pid, const struct sockaddr_un *addr)
+{
+	char msg[512];
+	int rc = inject_collector(pid, attach_library_path(), msg, sizeof(msg));
+	int fd;
+
+	if (rc == INJECT_FAILED)
+		fatal("%s", msg);
+	if (msg[0])
+		warning("%s", msg);
+	fd = connect_when_ready(addr);
+	if (fd < 0 && rc == INJECT_ALREADY)
+		fatal("process %d has qsptop's collector loaded, but it does not "
+		      "answer on %s", (int)pid, addr->sun_path);
+	if (fd < 0)
+		fatal("the collector loaded into process %d did not open %s within "
+		      "%d ms", (int)pid, addr->sun_path, INJECT_LISTEN_MS);
+	return fd;
+}
+
 void attach_connect(struct attach *a, pid_t pid, unsigned interval_ms)
 {
 	struct sockaddr_un addr = { .sun_family = AF_UNIX };
@@ -196,20 +246,17 @@ void attach_connect(struct attach *a, pid_t pid, unsigned interval_ms)
 	if (sockpath_socket(addr.sun_path, sizeof(addr.sun_path), (uid_t)euid,
 			    pid) < 0)
 		fatal("socket path too long");
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		fatal("cannot create a socket: %s", strerror(errno));
-	if (connect(fd, (struct sockaddr *)&addr, sizeof(addr)) < 0) {
-		if (errno == EACCES || errno == EPERM)
-			fatal("not permitted to connect to PID %d (%s): it runs "
-			      "as another user", (int)pid, addr.sun_path);
-		fatal("process %d has no qsptop collector (%s); start it with "
-		      "'qsptop -- CMD' or LD_PRELOAD=%s", (int)pid,
-		      strerror(errno), attach_library_path());
+	a->mode = "connected";
+	fd = try_connect(&addr);
+	if (fd < 0 && (errno == EACCES || errno == EPERM))
+		fatal("not permitted to connect to PID %d (%s): it runs as another "
+		      "user", (int)pid, addr.sun_path);
+	if (fd < 0) {
+		fd = inject_and_connect(pid, &addr);
+		a->mode = "injected";
 	}
 	greet(fd, interval_ms);
 	a->fd = fd;
 	a->pid = pid;
 	a->child = 0;
-	a->mode = "connected";
 }

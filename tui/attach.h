@@ -9,7 +9,7 @@ struct attach {
 	int fd;			/* connected to the collector */
 	pid_t pid;
 	pid_t child;		/* the launched command, or 0 */
-	const char *mode;	/* "launched" or "connected" */
+	const char *mode;	/* "launched", "connected" or "injected" */
 };
 
 /*
@@ -22,7 +22,11 @@ struct attach {
 void attach_launch(struct attach *a, char **argv, unsigned interval_ms,
 		   int output_fd);
 
-/* Connect to the collector of a running process; exits with an error. */
+/*
+ * Connect to the collector of a running process, loading it into the
+ * process with ptrace first when it has none. Exits with a one-line error
+ * when that cannot be done; the process is left running.
+ */
 void attach_connect(struct attach *a, pid_t pid, unsigned interval_ms);
 
 /* Where the collector library is: beside the executable, else installed. */

@@ -1,0 +1,39 @@
+/*
+ * Redirecting a running process's lock calls to the hooks by rewriting GOT
+ * slots, for a collector that was dlopen'ed rather than preloaded. Collector
+ * thread only.
+ */
+#ifndef QSPTOP_GOT_H
+#define QSPTOP_GOT_H
+
+#include <stdbool.h>
+
+struct got_stats {
+	unsigned modules;	/* modules with at least one slot of ours */
+	unsigned slots;		/* slots pointing at a hook now */
+	unsigned old_abi;	/* references to other versions (old condvars) */
+	unsigned foreign;	/* slots bound to another definition: left */
+	unsigned lost;		/* slots the program rewrote: left, forgotten */
+	unsigned repatched;	/* hooks overwritten (lazy resolver) and redone */
+	unsigned errors;	/* slots whose page could not be written */
+};
+
+/* Point every matching slot of every loaded module at our hooks. */
+void got_patch_all(void);
+
+/*
+ * On every scan while patched: patch modules loaded since, forget those
+ * unloaded, and check once more the slots the last pass wrote.
+ */
+void got_refresh(void);
+
+/* Put back every slot still pointing at a hook; forget all slots. */
+void got_restore_all(void);
+
+/* Whether slots are patched (between got_patch_all and got_restore_all). */
+bool got_active(void);
+
+/* What the passes so far found and did. */
+struct got_stats got_stats(void);
+
+#endif

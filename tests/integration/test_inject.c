@@ -1,0 +1,831 @@
+/*
+ * Injection into running processes (tui/inject.c, compiled in here so its
+ * internals can be tested too): the collector loads into a workload that
+ * never preloaded it, the workload's parked threads keep working and its
+ * results stay exact, every refusal says why and leaves the target running,
+ * and a dlopen that does not return in time gives its thread back anyway.
+ */
+#include "../../tui/inject.c"
+
+#include <grp.h>
+#include <libgen.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+
+#include "../../common/proto.h"
+#include "../../common/sockpath.h"
+#include "../unit/check.h"
+
+#define READY_MS 5000
+#define PROGRESS_MS 3000
+#define EXIT_MS 15000
+#define REPEATS 10
+
+static char build[PATH_MAX], tmp[PATH_MAX], library[PATH_MAX + 32];
+static char target_exe[PATH_MAX + 32];
+
+/* A started program and the file holding its output. */
+struct proc {
+	pid_t pid;
+	char out[PATH_MAX + 32];
+};
+
+/* A "tick" line of the workload: the progress of each of its threads. */
+struct tick {
+	long n, sleep0, sleep1, epoll, poll, cond;
+};
+
+static void find_paths(void)
+{
+	char exe[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+
+	exe[n > 0 ? n : 0] = '\0';
+	snprintf(build, sizeof(build), "%s", dirname(dirname(exe)));
+	snprintf(library, sizeof(library), "%s/libqsptop.so", build);
+	snprintf(target_exe, sizeof(target_exe), "%s/tests/wl_inject_target",
+		 build);
+	snprintf(tmp, sizeof(tmp), "/tmp/qsptop-inject-XXXXXX");
+	if (mkdtemp(tmp) == NULL) {
+		perror("mkdtemp");
+		exit(1);
+	}
+	chmod(tmp, 0755);
+}
+
+/* Test a copy of the collector: a rebuild meanwhile cannot change it. */
+static void copy_library(void)
+{
+	char cmd[3 * PATH_MAX];
+
+	snprintf(cmd, sizeof(cmd), "cp %s %s/libqsptop.so", library, tmp);
+	if (system(cmd) != 0) {
+		fprintf(stderr, "cannot copy %s\n", library);
+		exit(1);
+	}
+	snprintf(library, sizeof(library), "%s/libqsptop.so", tmp);
+}
+
+static char *read_text(const char *path)
+{
+	static char buf[1 << 20];
+	int fd = open(path, O_RDONLY);
+	ssize_t n = fd < 0 ? 0 : read(fd, buf, sizeof(buf) - 1);
+
+	if (fd >= 0)
+		close(fd);
+	buf[n > 0 ? n : 0] = '\0';
+	return buf;
+}
+
+/* Start argv with its output in a file; no input. */
+static void spawn(struct proc *p, char *const argv[], const char *name)
+{
+	static int seq;
+
+	snprintf(p->out, sizeof(p->out), "%s/%s-%d.out", tmp, name, seq++);
+	p->pid = fork();
+	if (p->pid == 0) {
+		int out = open(p->out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		int null = open("/dev/null", O_RDONLY);
+
+		dup2(null, 0);
+		dup2(out, 1);
+		dup2(out, 2);
+		execv(argv[0], argv);
+		_exit(126);
+	}
+}
+
+/* Poll until the output of p holds text. */
+static bool wait_output(const struct proc *p, const char *text, int ms)
+{
+	int64_t deadline = now_ms() + ms;
+
+	while (strstr(read_text(p->out), text) == NULL) {
+		if (now_ms() >= deadline)
+			return false;
+		usleep(5000);
+	}
+	return true;
+}
+
+static bool start_target(struct proc *p)
+{
+	char *argv[] = { target_exe, NULL };
+
+	spawn(p, argv, "target");
+	return wait_output(p, "ready\n", READY_MS);
+}
+
+/* Ask the workload to finish; its exit status, -1 if it had to be killed. */
+static int stop_target(struct proc *p)
+{
+	int64_t deadline = now_ms() + EXIT_MS;
+	int st;
+
+	kill(p->pid, SIGTERM);
+	while (waitpid(p->pid, &st, WNOHANG) == 0) {
+		if (now_ms() >= deadline) {
+			kill(p->pid, SIGKILL);
+			waitpid(p->pid, &st, 0);
+			return -1;
+		}
+		usleep(5000);
+	}
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static void kill_proc(struct proc *p)
+{
+	kill(p->pid, SIGKILL);
+	kill(p->pid, SIGCONT);
+	waitpid(p->pid, NULL, 0);
+}
+
+static bool last_tick(const struct proc *p, struct tick *t)
+{
+	const char *text = read_text(p->out), *at = NULL, *s = text;
+
+	while ((s = strstr(s, "tick ")) != NULL)
+		at = s++;
+	return at != NULL &&
+	       sscanf(at, "tick %ld sleep0=%ld sleep1=%ld epoll=%ld poll=%ld "
+		      "cond=%ld", &t->n, &t->sleep0, &t->sleep1, &t->epoll,
+		      &t->poll, &t->cond) == 6;
+}
+
+/* Every thread of the workload moves on from where it is now. */
+static bool all_threads_progress(const struct proc *p)
+{
+	int64_t deadline = now_ms() + PROGRESS_MS;
+	struct tick a, b;
+
+	if (!last_tick(p, &a) && !(usleep(200000), last_tick(p, &a)))
+		return false;
+	do {
+		usleep(10000);
+		if (last_tick(p, &b) && b.n > a.n && b.sleep0 > a.sleep0 &&
+		    b.sleep1 > a.sleep1 && b.epoll > a.epoll &&
+		    b.poll > a.poll && b.cond > a.cond)
+			return true;
+	} while (now_ms() < deadline);
+	return false;
+}
+
+/* Mappings of PID whose path ends with name. */
+static int count_mapped(pid_t pid, const char *name)
+{
+	char path[64], line[PATH_MAX + 256];
+	size_t n = strlen(name);
+	int count = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	f = fopen(path, "r");
+	while (f != NULL && fgets(line, sizeof(line), f) != NULL) {
+		size_t m = strcspn(line, "\n");
+
+		count += m >= n && strncmp(line + m - n, name, n) == 0;
+	}
+	if (f != NULL)
+		fclose(f);
+	return count;
+}
+
+static void on_hello(void *ctx, const struct proto_hello *m)
+{
+	*(struct proto_hello *)ctx = *m;
+}
+
+/* Connect to the collector of pid (retrying 2 s) and read its HELLO. */
+static bool collector_says_hello_as(pid_t pid, uid_t uid)
+{
+	struct sockaddr_un addr = { .sun_family = AF_UNIX };
+	static struct proto_hello hello;
+	struct proto_visitor v = { .hello = on_hello };
+	int64_t deadline = now_ms() + 2000;
+	static uint8_t buf[1 << 16];
+	struct proto_frame f;
+	size_t len = 0;
+	char err[128];
+	long used = 0;
+	int fd;
+
+	sockpath_socket(addr.sun_path, sizeof(addr.sun_path), uid, pid);
+	for (;;) {
+		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (connect(fd, (struct sockaddr *)&addr, sizeof(addr)) == 0)
+			break;
+		close(fd);
+		if (now_ms() >= deadline)
+			return false;
+		usleep(10000);
+	}
+	while (used == 0 && len < sizeof(buf)) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		ssize_t n;
+
+		if (poll(&p, 1, (int)(deadline + 1000 - now_ms())) <= 0 ||
+		    (n = read(fd, buf + len, sizeof(buf) - len)) <= 0)
+			break;
+		len += (size_t)n;
+		used = proto_split(buf, len, &f, err, sizeof(err));
+	}
+	close(fd);
+	memset(&hello, 0, sizeof(hello));
+	return used > 0 && f.type == MSG_HELLO &&
+	       proto_decode(&f, &v, &hello, err, sizeof(err)) == 0 &&
+	       hello.magic == PROTO_MAGIC && hello.pid == (uint32_t)pid;
+}
+
+static bool collector_says_hello(pid_t pid)
+{
+	return collector_says_hello_as(pid, geteuid());
+}
+
+static bool starts_with(const char *s, const char *prefix)
+{
+	return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+/* Inject and report how long it took, in ms. */
+static int timed_inject(pid_t pid, const char *lib, char *msg, size_t len,
+			double *ms)
+{
+	struct timespec a, b;
+	int rc;
+
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	rc = inject_collector(pid, lib, msg, len);
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	*ms = (double)(b.tv_sec - a.tv_sec) * 1e3 +
+	      (double)(b.tv_nsec - a.tv_nsec) / 1e6;
+	return rc;
+}
+
+static void test_syscall_ranks(void)
+{
+	int pipefd[2], file = open("/proc/self/exe", O_RDONLY);
+	uint64_t a[6] = { 0 };
+
+	CHECK(pipe(pipefd) == 0 && file >= 0, "pipe/open failed");
+	CHECK_U64(syscall_rank(getpid(), SYS_epoll_wait, a), 3);
+	CHECK_U64(syscall_rank(getpid(), SYS_clock_nanosleep, a), 3);
+	a[1] = FUTEX_WAIT_BITSET | FUTEX_PRIVATE_FLAG;	/* pthread_cond_wait */
+	CHECK_U64(syscall_rank(getpid(), SYS_futex, a), 2);
+	a[1] = FUTEX_WAIT | FUTEX_PRIVATE_FLAG;		/* a lock */
+	CHECK_U64(syscall_rank(getpid(), SYS_futex, a), 1);
+	a[0] = (uint64_t)pipefd[0];
+	CHECK_U64(syscall_rank(getpid(), SYS_read, a), 3);
+	a[0] = (uint64_t)file;				/* the loader's kind */
+	CHECK_U64(syscall_rank(getpid(), SYS_read, a), 0);
+	CHECK_U64(syscall_rank(getpid(), SYS_mmap, a), 0);
+	close(pipefd[0]);
+	close(pipefd[1]);
+	close(file);
+}
+
+static void test_loads_into_running_target(void)
+{
+	char msg[512], junk[PATH_MAX + 32], want[64];
+	struct proc p;
+	double ms;
+	int rc, fd, maps;
+
+	if (!start_target(&p)) {
+		CHECK(0, "workload did not start: %s", read_text(p.out));
+		kill_proc(&p);
+		return;
+	}
+	CHECK(count_mapped(p.pid, "/libqsptop.so") == 0,
+	      "the workload should start without the collector");
+
+	/* A failing dlopen reports dlerror's text and changes nothing. */
+	snprintf(junk, sizeof(junk), "%s/not_a_library.so", tmp);
+	fd = open(junk, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	for (int i = 0; i < 64; i++)
+		CHECK(write(fd, "this is not an ELF file at all\n", 31) == 31,
+		      "write");
+	close(fd);
+	rc = inject_collector(p.pid, junk, msg, sizeof(msg));
+	snprintf(want, sizeof(want), "dlopen failed in PID %d: ", (int)p.pid);
+	CHECK(rc == INJECT_FAILED && starts_with(msg, want) &&
+	      strstr(msg, "invalid ELF header") != NULL,
+	      "expected \"%s... invalid ELF header\", got %d \"%s\"", want, rc,
+	      msg);
+	CHECK(all_threads_progress(&p), "threads stalled after a failed dlopen");
+
+	rc = timed_inject(p.pid, library, msg, sizeof(msg), &ms);
+	CHECK(rc == INJECT_LOADED && msg[0] == '\0',
+	      "inject: expected INJECT_LOADED and no message, got %d \"%s\"",
+	      rc, msg);
+	printf("injected in %.2f ms through thread %d parked in syscall %ld\n",
+	       ms, (int)inject_last_tid, inject_last_syscall);
+	maps = count_mapped(p.pid, "/libqsptop.so");
+	CHECK(maps > 0, "libqsptop.so is not in /proc/%d/maps", (int)p.pid);
+	CHECK(collector_says_hello(p.pid),
+	      "no HELLO from the injected collector's socket");
+	CHECK(all_threads_progress(&p), "threads stalled after the injection");
+
+	/* Twice: the library is there, nothing is loaded again. */
+	rc = inject_collector(p.pid, library, msg, sizeof(msg));
+	CHECK(rc == INJECT_ALREADY, "second inject: expected INJECT_ALREADY, "
+	      "got %d \"%s\"", rc, msg);
+	CHECK(count_mapped(p.pid, "/libqsptop.so") == maps,
+	      "the second inject changed the mappings");
+	CHECK(collector_says_hello(p.pid), "no HELLO after the second inject");
+
+	rc = stop_target(&p);
+	CHECK(rc == 0 && strstr(read_text(p.out), "\nok ") != NULL,
+	      "workload: expected exit 0 and \"ok\", got %d:\n%s", rc,
+	      read_text(p.out));
+}
+
+/* Expect inject to fail with a message starting with want. */
+static void expect_refusal(pid_t pid, const char *lib, const char *want)
+{
+	char msg[512];
+	int rc = inject_collector(pid, lib, msg, sizeof(msg));
+
+	CHECK(rc == INJECT_FAILED && starts_with(msg, want),
+	      "PID %d: expected \"%s...\", got %d \"%s\"", (int)pid, want, rc,
+	      msg);
+}
+
+static char state_of(pid_t pid)
+{
+	char path[64], text[4096], state[32] = "?";
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	if (slurp(path, text, sizeof(text)) > 0)
+		field(text, "State", state, sizeof(state));
+	return state[0];
+}
+
+static bool wait_state(pid_t pid, char want)
+{
+	int64_t deadline = now_ms() + 2000;
+
+	while (state_of(pid) != want) {
+		if (now_ms() >= deadline)
+			return false;
+		usleep(2000);
+	}
+	return true;
+}
+
+static void start_sleep(struct proc *p)
+{
+	char *argv[] = { "/bin/sleep", "60", NULL };
+
+	spawn(p, argv, "sleep");
+	wait_state(p->pid, 'S');
+}
+
+static void test_refuses_missing_and_stopped(void)
+{
+	char want[128];
+	struct proc p;
+	pid_t gone = fork();
+
+	if (gone == 0)
+		_exit(0);
+	waitpid(gone, NULL, 0);
+	snprintf(want, sizeof(want), "no process with PID %d", (int)gone);
+	expect_refusal(gone, library, want);
+	snprintf(want, sizeof(want), "cannot attach qsptop to itself");
+	expect_refusal(getpid(), library, want);
+
+	start_sleep(&p);
+	kill(p.pid, SIGSTOP);
+	CHECK(wait_state(p.pid, 'T'), "sleep did not stop");
+	snprintf(want, sizeof(want), "PID %d is stopped (state T", (int)p.pid);
+	expect_refusal(p.pid, library, want);
+	CHECK(state_of(p.pid) == 'T', "the stopped process changed state");
+	kill(p.pid, SIGCONT);
+	CHECK(wait_state(p.pid, 'S'), "sleep did not continue after SIGCONT");
+	kill_proc(&p);
+}
+
+static void test_refuses_traced(void)
+{
+	char want[128];
+	struct proc p;
+
+	start_sleep(&p);
+	CHECK(ptrace(PTRACE_SEIZE, p.pid, 0, 0) == 0, "seize: %s",
+	      strerror(errno));
+	snprintf(want, sizeof(want), "PID %d is already traced by PID %d "
+		 "(a debugger?)", (int)p.pid, (int)getpid());
+	expect_refusal(p.pid, library, want);
+	kill_proc(&p);
+}
+
+static void test_refuses_static(void)
+{
+	char src[PATH_MAX + 32], bin[PATH_MAX + 32], cmd[3 * PATH_MAX];
+	char want[128];
+	struct proc p;
+	FILE *f;
+
+	snprintf(src, sizeof(src), "%s/static.c", tmp);
+	snprintf(bin, sizeof(bin), "%s/static", tmp);
+	f = fopen(src, "w");
+	fputs("#include <unistd.h>\nint main(void) { pause(); return 0; }\n", f);
+	fclose(f);
+	snprintf(cmd, sizeof(cmd), "cc -static -o %s %s 2>/dev/null", bin, src);
+	if (system(cmd) != 0) {
+		printf("note: cc -static failed; static binary test skipped\n");
+		return;
+	}
+	char *argv[] = { bin, NULL };
+	spawn(&p, argv, "static");
+	wait_state(p.pid, 'S');
+	snprintf(want, sizeof(want), "PID %d is a static binary: start it "
+		 "with qsptop -- CMD", (int)p.pid);
+	expect_refusal(p.pid, library, want);
+	kill_proc(&p);
+}
+
+/* Another user may not trace our target: the injection runs as nobody. */
+static void test_refuses_other_user(void)
+{
+	char msg[512] = "", want[128];
+	struct proc p;
+	int fds[2];
+	pid_t child;
+
+	if (geteuid() != 0) {
+		printf("note: not root; other-user test skipped\n");
+		return;
+	}
+	if (!start_target(&p)) {
+		CHECK(0, "workload did not start");
+		kill_proc(&p);
+		return;
+	}
+	CHECK(pipe(fds) == 0, "pipe");
+	child = fork();
+	if (child == 0) {
+		int rc = -9;
+
+		close(fds[0]);
+		if (setgroups(0, NULL) == 0 && setresgid(65534, 65534, 65534) == 0 &&
+		    setresuid(65534, 65534, 65534) == 0)
+			rc = inject_collector(p.pid, library, msg, sizeof(msg));
+		if (write(fds[1], &rc, sizeof(rc)) < 0 ||
+		    write(fds[1], msg, strlen(msg) + 1) < 0)
+			_exit(1);
+		_exit(0);
+	}
+	close(fds[1]);
+	{
+		int rc = 0;
+		ssize_t n = read(fds[0], &rc, sizeof(rc));
+
+		n = read(fds[0], msg, sizeof(msg) - 1);
+		msg[n > 0 ? n : 0] = '\0';
+		snprintf(want, sizeof(want), "not permitted to trace PID %d",
+			 (int)p.pid);
+		CHECK(rc == INJECT_FAILED && starts_with(msg, want),
+		      "as nobody: expected \"%s...\", got %d \"%s\"", want, rc,
+		      msg);
+	}
+	close(fds[0]);
+	waitpid(child, NULL, 0);
+	CHECK(all_threads_progress(&p), "target stalled after refusal");
+	CHECK(stop_target(&p) == 0, "target failed after refusal: %s",
+	      read_text(p.out));
+}
+
+/* Root attaches to a service running as another user (nobody). */
+static void test_root_loads_into_other_user(void)
+{
+	char *argv[] = { "/usr/bin/setpriv", "--reuid=65534", "--regid=65534",
+			 "--clear-groups", target_exe, NULL };
+	char msg[512];
+	struct proc p;
+	int rc;
+
+	if (geteuid() != 0) {
+		printf("note: not root; root-to-nobody test skipped\n");
+		return;
+	}
+	spawn(&p, argv, "nobody");
+	if (!wait_output(&p, "ready\n", READY_MS)) {
+		CHECK(0, "workload as nobody did not start: %s", read_text(p.out));
+		kill_proc(&p);
+		return;
+	}
+	rc = inject_collector(p.pid, library, msg, sizeof(msg));
+	CHECK(rc == INJECT_LOADED, "expected INJECT_LOADED, got %d \"%s\"", rc,
+	      msg);
+	CHECK(collector_says_hello_as(p.pid, 65534),
+	      "no HELLO on nobody's socket");
+	CHECK(all_threads_progress(&p), "threads stalled");
+	rc = stop_target(&p);
+	CHECK(rc == 0, "workload as nobody: exit %d:\n%s", rc, read_text(p.out));
+}
+
+/* A thread id, and a library the target cannot see (a mount namespace). */
+static void test_refuses_thread_and_hidden_library(void)
+{
+	char want[PATH_MAX + 128], dir[PATH_MAX + 32], lib[PATH_MAX + 64];
+	char cmd[4 * PATH_MAX], path[64];
+	struct proc p;
+	struct dirent *e;
+	pid_t tid = 0;
+	DIR *d;
+
+	if (!start_target(&p)) {
+		CHECK(0, "workload did not start");
+		kill_proc(&p);
+		return;
+	}
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)p.pid);
+	d = opendir(path);
+	while (d != NULL && (e = readdir(d)) != NULL)
+		if (atoi(e->d_name) > 0 && atoi(e->d_name) != p.pid)
+			tid = atoi(e->d_name);
+	if (d != NULL)
+		closedir(d);
+	snprintf(want, sizeof(want), "PID %d is a thread of process %d",
+		 (int)tid, (int)p.pid);
+	expect_refusal(tid, library, want);
+	expect_refusal(p.pid, "/nonexistent/libqsptop.so",
+		       "cannot find the collector library");
+	CHECK(stop_target(&p) == 0, "target failed: %s", read_text(p.out));
+
+	/* The target runs with a tmpfs over the directory of the library. */
+	snprintf(dir, sizeof(dir), "%s/hidden", tmp);
+	snprintf(lib, sizeof(lib), "%s/libqsptop.so", dir);
+	snprintf(cmd, sizeof(cmd), "mkdir -p %s && cp %s %s", dir, library, lib);
+	if (geteuid() != 0 || system(cmd) != 0) {
+		printf("note: mount namespace test skipped\n");
+		return;
+	}
+	snprintf(cmd, sizeof(cmd), "mount -t tmpfs none %s && exec %s", dir,
+		 target_exe);
+	char *argv[] = { "/usr/bin/unshare", "-m", "--propagation", "private",
+			 "/bin/sh", "-c", cmd, NULL };
+	spawn(&p, argv, "unshared");
+	if (!wait_output(&p, "ready\n", READY_MS)) {
+		printf("note: unshare failed; mount namespace test skipped\n");
+		kill_proc(&p);
+		return;
+	}
+	snprintf(want, sizeof(want), "%s is not visible to PID %d (another "
+		 "mount namespace", lib, (int)p.pid);
+	expect_refusal(p.pid, lib, want);
+	CHECK(stop_target(&p) == 0, "target failed: %s", read_text(p.out));
+}
+
+/* The calls the workload's threads park in: each gets borrowed. */
+static const long parked[] = { SYS_clock_nanosleep, SYS_epoll_wait, SYS_poll,
+			       SYS_futex };
+
+/* A library NAME whose constructor sleeps ms and then leaves a file. */
+static void build_slow_library(const char *name, int ms, char *so, char *done,
+			       size_t n)
+{
+	char src[PATH_MAX + 32], cmd[4 * PATH_MAX];
+	FILE *f;
+
+	snprintf(src, sizeof(src), "%s/%s.c", tmp, name);
+	snprintf(so, n, "%s/lib%s.so", tmp, name);
+	snprintf(done, n, "%s/%s-done", tmp, name);
+	f = fopen(src, "w");
+	fprintf(f, "#include <fcntl.h>\n#include <unistd.h>\n"
+		"__attribute__((constructor)) static void slow(void)\n"
+		"{ usleep(%d000); close(creat(\"%s\", 0644)); }\n", ms, done);
+	fclose(f);
+	snprintf(cmd, sizeof(cmd), "cc -shared -fPIC -o %s %s", so, src);
+	CHECK(system(cmd) == 0, "cannot build %s", so);
+}
+
+/*
+ * The constructor outlasts the deadline: the injection gives up, and the
+ * borrowed thread still returns to its own work when dlopen finishes.
+ */
+static void timeout_in(long nr, const char *so, const char *done)
+{
+	char msg[512];
+	struct proc p;
+	double ms;
+	int rc;
+
+	unlink(done);
+	if (!start_target(&p)) {
+		CHECK(0, "workload did not start");
+		kill_proc(&p);
+		return;
+	}
+	inject_only_syscall = nr;
+	call_timeout_ms = 300;
+	rc = timed_inject(p.pid, so, msg, sizeof(msg), &ms);
+	call_timeout_ms = 5000;
+	inject_only_syscall = -1;
+	CHECK(rc == INJECT_FAILED &&
+	      starts_with(msg, "timed out waiting for a thread to return from "
+			  "dlopen"), "syscall %ld: expected a timeout, got %d "
+	      "\"%s\"", nr, rc, msg);
+	CHECK(ms < 1500, "the timeout took %.0f ms", ms);
+	printf("timed out after %.0f ms in thread %d (syscall %ld)\n", ms,
+	       (int)inject_last_tid, inject_last_syscall);
+	CHECK(inject_last_syscall == nr, "borrowed syscall %ld, wanted %ld",
+	      inject_last_syscall, nr);
+	{
+		int64_t deadline = now_ms() + 5000;
+
+		while (access(done, F_OK) != 0 && now_ms() < deadline)
+			usleep(10000);
+	}
+	CHECK(access(done, F_OK) == 0, "the slow constructor never finished");
+	CHECK(all_threads_progress(&p), "syscall %ld: threads stalled after "
+	      "the timeout", nr);
+	rc = stop_target(&p);
+	CHECK(rc == 0 && strstr(read_text(p.out), "\nok ") != NULL,
+	      "syscall %ld: workload after timeout: expected exit 0 and "
+	      "\"ok\", got %d:\n%s", nr, rc, read_text(p.out));
+}
+
+static void test_timeout_gives_thread_back(void)
+{
+	char so[PATH_MAX + 32], done[PATH_MAX + 32];
+
+	build_slow_library("slow", 1500, so, done, sizeof(so));
+	for (size_t i = 0; i < sizeof(parked) / sizeof(parked[0]); i++)
+		timeout_in(parked[i], so, done);
+}
+
+/* The thread of pid parked in system call nr (looking for 2 s), or 0. */
+static pid_t thread_in(pid_t pid, long nr)
+{
+	int64_t deadline = now_ms() + 2000;
+	char path[320], text[256];
+	pid_t found = 0;
+
+	while (found == 0 && now_ms() < deadline) {
+		struct dirent *e;
+		DIR *d;
+
+		snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+		d = opendir(path);
+		while (d != NULL && found == 0 && (e = readdir(d)) != NULL) {
+			snprintf(path, sizeof(path), "/proc/%d/task/%s/syscall",
+				 (int)pid, e->d_name);
+			if (e->d_name[0] != '.' &&
+			    slurp(path, text, sizeof(text)) > 0 &&
+			    atol(text) == nr)
+				found = (pid_t)atoi(e->d_name);
+		}
+		if (d != NULL)
+			closedir(d);
+		usleep(1000);
+	}
+	return found;
+}
+
+/*
+ * While the borrowed thread runs dlopen it gets a SIGUSR1 (its handler
+ * runs) and the process is stopped: the thread finishes, is put back,
+ * and stops with the others; SIGCONT resumes them all.
+ */
+static void test_signals_during_call(void)
+{
+	char so[PATH_MAX + 32], done[PATH_MAX + 32], msg[512];
+	struct proc p;
+	pid_t tid, child;
+	int rc;
+
+	build_slow_library("pause", 400, so, done, sizeof(so));
+	if (!start_target(&p)) {
+		CHECK(0, "workload did not start");
+		kill_proc(&p);
+		return;
+	}
+	tid = thread_in(p.pid, SYS_epoll_wait);
+	CHECK(tid != 0, "no thread in epoll_wait");
+	child = fork();
+	if (child == 0) {
+		usleep(100000);
+		syscall(SYS_tgkill, p.pid, tid, SIGUSR1);
+		usleep(100000);
+		kill(p.pid, SIGSTOP);
+		_exit(0);
+	}
+	inject_only_syscall = SYS_epoll_wait;
+	rc = inject_collector(p.pid, so, msg, sizeof(msg));
+	inject_only_syscall = -1;
+	waitpid(child, NULL, 0);
+	CHECK(rc == INJECT_LOADED, "expected INJECT_LOADED, got %d \"%s\"", rc,
+	      msg);
+	CHECK(inject_last_tid == tid, "borrowed %d, not %d", (int)inject_last_tid,
+	      (int)tid);
+	CHECK(access(done, F_OK) == 0, "the constructor did not finish");
+	CHECK(wait_state(p.pid, 'T'), "the process is not stopped (state %c)",
+	      state_of(p.pid));
+	kill(p.pid, SIGCONT);
+	CHECK(all_threads_progress(&p), "threads stalled after SIGCONT");
+	rc = stop_target(&p);
+	CHECK(rc == 0 && strstr(read_text(p.out), " usr1=1\n") != NULL,
+	      "expected exit 0 and usr1=1, got %d:\n%s", rc, read_text(p.out));
+}
+
+/* The target dies while its thread is inside dlopen. */
+static void test_target_exits_during_call(void)
+{
+	char so[PATH_MAX + 32], done[PATH_MAX + 32], msg[512], want[64];
+	struct proc p;
+	pid_t child;
+	int rc;
+
+	build_slow_library("doomed", 400, so, done, sizeof(so));
+	if (!start_target(&p)) {
+		CHECK(0, "workload did not start");
+		kill_proc(&p);
+		return;
+	}
+	child = fork();
+	if (child == 0) {
+		usleep(100000);
+		kill(p.pid, SIGKILL);
+		_exit(0);
+	}
+	rc = inject_collector(p.pid, so, msg, sizeof(msg));
+	waitpid(child, NULL, 0);
+	snprintf(want, sizeof(want), "process %d exited during attach",
+		 (int)p.pid);
+	CHECK(rc == INJECT_FAILED && check_streq(msg, want),
+	      "expected \"%s\", got %d \"%s\"", want, rc, msg);
+	kill_proc(&p);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+static void test_repeated_fresh_targets(void)
+{
+	double ms[REPEATS];
+	char msg[512];
+
+	for (int i = 0; i < REPEATS; i++) {
+		struct proc p;
+		int rc;
+
+		ms[i] = -1;
+		inject_only_syscall = parked[i % 4];
+		if (!start_target(&p)) {
+			CHECK(0, "round %d: workload did not start", i);
+			kill_proc(&p);
+			continue;
+		}
+		rc = timed_inject(p.pid, library, msg, sizeof(msg), &ms[i]);
+		CHECK(rc == INJECT_LOADED, "round %d: got %d \"%s\"", i, rc, msg);
+		CHECK(collector_says_hello(p.pid), "round %d: no HELLO", i);
+		CHECK(all_threads_progress(&p), "round %d: threads stalled", i);
+		rc = stop_target(&p);
+		CHECK(rc == 0, "round %d: workload exit %d:\n%s", i, rc,
+		      read_text(p.out));
+		printf("round %d: injected in %.2f ms (syscall %ld)\n", i, ms[i],
+		       inject_last_syscall);
+		CHECK(inject_last_syscall == parked[i % 4], "round %d: borrowed "
+		      "syscall %ld", i, inject_last_syscall);
+	}
+	inject_only_syscall = -1;
+	qsort(ms, REPEATS, sizeof(ms[0]), cmp_double);
+	printf("injection time over %d fresh targets: min %.2f ms, median "
+	       "%.2f ms, max %.2f ms\n", REPEATS, ms[0], ms[REPEATS / 2],
+	       ms[REPEATS - 1]);
+}
+
+int main(void)
+{
+	char cmd[PATH_MAX + 16];
+
+	find_paths();
+	copy_library();
+	signal(SIGPIPE, SIG_IGN);
+	test_syscall_ranks();
+	test_loads_into_running_target();
+	test_refuses_missing_and_stopped();
+	test_refuses_traced();
+	test_refuses_static();
+	test_refuses_other_user();
+	test_root_loads_into_other_user();
+	test_refuses_thread_and_hidden_library();
+	test_timeout_gives_thread_back();
+	test_signals_during_call();
+	test_target_exits_during_call();
+	test_repeated_fresh_targets();
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmp);
+	if (system(cmd) != 0)
+		fprintf(stderr, "could not remove %s\n", tmp);
+	return check_summary();
+}

@@ -1,0 +1,21 @@
+/* Loading the collector into a running process with ptrace. */
+#ifndef QSPTOP_INJECT_H
+#define QSPTOP_INJECT_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+enum inject_result {
+	INJECT_FAILED = -1,	/* msg says why; the target runs on unharmed */
+	INJECT_LOADED = 0,	/* dlopen succeeded in the target */
+	INJECT_ALREADY = 1,	/* a libqsptop.so is already mapped there */
+};
+
+/*
+ * Check PID from /proc, then make one of its threads dlopen(lib_path) and
+ * put the thread back as it was. On INJECT_FAILED msg holds a one-line
+ * error; otherwise msg holds a warning to show the user, or "".
+ */
+int inject_collector(pid_t pid, const char *lib_path, char *msg, size_t len);
+
+#endif

@@ -116,7 +116,7 @@ $(BUILD)/tests/wl_%: tests/workloads/%.cc | $(DEPS_STAMP)
 
 $(BUILD)/tests/%: tests/integration/%.c $(COMMON_OBJ) | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(PKG_CFLAGS) -o $@ $^ $(PKG_LIBS)
+	$(CC) $(ALL_CFLAGS) $(PKG_CFLAGS) -o $@ $< $(COMMON_OBJ) $(PKG_LIBS)
 
 $(BUILD)/asan/%: tests/unit/%.c $(TUI_LIB_SRC) $(COMMON_SRC) | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
@@ -127,8 +127,10 @@ $(BUILD)/tests/test_unwind: tests/unit/test_unwind.c collector/unwind.c collecto
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(PKG_CFLAGS) -o $@ $^ $(shell pkg-config --libs libunwind) -lpthread
 
-# test_inject includes tui/inject.c to reach its test hooks.
-$(BUILD)/tests/test_inject: tui/inject.c tui/inject.h
+# test_inject includes tui/inject.c and tui/inject_proc.c to reach their
+# test hooks.
+$(BUILD)/tests/test_inject: tui/inject.c tui/inject.h tui/inject_proc.c \
+	tui/inject_proc.h
 
 check: all $(UNIT_BIN) $(ASAN_BIN) $(WORKLOAD_BIN) $(INTEG_BIN)
 	@tests/run $(BUILD)

@@ -1,11 +1,13 @@
 /*
- * Injection into running processes (tui/inject.c, compiled in here so its
- * internals can be tested too): the collector loads into a workload that
- * never preloaded it, the workload's parked threads keep working and its
- * results stay exact, every refusal says why and leaves the target running,
- * and a dlopen that does not return in time gives its thread back anyway.
+ * Injection into running processes (tui/inject.c and tui/inject_proc.c,
+ * compiled in here so their internals can be tested too): the collector
+ * loads into a workload that never preloaded it, the workload's parked
+ * threads keep working and its results stay exact, every refusal says why
+ * and leaves the target running, and a dlopen that does not return in time
+ * gives its thread back anyway.
  */
 #include "../../tui/inject.c"
+#include "../../tui/inject_proc.c"
 
 #include <grp.h>
 #include <libgen.h>

@@ -1,0 +1,572 @@
+/*
+ * What injection learns before touching the target, from /proc and ELF
+ * files: whether it can be traced at all, where dlopen, dlerror and
+ * __restore_rt are in its libc, and which of its threads is safest to
+ * borrow.
+ */
+#include <dirent.h>
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "inject_proc.h"
+
+#define PICK_RETRY_MS 200
+#define VERSYM_HIDDEN 0x8000
+
+/* For the tests: a system call to borrow a thread from (-1: any safe one). */
+long inject_only_syscall = -1;
+
+int fail(char *msg, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, len, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Read a small file whole, NUL-terminated; -1 with errno on failure. */
+static ssize_t slurp(const char *path, char *buf, size_t size)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, size - 1);
+	close(fd);
+	if (n >= 0)
+		buf[n] = '\0';
+	return n;
+}
+
+/* The value of "key:" in a /proc status text; false when absent. */
+static bool field(const char *text, const char *key, char *out, size_t n)
+{
+	size_t k = strlen(key);
+
+	for (const char *p = text; p != NULL; p = strchr(p, '\n')) {
+		p += *p == '\n';
+		if (strncmp(p, key, k) == 0 && p[k] == ':') {
+			p += k + 1 + strspn(p + k + 1, " \t");
+			snprintf(out, n, "%.*s", (int)strcspn(p, "\n"), p);
+			return true;
+		}
+	}
+	return false;
+}
+
+static bool mask_has_segv(const char *text, const char *key)
+{
+	char v[32];
+
+	return field(text, key, v, sizeof(v)) &&
+	       (strtoull(v, NULL, 16) & SIGSEGV_BIT);
+}
+
+int not_permitted(const struct target *t, char *msg, size_t len)
+{
+	char scope[16] = "0";
+
+	if (geteuid() != 0 &&
+	    slurp("/proc/sys/kernel/yama/ptrace_scope", scope, sizeof(scope)) > 0 &&
+	    atoi(scope) > 0)
+		return fail(msg, len, "not permitted to trace PID %d "
+			    "(kernel.yama.ptrace_scope is %d): run qsptop as "
+			    "root", (int)t->pid, atoi(scope));
+	return fail(msg, len, "not permitted to trace PID %d (it runs as "
+		    "another user, or is not dumpable): run qsptop as that "
+		    "user or as root", (int)t->pid);
+}
+
+int exited(const struct target *t, char *msg, size_t len)
+{
+	return fail(msg, len, "process %d exited during attach", (int)t->pid);
+}
+
+/* The process is still there and not a zombie. */
+bool process_alive(pid_t pid)
+{
+	char path[64], text[4096], state[32];
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	return slurp(path, text, sizeof(text)) > 0 &&
+	       field(text, "State", state, sizeof(state)) &&
+	       state[0] != 'Z' && state[0] != 'X';
+}
+
+struct mapping {
+	uint64_t start, end, offset;
+	const char *path;		/* "" when anonymous */
+	const char *name;		/* after the last '/' */
+};
+
+/* Call fn for each line of /proc/PID/maps; -1 with errno if unreadable. */
+static int maps_each(pid_t pid, void (*fn)(const struct mapping *, void *),
+		     void *ctx)
+{
+	char path[64], line[PATH_MAX + 256];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	f = fopen(path, "re");
+	if (f == NULL)
+		return -1;
+	while (fgets(line, sizeof(line), f) != NULL) {
+		struct mapping m;
+		const char *slash;
+		int at = 0;
+
+		if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %*s %" SCNx64
+			   " %*s %*s %n", &m.start, &m.end, &m.offset, &at) < 3 ||
+		    at == 0)
+			continue;
+		line[strcspn(line, "\n")] = '\0';
+		m.path = line + at;
+		slash = strrchr(m.path, '/');
+		m.name = slash ? slash + 1 : m.path;
+		fn(&m, ctx);
+	}
+	fclose(f);
+	return 0;
+}
+
+/* Bytes of stack below rsp in its mapping (the main stack grows). */
+struct room { uint64_t rsp, bytes; };
+
+static void note_room(const struct mapping *m, void *ctx)
+{
+	struct room *r = ctx;
+
+	if (r->rsp >= m->start && r->rsp < m->end)
+		r->bytes = strcmp(m->path, "[stack]") == 0 ? UINT64_MAX
+							   : r->rsp - m->start;
+}
+
+uint64_t stack_room(pid_t pid, uint64_t rsp)
+{
+	struct room room = { rsp, 0 };
+
+	maps_each(pid, note_room, &room);
+	return room.bytes;
+}
+
+/* State, tracer, thread-ness and seccomp mode, from /proc/PID/status. */
+int check_status(struct target *t, char *msg, size_t len)
+{
+	char path[64], text[8192], state[64] = "", v[64];
+	int pid = (int)t->pid;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", pid);
+	if (pid <= 0 || slurp(path, text, sizeof(text)) < 0)
+		return fail(msg, len, "no process with PID %d", pid);
+	if (field(text, "Tgid", v, sizeof(v)) && atoi(v) != pid)
+		return fail(msg, len, "PID %d is a thread of process %s: use "
+			    "-p %s", pid, v, v);
+	if (field(text, "TracerPid", v, sizeof(v)) && atoi(v) != 0)
+		return fail(msg, len, "PID %d is already traced by PID %s (a "
+			    "debugger?)", pid, v);
+	field(text, "State", state, sizeof(state));
+	if (state[0] == 'T' || state[0] == 't')
+		return fail(msg, len, "PID %d is stopped (state %s): continue "
+			    "it first with kill -CONT %d", pid, state, pid);
+	if (state[0] == 'Z' || state[0] == 'X')
+		return fail(msg, len, "PID %d is a zombie: it has exited", pid);
+	if (!field(text, "Seccomp", v, sizeof(v)))
+		v[0] = '\0';
+	if (atoi(v) == 1)
+		return fail(msg, len, "PID %d runs in strict seccomp mode: "
+			    "loading a library would kill it", pid);
+	if (atoi(v) == 2)
+		snprintf(t->warning, sizeof(t->warning), "PID %d runs under a "
+			 "seccomp filter: if it forbids the collector's system "
+			 "calls, the collector stays silent or the process is "
+			 "killed", pid);
+	t->segv_handled = mask_has_segv(text, "SigCgt") ||
+			  mask_has_segv(text, "SigIgn");
+	return 0;
+}
+
+/* 1 and the interpreter of an x86_64 ELF file, 0 without one, -1 if not. */
+static int elf_interp(int fd, char *out, size_t n)
+{
+	Elf64_Ehdr eh;
+	Elf64_Phdr ph;
+
+	if (pread(fd, &eh, sizeof(eh), 0) != sizeof(eh) ||
+	    memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 ||
+	    eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_machine != EM_X86_64)
+		return -1;
+	for (unsigned i = 0; i < eh.e_phnum; i++) {
+		off_t at = (off_t)(eh.e_phoff + (uint64_t)i * eh.e_phentsize);
+		ssize_t got;
+
+		if (pread(fd, &ph, sizeof(ph), at) != sizeof(ph))
+			return -1;
+		if (ph.p_type != PT_INTERP)
+			continue;
+		got = pread(fd, out, ph.p_filesz < n ? ph.p_filesz : n - 1,
+			    (off_t)ph.p_offset);
+		if (got < 0)
+			return -1;
+		out[got] = '\0';
+		return 1;
+	}
+	return 0;
+}
+
+/* The executable is a dynamic x86_64 glibc program. */
+static int check_exe(const struct target *t, char *msg, size_t len)
+{
+	char path[64], interp[PATH_MAX] = "";
+	int pid = (int)t->pid, fd, kind;
+
+	snprintf(path, sizeof(path), "/proc/%d/exe", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 && (errno == EACCES || errno == EPERM))
+		return not_permitted(t, msg, len);
+	if (fd < 0)
+		return fail(msg, len, "cannot read the executable of PID %d "
+			    "(%s): a kernel thread?", pid, strerror(errno));
+	kind = elf_interp(fd, interp, sizeof(interp));
+	close(fd);
+	if (kind < 0)
+		return fail(msg, len, "PID %d is not an x86_64 ELF program",
+			    pid);
+	if (kind == 0)
+		return fail(msg, len, "PID %d is a static binary: start it "
+			    "with qsptop -- CMD", pid);
+	if (strstr(interp, "musl") != NULL)
+		return fail(msg, len, "PID %d uses musl (%s): musl is not "
+			    "supported", pid, interp);
+	return 0;
+}
+
+/* The library is the same file inside the target's mount namespace. */
+static int check_lib(struct target *t, const char *lib, char *msg,
+		     size_t len)
+{
+	char inside[PATH_MAX + 64];
+	struct stat here, there;
+
+	if (realpath(lib, t->lib) == NULL || stat(t->lib, &here) < 0)
+		return fail(msg, len, "cannot find the collector library %s: "
+			    "%s", lib, strerror(errno));
+	snprintf(inside, sizeof(inside), "/proc/%d/root%s", (int)t->pid,
+		 t->lib);
+	if (stat(inside, &there) < 0)
+		return errno == EACCES || errno == EPERM
+			       ? not_permitted(t, msg, len)
+			       : fail(msg, len, "%s is not visible to PID %d "
+				      "(another mount namespace, e.g. a "
+				      "container)", t->lib, (int)t->pid);
+	if (here.st_dev != there.st_dev || here.st_ino != there.st_ino)
+		return fail(msg, len, "%s is another file inside PID %d's "
+			    "mount namespace (a container?)", t->lib,
+			    (int)t->pid);
+	return 0;
+}
+
+static void note_mapping(const struct mapping *m, void *ctx)
+{
+	struct target *t = ctx;
+	const char *lib = strrchr(t->lib, '/') + 1;
+
+	if (FAKE_RETURN >= m->start && FAKE_RETURN < m->end)
+		t->fake_mapped = true;
+	if (strcmp(m->name, lib) == 0)
+		t->already = true;
+	if (t->libc_start != 0 || m->offset != 0)
+		return;
+	/* A libc replaced on disk since start is still in map_files. */
+	if (strcmp(m->name, "libc.so.6 (deleted)") == 0)
+		snprintf(t->libc, sizeof(t->libc), "/proc/%d/map_files/%"
+			 PRIx64 "-%" PRIx64, (int)t->pid, m->start, m->end);
+	else if (strcmp(m->name, "libc.so.6") == 0)
+		snprintf(t->libc, sizeof(t->libc), "/proc/%d/root%s",
+			 (int)t->pid, m->path);
+	else
+		return;
+	t->libc_start = m->start;
+}
+
+/* Find libc and whether the collector is there already. */
+static int check_maps(struct target *t, char *msg, size_t len)
+{
+	if (maps_each(t->pid, note_mapping, t) < 0)
+		return errno == ENOENT ? exited(t, msg, len)
+				       : not_permitted(t, msg, len);
+	if (t->libc_start == 0)
+		return fail(msg, len, "PID %d has no libc.so.6 mapped: only "
+			    "glibc programs are supported", (int)t->pid);
+	if (t->fake_mapped)
+		return fail(msg, len, "PID %d has memory at qsptop's fake "
+			    "return address %#llx", (int)t->pid, FAKE_RETURN);
+	return 0;
+}
+
+int preflight(struct target *t, const char *lib, char *msg, size_t len)
+{
+	return check_status(t, msg, len) < 0 || check_exe(t, msg, len) < 0 ||
+	       check_lib(t, lib, msg, len) < 0 ||
+	       check_maps(t, msg, len) < 0 ? -1 : 0;
+}
+
+/* A defined function's default version in .dynsym (dlopen@@GLIBC_2.34). */
+static uint64_t dynsym_value(Elf *e, const char *name)
+{
+	Elf_Scn *scn = NULL;
+	Elf_Data *syms = NULL, *vers = NULL;
+	size_t strndx = 0, count = 0;
+	GElf_Shdr sh;
+
+	while ((scn = elf_nextscn(e, scn)) != NULL) {
+		if (gelf_getshdr(scn, &sh) == NULL)
+			continue;
+		if (sh.sh_type == SHT_DYNSYM && sh.sh_entsize != 0) {
+			syms = elf_getdata(scn, NULL);
+			strndx = sh.sh_link;
+			count = sh.sh_size / sh.sh_entsize;
+		} else if (sh.sh_type == SHT_GNU_versym) {
+			vers = elf_getdata(scn, NULL);
+		}
+	}
+	for (size_t i = 0; syms != NULL && i < count; i++) {
+		GElf_Sym s;
+		GElf_Versym v = 0;
+		const char *n;
+
+		if (gelf_getsym(syms, (int)i, &s) == NULL ||
+		    s.st_shndx == SHN_UNDEF ||
+		    GELF_ST_TYPE(s.st_info) != STT_FUNC)
+			continue;
+		n = elf_strptr(e, strndx, s.st_name);
+		if (n == NULL || strcmp(n, name) != 0)
+			continue;
+		if (vers != NULL && gelf_getversym(vers, (int)i, &v) != NULL &&
+		    (v & VERSYM_HIDDEN))
+			continue;
+		return s.st_value;
+	}
+	return 0;
+}
+
+/*
+ * The lowest PT_LOAD address (the load bias is the mapping start minus
+ * it) and libc's __restore_rt, found by its code in an executable segment:
+ * it is not exported, and it is how a timed-out thread gets back (abandon).
+ */
+static int scan_segments(Elf *e, uint64_t *lowest, uint64_t *restore_rt)
+{
+	static const uint8_t code[] = { 0x48, 0xc7, 0xc0, 0x0f, 0, 0, 0,
+					0x0f, 0x05 };	/* mov $15,%rax; syscall */
+	size_t n, size;
+	const char *raw = elf_rawfile(e, &size);
+	GElf_Phdr ph;
+
+	*lowest = UINT64_MAX;
+	*restore_rt = 0;
+	if (raw == NULL || elf_getphdrnum(e, &n) != 0)
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		const char *hit;
+
+		if (gelf_getphdr(e, (int)i, &ph) == NULL ||
+		    ph.p_type != PT_LOAD)
+			continue;
+		if (ph.p_vaddr < *lowest)
+			*lowest = ph.p_vaddr;
+		if (!(ph.p_flags & PF_X) || *restore_rt != 0 ||
+		    ph.p_offset + ph.p_filesz > size)
+			continue;
+		hit = memmem(raw + ph.p_offset, ph.p_filesz, code, sizeof(code));
+		if (hit != NULL)
+			*restore_rt = ph.p_vaddr + (uint64_t)(hit - raw) -
+				      ph.p_offset;
+	}
+	return *lowest == UINT64_MAX ? -1 : 0;
+}
+
+/* dlopen, dlerror and __restore_rt at their addresses in the target. */
+int resolve_libc(struct target *t, char *msg, size_t len)
+{
+	int fd = open(t->libc, O_RDONLY | O_CLOEXEC);
+	uint64_t lowest, restore_rt, bias, o, r;
+	Elf *e;
+	int rc = -1;
+
+	if (fd < 0)
+		return fail(msg, len, "cannot open PID %d's libc %s: %s",
+			    (int)t->pid, t->libc, strerror(errno));
+	elf_version(EV_CURRENT);
+	e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (e != NULL && scan_segments(e, &lowest, &restore_rt) == 0) {
+		bias = t->libc_start - (lowest & ~0xfffULL);
+		o = dynsym_value(e, "dlopen");
+		r = dynsym_value(e, "dlerror");
+		if (o != 0 && r != 0 && restore_rt != 0) {
+			t->dlopen = bias + o;
+			t->dlerror = bias + r;
+			t->restore_rt = bias + restore_rt;
+			rc = 0;
+		}
+	}
+	elf_end(e);
+	close(fd);
+	if (rc < 0)
+		fail(msg, len, "cannot find dlopen, dlerror and __restore_rt "
+		     "in PID %d's libc %s (glibc older than 2.34?)",
+		     (int)t->pid, t->libc);
+	return rc;
+}
+
+/* An open file that is not a regular file (or cannot be looked at). */
+static bool fd_is_file(pid_t pid, uint64_t fd)
+{
+	char path[64];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)pid, (int)fd);
+	return fd > INT_MAX || stat(path, &st) < 0 || S_ISREG(st.st_mode);
+}
+
+/*
+ * How safe it is to borrow a thread parked in system call nr: 3 best,
+ * 1 last resort, 0 never. The loader and malloc never wait in these calls,
+ * so a thread parked in one holds none of their locks; dlopen in it cannot
+ * deadlock on itself. Exceptions: the loader reads libraries with read(),
+ * so a read of a regular file does not count; futex waits of
+ * pthread_cond_wait, pthread_join and semaphores (FUTEX_WAIT_BITSET) are
+ * fine; plain FUTEX_WAIT is also how glibc's internal locks wait, so only
+ * as a last resort.
+ */
+int syscall_rank(pid_t pid, long nr, const uint64_t a[6])
+{
+	static const long safe[] = {
+		SYS_poll, SYS_ppoll, SYS_select, SYS_pselect6, SYS_epoll_wait,
+		SYS_epoll_pwait, SYS_epoll_pwait2, SYS_nanosleep,
+		SYS_clock_nanosleep, SYS_read, SYS_recvfrom, SYS_recvmsg,
+		SYS_recvmmsg, SYS_accept, SYS_accept4, SYS_wait4, SYS_waitid,
+		SYS_pause, SYS_rt_sigsuspend, SYS_rt_sigtimedwait,
+	};
+
+	if (nr == SYS_futex)
+		return (a[1] & FUTEX_CMD_MASK) == FUTEX_WAIT_BITSET ? 2 : 1;
+	if (nr == SYS_read && fd_is_file(pid, a[0]))
+		return 0;
+	for (size_t i = 0; i < sizeof(safe) / sizeof(safe[0]); i++)
+		if (safe[i] == nr)
+			return 3;
+	return 0;
+}
+
+/*
+ * A thread's rank from /proc (see syscall_rank). Our calls end in a
+ * SIGSEGV; when SIGSEGV is blocked the kernel resets its handler to the
+ * default, so a thread blocking it is never borrowed when the process
+ * handles SIGSEGV.
+ */
+static int thread_rank(const struct target *t, pid_t tid)
+{
+	char path[80], text[8192];
+	uint64_t a[6];
+	long nr;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/syscall", (int)t->pid,
+		 (int)tid);
+	if (slurp(path, text, sizeof(text)) < 0 ||
+	    sscanf(text, "%ld %" SCNx64 " %" SCNx64 " %" SCNx64 " %" SCNx64
+		   " %" SCNx64 " %" SCNx64, &nr, &a[0], &a[1], &a[2], &a[3],
+		   &a[4], &a[5]) != 7)
+		return 0;	/* "running", or not in a system call */
+	if (inject_only_syscall >= 0 && nr != inject_only_syscall)
+		return 0;
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/status", (int)t->pid,
+		 (int)tid);
+	if (t->segv_handled &&
+	    (slurp(path, text, sizeof(text)) < 0 ||
+	     mask_has_segv(text, "SigBlk")))
+		return 0;
+	return syscall_rank(t->pid, nr, a);
+}
+
+static bool skipped(pid_t tid, const pid_t *skip, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (skip[i] == tid)
+			return true;
+	return false;
+}
+
+/* The safest thread to borrow, rescanning a while for a best one; 0: none. */
+pid_t pick_thread(const struct target *t, const pid_t *skip, int nskip,
+		  int *rank)
+{
+	int64_t deadline = now_ms() + PICK_RETRY_MS;
+	char path[64];
+	pid_t best = 0;
+
+	*rank = 0;
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)t->pid);
+	for (;;) {
+		DIR *d = opendir(path);
+		struct dirent *e;
+
+		if (d == NULL)
+			return 0;
+		while ((e = readdir(d)) != NULL) {
+			pid_t tid = (pid_t)atoi(e->d_name);
+			int r;
+
+			if (tid <= 0 || skipped(tid, skip, nskip))
+				continue;
+			r = thread_rank(t, tid);
+			if (r > *rank) {
+				*rank = r;
+				best = tid;
+			}
+		}
+		closedir(d);
+		if (*rank == 3 || now_ms() >= deadline)
+			return best;
+		usleep(20000);
+	}
+}
+
+uint64_t blocked_signals(pid_t pid, pid_t tid)
+{
+	char path[80], text[8192], v[32];
+	uint64_t mask = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/status", (int)pid,
+		 (int)tid);
+	if (slurp(path, text, sizeof(text)) > 0 &&
+	    field(text, "SigBlk", v, sizeof(v)))
+		mask = strtoull(v, NULL, 16);
+	return mask;
+}

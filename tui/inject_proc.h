@@ -1,0 +1,63 @@
+/*
+ * The /proc and ELF half of injection, shared by inject_proc.c (checks,
+ * libc symbols, choosing a thread) and inject.c (the ptrace work). Not for
+ * use outside them.
+ */
+#ifndef QSPTOP_INJECT_PROC_H
+#define QSPTOP_INJECT_PROC_H
+
+#include <limits.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* Where our calls return: canonical, so the fault comes after the ret. */
+#define FAKE_RETURN 0x717370746f70ULL	/* "qsptop" */
+#define SIGSEGV_BIT (1ULL << (SIGSEGV - 1))
+
+/* What the checks learn about the process to inject into. */
+struct target {
+	pid_t pid;
+	char lib[PATH_MAX];		/* the collector, absolute */
+	char libc[PATH_MAX + 64];	/* the target's libc, openable by us */
+	uint64_t libc_start;		/* start of libc's offset-0 mapping */
+	uint64_t dlopen, dlerror, restore_rt;
+	bool already;			/* a file named like lib is mapped */
+	bool fake_mapped;
+	bool segv_handled;		/* SIGSEGV caught or ignored */
+	char warning[256];
+};
+
+/* For the tests: a system call to borrow a thread from (-1: any safe one). */
+extern long inject_only_syscall;
+
+/* Format a one-line error into msg; returns -1. */
+__attribute__((format(printf, 3, 4)))
+int fail(char *msg, size_t len, const char *fmt, ...);
+/* Milliseconds on the monotonic clock. */
+int64_t now_ms(void);
+/* Fail with why the target may not be traced, and what to do; -1. */
+int not_permitted(const struct target *t, char *msg, size_t len);
+/* Fail with "process PID exited during attach"; -1. */
+int exited(const struct target *t, char *msg, size_t len);
+/* The process is still there and not a zombie. */
+bool process_alive(pid_t pid);
+/* State, tracer, thread-ness and seccomp mode, from /proc/PID/status. */
+int check_status(struct target *t, char *msg, size_t len);
+/* All checks before attaching: 0 with t filled in, -1 with msg. */
+int preflight(struct target *t, const char *lib, char *msg, size_t len);
+/* dlopen, dlerror and __restore_rt at their addresses in the target. */
+int resolve_libc(struct target *t, char *msg, size_t len);
+/* Bytes of stack below rsp in its mapping (the main stack grows). */
+uint64_t stack_room(pid_t pid, uint64_t rsp);
+/* The blocked signals of thread tid, from /proc; 0 when unreadable. */
+uint64_t blocked_signals(pid_t pid, pid_t tid);
+/* How safe it is to borrow a thread parked in system call nr: 3 to 0. */
+int syscall_rank(pid_t pid, long nr, const uint64_t a[6]);
+/* The safest thread to borrow, rescanning a while for a best one; 0: none. */
+pid_t pick_thread(const struct target *t, const pid_t *skip, int nskip,
+		  int *rank);
+
+#endif

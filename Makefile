@@ -114,7 +114,7 @@ $(BUILD)/tests/wl_%: tests/workloads/%.cc | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CXX) -std=c++17 -g -O1 -Wall -o $@ $< -lpthread
 
-$(BUILD)/tests/%: tests/integration/%.c $(COMMON_OBJ) | $(DEPS_STAMP)
+$(BUILD)/tests/%: tests/integration/%.c tests/integration/harness.h $(COMMON_OBJ) | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(PKG_CFLAGS) -o $@ $< $(COMMON_OBJ) $(PKG_LIBS)
 

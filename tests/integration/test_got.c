@@ -27,14 +27,14 @@
 #include "../../common/proto.h"
 #include "../../common/sockpath.h"
 #include "../unit/check.h"
+#include "harness.h"
 
 #define THREADS 4		/* as in tests/workloads/got.c */
 #define ROUNDS 2000		/* a multiple of 10: condvar sites run 1 in 10 */
 #define HOOK_DEADLINE_MS 5000
 #define REPLY_TIMEOUT_MS 30000
 
-static char build[PATH_MAX], root[PATH_MAX], tmp[PATH_MAX];
-static char qsptop[PATH_MAX + 64], library[PATH_MAX + 64], source[PATH_MAX + 64];
+static char source[PATH_MAX + 64];
 
 /* A running workload and the pipes that drive it. */
 struct wl {
@@ -66,82 +66,11 @@ static const char *const libc_names[] = {
 	"pthread_join@", "pthread_cond_timedwait@GLIBC_2.2.5",
 };
 
-static long now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000L + ts.tv_nsec / 1000000;
-}
-
 static void sleep_ms(long ms)
 {
 	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
 
 	nanosleep(&ts, NULL);
-}
-
-static char *slurp(const char *path)
-{
-	FILE *f = fopen(path, "r");
-	char *buf;
-	long n;
-
-	if (f == NULL)
-		return strdup("");
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	rewind(f);
-	buf = calloc(1, (size_t)n + 1);
-	if (fread(buf, 1, (size_t)n, f) != (size_t)n)
-		buf[0] = '\0';
-	fclose(f);
-	return buf;
-}
-
-static char *tmp_path(const char *name)
-{
-	static char paths[8][PATH_MAX + 64];
-	static int next;
-	char *p = paths[next++ % 8];
-
-	snprintf(p, PATH_MAX + 64, "%s/%s", tmp, name);
-	return p;
-}
-
-static int wait_status(pid_t pid, int timeout_s)
-{
-	long deadline = now_ms() + timeout_s * 1000L;
-	int status;
-
-	while (waitpid(pid, &status, WNOHANG) == 0) {
-		if (now_ms() > deadline) {
-			kill(pid, SIGKILL);
-			waitpid(pid, &status, 0);
-			return -1;
-		}
-		sleep_ms(10);
-	}
-	if (WIFEXITED(status))
-		return WEXITSTATUS(status);
-	return 128 + WTERMSIG(status);
-}
-
-/* Run argv to completion (stdout and stderr to files); its exit status. */
-static int run(char *const argv[], const char *out, const char *err)
-{
-	pid_t pid = fork();
-
-	if (pid == 0) {
-		int o = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-		int e = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-
-		dup2(o, 1);
-		dup2(e, 2);
-		execvp(argv[0], argv);
-		_exit(126);
-	}
-	return wait_status(pid, 120);
 }
 
 /* Build the workload source with extra flags (a variant, or the plugin). */
@@ -165,9 +94,10 @@ static bool compile(const char *out, const char *const flags[])
 	argv[n++] = source;
 	argv[n++] = "-lpthread";
 	argv[n] = NULL;
-	status = run(argv, tmp_path("cc.out"), tmp_path("cc.err"));
+	status = wait_status(start(argv, tmp_path("cc.out"), tmp_path("cc.err")),
+			     120000);
 	if (status != 0) {
-		char *err = slurp(tmp_path("cc.err"));
+		char *err = slurp_file(tmp_path("cc.err"), "");
 
 		fprintf(stderr, "cc%s failed (%d): %s\n", all, status, err);
 		free(err);
@@ -219,7 +149,7 @@ static void wl_send(struct wl *w, const char *fmt, ...)
 /* The workload's next line of output; false on timeout or exit. */
 static bool wl_line(struct wl *w, char *line, size_t size)
 {
-	long deadline = now_ms() + REPLY_TIMEOUT_MS;
+	long deadline = monotonic_ms() + REPLY_TIMEOUT_MS;
 
 	for (;;) {
 		char *nl = memchr(w->buf, '\n', w->len);
@@ -234,7 +164,7 @@ static bool wl_line(struct wl *w, char *line, size_t size)
 			w->len -= len + 1;
 			return true;
 		}
-		if (now_ms() > deadline || w->len == sizeof(w->buf) ||
+		if (monotonic_ms() > deadline || w->len == sizeof(w->buf) ||
 		    poll(&pfd, 1, 100) < 0)
 			return false;
 		if (!(pfd.revents & (POLLIN | POLLHUP)))
@@ -290,7 +220,7 @@ static int wl_quit(struct wl *w)
 
 	wl_send(w, "quit");
 	close(w->in);
-	status = wait_status(w->pid, 30);
+	status = wait_status(w->pid, 30000);
 	close(w->out);
 	return status;
 }
@@ -367,13 +297,13 @@ static bool poll_view(struct wl *w, struct view *v, long deadline_ms,
 		      bool (*pred)(const struct view *, const void *),
 		      const void *arg)
 {
-	long deadline = now_ms() + deadline_ms;
+	long deadline = monotonic_ms() + deadline_ms;
 
 	do {
 		if (wl_view(w, v) && pred(v, arg))
 			return true;
 		sleep_ms(20);
-	} while (now_ms() < deadline);
+	} while (monotonic_ms() < deadline);
 	return false;
 }
 
@@ -425,23 +355,14 @@ static void watch_start(struct watcher *q, pid_t target, const char *name)
 	snprintf(q->err, sizeof(q->err), "%s/%s.err", tmp, name);
 	snprintf(q->json, sizeof(q->json), "%s/%s.json", tmp, name);
 	unlink(q->json);
-	q->pid = fork();
-	if (q->pid == 0) {
-		int o = open(q->out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-		int e = open(q->err, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-
-		dup2(o, 1);
-		dup2(e, 2);
-		execl(qsptop, qsptop, "-b", "-d", "0.2", "-j", q->json, "-p",
-		      pidstr, (char *)NULL);
-		_exit(126);
-	}
+	q->pid = start((char *[]){ qsptop, "-b", "-d", "0.2", "-j", q->json,
+				   "-p", pidstr, NULL }, q->out, q->err);
 }
 
 /* How many tables the watcher has printed. */
 static int watch_tables(const struct watcher *q)
 {
-	char *text = slurp(q->out);
+	char *text = slurp_file(q->out, "");
 	int n = 0;
 
 	for (const char *p = text; (p = strstr(p, "\nTYPE ")) != NULL; p++)
@@ -453,10 +374,10 @@ static int watch_tables(const struct watcher *q)
 /* Wait until the watcher printed more than n tables. */
 static bool watch_wait(const struct watcher *q, int n)
 {
-	long deadline = now_ms() + 10000;
+	long deadline = monotonic_ms() + 10000;
 
 	while (watch_tables(q) <= n) {
-		if (now_ms() > deadline)
+		if (monotonic_ms() > deadline)
 			return false;
 		sleep_ms(20);
 	}
@@ -471,29 +392,13 @@ static cJSON *watch_stop(struct watcher *q, const char *label)
 	int status;
 
 	kill(q->pid, SIGTERM);
-	status = wait_status(q->pid, 20);
-	text = slurp(q->err);
+	status = wait_status(q->pid, 20000);
+	text = slurp_file(q->err, "");
 	CHECK(status == 0, "%s: qsptop -p exited %d: %s", label, status, text);
 	free(text);
-	text = slurp(q->json);
-	snap = cJSON_Parse(text);
-	free(text);
+	snap = load_json(q->json);
 	CHECK(snap != NULL, "%s: qsptop wrote no JSON snapshot", label);
 	return snap;
-}
-
-static const char *str_field(const cJSON *o, const char *name)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, name);
-
-	return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
-static double num_field(const cJSON *o, const char *name)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, name);
-
-	return cJSON_IsNumber(v) ? v->valuedouble : -1;
 }
 
 /* Sum a field over the rows of one function and lock type. */
@@ -638,15 +543,15 @@ static void check_grace(struct wl *w, const struct view *base)
 	CHECK(poll_view(w, &v, HOOK_DEADLINE_MS, pred_hooked, "main"),
 	      "a client's hello re-activates the dormant collector");
 	close(fd);
-	gone = now_ms();
+	gone = monotonic_ms();
 	sleep_ms(2000);
 	CHECK(wl_view(w, &v) && hooked(&v, "main"),
 	      "2 s after a client vanished without DETACH the hooks are still in");
 	CHECK(poll_view(w, &v, 10000, pred_restored, base),
 	      "after the grace period the GOT is restored");
-	CHECK(now_ms() - gone >= 4500,
+	CHECK(monotonic_ms() - gone >= 4500,
 	      "the GOT was restored only after the grace period (%ld ms)",
-	      now_ms() - gone);
+	      monotonic_ms() - gone);
 }
 
 /*
@@ -813,33 +718,15 @@ static void measure_costs(const char *exe)
 	CHECK(wl_quit(&w) == 0, "bench: the workload exited 0");
 }
 
-static void find_paths(void)
-{
-	char exe[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-
-	exe[n > 0 ? n : 0] = '\0';
-	snprintf(build, sizeof(build), "%s", dirname(dirname(exe)));
-	snprintf(exe, sizeof(exe), "%s", build);
-	snprintf(root, sizeof(root), "%s", dirname(exe));
-	snprintf(qsptop, sizeof(qsptop), "%s/qsptop", build);
-	snprintf(library, sizeof(library), "%s/libqsptop.so", build);
-	snprintf(source, sizeof(source), "%s/tests/workloads/got.c", root);
-	snprintf(tmp, sizeof(tmp), "/tmp/qsptop-got-XXXXXX");
-	if (mkdtemp(tmp) == NULL) {
-		perror("mkdtemp");
-		exit(1);
-	}
-}
-
 int main(int argc, char **argv)
 {
 	char now[PATH_MAX + 64], noplt[PATH_MAX + 64], plain[PATH_MAX + 64];
 	char cmd[PATH_MAX + 16];
 
-	find_paths();
+	find_paths("/tmp/qsptop-got-XXXXXX", "wl_got");
+	snprintf(source, sizeof(source), "%s/tests/workloads/got.c", root);
 	signal(SIGPIPE, SIG_IGN);
-	snprintf(plain, sizeof(plain), "%s/tests/wl_got", build);
+	snprintf(plain, sizeof(plain), "%s", workload);
 	snprintf(now, sizeof(now), "%s/wl_got_now", tmp);
 	snprintf(noplt, sizeof(noplt), "%s/wl_got_noplt", tmp);
 	test_cycle("PIE, lazy binding", plain, true);

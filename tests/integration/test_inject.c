@@ -18,14 +18,12 @@
 #include "../../common/proto.h"
 #include "../../common/sockpath.h"
 #include "../unit/check.h"
+#include "harness.h"
 
 #define READY_MS 5000
 #define PROGRESS_MS 3000
 #define EXIT_MS 15000
 #define REPEATS 10
-
-static char build[PATH_MAX], tmp[PATH_MAX], library[PATH_MAX + 32];
-static char target_exe[PATH_MAX + 32];
 
 /* A started program and the file holding its output. */
 struct proc {
@@ -38,24 +36,6 @@ struct tick {
 	long n, sleep0, sleep1, epoll, poll, cond;
 };
 
-static void find_paths(void)
-{
-	char exe[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-
-	exe[n > 0 ? n : 0] = '\0';
-	snprintf(build, sizeof(build), "%s", dirname(dirname(exe)));
-	snprintf(library, sizeof(library), "%s/libqsptop.so", build);
-	snprintf(target_exe, sizeof(target_exe), "%s/tests/wl_inject_target",
-		 build);
-	snprintf(tmp, sizeof(tmp), "/tmp/qsptop-inject-XXXXXX");
-	if (mkdtemp(tmp) == NULL) {
-		perror("mkdtemp");
-		exit(1);
-	}
-	chmod(tmp, 0755);
-}
-
 /* Test a copy of the collector: a rebuild meanwhile cannot change it. */
 static void copy_library(void)
 {
@@ -66,7 +46,7 @@ static void copy_library(void)
 		fprintf(stderr, "cannot copy %s\n", library);
 		exit(1);
 	}
-	snprintf(library, sizeof(library), "%s/libqsptop.so", tmp);
+	join(library, tmp, "/libqsptop.so");
 }
 
 static char *read_text(const char *path)
@@ -87,17 +67,7 @@ static void spawn(struct proc *p, char *const argv[], const char *name)
 	static int seq;
 
 	snprintf(p->out, sizeof(p->out), "%s/%s-%d.out", tmp, name, seq++);
-	p->pid = fork();
-	if (p->pid == 0) {
-		int out = open(p->out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-		int null = open("/dev/null", O_RDONLY);
-
-		dup2(null, 0);
-		dup2(out, 1);
-		dup2(out, 2);
-		execv(argv[0], argv);
-		_exit(126);
-	}
+	p->pid = start(argv, p->out, p->out);
 }
 
 /* Poll until the output of p holds text. */
@@ -115,7 +85,7 @@ static bool wait_output(const struct proc *p, const char *text, int ms)
 
 static bool start_target(struct proc *p)
 {
-	char *argv[] = { target_exe, NULL };
+	char *argv[] = { workload, NULL };
 
 	spawn(p, argv, "target");
 	return wait_output(p, "ready\n", READY_MS);
@@ -124,19 +94,8 @@ static bool start_target(struct proc *p)
 /* Ask the workload to finish; its exit status, -1 if it had to be killed. */
 static int stop_target(struct proc *p)
 {
-	int64_t deadline = now_ms() + EXIT_MS;
-	int st;
-
 	kill(p->pid, SIGTERM);
-	while (waitpid(p->pid, &st, WNOHANG) == 0) {
-		if (now_ms() >= deadline) {
-			kill(p->pid, SIGKILL);
-			waitpid(p->pid, &st, 0);
-			return -1;
-		}
-		usleep(5000);
-	}
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	return wait_status(p->pid, EXIT_MS);
 }
 
 static void kill_proc(struct proc *p)
@@ -506,7 +465,7 @@ static void test_refuses_other_user(void)
 static void test_root_loads_into_other_user(void)
 {
 	char *argv[] = { "/usr/bin/setpriv", "--reuid=65534", "--regid=65534",
-			 "--clear-groups", target_exe, NULL };
+			 "--clear-groups", workload, NULL };
 	char msg[512];
 	struct proc p;
 	int rc;
@@ -569,7 +528,7 @@ static void test_refuses_thread_and_hidden_library(void)
 		return;
 	}
 	snprintf(cmd, sizeof(cmd), "mount -t tmpfs none %s && exec %s", dir,
-		 target_exe);
+		 workload);
 	char *argv[] = { "/usr/bin/unshare", "-m", "--propagation", "private",
 			 "/bin/sh", "-c", cmd, NULL };
 	spawn(&p, argv, "unshared");
@@ -607,6 +566,56 @@ static void build_slow_library(const char *name, int ms, char *so, char *done,
 	CHECK(system(cmd) == 0, "cannot build %s", so);
 }
 
+/* The thread of pid parked in system call nr (looking for 5 s), or 0. */
+static pid_t thread_in(pid_t pid, long nr)
+{
+	int64_t deadline = now_ms() + 5000;
+	char path[320], text[256];
+	pid_t found = 0;
+
+	while (found == 0 && now_ms() < deadline) {
+		struct dirent *e;
+		DIR *d;
+
+		snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+		d = opendir(path);
+		while (d != NULL && found == 0 && (e = readdir(d)) != NULL) {
+			snprintf(path, sizeof(path), "/proc/%d/task/%s/syscall",
+				 (int)pid, e->d_name);
+			if (e->d_name[0] != '.' &&
+			    slurp(path, text, sizeof(text)) > 0 &&
+			    atol(text) == nr)
+				found = (pid_t)atoi(e->d_name);
+		}
+		if (d != NULL)
+			closedir(d);
+		usleep(1000);
+	}
+	return found;
+}
+
+/*
+ * Inject while forcing the thread parked in system call nr. The hook makes
+ * the injector give up at once when no thread is parked there, and under
+ * load the target's threads move in and out of their calls: retry then.
+ */
+static int forced_inject(pid_t pid, long nr, const char *so, char *msg,
+			 size_t len, double *ms)
+{
+	int rc = INJECT_FAILED;
+
+	for (int tries = 0; tries < 10; tries++) {
+		thread_in(pid, nr);
+		inject_only_syscall = nr;
+		rc = timed_inject(pid, so, msg, len, ms);
+		inject_only_syscall = -1;
+		if (rc != INJECT_FAILED || !starts_with(msg, "no thread of PID"))
+			break;
+		usleep(50000);
+	}
+	return rc;
+}
+
 /*
  * The constructor outlasts the deadline: the injection gives up, and the
  * borrowed thread still returns to its own work when dlopen finishes.
@@ -624,11 +633,9 @@ static void timeout_in(long nr, const char *so, const char *done)
 		kill_proc(&p);
 		return;
 	}
-	inject_only_syscall = nr;
 	call_timeout_ms = 300;
-	rc = timed_inject(p.pid, so, msg, sizeof(msg), &ms);
+	rc = forced_inject(p.pid, nr, so, msg, sizeof(msg), &ms);
 	call_timeout_ms = 5000;
-	inject_only_syscall = -1;
 	CHECK(rc == INJECT_FAILED &&
 	      starts_with(msg, "timed out waiting for a thread to return from "
 			  "dlopen"), "syscall %ld: expected a timeout, got %d "
@@ -662,33 +669,6 @@ static void test_timeout_gives_thread_back(void)
 		timeout_in(parked[i], so, done);
 }
 
-/* The thread of pid parked in system call nr (looking for 2 s), or 0. */
-static pid_t thread_in(pid_t pid, long nr)
-{
-	int64_t deadline = now_ms() + 2000;
-	char path[320], text[256];
-	pid_t found = 0;
-
-	while (found == 0 && now_ms() < deadline) {
-		struct dirent *e;
-		DIR *d;
-
-		snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
-		d = opendir(path);
-		while (d != NULL && found == 0 && (e = readdir(d)) != NULL) {
-			snprintf(path, sizeof(path), "/proc/%d/task/%s/syscall",
-				 (int)pid, e->d_name);
-			if (e->d_name[0] != '.' &&
-			    slurp(path, text, sizeof(text)) > 0 &&
-			    atol(text) == nr)
-				found = (pid_t)atoi(e->d_name);
-		}
-		if (d != NULL)
-			closedir(d);
-		usleep(1000);
-	}
-	return found;
-}
 
 /*
  * While the borrowed thread runs dlopen it gets a SIGUSR1 (its handler
@@ -700,6 +680,7 @@ static void test_signals_during_call(void)
 	char so[PATH_MAX + 32], done[PATH_MAX + 32], msg[512];
 	struct proc p;
 	pid_t tid, child;
+	double ms;
 	int rc;
 
 	build_slow_library("pause", 400, so, done, sizeof(so));
@@ -718,9 +699,7 @@ static void test_signals_during_call(void)
 		kill(p.pid, SIGSTOP);
 		_exit(0);
 	}
-	inject_only_syscall = SYS_epoll_wait;
-	rc = inject_collector(p.pid, so, msg, sizeof(msg));
-	inject_only_syscall = -1;
+	rc = forced_inject(p.pid, SYS_epoll_wait, so, msg, sizeof(msg), &ms);
 	waitpid(child, NULL, 0);
 	CHECK(rc == INJECT_LOADED, "expected INJECT_LOADED, got %d \"%s\"", rc,
 	      msg);
@@ -782,13 +761,13 @@ static void test_repeated_fresh_targets(void)
 		int rc;
 
 		ms[i] = -1;
-		inject_only_syscall = parked[i % 4];
 		if (!start_target(&p)) {
 			CHECK(0, "round %d: workload did not start", i);
 			kill_proc(&p);
 			continue;
 		}
-		rc = timed_inject(p.pid, library, msg, sizeof(msg), &ms[i]);
+		rc = forced_inject(p.pid, parked[i % 4], library, msg, sizeof(msg),
+				   &ms[i]);
 		CHECK(rc == INJECT_LOADED, "round %d: got %d \"%s\"", i, rc, msg);
 		CHECK(collector_says_hello(p.pid), "round %d: no HELLO", i);
 		CHECK(all_threads_progress(&p), "round %d: threads stalled", i);
@@ -800,7 +779,6 @@ static void test_repeated_fresh_targets(void)
 		CHECK(inject_last_syscall == parked[i % 4], "round %d: borrowed "
 		      "syscall %ld", i, inject_last_syscall);
 	}
-	inject_only_syscall = -1;
 	qsort(ms, REPEATS, sizeof(ms[0]), cmp_double);
 	printf("injection time over %d fresh targets: min %.2f ms, median "
 	       "%.2f ms, max %.2f ms\n", REPEATS, ms[0], ms[REPEATS / 2],
@@ -811,7 +789,8 @@ int main(void)
 {
 	char cmd[PATH_MAX + 16];
 
-	find_paths();
+	find_paths("/tmp/qsptop-inject-XXXXXX", "wl_inject_target");
+	chmod(tmp, 0755);
 	copy_library();
 	signal(SIGPIPE, SIG_IGN);
 	test_syscall_ranks();

@@ -15,7 +15,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -26,143 +25,14 @@
 #include "../../common/proto.h"
 #include "../../common/sockpath.h"
 #include "../unit/check.h"
+#include "harness.h"
 
-#define RUN_TIMEOUT_S 60
+#define RUN_TIMEOUT_MS 60000
 
-static char build[PATH_MAX], root[PATH_MAX], tmp[PATH_MAX];
-static char qsptop[PATH_MAX], workload[PATH_MAX], library[PATH_MAX];
-/* When nonzero, programs are started with this file size limit. */
-static rlim_t fsize_limit;
-
-/* A finished run: exit status and what it printed. */
-struct run {
-	int status;		/* exit code, 128+signal, or -1 on timeout */
-	char *out;
-	char *err;
-};
-
-static char *slurp(const char *path)
-{
-	FILE *f = fopen(path, "r");
-	char *buf;
-	long n;
-
-	if (f == NULL)
-		return strdup("");
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	rewind(f);
-	buf = calloc(1, (size_t)n + 1);
-	if (fread(buf, 1, (size_t)n, f) != (size_t)n)
-		buf[0] = '\0';
-	fclose(f);
-	return buf;
-}
-
-/* out = a followed by b, both short enough by construction. */
-static void join(char *out, const char *a, const char *b)
-{
-	if (strlen(a) + strlen(b) >= PATH_MAX) {
-		fprintf(stderr, "path too long: %s%s\n", a, b);
-		exit(1);
-	}
-	strcpy(out, a);
-	strcat(out, b);
-}
-
-static char *tmp_path(const char *name)
-{
-	static char paths[8][PATH_MAX];
-	static int next;
-	char *p = paths[next++ % 8];
-
-	char dir[PATH_MAX];
-
-	join(dir, tmp, "/");
-	join(p, dir, name);
-	return p;
-}
-
-/* Start argv with stdout and stderr in files; returns the pid. */
-static pid_t start(char *const argv[], const char *out, const char *err)
-{
-	pid_t pid = fork();
-
-	if (pid == 0) {
-		int o = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-		int e = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-		int null = open("/dev/null", O_RDONLY);
-
-		dup2(null, 0);
-		dup2(o, 1);
-		dup2(e, 2);
-		if (fsize_limit) {
-			struct rlimit rl = { fsize_limit, fsize_limit };
-
-			setrlimit(RLIMIT_FSIZE, &rl);
-		}
-		execv(argv[0], argv);
-		_exit(126);
-	}
-	return pid;
-}
-
-static int wait_status(pid_t pid, int timeout_s)
-{
-	time_t deadline = time(NULL) + timeout_s;
-	int status;
-
-	while (waitpid(pid, &status, WNOHANG) == 0) {
-		if (time(NULL) > deadline) {
-			kill(pid, SIGKILL);
-			waitpid(pid, &status, 0);
-			return -1;
-		}
-		usleep(10000);
-	}
-	if (WIFEXITED(status))
-		return WEXITSTATUS(status);
-	return 128 + WTERMSIG(status);
-}
-
+/* Run argv with the usual deadline and no limits. */
 static struct run run_argv(char *const argv[])
 {
-	char *out = tmp_path("stdout"), *err = tmp_path("stderr");
-	struct run r;
-
-	r.status = wait_status(start(argv, out, err), RUN_TIMEOUT_S);
-	r.out = slurp(out);
-	r.err = slurp(err);
-	return r;
-}
-
-static void run_free(struct run *r)
-{
-	free(r->out);
-	free(r->err);
-}
-
-static cJSON *load_json(const char *path)
-{
-	char *text = slurp(path);
-	cJSON *j = cJSON_Parse(text);
-
-	free(text);
-	return j;
-}
-
-static const char *str_field(const cJSON *o, const char *name)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, name);
-
-	return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
-static double num_field(const cJSON *o, const char *name)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, name);
-
-	return cJSON_IsNumber(v) ? v->valuedouble : -1;
+	return run_capture(argv, RUN_TIMEOUT_MS, 0);
 }
 
 /* A symbol names function fn: "fn", or a demangled "fn(args)". */
@@ -199,31 +69,6 @@ static struct sums sum_rows(const cJSON *snap, const char *symbol,
 		s.wait += num_field(row, "wait_ns");
 	}
 	return s;
-}
-
-/* The line of a workload source that carries a "site:NAME" marker. */
-static int marker_line(const char *source, const char *name)
-{
-	char path[PATH_MAX + 32], line[512], marker[64];
-	int n = 0;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/tests/workloads/%s", root, source);
-	snprintf(marker, sizeof(marker), "site:%s", name);
-	f = fopen(path, "r");
-	while (f && fgets(line, sizeof(line), f)) {
-		n++;
-		const char *hit = strstr(line, marker);
-		char after = hit ? hit[strlen(marker)] : 'x';
-
-		if (hit && after != '_' && !isalnum((unsigned char)after)) {
-			fclose(f);
-			return n;
-		}
-	}
-	if (f)
-		fclose(f);
-	return -1;
 }
 
 /* Launch a workload mode under qsptop -b --json; returns the snapshot. */
@@ -501,7 +346,7 @@ static void test_slow_client_merges(void)
 	}
 	kill(q, SIGCONT);
 	CHECK(finished, "the target ran to its end while qsptop was stopped");
-	status = wait_status(q, RUN_TIMEOUT_S);
+	status = wait_status(q, RUN_TIMEOUT_MS);
 	snap = load_json(json);
 	CHECK(status == 0, "manyrows: exit %d", status);
 	if (snap)
@@ -654,7 +499,7 @@ static int folded_at(const char *frames, const char *fn, const char *leaf)
 static double folded_sum(const char *path, const char *fn, const char *leaf,
 			 int *lines)
 {
-	char *text = slurp(path), *save = NULL, *line;
+	char *text = slurp_file(path, ""), *save = NULL, *line;
 	double sum = 0, value;
 
 	*lines = 0;
@@ -831,10 +676,9 @@ static void test_json_write_failure_keeps_old_file(void)
 
 	fputs("previous snapshot\n", f);
 	fclose(f);
-	fsize_limit = 1000;	/* the snapshot is larger, stderr is not */
-	r = run_argv(argv);
-	fsize_limit = 0;
-	text = slurp(json);
+	/* The snapshot is larger than this limit, stderr is not. */
+	r = run_capture(argv, RUN_TIMEOUT_MS, 1000);
+	text = slurp_file(json, "");
 	CHECK(r.status == 1, "JSON write failure: expected exit 1, got %d", r.status);
 	CHECK(strstr(r.err, "cannot write the JSON snapshot") &&
 	      strstr(r.err, "File too large"), "says why: %s", r.err);
@@ -923,17 +767,13 @@ static void test_usage_and_errors(void)
 /* Start the idle workload preloaded and wait until it has locked. */
 static pid_t start_idle(const char *expect)
 {
-	char preload[PATH_MAX + 16];
+	char preload[sizeof(library) + 16];
 	pid_t pid;
 
 	unlink(expect);
-	pid = fork();
-	if (pid == 0) {
-		snprintf(preload, sizeof(preload), "LD_PRELOAD=%s", library);
-		putenv(preload);
-		execl(workload, workload, "idle", expect, (char *)NULL);
-		_exit(126);
-	}
+	snprintf(preload, sizeof(preload), "LD_PRELOAD=%s", library);
+	pid = start_with((char *[]){ workload, "idle", (char *)expect, NULL },
+			 &(struct start_opts){ .env = preload });
 	for (int i = 0; i < 500 && access(expect, F_OK) != 0; i++)
 		usleep(10000);
 	usleep(50000);
@@ -1002,7 +842,7 @@ static void test_connect_to_preloaded(void)
 		char *a2[] = { qsptop, "-b", "-d", "0.1", "-n", "3", "-j", j2, "-p", pidstr, NULL };
 		pid_t q1 = start(a1, tmp_path("two1.out"), tmp_path("two1.err"));
 		pid_t q2 = start(a2, tmp_path("two2.out"), tmp_path("two2.err"));
-		int s1 = wait_status(q1, 20), s2 = wait_status(q2, 20);
+		int s1 = wait_status(q1, 20000), s2 = wait_status(q2, 20000);
 		cJSON *k1 = load_json(j1), *k2 = load_json(j2);
 
 		CHECK(s1 == 0 && s2 == 0, "two clients at once: exits %d and %d", s1, s2);
@@ -1025,8 +865,8 @@ static void test_connect_to_preloaded(void)
 		usleep(400000);
 		kill(pid, SIGKILL);
 		waitpid(pid, NULL, 0);
-		status = wait_status(q, 10);
-		text = slurp(err);
+		status = wait_status(q, 10000);
+		text = slurp_file(err, "");
 		CHECK(status == 1, "lost collector: expected exit 1, got %d", status);
 		CHECK(strstr(text, "lost the collector of PID") != NULL,
 		      "lost collector says so: %s", text);
@@ -1080,7 +920,7 @@ static int count_entries(pid_t pid, const char *what)
 	snprintf(cmd, sizeof(cmd), "ls %s | wc -l > %s", path, tmp_path("count"));
 	if (system(cmd) != 0)
 		return -1;
-	text = slurp(tmp_path("count"));
+	text = slurp_file(tmp_path("count"), "");
 	n = atoi(text);
 	free(text);
 	return n;
@@ -1126,11 +966,8 @@ static void test_attach_running(void)
 	int status;
 
 	unlink(expect);
-	pid = fork();
-	if (pid == 0) {
-		execl(workload, workload, "busy", expect, (char *)NULL);
-		_exit(126);
-	}
+	pid = start_with((char *[]){ workload, "busy", expect, NULL },
+			 &(struct start_opts){ 0 });
 	for (int i = 0; i < 500 && access(expect, F_OK) != 0; i++)
 		usleep(10000);
 	snprintf(pidstr, sizeof(pidstr), "%d", (int)pid);
@@ -1154,7 +991,7 @@ static void test_attach_running(void)
 	run_free(&r);
 	check_attach_cycles(pid, pidstr);
 	kill(pid, SIGTERM);
-	status = wait_status(pid, 10);
+	status = wait_status(pid, 10000);
 	CHECK(status == 0, "the process attached to finished its work correctly: %d", status);
 }
 
@@ -1193,14 +1030,14 @@ static char *against_impostor(const void *bytes, size_t len, int *status)
 	cfd = accept(lfd, NULL, NULL);
 	if (send(cfd, bytes, len, MSG_NOSIGNAL) < 0)
 		perror("send");
-	*status = wait_status(q, 10);
+	*status = wait_status(q, 10000);
 	close(cfd);
 	close(lfd);
 	sockpath_socket(path, sizeof(path), geteuid(), sleeper);
 	unlink(path);
 	kill(sleeper, SIGKILL);
 	waitpid(sleeper, NULL, 0);
-	return slurp(err);
+	return slurp_file(err, "");
 }
 
 static void test_hostile_collector(void)
@@ -1231,30 +1068,11 @@ static void test_hostile_collector(void)
 	wbuf_free(&b);
 }
 
-static void find_paths(void)
-{
-	char exe[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-
-	exe[n > 0 ? n : 0] = '\0';
-	strcpy(build, dirname(dirname(exe)));	/* BUILD/tests/test_launch */
-	strcpy(exe, build);
-	strcpy(root, dirname(exe));
-	join(qsptop, build, "/qsptop");
-	join(library, build, "/libqsptop.so");
-	join(workload, build, "/tests/wl_locks");
-	snprintf(tmp, sizeof(tmp), "/tmp/qsptop-test-XXXXXX");
-	if (mkdtemp(tmp) == NULL) {
-		perror("mkdtemp");
-		exit(1);
-	}
-}
-
 int main(void)
 {
 	char cmd[PATH_MAX + 16];
 
-	find_paths();
+	find_paths("/tmp/qsptop-test-XXXXXX", "wl_locks");
 	signal(SIGPIPE, SIG_IGN);
 	test_usage_and_errors();
 	test_exact_counts();

@@ -23,6 +23,7 @@
 
 #include "../../common/types.h"
 #include "../unit/check.h"
+#include "harness.h"
 
 #define TIMEOUT_MS 5000
 #define POLL_MS 50
@@ -36,8 +37,6 @@
 #define TITLE_START "qsptop " QSPTOP_VERSION " \u2502 pid "
 #define ROWS_BY_SITE "alpha:5000 beta:3000 gamma:2100 delta:400"
 
-static char build[PATH_MAX], root[PATH_MAX], tmp[PATH_MAX];
-static char qsptop[PATH_MAX + 32], workload[PATH_MAX + 32];
 static char sock[64];
 static char sock_path[PATH_MAX];	/* tmux leaves its socket file behind */
 static const char *session = "t";
@@ -56,14 +55,6 @@ static char *remove_tmp_argv[] = { "rm", "-rf", tmp, NULL };
 		CHECK(cond, "%s\n--- screen (%s) ---\n%s\n--- end of screen ---", \
 		      what_, session, screen ? screen : "(none captured)"); \
 	} while (0)
-
-static long now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
-}
 
 /* Run argv quietly and wait for it: only async-signal-safe calls. */
 static void run_quietly(char *const argv[])
@@ -401,13 +392,13 @@ typedef bool (*screen_pred)(const void *arg);
 /* Capture every POLL_MS until pred holds or timeout_ms have passed. */
 static bool wait_until(screen_pred pred, const void *arg, int timeout_ms)
 {
-	long deadline = now_ms() + timeout_ms;
+	long deadline = monotonic_ms() + timeout_ms;
 
 	for (;;) {
 		capture();
 		if (pred(arg))
 			return true;
-		if (now_ms() >= deadline)
+		if (monotonic_ms() >= deadline)
 			return false;
 		usleep(POLL_MS * 1000);
 	}
@@ -490,24 +481,6 @@ static bool totals_have_pred(const void *text)
 
 /* --- the session --- */
 
-static char *slurp(const char *path)
-{
-	FILE *f = fopen(path, "r");
-	char *buf;
-	long n;
-
-	if (f == NULL)
-		return NULL;
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	rewind(f);
-	buf = calloc(1, (size_t)n + 1);
-	if (fread(buf, 1, (size_t)n, f) != (size_t)n)
-		buf[0] = '\0';
-	fclose(f);
-	return buf;
-}
-
 /* A path for the shell, in single quotes. */
 static void quoted(char *out, size_t size, const char *s)
 {
@@ -578,16 +551,16 @@ static bool start_session(const char *name, const char *env, const char *args)
 static char *wait_exit_file(const char *name, int timeout_ms)
 {
 	char path[PATH_MAX + 32];
-	long deadline = now_ms() + timeout_ms;
+	long deadline = monotonic_ms() + timeout_ms;
 
 	exit_file(path, sizeof(path), name);
 	for (;;) {
-		char *text = slurp(path);
+		char *text = slurp_file(path, NULL);
 
 		if (text && strchr(text, '\n'))
 			return text;
 		free(text);
-		if (now_ms() >= deadline)
+		if (monotonic_ms() >= deadline)
 			return NULL;
 		usleep(POLL_MS * 1000);
 	}
@@ -605,31 +578,6 @@ static void quit_session(const char *context)
 		     "%s: q: expected \"EXIT=0\" in the exit file within %d ms, got \"%s\"",
 		     context, TIMEOUT_MS, text ? text : "(no file)");
 	free(text);
-}
-
-/* The line of locks.c that carries "site:NAME". */
-static int marker_line(const char *name)
-{
-	char path[PATH_MAX + 32], line[512], marker[64];
-	int n = 0;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/tests/workloads/locks.c", root);
-	snprintf(marker, sizeof(marker), "site:%s", name);
-	f = fopen(path, "r");
-	while (f && fgets(line, sizeof(line), f)) {
-		const char *hit = strstr(line, marker);
-		char after = hit ? hit[strlen(marker)] : 'x';
-
-		n++;
-		if (hit && after != '_' && !isalnum((unsigned char)after)) {
-			fclose(f);
-			return n;
-		}
-	}
-	if (f)
-		fclose(f);
-	return -1;
 }
 
 /* Keep the first cols columns of s (UTF-8). */
@@ -808,7 +756,7 @@ static void test_filter(void)
 static void test_site_style(void)
 {
 	char want[64], line[4096];
-	int alpha_line = marker_line("alpha"), row;
+	int alpha_line = marker_line("locks.c", "alpha"), row;
 
 	CHECK(alpha_line > 0, "locks.c has a site:alpha marker");
 	snprintf(want, sizeof(want), "locks.c:%d ", alpha_line);
@@ -1050,7 +998,6 @@ static void test_themes_cycle(void)
 }
 
 static cJSON *exported(const char *context, char *name, size_t size);
-static double num_field(const cJSON *o, const char *name);
 
 /* Type a new delay into the d prompt (which starts with the current one). */
 static void set_delay(const char *now, const char *text)
@@ -1116,27 +1063,13 @@ static cJSON *exported(const char *context, char *name, size_t size)
 		     "%s: expected \"wrote qsptop-%d-YYYYmmdd-HHMMSS.json\", got \"%s\"",
 		     context, workload_pid, line);
 	snprintf(path, sizeof(path), "%s/%s", tmp, name);
-	text = slurp(path);
+	text = slurp_file(path, NULL);
 	CHECK(text != NULL, "%s: %s exists in the working directory", context, path);
 	j = text ? cJSON_Parse(text) : NULL;
 	CHECK(text == NULL || j != NULL, "%s: %s is JSON: %.300s", context, name,
 	      text ? text : "");
 	free(text);
 	return j;
-}
-
-static const char *str_field(const cJSON *o, const char *name)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, name);
-
-	return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
-static double num_field(const cJSON *o, const char *name)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, name);
-
-	return cJSON_IsNumber(v) ? v->valuedouble : -1;
 }
 
 /* 10: e writes what is shown; coalesced, it writes the coalesced rows. */
@@ -1299,8 +1232,8 @@ static void test_quit(void)
 	long deadline;
 
 	quit_session("main session");
-	deadline = now_ms() + TIMEOUT_MS;
-	while (workload_alive(workload_pid) && now_ms() < deadline)
+	deadline = monotonic_ms() + TIMEOUT_MS;
+	while (workload_alive(workload_pid) && monotonic_ms() < deadline)
 		usleep(POLL_MS * 1000);
 	CHECK(!workload_alive(workload_pid), "q: the launched workload (pid %d) ended",
 	      workload_pid);
@@ -1363,20 +1296,9 @@ static void test_theme_options(void)
 	/* An unknown theme is a usage error, before anything starts. */
 	snprintf(out, sizeof(out), "%s/nosuch.out", tmp);
 	snprintf(err, sizeof(err), "%s/nosuch.err", tmp);
-	pid = fork();
-	if (pid == 0) {
-		int o = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-		int e = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-		int null = open("/dev/null", O_RDONLY);
-
-		dup2(null, 0);
-		dup2(o, 1);
-		dup2(e, 2);
-		execl(qsptop, qsptop, "-t", "nosuch", "--", "true", (char *)NULL);
-		_exit(126);
-	}
+	pid = start((char *[]){ qsptop, "-t", "nosuch", "--", "true", NULL }, out, err);
 	waitpid(pid, &status, 0);
-	text = slurp(err);
+	text = slurp_file(err, NULL);
 	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 2,
 	      "-t nosuch: expected exit 2, got status %d", status);
 	CHECK(text && strstr(text, "no theme named 'nosuch'"),
@@ -1433,27 +1355,9 @@ static void test_wrapper_stacks(void)
 	quit_session("wrapper session");
 }
 
-static void find_paths(void)
-{
-	char exe[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-
-	exe[n > 0 ? n : 0] = '\0';
-	snprintf(build, sizeof(build), "%s", dirname(dirname(exe)));
-	snprintf(exe, sizeof(exe), "%s", build);
-	snprintf(root, sizeof(root), "%s", dirname(exe));
-	snprintf(qsptop, sizeof(qsptop), "%s/qsptop", build);
-	snprintf(workload, sizeof(workload), "%s/tests/wl_locks", build);
-	snprintf(tmp, sizeof(tmp), "/tmp/qtui-XXXXXX");
-	if (mkdtemp(tmp) == NULL) {
-		perror("mkdtemp");
-		exit(1);
-	}
-}
-
 int main(void)
 {
-	long started = now_ms();
+	long started = monotonic_ms();
 	char *version = NULL;
 	int rc;
 
@@ -1470,7 +1374,7 @@ int main(void)
 		return check_summary();
 	}
 	free(version);
-	find_paths();
+	find_paths("/tmp/qtui-XXXXXX", "wl_locks");
 	atexit(cleanup);
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
@@ -1498,6 +1402,6 @@ int main(void)
 
 	free(screen);
 	screen = NULL;
-	printf("test_tui took %.1f s\n", (double)(now_ms() - started) / 1000);
+	printf("test_tui took %.1f s\n", (double)(monotonic_ms() - started) / 1000);
 	return check_summary();
 }

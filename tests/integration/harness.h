@@ -1,0 +1,250 @@
+/*
+ * What the integration tests share: the paths of the build and a scratch
+ * directory, starting programs with their output in files, waiting for
+ * them with a deadline, and reading the JSON that qsptop writes.
+ * Header-only and static inline: every .c file in tests/integration is a
+ * test binary of its own, and each uses only some of these.
+ */
+#ifndef HARNESS_H
+#define HARNESS_H
+
+#include <cJSON.h>
+#include <ctype.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Set by find_paths(); tmp is the test's scratch directory. */
+static char build[PATH_MAX], root[PATH_MAX], tmp[PATH_MAX];
+static char qsptop[PATH_MAX], library[PATH_MAX], workload[PATH_MAX];
+
+/* A finished run: exit status and what it printed. */
+struct run {
+	int status;		/* exit code, 128+signal, or -1 on timeout */
+	char *out;
+	char *err;
+};
+
+/* How to start a program; zeroed fields inherit from the test. */
+struct start_opts {
+	const char *out;	/* file for stdout (truncated), or NULL */
+	const char *err;	/* file for stderr; the same path as out shares it */
+	const char *env;	/* "NAME=value" to add to its environment, or NULL */
+	rlim_t fsize_limit;	/* RLIMIT_FSIZE for it, when nonzero */
+};
+
+/* Monotonic time in milliseconds. */
+static inline long monotonic_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
+}
+
+/* out = a followed by b; out holds PATH_MAX, a longer path is fatal. */
+static inline void join(char *out, const char *a, const char *b)
+{
+	if (strlen(a) + strlen(b) >= PATH_MAX) {
+		fprintf(stderr, "path too long: %s%s\n", a, b);
+		exit(1);
+	}
+	strcpy(out, a);
+	strcat(out, b);
+}
+
+/* tmp/name, in one of 8 buffers used in turn. */
+static inline char *tmp_path(const char *name)
+{
+	static char paths[8][PATH_MAX];
+	static int next;
+	char *p = paths[next++ % 8];
+	char dir[PATH_MAX];
+
+	join(dir, tmp, "/");
+	join(p, dir, name);
+	return p;
+}
+
+/* The whole file, malloc'ed; a copy of missing (or NULL) if it cannot be opened. */
+static inline char *slurp_file(const char *path, const char *missing)
+{
+	FILE *f = fopen(path, "r");
+	char *buf;
+	long n;
+
+	if (f == NULL)
+		return missing ? strdup(missing) : NULL;
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	rewind(f);
+	buf = calloc(1, (size_t)n + 1);
+	if (fread(buf, 1, (size_t)n, f) != (size_t)n)
+		buf[0] = '\0';
+	fclose(f);
+	return buf;
+}
+
+/* path opened for writing (truncated), or -1 without a path. */
+static inline int open_out(const char *path)
+{
+	return path ? open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644) : -1;
+}
+
+/* Start argv (searched in PATH) with no input, as o says; returns the pid. */
+static inline pid_t start_with(char *const argv[], const struct start_opts *o)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		int out = open_out(o->out);
+		int shared = o->out && o->err && strcmp(o->out, o->err) == 0;
+		int err = shared ? out : open_out(o->err);
+		int null = open("/dev/null", O_RDONLY);
+
+		dup2(null, 0);
+		if (out >= 0)
+			dup2(out, 1);
+		if (err >= 0)
+			dup2(err, 2);
+		if (o->fsize_limit) {
+			struct rlimit rl = { o->fsize_limit, o->fsize_limit };
+
+			setrlimit(RLIMIT_FSIZE, &rl);
+		}
+		if (o->env)
+			putenv((char *)o->env);
+		execvp(argv[0], argv);
+		_exit(126);
+	}
+	return pid;
+}
+
+/* Start argv with stdout and stderr in files; returns the pid. */
+static inline pid_t start(char *const argv[], const char *out, const char *err)
+{
+	return start_with(argv, &(struct start_opts){ .out = out, .err = err });
+}
+
+/* Wait for pid: exit code, 128+signal, or -1 (killed) after timeout_ms. */
+static inline int wait_status(pid_t pid, long timeout_ms)
+{
+	long deadline = monotonic_ms() + timeout_ms;
+	int status;
+
+	while (waitpid(pid, &status, WNOHANG) == 0) {
+		if (monotonic_ms() >= deadline) {
+			kill(pid, SIGKILL);
+			waitpid(pid, &status, 0);
+			return -1;
+		}
+		usleep(5000);
+	}
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status);
+	return 128 + WTERMSIG(status);
+}
+
+/* Run argv to its end or timeout_ms, stdout and stderr captured. */
+static inline struct run run_capture(char *const argv[], long timeout_ms,
+				     rlim_t fsize_limit)
+{
+	char *out = tmp_path("stdout"), *err = tmp_path("stderr");
+	struct start_opts o = { out, err, NULL, fsize_limit };
+	struct run r;
+
+	r.status = wait_status(start_with(argv, &o), timeout_ms);
+	r.out = slurp_file(out, "");
+	r.err = slurp_file(err, "");
+	return r;
+}
+
+/* Free what a run captured. */
+static inline void run_free(struct run *r)
+{
+	free(r->out);
+	free(r->err);
+}
+
+/* The JSON in path, parsed; NULL if missing or not JSON. */
+static inline cJSON *load_json(const char *path)
+{
+	char *text = slurp_file(path, "");
+	cJSON *j = cJSON_Parse(text);
+
+	free(text);
+	return j;
+}
+
+/* The string field name of o, or NULL. */
+static inline const char *str_field(const cJSON *o, const char *name)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, name);
+
+	return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+/* The number field name of o, or -1. */
+static inline double num_field(const cJSON *o, const char *name)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, name);
+
+	return cJSON_IsNumber(v) ? v->valuedouble : -1;
+}
+
+/* The line of tests/workloads/SOURCE that carries "site:NAME", or -1. */
+static inline int marker_line(const char *source, const char *name)
+{
+	char path[PATH_MAX + 32], line[512], marker[64];
+	int n = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/tests/workloads/%s", root, source);
+	snprintf(marker, sizeof(marker), "site:%s", name);
+	f = fopen(path, "r");
+	while (f && fgets(line, sizeof(line), f)) {
+		const char *hit = strstr(line, marker);
+		char after = hit ? hit[strlen(marker)] : 'x';
+
+		n++;
+		if (hit && after != '_' && !isalnum((unsigned char)after)) {
+			fclose(f);
+			return n;
+		}
+	}
+	if (f)
+		fclose(f);
+	return -1;
+}
+
+/* Set the paths from /proc/self/exe (BUILD/tests/TEST) and make tmp. */
+static inline void find_paths(const char *tmp_template, const char *wl_name)
+{
+	char exe[PATH_MAX], tests[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+
+	exe[n > 0 ? n : 0] = '\0';
+	strcpy(build, dirname(dirname(exe)));	/* BUILD/tests/TEST */
+	strcpy(exe, build);
+	strcpy(root, dirname(exe));
+	join(qsptop, build, "/qsptop");
+	join(library, build, "/libqsptop.so");
+	join(tests, build, "/tests/");
+	join(workload, tests, wl_name);
+	join(tmp, tmp_template, "");
+	if (mkdtemp(tmp) == NULL) {
+		perror("mkdtemp");
+		exit(1);
+	}
+}
+
+#endif

@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "got.h"
+#include "grow.h"
 #include "hooks.h"
 
 /* One GOT slot pointed at a hook. */
@@ -268,15 +269,8 @@ static struct slot *find_slot(struct module *m, void **addr)
 static struct slot *add_slot(struct module *m, void **addr, void *original,
 			     const struct hooked *h)
 {
-	if (m->n == m->cap) {
-		size_t cap = m->cap ? m->cap * 2 : 8;
-		struct slot *v = realloc(m->slots, cap * sizeof(*v));
-
-		if (v == NULL)
-			return NULL;
-		m->slots = v;
-		m->cap = cap;
-	}
+	if (!grow_array((void **)&m->slots, &m->cap, m->n, sizeof(*m->slots), 8))
+		return NULL;
 	m->slots[m->n] = (struct slot){ .addr = addr, .original = original, .h = h };
 	return &m->slots[m->n++];
 }

@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grow.h"
 #include "rows.h"
 #include "table.h"
 
@@ -58,15 +59,8 @@ static struct row *add_row(struct rows *rs, uint32_t *slot, uint64_t site,
 {
 	struct row *row;
 
-	if (rs->n == rs->cap) {
-		uint32_t cap = rs->cap ? rs->cap * 2 : 256;
-		struct row *v = realloc(rs->v, cap * sizeof(*v));
-
-		if (v == NULL)
-			return NULL;
-		rs->v = v;
-		rs->cap = cap;
-	}
+	if (!grow_array((void **)&rs->v, &rs->cap, rs->n, sizeof(*rs->v), 256))
+		return NULL;
 	row = &rs->v[rs->n++];
 	memset(row, 0, sizeof(*row));
 	row->site = site;

@@ -36,7 +36,7 @@ struct row {
 struct rows {
 	struct row *v;
 	uint32_t n;
-	uint32_t cap;
+	size_t cap;
 	uint32_t *index;		/* open addressing: row + 1, 0 = empty */
 	uint32_t index_cap;
 	uint32_t threads_live;

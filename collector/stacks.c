@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grow.h"
 #include "stacks.h"
 
 static uint32_t mix(uint64_t h)
@@ -60,22 +61,6 @@ static uint32_t row_hash_of(const struct stacks *ss, uint32_t k)
 	return row_hash(ss->v[k].row, ss->v[k].stack, ss->v[k].tid);
 }
 
-/* Make room for one more element in a growable array. */
-static int reserve(void **v, uint32_t *cap, uint32_t n, size_t size)
-{
-	uint32_t c = *cap ? *cap * 2 : 256;
-	void *p;
-
-	if (n < *cap)
-		return 1;
-	p = realloc(*v, (size_t)c * size);
-	if (p == NULL)
-		return 0;
-	*v = p;
-	*cap = c;
-	return 1;
-}
-
 /* A stack that could not get a global id (the table of stacks is full). */
 #define NO_GLOBAL_ID 0xfffffffeu
 
@@ -99,7 +84,8 @@ static uint32_t global_id(struct stacks *ss, const struct thread_stack *s,
 			return k - 1;
 	}
 	if (ss->ndefs >= STACKS_MAX ||
-	    !reserve((void **)&ss->defs, &ss->defs_cap, ss->ndefs, sizeof(*ss->defs)))
+	    !grow_array((void **)&ss->defs, &ss->defs_cap, ss->ndefs,
+				sizeof(*ss->defs), 256))
 		return NO_GLOBAL_ID;
 	k = ss->ndefs++;
 	ss->defs[k].id = k;
@@ -128,7 +114,7 @@ static struct stack_row *row_for(struct stacks *ss, uint32_t row,
 			return &ss->v[k - 1];
 	}
 	if (ss->n >= STACK_ROWS_MAX ||
-	    !reserve((void **)&ss->v, &ss->cap, ss->n, sizeof(*ss->v)))
+	    !grow_array((void **)&ss->v, &ss->cap, ss->n, sizeof(*ss->v), 256))
 		return NULL;
 	k = ss->n++;
 	memset(&ss->v[k], 0, sizeof(ss->v[k]));

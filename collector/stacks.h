@@ -27,12 +27,12 @@ struct stack_row {
 struct stacks {
 	struct proto_stack *defs;
 	uint32_t ndefs;
-	uint32_t defs_cap;
+	size_t defs_cap;
 	uint32_t *def_index;		/* def + 1, 0 = empty */
 	uint32_t def_index_cap;
 	struct stack_row *v;
 	uint32_t n;
-	uint32_t cap;
+	size_t cap;
 	uint32_t *index;		/* stack row + 1, 0 = empty */
 	uint32_t index_cap;
 };

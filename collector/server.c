@@ -110,6 +110,23 @@ static void fill_hello(int launched)
 }
 
 /*
+ * Whether a socket file is stale: nothing listens on it. A live one is
+ * another process's (after exec, our old PID's), and is never removed.
+ */
+static bool stale_socket(const struct sockaddr_un *addr)
+{
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	bool stale;
+
+	if (fd < 0)
+		return false;
+	stale = connect(fd, (const struct sockaddr *)addr, sizeof(*addr)) < 0 &&
+		errno == ECONNREFUSED;
+	close(fd);
+	return stale;
+}
+
+/*
  * Listen on the per-user socket. The directory must be ours and private,
  * or we do not listen at all: someone else's directory could hand our
  * counts, or our clients, to them.
@@ -122,13 +139,14 @@ static void open_listener(void)
 
 	if (sockpath_dir(dir, sizeof(dir), geteuid()) < 0 ||
 	    sockpath_make_private(dir) < 0 ||
-	    sockpath_socket(srv.path, sizeof(srv.path), geteuid(), getpid()) < 0)
+	    sockpath_self(srv.path, sizeof(srv.path)) < 0)
 		return;
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
 		return;
 	strcpy(addr.sun_path, srv.path);
-	unlink(srv.path);
+	if (stale_socket(&addr))
+		unlink(srv.path);
 	if (bind(fd, (struct sockaddr *)&addr, sizeof(addr)) < 0 ||
 	    chmod(srv.path, 0600) < 0 || listen(fd, 8) < 0) {
 		close(fd);

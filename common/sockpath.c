@@ -1,6 +1,9 @@
 /* The rendezvous path between qsptop and a target's collector. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -13,12 +16,68 @@ int sockpath_dir(char *out, size_t size, uid_t uid)
 	return n < 0 || (size_t)n >= size ? -1 : 0;
 }
 
-int sockpath_socket(char *out, size_t size, uid_t uid, pid_t pid)
+static int socket_path(char *out, size_t size, uid_t uid, long ns_pid,
+		       unsigned long ns)
 {
-	int n = snprintf(out, size, "/tmp/qsptop-%u/%d.sock", (unsigned)uid,
-			 (int)pid);
+	int n = snprintf(out, size, "/tmp/qsptop-%u/%ld-%lu.sock",
+			 (unsigned)uid, ns_pid, ns);
 
 	return n < 0 || (size_t)n >= size ? -1 : 0;
+}
+
+/* The inode of a PID namespace link; 0 when /proc cannot say. */
+static unsigned long pidns_inode(const char *link)
+{
+	struct stat st;
+
+	return stat(link, &st) == 0 ? (unsigned long)st.st_ino : 0;
+}
+
+int sockpath_self(char *out, size_t size)
+{
+	return socket_path(out, size, geteuid(), (long)getpid(),
+			   pidns_inode("/proc/self/ns/pid"));
+}
+
+/* The last PID on the NSpid line of /proc/PID/status: its innermost PID. */
+static long innermost_pid(pid_t pid)
+{
+	char path[64], buf[4096], *line, *end;
+	long inner = -1;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	line = strstr(buf, "\nNSpid:");
+	if (line == NULL)
+		return pid;	/* kernels before 4.1 have one namespace level */
+	for (line += 7; *line && *line != '\n'; line = end) {
+		long v = strtol(line, &end, 10);
+
+		if (end == line)
+			break;
+		inner = v;
+	}
+	return inner;
+}
+
+int sockpath_target(char *out, size_t size, uid_t uid, pid_t pid)
+{
+	char link[64];
+	long inner = innermost_pid(pid);
+
+	if (inner <= 0)
+		return -1;
+	snprintf(link, sizeof(link), "/proc/%d/ns/pid", (int)pid);
+	return socket_path(out, size, uid, inner, pidns_inode(link));
 }
 
 int sockpath_make_private(const char *dir)

@@ -1,6 +1,9 @@
 /*
- * Where a target's collector listens: /tmp/qsptop-UID/PID.sock, in a
+ * Where a target's collector listens: /tmp/qsptop-UID/PID-NS.sock, in a
  * directory private to the target's user (0700), the socket itself 0600.
+ * PID is the target's PID inside its own PID namespace and NS that
+ * namespace's inode number, so two processes with one PID in two
+ * namespaces that share /tmp never take each other's socket.
  */
 #ifndef QSPTOP_SOCKPATH_H
 #define QSPTOP_SOCKPATH_H
@@ -11,8 +14,14 @@
 /* The socket directory of a user; -1 if it does not fit. */
 int sockpath_dir(char *out, size_t size, uid_t uid);
 
-/* The socket of a process; -1 if it does not fit. */
-int sockpath_socket(char *out, size_t size, uid_t uid, pid_t pid);
+/* The calling process's own socket; -1 if it does not fit. */
+int sockpath_self(char *out, size_t size);
+
+/*
+ * The socket of process pid (a PID in the caller's namespace), whose
+ * collector runs as uid; -1 if pid is gone or the path does not fit.
+ */
+int sockpath_target(char *out, size_t size, uid_t uid, pid_t pid);
 
 /*
  * Create dir 0700 if missing and check it is a real directory owned by the

@@ -243,7 +243,7 @@ void attach_connect(struct attach *a, pid_t pid, unsigned interval_ms)
 
 	if (euid < 0)
 		fatal("no process with PID %d", (int)pid);
-	if (sockpath_socket(addr.sun_path, sizeof(addr.sun_path), (uid_t)euid,
+	if (sockpath_target(addr.sun_path, sizeof(addr.sun_path), (uid_t)euid,
 			    pid) < 0)
 		fatal("socket path too long");
 	a->mode = "connected";

@@ -533,7 +533,7 @@ static void check_grace(struct wl *w, const struct view *base)
 	t1 = collector_ticks(w->pid);
 	CHECK(t0 >= 0 && t1 - t0 <= 5, "the dormant collector thread used "
 	      "%ld clock ticks in 1 s", t1 - t0);
-	sockpath_socket(addr.sun_path, sizeof(addr.sun_path), geteuid(), w->pid);
+	sockpath_target(addr.sun_path, sizeof(addr.sun_path), geteuid(), w->pid);
 	CHECK(connect(fd, (struct sockaddr *)&addr, sizeof(addr)) == 0,
 	      "connect to the dlopen'ed collector: %s", strerror(errno));
 	sleep_ms(1500);

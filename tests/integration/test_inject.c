@@ -174,7 +174,7 @@ static bool collector_says_hello_as(pid_t pid, uid_t uid)
 	long used = 0;
 	int fd;
 
-	sockpath_socket(addr.sun_path, sizeof(addr.sun_path), uid, pid);
+	sockpath_target(addr.sun_path, sizeof(addr.sun_path), uid, pid);
 	for (;;) {
 		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 		if (connect(fd, (struct sockaddr *)&addr, sizeof(addr)) == 0)

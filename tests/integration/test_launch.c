@@ -785,7 +785,7 @@ static int connect_socket(pid_t pid)
 	struct sockaddr_un addr = { .sun_family = AF_UNIX };
 	int fd = socket(AF_UNIX, SOCK_STREAM, 0);
 
-	sockpath_socket(addr.sun_path, sizeof(addr.sun_path), geteuid(), pid);
+	sockpath_target(addr.sun_path, sizeof(addr.sun_path), geteuid(), pid);
 	if (connect(fd, (struct sockaddr *)&addr, sizeof(addr)) < 0) {
 		close(fd);
 		return -1;
@@ -1004,7 +1004,7 @@ static int fake_listener(pid_t pid)
 
 	sockpath_dir(dir, sizeof(dir), geteuid());
 	sockpath_make_private(dir);
-	sockpath_socket(addr.sun_path, sizeof(addr.sun_path), geteuid(), pid);
+	sockpath_target(addr.sun_path, sizeof(addr.sun_path), geteuid(), pid);
 	unlink(addr.sun_path);
 	if (bind(fd, (struct sockaddr *)&addr, sizeof(addr)) < 0 || listen(fd, 1) < 0)
 		perror("fake listener");
@@ -1033,7 +1033,7 @@ static char *against_impostor(const void *bytes, size_t len, int *status)
 	*status = wait_status(q, 10000);
 	close(cfd);
 	close(lfd);
-	sockpath_socket(path, sizeof(path), geteuid(), sleeper);
+	sockpath_target(path, sizeof(path), geteuid(), sleeper);
 	unlink(path);
 	kill(sleeper, SIGKILL);
 	waitpid(sleeper, NULL, 0);

@@ -49,7 +49,11 @@ DEPS_STAMP    := $(BUILD)/.deps-ok
 # The unit tests again, under AddressSanitizer and UBSan.
 SANITIZE      := -fsanitize=address,undefined -fno-sanitize-recover=all \
 		 -fno-omit-frame-pointer
-ASAN_BIN      := $(patsubst tests/unit/%.c,$(BUILD)/asan/%,$(filter-out tests/unit/test_unwind.c,$(UNIT_SRC)))
+# Unit tests of the collector link its own modules, not the front end's.
+COLLECTOR_UNIT := tests/unit/test_unwind.c tests/unit/test_table.c
+COLLECTOR_UNIT_SRC := collector/table.c collector/arena.c collector/rows.c \
+		 collector/stacks.c collector/unwind.c collector/frames.c
+ASAN_BIN      := $(patsubst tests/unit/%.c,$(BUILD)/asan/%,$(UNIT_SRC))
 # The library's own copy of common/, with hidden symbols like the rest of it.
 LIB_COMMON_OBJ := $(patsubst %.c,$(BUILD)/obj/lib/%.o,$(COMMON_SRC))
 
@@ -92,7 +96,7 @@ $(BUILD)/obj/%.o: %.c | $(DEPS_STAMP)
 $(BUILD)/obj/collector/%.o: ALL_CFLAGS += -fvisibility=hidden -ftls-model=initial-exec
 $(BUILD)/obj/lib/%.o: %.c | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -fvisibility=hidden $(PKG_CFLAGS) -MMD -MP -c $< -o $@
+	$(CC) $(ALL_CFLAGS) -fvisibility=hidden -DQSPTOP_COLLECTOR $(PKG_CFLAGS) -MMD -MP -c $< -o $@
 $(BUILD)/libqsptop.so: $(COLLECTOR_OBJ) $(LIB_COMMON_OBJ)
 	$(CC) -shared -Wl,-z,now -Wl,-z,relro -o $@ $^ -ldl -lpthread \
 		$(shell pkg-config --libs libunwind)
@@ -122,17 +126,31 @@ $(BUILD)/asan/%: tests/unit/%.c $(TUI_LIB_SRC) $(COMMON_SRC) | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(SANITIZE) $(PKG_CFLAGS) -o $@ $^ $(PKG_LIBS) -lm -lstdc++
 
-# The collector's own unit tests link its sources, not the front end's.
-$(BUILD)/tests/test_unwind: tests/unit/test_unwind.c collector/unwind.c collector/table.c | $(DEPS_STAMP)
+COLLECTOR_UNIT_LIBS = $(shell pkg-config --libs libunwind) -ldl -lpthread
+$(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(COLLECTOR_UNIT)): $(BUILD)/tests/%: tests/unit/%.c $(COLLECTOR_UNIT_SRC) | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(PKG_CFLAGS) -o $@ $^ $(shell pkg-config --libs libunwind) -lpthread
+	$(CC) $(ALL_CFLAGS) $(PKG_CFLAGS) -o $@ $^ $(COLLECTOR_UNIT_LIBS)
+$(patsubst tests/unit/%.c,$(BUILD)/asan/%,$(COLLECTOR_UNIT)): $(BUILD)/asan/%: tests/unit/%.c $(COLLECTOR_UNIT_SRC) | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(SANITIZE) $(PKG_CFLAGS) -o $@ $^ $(COLLECTOR_UNIT_LIBS)
 
 # test_inject includes tui/inject.c and tui/inject_proc.c to reach their
 # test hooks.
 $(BUILD)/tests/test_inject: tui/inject.c tui/inject.h tui/inject_proc.c \
 	tui/inject_proc.h
 
-check: all $(UNIT_BIN) $(ASAN_BIN) $(WORKLOAD_BIN) $(INTEG_BIN)
+# The collector's stress test links the collector itself (it is its own
+# target), plainly and under ThreadSanitizer.
+STRESS_SRC := tests/integration/test_stress.c $(COLLECTOR_SRC) $(COMMON_SRC)
+STRESS_LIBS = -rdynamic $(shell pkg-config --libs libunwind) -ldl -lpthread
+$(BUILD)/tests/test_stress: $(STRESS_SRC) | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(PKG_CFLAGS) -o $@ $^ $(STRESS_LIBS)
+$(BUILD)/tsan/test_stress: $(STRESS_SRC) | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -fsanitize=thread -O1 $(PKG_CFLAGS) -o $@ $^ $(STRESS_LIBS)
+
+check: all $(UNIT_BIN) $(ASAN_BIN) $(WORKLOAD_BIN) $(INTEG_BIN) $(BUILD)/tsan/test_stress
 	@tests/run $(BUILD)
 
 # The live screen on a terminal (q quits); five batch tables otherwise.

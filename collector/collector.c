@@ -9,13 +9,13 @@
  * counts are exact and a dead qsptop never hangs the program.
  */
 #include <dlfcn.h>
-#define UNW_LOCAL_ONLY
-#include <libunwind.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/proto.h"
+#include "arena.h"
 #include "collector.h"
 #include "hooks.h"
 #include "modules.h"
@@ -24,7 +24,7 @@
 
 #define FINAL_FLUSH_MS 5000
 
-enum thread_state { THREAD_NONE, THREAD_STARTING, THREAD_RUNNING, THREAD_FAILED };
+enum thread_phase { THREAD_NONE, THREAD_STARTING, THREAD_RUNNING, THREAD_FAILED };
 
 int collector_recording_flag;
 static int thread_state;
@@ -67,7 +67,7 @@ static void start_thread(void)
 	__atomic_store_n(&thread_state, THREAD_RUNNING, __ATOMIC_RELEASE);
 }
 
-void collector_thread_started(void)
+void collector_start(void)
 {
 	int none = THREAD_NONE;
 
@@ -76,6 +76,21 @@ void collector_thread_started(void)
 					false, __ATOMIC_ACQ_REL,
 					__ATOMIC_RELAXED))
 		start_thread();
+}
+
+/* The memory cap qsptop passed down when it launched us. */
+static void take_memory_cap(void)
+{
+	const char *s = getenv("QSPTOP_MEMORY_MB");
+	char *end;
+	unsigned long mb;
+
+	if (s == NULL)
+		return;
+	mb = strtoul(s, &end, 10);
+	unsetenv("QSPTOP_MEMORY_MB");
+	if (*end == '\0' && mb > 0 && mb < (1ul << 20))
+		arena_set_cap((size_t)mb << 20);
 }
 
 /* The connection qsptop passed down when it launched us, or -1. */
@@ -100,14 +115,17 @@ static void strip_preload(void)
 {
 	const char *preload = getenv("LD_PRELOAD");
 	char *copy, *tok, *save, *out;
+	size_t size;
 	Dl_info self;
 
 	if (preload == NULL || getenv("QSPTOP_FOLLOW_EXEC") ||
 	    !dladdr((void *)strip_preload, &self) || self.dli_fname == NULL)
 		return;
-	copy = strdup(preload);
-	out = calloc(1, strlen(preload) + 1);
+	size = strlen(preload) + 1;
+	copy = arena_alloc(size);
+	out = arena_alloc(size);
 	if (copy && out) {
+		memcpy(copy, preload, size);
 		for (tok = strtok_r(copy, " :", &save); tok;
 		     tok = strtok_r(NULL, " :", &save)) {
 			if (strcmp(tok, self.dli_fname) == 0)
@@ -121,26 +139,23 @@ static void strip_preload(void)
 		else
 			unsetenv("LD_PRELOAD");
 	}
-	free(copy);
-	free(out);
+	arena_free(copy, size);
+	arena_free(out, size);
 }
 
-/* The child of fork() starts over: no counts, no sessions, no thread. */
+/*
+ * The child of fork() starts over: no counts, no sessions, no thread, and
+ * it records nothing until a qsptop asks for it. A child that execs or
+ * exits at once (most of them) so costs nothing and leaves nothing behind.
+ */
 static void on_fork_child(void)
 {
+	collector_set_recording(false);
 	table_forget_all();
+	arena_forget_all();
 	server_forget();
 	launch_fd = -1;
 	__atomic_store_n(&thread_state, THREAD_NONE, __ATOMIC_RELEASE);
-}
-
-/* Calls libunwind makes on its own (thread-exit caches) are not the host's. */
-static void ignore_own_libraries(void)
-{
-	uint64_t lo, hi;
-
-	if (modules_extent((const void *)unw_backtrace, &lo, &hi) == 0)
-		table_ignore_range(lo, hi);
 }
 
 /*
@@ -160,18 +175,19 @@ __attribute__((constructor)) static void collector_init(void)
 	injected = !hooks_interposed();
 	if (hooks_resolve() < 0)
 		return;
-	table_init();
-	ignore_own_libraries();
+	proto_set_allocator(arena_realloc, arena_free);
 	if (injected) {
 		/* Other threads run: the environment is not ours to touch. */
 		pin_self();
 	} else {
+		take_memory_cap();
 		launch_fd = take_launch_fd();
 		strip_preload();
 	}
+	modules_fence_fork();
 	pthread_atfork(NULL, NULL, on_fork_child);
 	collector_set_recording(true);
-	collector_thread_started();
+	collector_start();
 }
 
 __attribute__((destructor)) static void collector_fini(void)

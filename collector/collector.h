@@ -22,7 +22,7 @@ void collector_set_recording(bool on);
  */
 bool collector_injected(void);
 
-/* Start the collector thread unless it runs (forked children start lazily). */
-void collector_thread_started(void);
+/* Start the collector thread unless it runs. */
+void collector_start(void);
 
 #endif

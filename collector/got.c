@@ -14,11 +14,18 @@
  * and dlclose unmaps under that lock: every slot is read and written from
  * inside the callback of the module that owns it, so never after unmap.
  *
+ * A module is patched only once the loader has relocated it and applied
+ * RELRO (note_ready()), so that the protection read from /proc/self/maps
+ * before the walk is the one to give back. What the walk keeps comes
+ * from the arena, never from the host's malloc: a host thread may hold an
+ * allocator lock while it waits for the loader's lock we hold.
+ *
  * A thread that is inside the lazy-binding resolver when a slot is patched
  * writes libc's address over the hook a moment later: every scan checks
  * the slots again and patches those back. A slot holding anything else
  * was rewritten by the program, and is forgotten.
  */
+#include <dlfcn.h>
 #include <elf.h>
 #include <fcntl.h>
 #include <link.h>
@@ -30,9 +37,10 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "arena.h"
 #include "got.h"
-#include "grow.h"
 #include "hooks.h"
+#include "modules.h"
 
 /* One GOT slot pointed at a hook. */
 struct slot {
@@ -47,6 +55,7 @@ struct module {
 	uintptr_t base;
 	const void *phdr;
 	char *name;
+	size_t name_size;
 	struct slot *slots;
 	size_t n, cap;
 	bool seen;		/* found by the current pass */
@@ -54,7 +63,7 @@ struct module {
 
 static struct {
 	struct module *v;
-	size_t n;
+	size_t n, cap;
 	unsigned long long adds, subs;	/* loader counters at the last scan */
 	bool active;
 	struct got_stats stats;
@@ -75,28 +84,19 @@ struct image {
 
 enum pass_kind { PASS_PATCH, PASS_VERIFY, PASS_RESTORE };
 
+/* Modules the loader has finished relocating, by base and headers. */
+struct ready {
+	struct ready_module { uintptr_t base; const void *phdr; } *v;
+	size_t n, cap;
+};
+
 /* One walk over the modules. */
 struct pass {
 	enum pass_kind kind;
-	char *maps;		/* /proc/self/maps, read when first needed */
+	char *maps;		/* /proc/self/maps, read before the walk */
+	size_t maps_size;
+	struct ready ready;
 };
-
-/* Whether [p, p + len) lies in one PT_LOAD segment with the flags need. */
-static bool in_segment(const struct dl_phdr_info *info, const void *p,
-		       size_t len, unsigned need)
-{
-	uintptr_t a = (uintptr_t)p;
-
-	for (int i = 0; i < info->dlpi_phnum; i++) {
-		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-		uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
-
-		if (ph->p_type == PT_LOAD && (ph->p_flags & need) == need &&
-		    a >= lo && len <= ph->p_memsz && a - lo <= ph->p_memsz - len)
-			return true;
-	}
-	return false;
-}
 
 /*
  * An address from the dynamic section. glibc relocates most d_ptr values
@@ -146,15 +146,15 @@ static int image_open(struct image *img, const struct dl_phdr_info *info)
 		if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
 			d = (const void *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
 	}
-	for (; d && in_segment(info, d, sizeof(*d), PF_R) && d->d_tag != DT_NULL; d++)
+	for (; d && modules_in_segment(info, d, sizeof(*d), PF_R) && d->d_tag != DT_NULL; d++)
 		read_tag(img, d, sizes);
 	if (img->symtab == NULL || sizes[4] != sizeof(ElfW(Sym)) ||
-	    img->strtab == NULL || !in_segment(info, img->strtab, img->strsz, PF_R))
+	    img->strtab == NULL || !modules_in_segment(info, img->strtab, img->strsz, PF_R))
 		return -1;
-	if (sizes[1] == DT_RELA && in_segment(info, img->jmprel, sizes[0], PF_R))
+	if (sizes[1] == DT_RELA && modules_in_segment(info, img->jmprel, sizes[0], PF_R))
 		img->njmprel = sizes[0] / sizeof(ElfW(Rela));
 	if (sizes[3] == sizeof(ElfW(Rela)) &&
-	    in_segment(info, img->rela, sizes[2], PF_R))
+	    modules_in_segment(info, img->rela, sizes[2], PF_R))
 		img->nrela = sizes[2] / sizeof(ElfW(Rela));
 	return 0;
 }
@@ -172,7 +172,7 @@ static const char *sym_name(const struct image *img, size_t idx)
 {
 	const ElfW(Sym) *sym = img->symtab + idx;
 
-	if (!in_segment(img->info, sym, sizeof(*sym), PF_R))
+	if (!modules_in_segment(img->info, sym, sizeof(*sym), PF_R))
 		return NULL;
 	return str_at(img, sym->st_name);
 }
@@ -185,15 +185,15 @@ static const char *version_of(const struct image *img, size_t idx)
 	unsigned want;
 
 	if (img->versym == NULL ||
-	    !in_segment(info, img->versym + idx, sizeof(ElfW(Half)), PF_R))
+	    !modules_in_segment(info, img->versym + idx, sizeof(ElfW(Half)), PF_R))
 		return NULL;
 	want = img->versym[idx] & 0x7fff;
 	for (size_t i = 0; want >= 2 && vn && i < img->nverneed &&
-	     in_segment(info, vn, sizeof(*vn), PF_R); i++) {
+	     modules_in_segment(info, vn, sizeof(*vn), PF_R); i++) {
 		const ElfW(Vernaux) *a = (const void *)((const char *)vn + vn->vn_aux);
 
 		for (unsigned j = 0; j < vn->vn_cnt &&
-		     in_segment(info, a, sizeof(*a), PF_R); j++) {
+		     modules_in_segment(info, a, sizeof(*a), PF_R); j++) {
 			if (a->vna_other == want)
 				return str_at(img, a->vna_name);
 			a = (const void *)((const char *)a + a->vna_next);
@@ -220,7 +220,7 @@ static bool skipped(const struct dl_phdr_info *info)
 		if (strncmp(base, prefixes[i], strlen(prefixes[i])) == 0)
 			return true;
 	}
-	return in_segment(info, (const void *)got_patch_all, 1, 0);
+	return modules_in_segment(info, (const void *)got_patch_all, 1, 0);
 }
 
 static struct module *find_module(const struct dl_phdr_info *info)
@@ -237,23 +237,37 @@ static struct module *find_module(const struct dl_phdr_info *info)
 	return NULL;
 }
 
+/*
+ * Every allocation of a walk comes from the arena: it takes no lock the
+ * host could hold while it waits for the loader's.
+ */
 static struct module *add_module(const struct dl_phdr_info *info)
 {
-	struct module *v = realloc(got.v, (got.n + 1) * sizeof(*v));
-	char *name = strdup(info->dlpi_name ? info->dlpi_name : "");
+	const char *name = info->dlpi_name ? info->dlpi_name : "";
+	size_t size = strlen(name) + 1;
 	struct module *m;
+	char *copy;
 
-	if (v)
+	if (got.n == got.cap) {
+		size_t cap = got.cap ? got.cap * 2 : 16;
+		struct module *v = arena_realloc(got.v, got.cap * sizeof(*v),
+						 cap * sizeof(*v));
+
+		if (v == NULL)
+			return NULL;
 		got.v = v;
-	if (v == NULL || name == NULL) {
-		free(name);
-		return NULL;
+		got.cap = cap;
 	}
+	copy = arena_alloc(size);
+	if (copy == NULL)
+		return NULL;
+	memcpy(copy, name, size);
 	m = &got.v[got.n++];
 	memset(m, 0, sizeof(*m));
 	m->base = info->dlpi_addr;
 	m->phdr = info->dlpi_phdr;
-	m->name = name;
+	m->name = copy;
+	m->name_size = size;
 	return m;
 }
 
@@ -269,14 +283,25 @@ static struct slot *find_slot(struct module *m, void **addr)
 static struct slot *add_slot(struct module *m, void **addr, void *original,
 			     const struct hooked *h)
 {
-	if (!grow_array((void **)&m->slots, &m->cap, m->n, sizeof(*m->slots), 8))
-		return NULL;
+	if (m->n == m->cap) {
+		size_t cap = m->cap ? m->cap * 2 : 8;
+		struct slot *v = arena_realloc(m->slots, m->cap * sizeof(*v),
+					       cap * sizeof(*v));
+
+		if (v == NULL)
+			return NULL;
+		m->slots = v;
+		m->cap = cap;
+	}
 	m->slots[m->n] = (struct slot){ .addr = addr, .original = original, .h = h };
 	return &m->slots[m->n++];
 }
 
-/* The whole of /proc/self/maps, NUL-terminated; NULL on failure. */
-static char *read_maps(void)
+/*
+ * The whole of /proc/self/maps, NUL-terminated, into p (arena memory);
+ * read before a walk, never inside one.
+ */
+static void read_maps(struct pass *p)
 {
 	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
 	size_t len = 0, cap = 16384;
@@ -285,29 +310,33 @@ static char *read_maps(void)
 
 	while (fd >= 0 && n > 0) {
 		if (buf == NULL || cap - len < 4096) {
-			char *bigger = realloc(buf, buf ? cap *= 2 : cap);
+			size_t bigger = buf ? cap * 2 : cap;
+			char *b = arena_realloc(buf, buf ? cap : 0, bigger);
 
-			if (bigger == NULL)
+			if (b == NULL)
 				break;
-			buf = bigger;
+			buf = b;
+			cap = bigger;
 		}
 		n = read(fd, buf + len, cap - len - 1);
 		len += n > 0 ? (size_t)n : 0;
 	}
 	if (fd >= 0)
 		close(fd);
-	if (buf == NULL || n != 0) {
-		free(buf);
-		return NULL;
+	if (buf && n != 0) {
+		arena_free(buf, cap);
+		buf = NULL;
 	}
-	buf[len] = '\0';
-	return buf;
+	if (buf)
+		buf[len] = '\0';
+	p->maps = buf;
+	p->maps_size = cap;
 }
 
 /* The protection of the private mapping holding page; -1 if none. */
 static int page_prot(struct pass *p, uintptr_t page)
 {
-	if (p->maps == NULL && (p->maps = read_maps()) == NULL)
+	if (p->maps == NULL)
 		return -1;
 	for (const char *line = p->maps; line && *line; ) {
 		unsigned long lo, hi;
@@ -383,7 +412,7 @@ static void patch_slot(struct pass *p, const struct image *img,
 		return;
 	}
 	/* libc's function, or this module's lazy stub (in its own code). */
-	if (v != libc && !in_segment(img->info, v, 1, PF_X)) {
+	if (v != libc && !modules_in_segment(img->info, v, 1, PF_X)) {
 		got.stats.foreign++;
 		return;
 	}
@@ -414,7 +443,7 @@ static void patch_table(struct pass *p, const struct image *img,
 		}
 		addr = (void **)(img->info->dlpi_addr + r->r_offset);
 		if ((uintptr_t)addr % sizeof(*addr) == 0 &&
-		    in_segment(img->info, addr, sizeof(*addr), PF_R | PF_W))
+		    modules_in_segment(img->info, addr, sizeof(*addr), PF_R | PF_W))
 			patch_slot(p, img, m, addr, h);
 	}
 }
@@ -428,6 +457,54 @@ static void restore_module(struct pass *p, struct module *m)
 		if (!s->lost && __atomic_load_n(s->addr, __ATOMIC_ACQUIRE) == s->h->hook)
 			store(p, s->addr, s->original);
 	}
+}
+
+/* The address of a module's first loaded byte. */
+static void *first_byte(const struct dl_phdr_info *info)
+{
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		if (info->dlpi_phdr[i].p_type == PT_LOAD)
+			return (void *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
+	}
+	return NULL;
+}
+
+/*
+ * Note the modules glibc has relocated and protected (RELRO) already:
+ * _dl_find_object only knows a dlopen'ed module from then on. A module
+ * still being loaded must not be touched: making its GOT read-only again
+ * under the relocating loader would crash the host.
+ */
+static int note_ready(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct ready *r = arg;
+	struct dl_find_object found;
+	void *first = first_byte(info);
+
+	(void)size;
+	if (first == NULL || _dl_find_object(first, &found) != 0)
+		return 0;
+	if (r->n == r->cap) {
+		size_t cap = r->cap ? r->cap * 2 : 64;
+		struct ready_module *v = arena_realloc(r->v, r->cap * sizeof(*v),
+						       cap * sizeof(*v));
+
+		if (v == NULL)
+			return 0;
+		r->v = v;
+		r->cap = cap;
+	}
+	r->v[r->n++] = (struct ready_module){ info->dlpi_addr, info->dlpi_phdr };
+	return 0;
+}
+
+static bool is_ready(const struct ready *r, const struct dl_phdr_info *info)
+{
+	for (size_t i = 0; i < r->n; i++) {
+		if (r->v[i].base == info->dlpi_addr && r->v[i].phdr == info->dlpi_phdr)
+			return true;
+	}
+	return false;
 }
 
 static int visit(struct dl_phdr_info *info, size_t size, void *arg)
@@ -447,8 +524,8 @@ static int visit(struct dl_phdr_info *info, size_t size, void *arg)
 	} else if (p->kind == PASS_VERIFY && m) {
 		for (size_t i = 0; i < m->n; i++)
 			check_slot(p, &m->slots[i]);
-	} else if (p->kind == PASS_PATCH && image_open(&img, info) == 0 &&
-		   (m || (m = add_module(info)))) {
+	} else if (p->kind == PASS_PATCH && (m || is_ready(&p->ready, info)) &&
+		   image_open(&img, info) == 0 && (m || (m = add_module(info)))) {
 		m->seen = true;
 		patch_table(p, &img, m, img.jmprel, img.njmprel, R_X86_64_JUMP_SLOT);
 		patch_table(p, &img, m, img.rela, img.nrela, R_X86_64_GLOB_DAT);
@@ -466,8 +543,8 @@ static void forget_modules(bool all)
 		struct module *m = &got.v[i];
 
 		if (all || !m->seen || m->n == 0) {
-			free(m->name);
-			free(m->slots);
+			arena_free(m->name, m->name_size);
+			arena_free(m->slots, m->cap * sizeof(*m->slots));
 			continue;
 		}
 		got.stats.modules++;
@@ -495,15 +572,19 @@ static void run_pass(enum pass_kind kind)
 	unsigned long long c[2] = { 0, 0 };
 
 	/* Counters first: a module loaded during the pass gets the next one. */
-	dl_iterate_phdr(read_counters, c);
+	modules_iterate(read_counters, c);
 	got.adds = c[0];
 	got.subs = c[1];
-	if (kind == PASS_PATCH)
+	if (kind == PASS_PATCH) {
 		got.stats.old_abi = got.stats.foreign = 0;
+		modules_iterate(note_ready, &p.ready);
+	}
+	read_maps(&p);
 	for (size_t i = 0; i < got.n; i++)
 		got.v[i].seen = false;
-	dl_iterate_phdr(visit, &p);
-	free(p.maps);
+	modules_iterate(visit, &p);
+	arena_free(p.maps, p.maps_size);
+	arena_free(p.ready.v, p.ready.cap * sizeof(*p.ready.v));
 	forget_modules(kind == PASS_RESTORE);
 }
 
@@ -519,7 +600,7 @@ void got_refresh(void)
 
 	if (!got.active)
 		return;
-	dl_iterate_phdr(read_counters, c);
+	modules_iterate(read_counters, c);
 	run_pass(c[0] != got.adds || c[1] != got.subs ? PASS_PATCH : PASS_VERIFY);
 }
 

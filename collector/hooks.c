@@ -18,6 +18,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "../common/clock.h"
 #include "collector.h"
 #include "hooks.h"
 #include "table.h"
@@ -25,6 +26,7 @@
 
 #define EXPORT __attribute__((visibility("default")))
 #define CALLER ((uint64_t)(uintptr_t)__builtin_return_address(0))
+#define likely(x) __builtin_expect(!!(x), 1)
 #define unlikely(x) __builtin_expect(!!(x), 0)
 
 struct real_functions real;
@@ -34,40 +36,104 @@ struct real_functions real;
 	(unlikely(real.field == NULL) ? (hooks_resolve(), real.field)     \
 				      : real.field)
 
-static inline uint64_t now_ns(void)
+/*
+ * Mark the calling thread as inside the collector, so that a signal
+ * handler's lock calls pass straight through instead of interleaving with
+ * what this call is doing to the thread's table.
+ */
+static inline void guard(struct thread_state *s)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	s->depth = 1;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 }
 
-/* The calling thread's entry for a key; NULL while the collector is off. */
-static inline struct entry *find(uint64_t site, const void *obj,
-				 enum lock_type type)
+static inline void unguard(struct thread_state *s)
 {
-	if (unlikely(!collector_recording()))
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	s->depth = 0;
+}
+
+/* The first call of a thread, a nested call, or a call while off. */
+static __attribute__((noinline)) struct thread_table *enter_slow(void)
+{
+	struct thread_state *s = &tls_self;
+	struct thread_table *t;
+	int saved_errno = errno;
+
+	if (s->depth) {
+		if (s->table)
+			__atomic_add_fetch(&s->table->nested, 1, __ATOMIC_RELAXED);
 		return NULL;
-	return table_find(site, (uintptr_t)obj, type);
+	}
+	if (s->never || !collector_recording())
+		return NULL;
+	guard(s);
+	t = s->table ? s->table : table_claim();
+	errno = saved_errno;
+	if (t == NULL) {
+		table_count_claim_drop();
+		unguard(s);
+		return NULL;
+	}
+	s->table = t;
+	return t;
+}
+
+/*
+ * The calling thread's table, guarded, when this call is to be recorded;
+ * NULL to pass straight through.
+ */
+static inline struct thread_table *enter(void)
+{
+	struct thread_state *s = &tls_self;
+
+	if (unlikely(s->table == NULL || s->depth != 0 || !collector_recording()))
+		return enter_slow();
+	guard(s);
+	return s->table;
+}
+
+static inline void leave(void)
+{
+	unguard(&tls_self);
+}
+
+/* The slot of a key; a key with no room is counted as dropped. */
+static inline struct obj_slot *slot_for(struct thread_table *t, uint64_t key,
+					const void *obj)
+{
+	struct obj_slot *x;
+	int saved_errno = errno;
+
+	x = table_slot(t, key, (uintptr_t)obj);
+	if (unlikely(x == NULL)) {
+		t->dropped++;
+		errno = saved_errno;
+	}
+	return x;
 }
 
 /* Count an acquisition that did not wait. */
-static inline void count_free(uint64_t site, const void *obj,
-			      enum lock_type type)
+static inline void count_free(struct obj_slot *x)
 {
-	struct entry *e = find(site, obj, type);
-
-	if (e)
-		table_add(&e->acquisitions, 1);
+	if (likely(x != NULL))
+		table_add(&x->acquisitions, 1);
 }
 
 /* Count a trylock that found the lock busy. */
-static void count_busy(uint64_t site, const void *obj, enum lock_type type)
+static void count_busy(struct thread_table *t, uint64_t key, struct obj_slot *x)
 {
-	struct entry *e = find(site, obj, type);
+	struct entry *e;
+	int saved_errno = errno;
 
+	if (x == NULL)
+		return;
+	e = table_entry(t, key, x->object);
 	if (e)
 		table_add(&e->failed, 1);
+	else
+		t->dropped++;
+	errno = saved_errno;
 }
 
 /* The longest wait of the collector's current epoch, for interval maxima. */
@@ -88,43 +154,58 @@ static void note_max(struct entry *e, uint64_t ns)
 /* A blocking call in progress: where it will be counted, and since when. */
 struct wait {
 	struct thread_table *table;
-	struct entry *entry;
+	uint64_t key;
+	uint64_t object;	/* as its slot holds it (folded or not) */
+	struct entry *entry;	/* NULL: nothing is recorded */
 	struct stack_use *use;
 	uint64_t t0;
 };
 
 /*
- * Before blocking: find the entry and the stack's counter. Unwinding here
- * costs this thread time it would spend waiting anyway, and never
- * lengthens the critical section of whoever holds the lock.
+ * Before blocking, inside the collector: find the entry and the stack's
+ * counter. The clock starts first, so the time spent unwinding is time
+ * waited; unwinding here costs this thread time it would spend waiting
+ * anyway, and never lengthens the critical section of whoever holds the
+ * lock. Leaves the collector, so that the blocked thread's signal
+ * handlers record their own lock calls.
  */
-static void wait_begin(struct wait *w, uint64_t site, const void *obj,
-		       enum lock_type type)
+static void wait_begin(struct wait *w, struct thread_table *t, uint64_t key,
+		       struct obj_slot *x)
 {
 	int saved_errno = errno;
 
-	w->entry = find(site, obj, type);
-	w->table = tls_table;
-	w->use = w->entry ? unwind_use(w->table, w->entry, site) : NULL;
+	w->t0 = clock_now_ns();
+	w->table = t;
+	w->key = key;
+	w->object = x ? x->object : 0;
+	w->entry = x ? table_entry(t, key, w->object) : NULL;
+	w->use = NULL;
+	if (w->entry)
+		w->use = unwind_use(t, w->entry, KEY_SITE(key));
+	else if (x)
+		t->dropped++;
 	errno = saved_errno;
-	w->t0 = now_ns();
+	leave();
 }
 
 /*
  * After the call returned rc: a clock read and a few stores. A wait that
  * ended without the lock (timeout, error) counts as failed, but its time
- * is still time the thread waited.
+ * is still time the thread waited. The slot is looked up again: a signal
+ * handler's lock calls during the wait may have moved it.
  */
-static void wait_end(const struct wait *w, int rc)
+static void wait_end(struct wait *w, int rc)
 {
-	uint64_t ns = now_ns() - w->t0;
+	uint64_t ns = clock_now_ns() - w->t0;
 	struct entry *e = w->entry;
 	int acquired = rc == 0 || rc == EOWNERDEAD;
+	struct thread_state *s = &tls_self;
 
 	if (e == NULL)
 		return;
+	guard(s);
 	if (acquired) {
-		table_add(&e->acquisitions, 1);
+		count_free(table_slot(w->table, w->key, w->object));
 		table_add(&e->contended, 1);
 	} else {
 		table_add(&e->failed, 1);
@@ -135,31 +216,44 @@ static void wait_end(const struct wait *w, int rc)
 	if (w->use) {
 		table_add(&w->use->count, (uint64_t)acquired);
 		table_add(&w->use->wait_ns, ns);
+	} else {
+		table_add(&e->nostack_count, (uint64_t)acquired);
+		table_add(&e->nostack_wait_ns, ns);
 	}
 	unwind_earn(w->table, ns);
-}
-
-/* A try result that ends the call: acquired, or an error other than busy. */
-static inline int try_settles(int rc)
-{
-	return rc != EBUSY;
+	unguard(s);
 }
 
 /*
- * Every blocking hook has one shape: try, else time the blocking call.
- * TRY_THEN_WAIT spells it once. A robust mutex whose owner died is
- * acquired with EOWNERDEAD, which the caller must see unchanged.
+ * Every blocking hook has one shape: find the slot, try the lock, count
+ * the acquisition if it was free, else time the blocking call.
+ * TRY_THEN_WAIT spells it once. Anything but busy from the try ends the
+ * call as it is: a robust mutex whose owner died is acquired with
+ * EOWNERDEAD, which the caller must see unchanged.
  */
-#define TRY_THEN_WAIT(try_call, wait_call, obj, type)                      \
+#define TRY_THEN_WAIT(try_call, wait_call, pass_call, obj, type)           \
 	do {                                                               \
-		int rc_ = try_call;                                        \
+		struct thread_table *t_ = enter();                         \
+		uint64_t key_ = KEY(CALLER, type);                         \
+		struct obj_slot *x_;                                       \
 		struct wait w_;                                            \
-		if (try_settles(rc_)) {                                    \
-			if (rc_ == 0 || rc_ == EOWNERDEAD)                 \
-				count_free(CALLER, obj, type);             \
+		int rc_;                                                   \
+		if (t_ == NULL)                                            \
+			return pass_call;                                  \
+		x_ = slot_for(t_, key_, obj);                              \
+		rc_ = try_call;                                            \
+		if (likely(rc_ == 0)) {                                    \
+			count_free(x_);                                    \
+			leave();                                           \
+			return 0;                                          \
+		}                                                          \
+		if (rc_ != EBUSY) {                                        \
+			if (rc_ == EOWNERDEAD)                             \
+				count_free(x_);                            \
+			leave();                                           \
 			return rc_;                                        \
 		}                                                          \
-		wait_begin(&w_, CALLER, obj, type);                        \
+		wait_begin(&w_, t_, key_, x_);                             \
 		rc_ = wait_call;                                           \
 		wait_end(&w_, rc_);                                        \
 		return rc_;                                                \
@@ -168,17 +262,44 @@ static inline int try_settles(int rc)
 /* A trylock hook: count the acquisition or the busy lock. */
 #define TRY_ONLY(try_call, obj, type)                                      \
 	do {                                                               \
-		int rc_ = try_call;                                        \
+		struct thread_table *t_ = enter();                         \
+		uint64_t key_ = KEY(CALLER, type);                         \
+		struct obj_slot *x_;                                       \
+		int rc_;                                                   \
+		if (t_ == NULL)                                            \
+			return try_call;                                   \
+		x_ = slot_for(t_, key_, obj);                              \
+		rc_ = try_call;                                            \
 		if (rc_ == 0 || rc_ == EOWNERDEAD)                         \
-			count_free(CALLER, obj, type);                     \
+			count_free(x_);                                    \
 		else if (rc_ == EBUSY)                                     \
-			count_busy(CALLER, obj, type);                     \
+			count_busy(t_, key_, x_);                          \
+		leave();                                                   \
 		return rc_;                                                \
 	} while (0)
 
+/* The clocks glibc's clock-taking lock functions accept. */
+static inline bool clock_ok(clockid_t clock)
+{
+	return clock == CLOCK_REALTIME || clock == CLOCK_MONOTONIC;
+}
+
+/*
+ * Whether glibc would take these arguments: it returns EINVAL for others,
+ * sometimes before trying the lock and sometimes only if it must wait.
+ * Calls with such arguments pass straight through, unrecorded, so that
+ * every result is exactly glibc's.
+ */
+static inline bool time_ok(clockid_t clock, const struct timespec *abstime)
+{
+	return clock_ok(clock) && abstime != NULL && abstime->tv_nsec >= 0 &&
+	       abstime->tv_nsec < 1000000000L;
+}
+
 EXPORT int pthread_mutex_lock(pthread_mutex_t *m)
 {
-	TRY_THEN_WAIT(REAL(mutex_trylock)(m), REAL(mutex_lock)(m), m, LOCK_MUTEX);
+	TRY_THEN_WAIT(REAL(mutex_trylock)(m), REAL(mutex_lock)(m),
+		      REAL(mutex_lock)(m), m, LOCK_MUTEX);
 }
 
 EXPORT int pthread_mutex_trylock(pthread_mutex_t *m)
@@ -189,27 +310,32 @@ EXPORT int pthread_mutex_trylock(pthread_mutex_t *m)
 EXPORT int pthread_mutex_timedlock(pthread_mutex_t *m,
 				   const struct timespec *abstime)
 {
+	if (!time_ok(CLOCK_REALTIME, abstime))
+		return REAL(mutex_timedlock)(m, abstime);
 	TRY_THEN_WAIT(REAL(mutex_trylock)(m), REAL(mutex_timedlock)(m, abstime),
-		      m, LOCK_MUTEX);
+		      REAL(mutex_timedlock)(m, abstime), m, LOCK_MUTEX);
 }
 
 EXPORT int pthread_mutex_clocklock(pthread_mutex_t *m, clockid_t clock,
 				   const struct timespec *abstime)
 {
+	if (!time_ok(clock, abstime))
+		return REAL(mutex_clocklock)(m, clock, abstime);
 	TRY_THEN_WAIT(REAL(mutex_trylock)(m),
+		      REAL(mutex_clocklock)(m, clock, abstime),
 		      REAL(mutex_clocklock)(m, clock, abstime), m, LOCK_MUTEX);
 }
 
 EXPORT int pthread_rwlock_rdlock(pthread_rwlock_t *l)
 {
 	TRY_THEN_WAIT(REAL(rwlock_tryrdlock)(l), REAL(rwlock_rdlock)(l),
-		      l, LOCK_RWLOCK_READ);
+		      REAL(rwlock_rdlock)(l), l, LOCK_RWLOCK_READ);
 }
 
 EXPORT int pthread_rwlock_wrlock(pthread_rwlock_t *l)
 {
 	TRY_THEN_WAIT(REAL(rwlock_trywrlock)(l), REAL(rwlock_wrlock)(l),
-		      l, LOCK_RWLOCK_WRITE);
+		      REAL(rwlock_wrlock)(l), l, LOCK_RWLOCK_WRITE);
 }
 
 EXPORT int pthread_rwlock_tryrdlock(pthread_rwlock_t *l)
@@ -225,21 +351,30 @@ EXPORT int pthread_rwlock_trywrlock(pthread_rwlock_t *l)
 EXPORT int pthread_rwlock_timedrdlock(pthread_rwlock_t *l,
 				      const struct timespec *abstime)
 {
+	if (!time_ok(CLOCK_REALTIME, abstime))
+		return REAL(rwlock_timedrdlock)(l, abstime);
 	TRY_THEN_WAIT(REAL(rwlock_tryrdlock)(l),
+		      REAL(rwlock_timedrdlock)(l, abstime),
 		      REAL(rwlock_timedrdlock)(l, abstime), l, LOCK_RWLOCK_READ);
 }
 
 EXPORT int pthread_rwlock_timedwrlock(pthread_rwlock_t *l,
 				      const struct timespec *abstime)
 {
+	if (!time_ok(CLOCK_REALTIME, abstime))
+		return REAL(rwlock_timedwrlock)(l, abstime);
 	TRY_THEN_WAIT(REAL(rwlock_trywrlock)(l),
+		      REAL(rwlock_timedwrlock)(l, abstime),
 		      REAL(rwlock_timedwrlock)(l, abstime), l, LOCK_RWLOCK_WRITE);
 }
 
 EXPORT int pthread_rwlock_clockrdlock(pthread_rwlock_t *l, clockid_t clock,
 				      const struct timespec *abstime)
 {
+	if (!time_ok(clock, abstime))
+		return REAL(rwlock_clockrdlock)(l, clock, abstime);
 	TRY_THEN_WAIT(REAL(rwlock_tryrdlock)(l),
+		      REAL(rwlock_clockrdlock)(l, clock, abstime),
 		      REAL(rwlock_clockrdlock)(l, clock, abstime), l,
 		      LOCK_RWLOCK_READ);
 }
@@ -247,7 +382,10 @@ EXPORT int pthread_rwlock_clockrdlock(pthread_rwlock_t *l, clockid_t clock,
 EXPORT int pthread_rwlock_clockwrlock(pthread_rwlock_t *l, clockid_t clock,
 				      const struct timespec *abstime)
 {
+	if (!time_ok(clock, abstime))
+		return REAL(rwlock_clockwrlock)(l, clock, abstime);
 	TRY_THEN_WAIT(REAL(rwlock_trywrlock)(l),
+		      REAL(rwlock_clockwrlock)(l, clock, abstime),
 		      REAL(rwlock_clockwrlock)(l, clock, abstime), l,
 		      LOCK_RWLOCK_WRITE);
 }
@@ -255,7 +393,7 @@ EXPORT int pthread_rwlock_clockwrlock(pthread_rwlock_t *l, clockid_t clock,
 EXPORT int pthread_spin_lock(pthread_spinlock_t *l)
 {
 	TRY_THEN_WAIT(REAL(spin_trylock)(l), REAL(spin_lock)(l),
-		      (const void *)l, LOCK_SPIN);
+		      REAL(spin_lock)(l), (const void *)l, LOCK_SPIN);
 }
 
 EXPORT int pthread_spin_trylock(pthread_spinlock_t *l)
@@ -264,44 +402,58 @@ EXPORT int pthread_spin_trylock(pthread_spinlock_t *l)
 }
 
 /*
+ * A wait cancelled by pthread_cancel ends inside libc with the mutex held
+ * again (POSIX), and the thread unwinds through this handler: it is an
+ * acquisition that waited, like any other.
+ */
+static void cond_cancelled(void *arg)
+{
+	wait_end(arg, 0);
+}
+
+/*
  * A condvar wait always blocks: every call is an acquisition that waited,
  * timed from the call until the mutex is held again (libc re-takes it
  * internally, out of our sight). A timeout counts as failed.
  */
+#define COND_WAIT(wait_call, pass_call, c)                                 \
+	do {                                                               \
+		struct thread_table *t_ = enter();                         \
+		uint64_t key_ = KEY(CALLER, LOCK_CONDVAR);                 \
+		struct wait w_;                                            \
+		int rc_;                                                   \
+		if (t_ == NULL)                                            \
+			return pass_call;                                  \
+		wait_begin(&w_, t_, key_, slot_for(t_, key_, c));          \
+		pthread_cleanup_push(cond_cancelled, &w_);                 \
+		rc_ = wait_call;                                           \
+		pthread_cleanup_pop(0);                                    \
+		wait_end(&w_, rc_);                                        \
+		return rc_;                                                \
+	} while (0)
+
 EXPORT int pthread_cond_wait(pthread_cond_t *c, pthread_mutex_t *m)
 {
-	struct wait w;
-	int rc;
-
-	wait_begin(&w, CALLER, c, LOCK_CONDVAR);
-	rc = REAL(cond_wait)(c, m);
-	wait_end(&w, rc);
-	return rc;
+	COND_WAIT(REAL(cond_wait)(c, m), REAL(cond_wait)(c, m), c);
 }
 
 EXPORT int pthread_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m,
 				  const struct timespec *abstime)
 {
-	struct wait w;
-	int rc;
-
-	wait_begin(&w, CALLER, c, LOCK_CONDVAR);
-	rc = REAL(cond_timedwait)(c, m, abstime);
-	wait_end(&w, rc);
-	return rc;
+	if (!time_ok(CLOCK_REALTIME, abstime))
+		return REAL(cond_timedwait)(c, m, abstime);
+	COND_WAIT(REAL(cond_timedwait)(c, m, abstime),
+		  REAL(cond_timedwait)(c, m, abstime), c);
 }
 
 EXPORT int pthread_cond_clockwait(pthread_cond_t *c, pthread_mutex_t *m,
 				  clockid_t clock,
 				  const struct timespec *abstime)
 {
-	struct wait w;
-	int rc;
-
-	wait_begin(&w, CALLER, c, LOCK_CONDVAR);
-	rc = REAL(cond_clockwait)(c, m, clock, abstime);
-	wait_end(&w, rc);
-	return rc;
+	if (!time_ok(clock, abstime))
+		return REAL(cond_clockwait)(c, m, clock, abstime);
+	COND_WAIT(REAL(cond_clockwait)(c, m, clock, abstime),
+		  REAL(cond_clockwait)(c, m, clock, abstime), c);
 }
 
 /*
@@ -382,6 +534,24 @@ static void *lookup_libc(const struct hooked *h)
 	return libc ? lookup(libc, h) : NULL;
 }
 
+/*
+ * The next definition after ours, preloaded: libc's of the right version,
+ * or another interposer's (a sanitizer, a second preloaded tool) whatever
+ * version it carries, so that it still sees every call. Only libc has the
+ * old condvar ABI that a plain lookup could return.
+ */
+static void *lookup_next(const struct hooked *h)
+{
+	void *p = lookup(RTLD_NEXT, h);
+	Dl_info info;
+
+	if (p == NULL && h->version && (p = dlsym(RTLD_NEXT, h->name)) != NULL &&
+	    (!dladdr(p, &info) || info.dli_fname == NULL ||
+	     strstr(info.dli_fname, "/libc.so.6") != NULL))
+		p = NULL;
+	return p;
+}
+
 int hooks_resolve(void)
 {
 	bool interposed = hooks_interposed();
@@ -389,7 +559,7 @@ int hooks_resolve(void)
 
 	for (size_t i = 0; i < NHOOKED; i++) {
 		const struct hooked *h = &hooked[i];
-		void *p = interposed ? lookup(RTLD_NEXT, h) : NULL;
+		void *p = interposed ? lookup_next(h) : NULL;
 
 		if (p == NULL || p == h->hook)
 			p = lookup_libc(h);

@@ -1,84 +1,152 @@
 /* Listing loaded modules with their load bias and GNU build id. */
 #include <elf.h>
+#include <pthread.h>
 #include <stdint.h>
-#include <link.h>
-#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "arena.h"
+#include "hooks.h"
 #include "modules.h"
 
-/* Copy the GNU build id found in the PT_NOTE segments of a module. */
-static void read_build_id(const struct dl_phdr_info *info,
-			  struct proto_module *m)
+/* How long a fork waits for a walk in progress before going ahead. */
+#define FENCE_WAIT_NS 1000000000L
+
+static pthread_mutex_t fence = PTHREAD_MUTEX_INITIALIZER;
+static bool fence_held_by_fork;
+
+int modules_iterate(int (*cb)(struct dl_phdr_info *, size_t, void *),
+		    void *arg)
 {
+	int rc;
+
+	real.mutex_lock(&fence);
+	rc = dl_iterate_phdr(cb, arg);
+	pthread_mutex_unlock(&fence);
+	return rc;
+}
+
+/*
+ * A fork waits for a walk in progress, with a bound: a host thread blocked
+ * inside its own dl_iterate_phdr callback could otherwise hold the walk,
+ * and so the fork, forever.
+ */
+static void fence_prepare(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	ts.tv_sec += FENCE_WAIT_NS / 1000000000L;
+	fence_held_by_fork = real.mutex_clocklock(&fence, CLOCK_MONOTONIC, &ts) == 0;
+}
+
+static void fence_parent(void)
+{
+	if (fence_held_by_fork)
+		pthread_mutex_unlock(&fence);
+}
+
+static void fence_child(void)
+{
+	pthread_mutex_init(&fence, NULL);
+}
+
+void modules_fence_fork(void)
+{
+	pthread_atfork(fence_prepare, fence_parent, fence_child);
+}
+
+bool modules_in_segment(const struct dl_phdr_info *info, const void *p,
+			size_t len, unsigned need)
+{
+	uintptr_t a = (uintptr_t)p;
+
 	for (int i = 0; i < info->dlpi_phnum; i++) {
 		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-		const char *p = (const char *)(info->dlpi_addr + ph->p_vaddr);
-		const char *end = p + ph->p_memsz;
+		uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
 
-		if (ph->p_type != PT_NOTE)
-			continue;
-		while (p + sizeof(ElfW(Nhdr)) <= end) {
-			const ElfW(Nhdr) *n = (const ElfW(Nhdr) *)p;
-			const char *name = p + sizeof(*n);
-			const char *desc = name + ((n->n_namesz + 3) & ~3u);
-
-			if (desc + n->n_descsz > end)
-				break;
-			if (n->n_type == NT_GNU_BUILD_ID && n->n_namesz == 4 &&
-			    memcmp(name, "GNU", 4) == 0 &&
-			    n->n_descsz <= PROTO_BUILD_ID_MAX) {
-				memcpy(m->build_id, desc, n->n_descsz);
-				m->build_id_len = (uint16_t)n->n_descsz;
-				return;
-			}
-			p = desc + ((n->n_descsz + 3) & ~3u);
-		}
+		if (ph->p_type == PT_LOAD && (ph->p_flags & need) == need &&
+		    a >= lo && len <= ph->p_memsz && a - lo <= ph->p_memsz - len)
+			return true;
 	}
+	return false;
 }
 
-/* The executable's path; dl_iterate_phdr names it "". */
-static void module_path(const struct dl_phdr_info *info, char *out, size_t size)
+/* Copy the GNU build id from a note segment mapped in memory. */
+static void read_build_id(const struct dl_phdr_info *info,
+			  const ElfW(Phdr) *ph, struct proto_module *m)
 {
-	ssize_t n;
+	const char *seg = (const char *)(info->dlpi_addr + ph->p_vaddr);
+	size_t off = 0, size = ph->p_memsz;
 
-	if (info->dlpi_name && info->dlpi_name[0]) {
-		strncpy(out, info->dlpi_name, size - 1);
-		out[size - 1] = '\0';
+	if (!modules_in_segment(info, seg, size, PF_R))
 		return;
+	while (size - off >= sizeof(ElfW(Nhdr))) {
+		const ElfW(Nhdr) *n = (const ElfW(Nhdr) *)(seg + off);
+		size_t name = off + sizeof(*n);
+		size_t desc = name + (((size_t)n->n_namesz + 3) & ~(size_t)3);
+		size_t next = desc + (((size_t)n->n_descsz + 3) & ~(size_t)3);
+
+		if (desc > size || n->n_descsz > size - desc || next < desc)
+			return;
+		if (n->n_type == NT_GNU_BUILD_ID && n->n_namesz == 4 &&
+		    memcmp(seg + name, "GNU", 4) == 0 &&
+		    n->n_descsz <= PROTO_BUILD_ID_MAX) {
+			memcpy(m->build_id, seg + desc, n->n_descsz);
+			m->build_id_len = (uint16_t)n->n_descsz;
+			return;
+		}
+		off = next;
 	}
-	n = readlink("/proc/self/exe", out, size - 1);
-	out[n > 0 ? n : 0] = '\0';
 }
 
-static int known(const struct modules *ms, uint64_t base, const char *path)
+/* Whether a module is listed; the executable (named "") by its base. */
+static bool known(const struct modules *ms, uint64_t base, const char *path)
 {
 	for (size_t i = 0; i < ms->n; i++) {
-		if (ms->v[i].base == base && strcmp(ms->v[i].path, path) == 0)
-			return 1;
+		if (ms->v[i].base == base &&
+		    (path[0] == '\0' || strcmp(ms->v[i].path, path) == 0))
+			return true;
 	}
-	return 0;
+	return false;
 }
 
+/* Make room for one more module; false without memory. */
+static bool room_for_one(struct modules *ms)
+{
+	size_t cap = ms->cap ? ms->cap * 2 : 16;
+	struct proto_module *v;
+
+	if (ms->n < ms->cap)
+		return true;
+	v = arena_realloc(ms->v, ms->cap * sizeof(*v), cap * sizeof(*v));
+	if (v == NULL)
+		return false;
+	ms->v = v;
+	ms->cap = cap;
+	return true;
+}
+
+/* Inside the walk: arena memory only (no host lock), no I/O. */
 static int add_one(struct dl_phdr_info *info, size_t size, void *arg)
 {
 	struct modules *ms = arg;
-	struct proto_module m;
-	struct proto_module *v;
+	const char *name = info->dlpi_name ? info->dlpi_name : "";
+	struct proto_module *m;
 
 	(void)size;
-	memset(&m, 0, sizeof(m));
-	m.base = info->dlpi_addr;
-	module_path(info, m.path, sizeof(m.path));
-	if (m.path[0] == '\0' || known(ms, m.base, m.path))
+	ms->adds = info->dlpi_adds;
+	if (known(ms, info->dlpi_addr, name) || !room_for_one(ms))
 		return 0;
-	read_build_id(info, &m);
-	v = realloc(ms->v, (ms->n + 1) * sizeof(*v));
-	if (v == NULL)
-		return 1;
-	ms->v = v;
-	ms->v[ms->n++] = m;
+	m = &ms->v[ms->n++];
+	memset(m, 0, sizeof(*m));
+	m->base = info->dlpi_addr;
+	strncpy(m->path, name, sizeof(m->path) - 1);
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		if (info->dlpi_phdr[i].p_type == PT_NOTE && m->build_id_len == 0)
+			read_build_id(info, &info->dlpi_phdr[i], m);
+	}
 	return 0;
 }
 
@@ -90,44 +158,18 @@ static int read_adds(struct dl_phdr_info *info, size_t size, void *arg)
 	return 1;
 }
 
-/* What modules_extent() looks for, and what it found. */
-struct extent_query {
-	uint64_t addr;
-	uint64_t lo, hi;
-	int found;
-};
-
-static int find_extent(struct dl_phdr_info *info, size_t size, void *arg)
+/* The executable is listed as ""; after the walk, give it its path. */
+static void name_executable(struct modules *ms, size_t from)
 {
-	struct extent_query *q = arg;
-	uint64_t lo = UINT64_MAX, hi = 0;
+	for (size_t i = from; i < ms->n; i++) {
+		ssize_t n;
 
-	(void)size;
-	for (int i = 0; i < info->dlpi_phnum; i++) {
-		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-		uint64_t start = info->dlpi_addr + ph->p_vaddr;
-
-		if (ph->p_type != PT_LOAD)
+		if (ms->v[i].path[0] != '\0')
 			continue;
-		lo = start < lo ? start : lo;
-		hi = start + ph->p_memsz > hi ? start + ph->p_memsz : hi;
+		n = readlink("/proc/self/exe", ms->v[i].path,
+			     sizeof(ms->v[i].path) - 1);
+		ms->v[i].path[n > 0 ? n : 0] = '\0';
 	}
-	if (q->addr < lo || q->addr >= hi)
-		return 0;
-	q->lo = lo;
-	q->hi = hi;
-	q->found = 1;
-	return 1;
-}
-
-int modules_extent(const void *addr, uint64_t *lo, uint64_t *hi)
-{
-	struct extent_query q = { .addr = (uint64_t)(uintptr_t)addr };
-
-	dl_iterate_phdr(find_extent, &q);
-	*lo = q.lo;
-	*hi = q.hi;
-	return q.found ? 0 : -1;
 }
 
 size_t modules_refresh(struct modules *ms)
@@ -135,16 +177,10 @@ size_t modules_refresh(struct modules *ms)
 	unsigned long long adds = 0;
 	size_t before = ms->n;
 
-	dl_iterate_phdr(read_adds, &adds);
+	modules_iterate(read_adds, &adds);
 	if (ms->n > 0 && adds == ms->adds)
 		return 0;
-	ms->adds = adds;
-	dl_iterate_phdr(add_one, ms);
+	modules_iterate(add_one, ms);
+	name_executable(ms, before);
 	return ms->n - before;
-}
-
-void modules_free(struct modules *ms)
-{
-	free(ms->v);
-	memset(ms, 0, sizeof(*ms));
 }

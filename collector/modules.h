@@ -1,27 +1,44 @@
-/* The modules (executable and shared objects) mapped in the target. */
+/*
+ * The modules (executable and shared objects) mapped in the target, and
+ * the one door to the loader's module list.
+ *
+ * dl_iterate_phdr holds the loader's write lock while its callback runs.
+ * Every walk of the collector goes through modules_iterate(), which also
+ * holds the fork fence: glibc 2.36 does not reset that loader lock in a
+ * fork child, so a fork in the middle of a walk would leave the child's
+ * next dlopen blocked forever. Callbacks allocate nothing from the host
+ * and do no I/O: what they need from files is read before or after.
+ */
 #ifndef QSPTOP_MODULES_H
 #define QSPTOP_MODULES_H
 
+#include <link.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "../common/proto.h"
 
 struct modules {
 	struct proto_module *v;
-	size_t n;
+	size_t n, cap;
 	unsigned long long adds;	/* dlpi_adds at the last refresh */
 };
 
+/* dl_iterate_phdr(cb, arg) inside the fork fence. */
+int modules_iterate(int (*cb)(struct dl_phdr_info *, size_t, void *),
+		    void *arg);
+
+/* Install the fork fence (pthread_atfork); the child side resets it. */
+void modules_fence_fork(void);
+
 /*
  * Record modules loaded since the last call (all of them the first time).
- * Returns the number added. Runs on the collector thread only.
+ * Returns the number added. Collector thread only.
  */
 size_t modules_refresh(struct modules *ms);
 
-/* The address range of the module holding addr; -1 if none does. */
-int modules_extent(const void *addr, uint64_t *lo, uint64_t *hi);
-
-/* Release the memory of ms. */
-void modules_free(struct modules *ms);
+/* Whether [p, p + len) lies in one PT_LOAD segment of info with flags need. */
+bool modules_in_segment(const struct dl_phdr_info *info, const void *p,
+			size_t len, unsigned need);
 
 #endif

@@ -2,7 +2,9 @@
  * File descriptors the collector opened inside someone else's process. The
  * host may close them (daemons close every fd at start-up) and reuse the
  * numbers for its own files; an fd is used only while it still names the
- * file we opened, and one that changed is forgotten, never closed.
+ * file we opened, checked right before every use, and one that changed is
+ * forgotten, never closed. Our descriptors sit high, where a host that
+ * closes everything and opens again does not land.
  */
 #ifndef QSPTOP_OWNFD_H
 #define QSPTOP_OWNFD_H
@@ -18,8 +20,8 @@ struct own_fd {
 
 #define OWN_FD_NONE { -1, 0, 0 }
 
-/* Remember fd (which we just opened) as ours. */
-void own_fd_set(struct own_fd *o, int fd);
+/* Take fd (which we just opened) as ours: moved high, close-on-exec. */
+void own_fd_take(struct own_fd *o, int fd);
 
 /* Whether o still names our file; forgets it when it does not. */
 bool own_fd_valid(struct own_fd *o);

@@ -1,28 +1,41 @@
 /* Summing the thread tables into rows. */
-#include <stdlib.h>
 #include <string.h>
 
-#include "grow.h"
+#include "arena.h"
 #include "rows.h"
 #include "table.h"
+#include "unwind.h"
+
+/* What one scan carries from table to table. */
+struct scan {
+	struct rows *rs;
+	uint32_t epoch;		/* the epoch this scan closes */
+	uint64_t dropped;	/* live tables' drops */
+	bool dead;		/* the table being read is of an exited thread */
+};
+
+/* Count events that could not be recorded on a row. */
+static void drop(struct scan *sc, uint64_t n)
+{
+	if (sc->dead)
+		sc->rs->dropped_retired += n;
+	else
+		sc->dropped += n;
+}
 
 static uint32_t key_hash(uint64_t site, uint64_t object, uint32_t type)
 {
-	uint64_t h = site * 0x9e3779b97f4a7c15ull;
-
-	h ^= object * 0xc2b2ae3d27d4eb4full + type;
-	h ^= h >> 31;
-	return (uint32_t)(h * 0xff51afd7ed558ccdull >> 32);
+	return table_hash(site * 31 + type) ^ table_hash(object + 0x632be59bd9b4e019ull);
 }
 
 /* Rebuild the index at twice the size; false when memory is short. */
-static int grow_index(struct rows *rs)
+static bool grow_index(struct rows *rs)
 {
 	uint32_t cap = rs->index_cap ? rs->index_cap * 2 : 1024;
-	uint32_t *index = calloc(cap, sizeof(*index));
+	uint32_t *index = arena_alloc(cap * sizeof(*index));
 
 	if (index == NULL)
-		return 0;
+		return false;
 	for (uint32_t r = 0; r < rs->n; r++) {
 		const struct row *row = &rs->v[r];
 		uint32_t i = key_hash(row->site, row->object, row->type) & (cap - 1);
@@ -31,10 +44,10 @@ static int grow_index(struct rows *rs)
 			i = (i + 1) & (cap - 1);
 		index[i] = r + 1;
 	}
-	free(rs->index);
+	arena_free(rs->index, rs->index_cap * sizeof(*index));
 	rs->index = index;
 	rs->index_cap = cap;
-	return 1;
+	return true;
 }
 
 /* Index slot of a key: its row, or the empty slot where it would go. */
@@ -54,144 +67,214 @@ static uint32_t *index_slot(struct rows *rs, uint64_t site, uint64_t object,
 	}
 }
 
-static struct row *add_row(struct rows *rs, uint32_t *slot, uint64_t site,
-			   uint64_t object, uint32_t type)
+static bool room_for_row(struct rows *rs)
 {
+	uint32_t cap = rs->cap ? rs->cap * 2 : 256;
+	struct row *v;
+
+	if (rs->n < rs->cap)
+		return true;
+	v = arena_realloc(rs->v, rs->cap * sizeof(*v), cap * sizeof(*v));
+	if (v == NULL)
+		return false;
+	rs->v = v;
+	rs->cap = cap;
+	return true;
+}
+
+/*
+ * The id + 1 of a key's row, created when new; 0 when it cannot be had.
+ * Past the memory cap a new key joins its site's "several objects" row.
+ */
+static uint32_t row_id(struct rows *rs, uint64_t site, uint64_t object,
+		       uint32_t type)
+{
+	uint32_t *slot;
 	struct row *row;
 
-	if (!grow_array((void **)&rs->v, &rs->cap, rs->n, sizeof(*rs->v), 256))
-		return NULL;
+	if ((rs->n + 1) * 2 > rs->index_cap && !grow_index(rs) &&
+	    (rs->n + 1) * 4 > rs->index_cap * 3)
+		return 0;
+	slot = index_slot(rs, site, object, type);
+	if (*slot != 0)
+		return *slot;
+	if (object != 0 && (arena_tight() || !room_for_row(rs)))
+		return row_id(rs, site, 0, type);
+	if (!room_for_row(rs))
+		return 0;
 	row = &rs->v[rs->n++];
 	memset(row, 0, sizeof(*row));
 	row->site = site;
 	row->object = object;
 	row->type = type;
 	*slot = rs->n;
-	return row;
+	return rs->n;
+}
+
+static void add_waits(struct waits *to, const struct entry *e)
+{
+	to->contended += table_load(&e->contended);
+	to->wait_ns += table_load(&e->wait_ns);
+	to->failed += table_load(&e->failed);
+	for (unsigned i = 0; i < HIST_BUCKETS; i++)
+		to->hist[i] += table_load(&e->hist[i]);
 }
 
 /*
- * The row of a key, created when new. Past ROWS_MAX rows a new key joins its
- * site's "several objects" row; NULL when even that cannot be had.
+ * Add an entry's waits to its row. Interval maxima: an entry's
+ * epoch_max_ns counts when it was recorded in the epoch this scan closes,
+ * or in the next one (a thread that already saw the new epoch).
  */
-static struct row *row_get(struct rows *rs, uint64_t site, uint64_t object,
-			   uint32_t type)
+static void scan_entry(struct scan *sc, const struct thread_table *t,
+		       uint32_t r, struct entry *e)
 {
-	uint32_t *slot;
+	struct row *row = &sc->rs->v[r];
+	struct row_waits *w = row->waits;
+	uint64_t nostack_count = table_load(&e->nostack_count);
+	uint64_t nostack_wait = table_load(&e->nostack_wait_ns);
+	uint32_t epoch = __atomic_load_n(&e->max_epoch, __ATOMIC_RELAXED);
+	uint64_t max = table_load(&e->epoch_max_ns);
 
-	if ((rs->n + 1) * 2 > rs->index_cap && !grow_index(rs))
-		return NULL;
-	slot = index_slot(rs, site, object, type);
-	if (*slot != 0)
-		return &rs->v[*slot - 1];
-	if (rs->n >= ROWS_MAX && object != 0)
-		return row_get(rs, site, 0, type);
-	if (rs->n >= ROWS_HARD_MAX)
-		return NULL;
-	return add_row(rs, slot, site, object, type);
-}
-
-static void add_counts(struct row_counts *to, const struct row_counts *from)
-{
-	to->acquisitions += from->acquisitions;
-	to->contended += from->contended;
-	to->wait_ns += from->wait_ns;
-	to->failed += from->failed;
-	for (unsigned i = 0; i < HIST_BUCKETS; i++)
-		to->hist[i] += from->hist[i];
-}
-
-static void load_entry(const struct entry *e, struct row_counts *c)
-{
-	c->acquisitions = table_load(&e->acquisitions);
-	c->contended = table_load(&e->contended);
-	c->wait_ns = table_load(&e->wait_ns);
-	c->failed = table_load(&e->failed);
-	for (unsigned i = 0; i < HIST_BUCKETS; i++)
-		c->hist[i] = table_load(&e->hist[i]);
-}
-
-/*
- * Add one entry to its row. Interval maxima: an entry's epoch_max_ns counts
- * when it was recorded in the epoch this scan closes, or in the next one (a
- * thread that already saw the new epoch).
- */
-static uint32_t scan_entry(struct rows *rs, const struct entry *e, int dead,
-			   uint32_t epoch)
-{
-	struct row_counts c;
-	struct row *row;
-	uint32_t max_epoch;
-	uint64_t max;
-
-	row = row_get(rs, e->site, e->object, e->type);
-	load_entry(e, &c);
-	if (row == NULL) {
-		rs->dropped += c.acquisitions + c.failed;
-		if (dead)
-			rs->dropped_retired += c.acquisitions + c.failed;
-		return UINT32_MAX;
+	if (w == NULL && (w = row->waits = arena_alloc(sizeof(*w))) == NULL) {
+		drop(sc, table_load(&e->contended) + table_load(&e->failed));
+		return;
 	}
-	add_counts(&row->now, &c);
-	if (dead)
-		add_counts(&row->retired, &c);
-	max = table_load(&e->max_wait_ns);
-	if (max > row->max_wait_ns)
-		row->max_wait_ns = max;
-	max_epoch = __atomic_load_n(&e->max_epoch, __ATOMIC_RELAXED);
-	max = table_load(&e->epoch_max_ns);
-	if ((max_epoch == epoch || max_epoch == epoch + 1) &&
-	    max > row->interval_max_ns)
-		row->interval_max_ns = max;
-	return (uint32_t)(row - rs->v);
+	add_waits(&w->now, e);
+	if (sc->dead)
+		add_waits(&w->retired, e);
+	if ((epoch == sc->epoch || epoch == sc->epoch + 1) && max > w->scan_max_ns)
+		w->scan_max_ns = max;
+	if (nostack_count || nostack_wait)
+		stacks_add(&sc->rs->stacks, r, PROTO_NO_STACK, t->tid,
+			   &e->nostack_row, nostack_count, nostack_wait, sc->dead);
+}
+
+/* Add one site's object table. */
+static void scan_objects(struct scan *sc, struct thread_table *t,
+			 struct obj_table *o)
+{
+	struct rows *rs = sc->rs;
+	uint64_t site = KEY_SITE(o->key);
+	uint32_t type = KEY_TYPE(o->key);
+
+	for (uint32_t i = 0; i <= o->mask; i++) {
+		uint64_t object = __atomic_load_n(&o->slot[i].object, __ATOMIC_ACQUIRE);
+		uint64_t acq = table_load(&o->slot[i].acquisitions);
+		struct entry *e = __atomic_load_n(&obj_entries(o)[i], __ATOMIC_ACQUIRE);
+		uint32_t *r = &obj_rows(o)[i];
+
+		if (object == 0)
+			continue;
+		if (*r == 0 || *r > rs->n)
+			*r = row_id(rs, site, object == OBJECT_FOLDED ? 0 : object, type);
+		if (*r == 0) {
+			drop(sc, acq + (e ? table_load(&e->failed) : 0));
+			continue;
+		}
+		rs->v[*r - 1].acq_now += acq;
+		if (sc->dead)
+			rs->v[*r - 1].acq_retired += acq;
+		if (e) {
+			e->row = *r;
+			scan_entry(sc, t, *r - 1, e);
+		}
+	}
 }
 
 /* Add a whole table; a dead one is retired and recycled. */
-static void scan_table(struct rows *rs, struct thread_table *t, uint32_t epoch)
+static void scan_table(struct scan *sc, struct thread_table *t)
 {
-	uint32_t state = __atomic_load_n(&t->state, __ATOMIC_ACQUIRE);
-	uint32_t slot_row[TABLE_SLOTS];
-	uint32_t used;
-	uint64_t dropped;
+	struct site_index *si = __atomic_load_n(&t->sites, __ATOMIC_ACQUIRE);
+	uint64_t dropped = table_load(&t->dropped) + table_load(&t->nested);
 
-	if (state == TABLE_FREE)
-		return;
-	memset(slot_row, 0xff, sizeof(slot_row));
-	used = __atomic_load_n(&t->used, __ATOMIC_ACQUIRE);
-	for (uint32_t i = 0; i < used; i++)
-		slot_row[t->order[i]] = scan_entry(rs, &t->slots[t->order[i]],
-						   state == TABLE_DEAD, epoch);
-	stacks_scan_table(&rs->stacks, t, slot_row, state == TABLE_DEAD);
-	dropped = table_load(&t->dropped);
-	rs->dropped += dropped;
-	if (state == TABLE_DEAD) {
-		rs->dropped_retired += dropped;
-		table_recycle(t);
-	} else {
-		rs->threads_live++;
+	for (uint32_t i = 0; i <= si->mask; i++) {
+		uint64_t key = __atomic_load_n(&si->slot[i].key, __ATOMIC_ACQUIRE);
+
+		if (key)
+			scan_objects(sc, t, __atomic_load_n(&si->slot[i].objects,
+							    __ATOMIC_ACQUIRE));
+	}
+	stacks_scan_table(&sc->rs->stacks, t, sc->dead);
+	drop(sc, dropped);
+}
+
+/* Every row back to its retired part. */
+static void begin_rows(struct rows *rs)
+{
+	for (uint32_t r = 0; r < rs->n; r++) {
+		struct row *row = &rs->v[r];
+
+		row->acq_now = row->acq_retired;
+		if (row->waits) {
+			row->waits->now = row->waits->retired;
+			row->waits->scan_max_ns = 0;
+		}
+	}
+}
+
+/*
+ * Mark rows that changed (every count only grows, so their sum changes
+ * when any does); carry maxima to the sessions; total the folds.
+ */
+static void end_rows(struct rows *rs)
+{
+	rs->folded = 0;
+	for (uint32_t r = 0; r < rs->n; r++) {
+		struct row *row = &rs->v[r];
+		struct row_waits *w = row->waits;
+		uint64_t sum = row->acq_now;
+
+		if (w)
+			sum += w->now.contended + w->now.wait_ns + w->now.failed;
+		if (sum != row->last_sum)
+			row->changed_seq = rs->seq;
+		row->last_sum = sum;
+		if (row->object == 0)
+			rs->folded += row->acq_now + (w ? w->now.failed : 0);
+		for (unsigned k = 0; w && w->scan_max_ns && k < SESSIONS_MAX; k++) {
+			if ((rs->sessions & (1u << k)) &&
+			    w->scan_max_ns > w->pending_max_ns[k])
+				w->pending_max_ns[k] = w->scan_max_ns;
+		}
 	}
 }
 
 void rows_scan(struct rows *rs)
 {
-	uint32_t epoch = __atomic_load_n(&table_epoch, __ATOMIC_RELAXED);
+	struct scan sc = { .rs = rs };
 
-	__atomic_store_n(&table_epoch, epoch + 1, __ATOMIC_RELAXED);
-	for (uint32_t r = 0; r < rs->n; r++) {
-		rs->v[r].now = rs->v[r].retired;
-		rs->v[r].interval_max_ns = 0;
-	}
-	rs->threads_live = 0;
-	rs->dropped = rs->dropped_retired + table_claim_failures();
+	table_free_retired();
+	sc.epoch = __atomic_load_n(&table_epoch, __ATOMIC_RELAXED);
+	__atomic_store_n(&table_epoch, sc.epoch + 1, __ATOMIC_RELAXED);
+	rs->seq++;
+	begin_rows(rs);
 	stacks_begin_scan(&rs->stacks);
-	for (struct thread_table *t = table_first(); t; t = t->next)
-		scan_table(rs, t, epoch);
+	rs->threads_live = 0;
+	for (struct thread_table *t = table_first(); t; t = t->all_next) {
+		if (__atomic_load_n(&t->state, __ATOMIC_ACQUIRE) != TABLE_LIVE)
+			continue;
+		sc.dead = table_thread_gone(t);
+		scan_table(&sc, t);
+		if (sc.dead)
+			table_recycle(t);
+		else
+			rs->threads_live++;
+	}
+	end_rows(rs);
+	stacks_end_scan(&rs->stacks, rs->seq);
+	rs->dropped = rs->dropped_retired + sc.dropped + table_claim_drops();
 }
 
-void rows_free(struct rows *rs)
+void rows_session_start(struct rows *rs, unsigned k)
 {
-	stacks_free(&rs->stacks);
-	free(rs->v);
-	free(rs->index);
-	memset(rs, 0, sizeof(*rs));
+	for (uint32_t r = 0; r < rs->n; r++) {
+		if (rs->v[r].waits)
+			rs->v[r].waits->pending_max_ns[k] = 0;
+	}
+	rs->sessions |= 1u << k;
+}
+
+void rows_session_end(struct rows *rs, unsigned k)
+{
+	rs->sessions &= ~(1u << k);
 }

@@ -1,7 +1,8 @@
 /*
  * The collector thread's view of all rows: every thread table summed per
- * (site, object, type), with the tables of exited threads folded into
- * retired totals. Owned by the collector thread; never touched by hooks.
+ * (site, object, type) at each scan, with the tables of exited threads
+ * folded into retired totals and recycled. Owned by the collector thread;
+ * never touched by hooks.
  */
 #ifndef QSPTOP_ROWS_H
 #define QSPTOP_ROWS_H
@@ -11,44 +12,58 @@
 #include "../common/types.h"
 #include "stacks.h"
 
-/* Rows past this count lose their object; past ROWS_HARD_MAX they drop. */
-#define ROWS_MAX (1u << 16)
-#define ROWS_HARD_MAX (ROWS_MAX + ROWS_MAX / 4)
+/* Sessions that can be served at once; each keeps its pending maxima here. */
+#define SESSIONS_MAX 8
 
-struct row_counts {
-	uint64_t acquisitions;
+/* The waits and failures of a row. */
+struct waits {
 	uint64_t contended;
 	uint64_t wait_ns;
 	uint64_t failed;
 	uint64_t hist[HIST_BUCKETS];
 };
 
+/* The part of a row that only rows with waits or failures have. */
+struct row_waits {
+	struct waits retired;		/* from tables of exited threads */
+	struct waits now;		/* retired + live tables, last scan */
+	uint64_t scan_max_ns;		/* longest wait the last scan saw */
+	uint64_t pending_max_ns[SESSIONS_MAX];	/* not yet sent, per session */
+};
+
 struct row {
 	uint64_t site;
-	uint64_t object;
+	uint64_t object;		/* 0: several objects (folded) */
 	uint32_t type;
-	struct row_counts retired;	/* from tables of exited threads */
-	struct row_counts now;		/* retired + live tables, last scan */
-	uint64_t max_wait_ns;		/* since start */
-	uint64_t interval_max_ns;	/* longest wait seen since last scan */
+	uint32_t unused;
+	uint64_t acq_retired;
+	uint64_t acq_now;		/* retired + live tables, last scan */
+	uint64_t last_sum;		/* all its counts added, last scan */
+	uint64_t changed_seq;		/* the scan that last changed it */
+	struct row_waits *waits;	/* NULL until it has any */
 };
 
 struct rows {
 	struct row *v;
-	uint32_t n;
-	size_t cap;
+	uint32_t n, cap;
 	uint32_t *index;		/* open addressing: row + 1, 0 = empty */
 	uint32_t index_cap;
+	uint64_t seq;			/* scans so far */
 	uint32_t threads_live;
-	uint64_t dropped;		/* all drops, last scan */
+	uint32_t sessions;		/* bit k: session slot k is served */
+	uint64_t dropped;		/* events not recorded, since start */
 	uint64_t dropped_retired;
+	uint64_t folded;		/* events on rows of several objects */
 	struct stacks stacks;		/* per (row, stack, thread) */
 };
 
 /* Sum every thread table into rs, retiring and recycling dead tables. */
 void rows_scan(struct rows *rs);
 
-/* Release the memory of rs. */
-void rows_free(struct rows *rs);
+/* Start keeping pending maxima for session slot k, from zero. */
+void rows_session_start(struct rows *rs, unsigned k);
+
+/* Stop keeping them for slot k. */
+void rows_session_end(struct rows *rs, unsigned k);
 
 #endif

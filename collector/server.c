@@ -22,9 +22,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../common/clock.h"
 #include "../common/proto.h"
 #include "../common/sockpath.h"
+#include "arena.h"
 #include "collector.h"
+#include "frames.h"
 #include "got.h"
 #include "modules.h"
 #include "ownfd.h"
@@ -33,10 +36,13 @@
 #include "session.h"
 #include "table.h"
 
-#define MAX_SESSIONS 8
 #define DEFAULT_INTERVAL_MS 1000
 /* Scan at least this often, to recycle tables of exited threads. */
 #define IDLE_SCAN_NS (1000ull * 1000000)
+/* While threads come and go, scan this often, so that their tables are
+ * recycled before many pile up; never more than 1/CHURN_SHARE of the time. */
+#define CHURN_SCAN_NS (20ull * 1000000)
+#define CHURN_SHARE 10
 #define FINAL_WRITE_MS 3000
 /* How long an injected collector stays active with no qsptop connected. */
 #define GRACE_NS (5ull * 1000000000)
@@ -49,30 +55,16 @@ static struct server {
 	int finishing;
 	sem_t finished;
 	struct proto_hello hello;
-	struct session *sessions[MAX_SESSIONS];
+	struct session *sessions[SESSIONS_MAX];
 	struct rows rows;
 	struct modules modules;
 	uint64_t seq;
 	uint64_t last_scan_ns;
+	uint64_t scan_cost_ns;		/* how long the last scan took */
+	uint32_t threads_at_scan;	/* threads seen at the last scan */
 	uint64_t grace_ns;		/* injected: go dormant then; 0: never */
 } srv = { .listen = OWN_FD_NONE, .wake_in = OWN_FD_NONE,
 	   .wake_out = OWN_FD_NONE, .launch = OWN_FD_NONE };
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static uint64_t realtime_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 /* The target's command line, arguments joined by spaces. */
 static void read_command(char *out, size_t size)
@@ -102,8 +94,8 @@ static void fill_hello(int launched)
 		  : launched ? MODE_LAUNCH : MODE_PRELOAD;
 	h->pid = (uint32_t)getpid();
 	h->interval_ms = DEFAULT_INTERVAL_MS;
-	h->start_realtime_ns = realtime_ns();
-	h->start_monotonic_ns = now_ns();
+	h->start_realtime_ns = clock_realtime_ns();
+	h->start_monotonic_ns = clock_now_ns();
 	read_command(h->command, sizeof(h->command));
 	snprintf(h->collector_version, sizeof(h->collector_version), "%s",
 		 QSPTOP_VERSION);
@@ -153,7 +145,7 @@ static void open_listener(void)
 		srv.path[0] = '\0';
 		return;
 	}
-	own_fd_set(&srv.listen, fd);
+	own_fd_take(&srv.listen, fd);
 }
 
 /* Injected: record again and send the process's calls to the hooks. */
@@ -188,24 +180,36 @@ static bool dormant(void)
 /* Sessions of a qsptop that said hello: a stray connection watches nothing. */
 static bool watched(void)
 {
-	for (int i = 0; i < MAX_SESSIONS; i++) {
+	for (int i = 0; i < SESSIONS_MAX; i++) {
 		if (srv.sessions[i] && srv.sessions[i]->greeted)
 			return true;
 	}
 	return false;
 }
 
+/*
+ * A session in a free slot. A preloaded collector records from the start
+ * of the program, and every session sees it all. An injected one records
+ * only while watched, and lies dormant in between: each session gets a
+ * baseline when it greets us, and sees only what happens while it watches.
+ */
 static void add_session(struct own_fd *fd)
 {
-	for (int i = 0; i < MAX_SESSIONS; i++) {
-		if (srv.sessions[i] == NULL) {
-			srv.sessions[i] = session_new(fd, &srv.hello, now_ns());
-			if (srv.sessions[i] == NULL)
-				own_fd_close(fd);
-			else
-				session_write(srv.sessions[i]);
+	for (int i = 0; i < SESSIONS_MAX; i++) {
+		struct session *s;
+
+		if (srv.sessions[i] != NULL)
+			continue;
+		s = srv.sessions[i] = session_new(fd, (unsigned)i, &srv.hello,
+						  collector_injected(),
+						  clock_now_ns());
+		if (s == NULL) {
+			own_fd_close(fd);
 			return;
 		}
+		rows_session_start(&srv.rows, (unsigned)i);
+		session_write(s);
+		return;
 	}
 	own_fd_close(fd);
 }
@@ -225,7 +229,7 @@ static void accept_one(void)
 		close(fd);
 		return;
 	}
-	own_fd_set(&own, fd);
+	own_fd_take(&own, fd);
 	add_session(&own);
 }
 
@@ -240,12 +244,13 @@ static void end_session(int i)
 
 	session_free(srv.sessions[i]);
 	srv.sessions[i] = NULL;
+	rows_session_end(&srv.rows, (unsigned)i);
 	if (!collector_injected() || srv.finishing || watched())
 		return;
 	if (detached)
 		deactivate();
 	else if (got_active())
-		srv.grace_ns = now_ns() + GRACE_NS;
+		srv.grace_ns = clock_now_ns() + GRACE_NS;
 }
 
 static struct proto_tick make_tick(uint64_t now)
@@ -256,43 +261,108 @@ static struct proto_tick make_tick(uint64_t now)
 		.threads_seen = table_threads_seen(),
 		.threads_live = srv.rows.threads_live,
 		.dropped = srv.rows.dropped,
+		.folded = srv.rows.folded,
+		.memory_used = arena_used(),
+		.memory_cap = arena_cap(),
 	};
 	return t;
 }
 
-/* Scan the tables and queue updates for the sessions that are due. */
-static void scan_and_update(uint64_t now, bool force)
+/* The earliest time of one reader inside a capture (frames_reclaim()). */
+static uint64_t oldest_reader(void *ctx)
 {
-	struct proto_tick tick;
+	uint64_t oldest = UINT64_MAX;
 
+	(void)ctx;
+	for (struct thread_table *t = table_first(); t; t = t->all_next) {
+		uint64_t e = __atomic_load_n(&t->reader.epoch, __ATOMIC_ACQUIRE);
+
+		if (e && e < oldest)
+			oldest = e;
+	}
+	return oldest;
+}
+
+/* Sum the tables; keep the module list, frame tables and GOT current. */
+static void scan(uint64_t now)
+{
 	rows_scan(&srv.rows);
 	modules_refresh(&srv.modules);
+	frames_sync();
+	frames_reclaim(oldest_reader, NULL);
 	got_refresh();
 	srv.last_scan_ns = now;
-	tick = make_tick(now);
-	for (int i = 0; i < MAX_SESSIONS; i++) {
+	srv.threads_at_scan = table_threads_seen();
+	srv.scan_cost_ns = clock_now_ns() - now;
+}
+
+/* Queue updates for the sessions that are due, or all when force. */
+static void update_sessions(uint64_t now, bool force)
+{
+	struct proto_tick tick = make_tick(now);
+
+	for (int i = 0; i < SESSIONS_MAX; i++) {
 		struct session *s = srv.sessions[i];
 
 		if (s == NULL)
 			continue;
-		session_note_scan(s, &srv.rows);
 		session_update(s, &srv.rows, &srv.modules, &tick, force);
 		if (!session_write(s))
 			end_session(i);
 	}
 }
 
+/*
+ * Sessions that just greeted get their baseline at once: a fresh scan,
+ * and everything up to it. A memory cap they ask for applies from now.
+ */
+static void send_baselines(void)
+{
+	struct proto_tick tick;
+	bool scanned = false;
+
+	for (int i = 0; i < SESSIONS_MAX; i++) {
+		struct session *s = srv.sessions[i];
+
+		if (s == NULL || !session_wants_baseline(s))
+			continue;
+		if (s->memory_cap_mb)
+			arena_set_cap((size_t)s->memory_cap_mb << 20);
+		if (!scanned) {
+			scan(clock_now_ns());
+			tick = make_tick(srv.last_scan_ns);
+			scanned = true;
+		}
+		session_update(s, &srv.rows, &srv.modules, &tick, true);
+		if (!session_write(s))
+			end_session(i);
+	}
+}
+
+/*
+ * When the next scan is due without a session asking: after IDLE_SCAN_NS,
+ * or sooner while new threads appear (their tables will need recycling).
+ */
+static uint64_t next_idle_scan(void)
+{
+	uint64_t churn = srv.scan_cost_ns * CHURN_SHARE;
+
+	if (table_threads_seen() == srv.threads_at_scan)
+		return srv.last_scan_ns + IDLE_SCAN_NS;
+	return srv.last_scan_ns + (churn > CHURN_SCAN_NS ? churn : CHURN_SCAN_NS);
+}
+
 /* When the next scan is due: the earliest session, or the idle rescan. */
 static int poll_timeout_ms(uint64_t now)
 {
-	uint64_t next = srv.last_scan_ns + IDLE_SCAN_NS;
+	uint64_t next = next_idle_scan();
 
 	if (dormant())
 		next = now + IDLE_SCAN_NS;
 	if (srv.grace_ns && srv.grace_ns < next)
 		next = srv.grace_ns;
 
-	for (int i = 0; i < MAX_SESSIONS; i++) {
+	for (int i = 0; i < SESSIONS_MAX; i++) {
 		const struct session *s = srv.sessions[i];
 
 		if (s && s->greeted && s->out.len == 0 && s->due_ns < next)
@@ -305,9 +375,9 @@ static bool scan_due(uint64_t now)
 {
 	if (dormant())
 		return false;
-	if (now >= srv.last_scan_ns + IDLE_SCAN_NS)
+	if (now >= next_idle_scan())
 		return true;
-	for (int i = 0; i < MAX_SESSIONS; i++) {
+	for (int i = 0; i < SESSIONS_MAX; i++) {
 		const struct session *s = srv.sessions[i];
 
 		if (s && s->greeted && s->out.len == 0 && now >= s->due_ns)
@@ -319,9 +389,9 @@ static bool scan_due(uint64_t now)
 /* Read, write and expire sessions after poll(). */
 static void service_sessions(const struct pollfd *pfd, int first)
 {
-	uint64_t now = now_ns();
+	uint64_t now = clock_now_ns();
 
-	for (int i = 0; i < MAX_SESSIONS; i++) {
+	for (int i = 0; i < SESSIONS_MAX; i++) {
 		struct session *s = srv.sessions[i];
 		short ev;
 
@@ -346,7 +416,7 @@ static void check_fds(void)
 {
 	own_fd_valid(&srv.wake_in);
 	own_fd_valid(&srv.listen);
-	for (int i = 0; i < MAX_SESSIONS; i++) {
+	for (int i = 0; i < SESSIONS_MAX; i++) {
 		if (srv.sessions[i] && !own_fd_valid(&srv.sessions[i]->fd))
 			end_session(i);
 	}
@@ -355,45 +425,48 @@ static void check_fds(void)
 /* One round of the loop: wait, then accept, read, write and scan. */
 static void serve_once(void)
 {
-	struct pollfd pfd[2 + MAX_SESSIONS];
-	uint64_t now = now_ns();
+	struct pollfd pfd[2 + SESSIONS_MAX];
+	uint64_t now = clock_now_ns();
 	char drain[64];
 
 	check_fds();
 	pfd[0] = (struct pollfd){ .fd = srv.wake_in.fd, .events = POLLIN };
 	pfd[1] = (struct pollfd){ .fd = srv.listen.fd, .events = POLLIN };
-	for (int i = 0; i < MAX_SESSIONS; i++) {
+	for (int i = 0; i < SESSIONS_MAX; i++) {
 		const struct session *s = srv.sessions[i];
 
 		pfd[2 + i] = (struct pollfd){ .fd = s ? s->fd.fd : -1,
 			.events = (short)(POLLIN | (s && s->out.len ? POLLOUT : 0)) };
 	}
-	if (poll(pfd, 2 + MAX_SESSIONS, poll_timeout_ms(now)) < 0)
+	if (poll(pfd, 2 + SESSIONS_MAX, poll_timeout_ms(now)) < 0)
 		return;
-	if ((pfd[0].revents & POLLIN) && own_fd_valid(&srv.wake_in))
-		while (read(srv.wake_in.fd, drain, sizeof(drain)) > 0)
-			;
+	while ((pfd[0].revents & POLLIN) && own_fd_valid(&srv.wake_in) &&
+	       read(srv.wake_in.fd, drain, sizeof(drain)) > 0)
+		;
 	if ((pfd[1].revents & POLLIN) && own_fd_valid(&srv.listen))
 		accept_one();
 	service_sessions(pfd, 2);
-	now = now_ns();
+	now = clock_now_ns();
 	if (watched())
 		activate();
 	else if (srv.grace_ns && now >= srv.grace_ns)
 		deactivate();
-	if (scan_due(now))
-		scan_and_update(now, false);
+	send_baselines();
+	if (scan_due(now)) {
+		scan(now);
+		update_sessions(now, false);
+	}
 }
 
 /* Write everything queued, blocking up to a deadline. */
 static void drain_sessions(uint64_t deadline)
 {
 	for (;;) {
-		struct pollfd pfd[MAX_SESSIONS];
+		struct pollfd pfd[SESSIONS_MAX];
 		int n = 0;
-		uint64_t now = now_ns();
+		uint64_t now = clock_now_ns();
 
-		for (int i = 0; i < MAX_SESSIONS; i++) {
+		for (int i = 0; i < SESSIONS_MAX; i++) {
 			struct session *s = srv.sessions[i];
 
 			if (s && s->out.len > 0)
@@ -402,7 +475,7 @@ static void drain_sessions(uint64_t deadline)
 		if (n == 0 || now >= deadline)
 			return;
 		poll(pfd, (nfds_t)n, (int)((deadline - now) / 1000000) + 1);
-		for (int i = 0; i < MAX_SESSIONS; i++) {
+		for (int i = 0; i < SESSIONS_MAX; i++) {
 			if (srv.sessions[i])
 				session_write(srv.sessions[i]);
 		}
@@ -412,20 +485,21 @@ static void drain_sessions(uint64_t deadline)
 /* The process is exiting: final counts and goodbye to every session. */
 static void finish(void)
 {
-	uint64_t now = now_ns();
+	uint64_t now = clock_now_ns();
 
 	check_fds();
-	for (int i = 0; i < MAX_SESSIONS; i++) {
+	for (int i = 0; i < SESSIONS_MAX; i++) {
 		if (srv.sessions[i] && !session_read(srv.sessions[i], now))
 			end_session(i);
 	}
-	scan_and_update(now, true);
-	for (int i = 0; i < MAX_SESSIONS; i++) {
+	scan(now);
+	update_sessions(now, true);
+	for (int i = 0; i < SESSIONS_MAX; i++) {
 		if (srv.sessions[i])
 			session_goodbye(srv.sessions[i], GOODBYE_EXIT);
 	}
 	drain_sessions(now + FINAL_WRITE_MS * 1000000ull);
-	for (int i = 0; i < MAX_SESSIONS; i++) {
+	for (int i = 0; i < SESSIONS_MAX; i++) {
 		if (srv.sessions[i])
 			end_session(i);
 	}
@@ -449,9 +523,9 @@ static void start_serving(void)
 void *server_main(void *arg)
 {
 	(void)arg;
-	tls_table = TABLE_OFF;
+	tls_self.never = true;
 	start_serving();
-	srv.last_scan_ns = now_ns();
+	srv.last_scan_ns = clock_now_ns();
 	if (collector_injected()) {
 		/* qsptop injected us and is about to connect. */
 		activate();
@@ -470,17 +544,16 @@ int server_prepare(int launch_fd)
 
 	if (pipe2(wake, O_CLOEXEC | O_NONBLOCK) < 0)
 		return -1;
-	own_fd_set(&srv.wake_in, wake[0]);
-	own_fd_set(&srv.wake_out, wake[1]);
+	own_fd_take(&srv.wake_in, wake[0]);
+	own_fd_take(&srv.wake_out, wake[1]);
 	sem_init(&srv.finished, 0, 0);
 	/*
 	 * Adopt qsptop's socket now, before main() runs: by the time the
 	 * collector thread gets to it the host may have closed the number.
 	 */
 	if (launch_fd >= 0) {
-		fcntl(launch_fd, F_SETFD, FD_CLOEXEC);
 		fcntl(launch_fd, F_SETFL, fcntl(launch_fd, F_GETFL) | O_NONBLOCK);
-		own_fd_set(&srv.launch, launch_fd);
+		own_fd_take(&srv.launch, launch_fd);
 	}
 	return 0;
 }
@@ -513,7 +586,7 @@ void server_finish(int timeout_ms)
  */
 void server_forget(void)
 {
-	for (int i = 0; i < MAX_SESSIONS; i++) {
+	for (int i = 0; i < SESSIONS_MAX; i++) {
 		if (srv.sessions[i])
 			own_fd_close(&srv.sessions[i]->fd);
 		srv.sessions[i] = NULL;

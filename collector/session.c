@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "arena.h"
 #include "session.h"
 
 #define IN_MAX (64 * 1024)
@@ -12,23 +13,28 @@
 #define INTERVAL_MAX_MS 60000
 #define HELLO_TIMEOUT_NS (5ull * 1000000000)
 
-struct session *session_new(const struct own_fd *fd,
-			    const struct proto_hello *hello,
+struct session *session_new(const struct own_fd *fd, unsigned slot,
+			    const struct proto_hello *hello, bool baseline,
 			    uint64_t now_ns)
 {
-	struct session *s = calloc(1, sizeof(*s));
+	struct session *s = arena_alloc(sizeof(*s));
+	struct proto_hello h = *hello;
 
 	if (s == NULL)
 		return NULL;
-	s->in = malloc(IN_MAX);
+	s->in = arena_alloc(IN_MAX);
 	if (s->in == NULL) {
-		free(s);
+		arena_free(s, sizeof(*s));
 		return NULL;
 	}
 	s->fd = *fd;
+	s->slot = slot;
 	s->interval_ms = hello->interval_ms;
 	s->hello_deadline_ns = now_ns + HELLO_TIMEOUT_NS;
-	proto_put_hello(&s->out, hello);
+	s->baseline_sent = !baseline;
+	if (baseline)
+		h.flags |= PROTO_HELLO_BASELINE;
+	proto_put_hello(&s->out, &h);
 	return s;
 }
 
@@ -38,10 +44,8 @@ void session_free(struct session *s)
 		return;
 	own_fd_close(&s->fd);
 	wbuf_free(&s->out);
-	free(s->in);
-	free(s->sent);
-	free(s->stack_sent);
-	free(s);
+	arena_free(s->in, IN_MAX);
+	arena_free(s, sizeof(*s));
 }
 
 /* What a message from the peer does to the session. */
@@ -60,6 +64,7 @@ static void on_client_hello(void *ctx, const struct proto_client_hello *m)
 		return;
 	}
 	in->s->greeted = true;
+	in->s->memory_cap_mb = m->memory_cap_mb;
 	in->s->due_ns = in->now_ns;
 }
 
@@ -116,8 +121,12 @@ static bool handle_frames(struct session *s, uint64_t now_ns)
 bool session_read(struct session *s, uint64_t now_ns)
 {
 	for (;;) {
-		ssize_t n = recv(s->fd.fd, s->in + s->in_len, IN_MAX - s->in_len,
-				 MSG_DONTWAIT);
+		ssize_t n;
+
+		if (!own_fd_valid(&s->fd))
+			return false;
+		n = recv(s->fd.fd, s->in + s->in_len, IN_MAX - s->in_len,
+			 MSG_DONTWAIT);
 
 		if (n == 0)
 			return false;
@@ -135,7 +144,11 @@ bool session_read(struct session *s, uint64_t now_ns)
 bool session_write(struct session *s)
 {
 	while (s->out.len > 0 && !s->dead) {
-		ssize_t n = send(s->fd.fd, s->out.data, s->out.len,
+		ssize_t n = -1;
+
+		errno = EBADF;
+		if (own_fd_valid(&s->fd))
+			n = send(s->fd.fd, s->out.data, s->out.len,
 				 MSG_DONTWAIT | MSG_NOSIGNAL);
 
 		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
@@ -152,123 +165,97 @@ bool session_write(struct session *s)
 	return !s->dead && !(s->closing && s->out.len == 0);
 }
 
-void session_note_scan(struct session *s, const struct rows *rs)
+bool session_wants_baseline(const struct session *s)
 {
-	for (uint32_t r = 0; r < s->rows_defined; r++) {
-		if (rs->v[r].interval_max_ns > s->sent[r].pending_max_ns)
-			s->sent[r].pending_max_ns = rs->v[r].interval_max_ns;
-	}
+	return s->greeted && !s->baseline_sent && !s->closing;
 }
 
 /* Send definitions of rows new to this session. */
 static void define_rows(struct session *s, const struct rows *rs)
 {
-	struct sent_row *sent;
-
-	if (rs->n == s->rows_defined)
-		return;
-	sent = realloc(s->sent, rs->n * sizeof(*sent));
-	if (sent == NULL) {
-		s->out.failed = true;
-		return;
-	}
-	s->sent = sent;
-	for (uint32_t r = s->rows_defined; r < rs->n; r++) {
-		const struct row *row = &rs->v[r];
-		struct proto_row m = { .id = r, .type = (uint8_t)row->type,
+	for (; s->rows_defined < rs->n; s->rows_defined++) {
+		const struct row *row = &rs->v[s->rows_defined];
+		struct proto_row m = { .id = s->rows_defined,
+				       .type = (uint8_t)row->type,
 				       .site = row->site, .object = row->object };
 
-		memset(&sent[r], 0, sizeof(sent[r]));
-		sent[r].pending_max_ns = row->max_wait_ns;
 		proto_put_row(&s->out, &m);
 	}
-	s->rows_defined = rs->n;
 }
 
-static bool counts_equal(const struct row_counts *a, const struct row_counts *b)
+/* The counts of row r, with the longest wait this session has not seen. */
+static void put_row_counts(struct session *s, struct rows *rs, uint32_t r,
+			   size_t *frame)
 {
-	return a->acquisitions == b->acquisitions &&
-	       a->contended == b->contended && a->wait_ns == b->wait_ns &&
-	       a->failed == b->failed;
+	struct row *row = &rs->v[r];
+	struct row_waits *w = row->waits;
+	struct proto_counts c = { .row = r, .acquisitions = row->acq_now };
+
+	if (w) {
+		c.contended = w->now.contended;
+		c.wait_ns = w->now.wait_ns;
+		c.failed = w->now.failed;
+		c.max_wait_ns = w->pending_max_ns[s->slot];
+		memcpy(c.hist, w->now.hist, sizeof(c.hist));
+		w->pending_max_ns[s->slot] = 0;
+	}
+	proto_put_counts(&s->out, frame, &c);
 }
 
-/* Queue the growth of every row since it was last sent. */
-static void put_deltas(struct session *s, const struct rows *rs)
+/* Queue the counts of every row changed since the last update. */
+static void put_counts(struct session *s, struct rows *rs)
 {
 	size_t frame = SIZE_MAX;
 
-	for (uint32_t r = 0; r < s->rows_defined; r++) {
-		const struct row_counts *now = &rs->v[r].now;
-		struct sent_row *was = &s->sent[r];
-		struct proto_delta d = { .row = r };
-
-		if (counts_equal(now, &was->c))
-			continue;
-		d.acquisitions = now->acquisitions - was->c.acquisitions;
-		d.contended = now->contended - was->c.contended;
-		d.wait_ns = now->wait_ns - was->c.wait_ns;
-		d.failed = now->failed - was->c.failed;
-		d.max_wait_ns = was->pending_max_ns;
-		for (unsigned i = 0; i < HIST_BUCKETS; i++)
-			d.hist[i] = now->hist[i] - was->c.hist[i];
-		proto_put_delta(&s->out, &frame, &d);
-		was->c = *now;
-		was->pending_max_ns = 0;
+	for (uint32_t r = 0; r < rs->n; r++) {
+		if (rs->v[r].changed_seq > s->sent_seq)
+			put_row_counts(s, rs, r, &frame);
 	}
-	proto_close_deltas(&s->out, &frame);
+	proto_close_run(&s->out, &frame);
 }
 
-/* Send the stacks new to this session. */
+/* Send the stacks and stack rows new to this session. */
 static void define_stacks(struct session *s, const struct stacks *ss)
 {
 	for (; s->stacks_defined < ss->ndefs; s->stacks_defined++)
 		proto_put_stack(&s->out, &ss->defs[s->stacks_defined]);
+	for (; s->stack_rows_defined < ss->n; s->stack_rows_defined++) {
+		const struct stack_row *sr = &ss->v[s->stack_rows_defined];
+		struct proto_stack_row m = { .id = s->stack_rows_defined,
+					     .row = sr->row, .stack = sr->stack,
+					     .tid = sr->tid };
+
+		proto_put_stack_row(&s->out, &m);
+	}
 }
 
-/* Queue the growth of every (row, stack, thread) total since last sent. */
-static void put_stack_deltas(struct session *s, const struct stacks *ss)
+/* Queue the totals of every stack row changed since the last update. */
+static void put_stack_counts(struct session *s, const struct stacks *ss)
 {
 	size_t frame = SIZE_MAX;
 
-	if (ss->n > s->stack_rows_known) {
-		struct stack_sent *v = realloc(s->stack_sent, ss->n * sizeof(*v));
-
-		if (v == NULL) {
-			s->out.failed = true;
-			return;
-		}
-		memset(v + s->stack_rows_known, 0,
-		       (ss->n - s->stack_rows_known) * sizeof(*v));
-		s->stack_sent = v;
-		s->stack_rows_known = ss->n;
-	}
 	for (uint32_t k = 0; k < ss->n; k++) {
 		const struct stack_row *sr = &ss->v[k];
-		struct stack_sent *was = &s->stack_sent[k];
-		struct proto_stack_delta d = { .row = sr->row, .stack = sr->stack,
-					       .tid = sr->tid };
+		struct proto_stack_counts m = { .id = k, .count = sr->count,
+						.wait_ns = sr->wait_ns };
 
-		if (sr->row >= s->rows_defined ||
-		    (sr->count == was->count && sr->wait_ns == was->wait_ns))
-			continue;
-		d.count = sr->count - was->count;
-		d.wait_ns = sr->wait_ns - was->wait_ns;
-		proto_put_stack_delta(&s->out, &frame, &d);
-		was->count = sr->count;
-		was->wait_ns = sr->wait_ns;
+		if (sr->changed_seq > s->sent_seq)
+			proto_put_stack_counts(&s->out, &frame, &m);
 	}
-	proto_close_deltas(&s->out, &frame);
+	proto_close_run(&s->out, &frame);
 }
 
 /*
  * A session whose previous update is still unwritten is skipped: the next
- * one covers both intervals, so a slow reader delays counts, never loses
- * them, and never makes the collector buffer more than one update.
+ * one carries the latest totals, so a slow reader delays counts, never
+ * loses them, and never makes the collector buffer more than one update.
  */
-void session_update(struct session *s, const struct rows *rs,
+void session_update(struct session *s, struct rows *rs,
 		    const struct modules *ms, const struct proto_tick *tick,
 		    bool force)
 {
+	struct proto_tick t = *tick;
+
 	if (!s->greeted || s->closing)
 		return;
 	if (!force && (tick->monotonic_ns < s->due_ns || s->out.len > 0))
@@ -276,10 +263,14 @@ void session_update(struct session *s, const struct rows *rs,
 	for (; s->modules_sent < ms->n; s->modules_sent++)
 		proto_put_module(&s->out, &ms->v[s->modules_sent]);
 	define_rows(s, rs);
-	put_deltas(s, rs);
+	put_counts(s, rs);
 	define_stacks(s, &rs->stacks);
-	put_stack_deltas(s, &rs->stacks);
-	proto_put_tick(&s->out, tick);
+	put_stack_counts(s, &rs->stacks);
+	if (!s->baseline_sent)
+		t.flags |= PROTO_TICK_BASELINE;
+	proto_put_tick(&s->out, &t);
+	s->baseline_sent = true;
+	s->sent_seq = rs->seq;
 	s->due_ns += s->interval_ms * 1000000ull;
 	if (s->due_ns < tick->monotonic_ns)
 		s->due_ns = tick->monotonic_ns + s->interval_ms * 1000000ull;

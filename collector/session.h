@@ -1,6 +1,8 @@
 /*
  * One connected qsptop, as seen by the collector thread: what it has been
- * sent, what it still has to be sent, and its half of the protocol.
+ * sent, and its half of the protocol. Counts travel cumulative, so a
+ * session only remembers how far it got: the scan whose changes it was
+ * last sent, and how many definitions.
  */
 #ifndef QSPTOP_SESSION_H
 #define QSPTOP_SESSION_H
@@ -13,40 +15,34 @@
 #include "ownfd.h"
 #include "rows.h"
 
-/* What a session was last sent of one row. */
-struct sent_row {
-	struct row_counts c;
-	uint64_t pending_max_ns;	/* longest wait not yet reported */
-};
-
-/* What a session was last sent of one (row, stack, thread) total. */
-struct stack_sent {
-	uint64_t count;
-	uint64_t wait_ns;
-};
-
 struct session {
 	struct own_fd fd;
+	unsigned slot;			/* its index among the sessions */
 	bool greeted;			/* CLIENT_HELLO received */
+	bool baseline_sent;		/* its first update is out */
 	bool closing;			/* close once out is written */
 	bool dead;			/* write failed: nothing more is sent */
 	uint32_t interval_ms;
+	uint32_t memory_cap_mb;		/* asked for in CLIENT_HELLO; 0: none */
 	uint64_t due_ns;		/* next update */
 	uint64_t hello_deadline_ns;
 	struct wbuf out;
 	uint8_t *in;
 	size_t in_len;
-	struct sent_row *sent;
+	uint64_t sent_seq;		/* changes up to this scan are sent */
 	uint32_t rows_defined;
-	size_t modules_sent;
 	uint32_t stacks_defined;
-	struct stack_sent *stack_sent;
-	uint32_t stack_rows_known;
+	uint32_t stack_rows_defined;
+	size_t modules_sent;
 };
 
-/* Greet a new connection on fd (ours); NULL when memory is short. */
-struct session *session_new(const struct own_fd *fd,
-			    const struct proto_hello *hello, uint64_t now_ns);
+/*
+ * Greet a new connection on fd (ours) in slot; NULL when memory is short.
+ * With baseline, its first update is a baseline the client subtracts.
+ */
+struct session *session_new(const struct own_fd *fd, unsigned slot,
+			    const struct proto_hello *hello, bool baseline,
+			    uint64_t now_ns);
 
 /* Close and free a session. */
 void session_free(struct session *s);
@@ -60,11 +56,14 @@ bool session_read(struct session *s, uint64_t now_ns);
  */
 bool session_write(struct session *s);
 
-/* Carry the last scan's interval maxima into the session's pending maxima. */
-void session_note_scan(struct session *s, const struct rows *rs);
+/* Whether the session waits for its baseline (greeted, nothing sent). */
+bool session_wants_baseline(const struct session *s);
 
-/* Queue an update (modules, rows, deltas, tick) if due and not backed up. */
-void session_update(struct session *s, const struct rows *rs,
+/*
+ * Queue an update if due and not backed up (always when force): new
+ * definitions, the rows and stack rows changed since the last one, a tick.
+ */
+void session_update(struct session *s, struct rows *rs,
 		    const struct modules *ms, const struct proto_tick *tick,
 		    bool force);
 

@@ -1,17 +1,9 @@
 /* Summing per-thread stacked waits into (row, stack, thread) totals. */
-#include <stdlib.h>
 #include <string.h>
 
-#include "grow.h"
+#include "arena.h"
 #include "stacks.h"
-
-static uint32_t mix(uint64_t h)
-{
-	h ^= h >> 33;
-	h *= 0xff51afd7ed558ccdull;
-	h ^= h >> 33;
-	return (uint32_t)h;
-}
+#include "unwind.h"
 
 static uint32_t def_hash(const uint64_t *frames, uint32_t depth)
 {
@@ -19,19 +11,41 @@ static uint32_t def_hash(const uint64_t *frames, uint32_t depth)
 
 	for (uint32_t i = 0; i < depth; i++)
 		h = h * 0x100000001b3ull ^ frames[i];
-	return mix(h);
+	return table_hash(h);
 }
 
-/* Grow an open-addressing index to cap slots, re-placing n items. */
-static int rebuild_index(uint32_t **index, uint32_t *index_cap, uint32_t n,
-			 uint32_t (*hash_of)(const struct stacks *, uint32_t),
-			 const struct stacks *ss)
+static uint32_t row_hash(uint32_t row, uint32_t stack, uint32_t tid)
+{
+	return table_hash((uint64_t)row << 40 ^ (uint64_t)stack << 20 ^ tid ^
+			  (uint64_t)stack * 0x9e3779b97f4a7c15ull);
+}
+
+/* Make room for element n of *v (elements of size bytes); false if short. */
+static bool room(void **v, uint32_t *cap, uint32_t n, size_t size)
+{
+	uint32_t c = *cap ? *cap * 2 : 256;
+	void *p;
+
+	if (n < *cap)
+		return true;
+	p = arena_realloc(*v, *cap * size, c * size);
+	if (p == NULL)
+		return false;
+	*v = p;
+	*cap = c;
+	return true;
+}
+
+/* Grow an open-addressing index, re-placing n items by their hashes. */
+static bool rebuild_index(uint32_t **index, uint32_t *index_cap, uint32_t n,
+			  uint32_t (*hash_of)(const struct stacks *, uint32_t),
+			  const struct stacks *ss)
 {
 	uint32_t cap = *index_cap ? *index_cap * 2 : 1024;
-	uint32_t *idx = calloc(cap, sizeof(*idx));
+	uint32_t *idx = arena_alloc(cap * sizeof(*idx));
 
 	if (idx == NULL)
-		return 0;
+		return false;
 	for (uint32_t k = 0; k < n; k++) {
 		uint32_t i = hash_of(ss, k) & (cap - 1);
 
@@ -39,21 +53,15 @@ static int rebuild_index(uint32_t **index, uint32_t *index_cap, uint32_t n,
 			i = (i + 1) & (cap - 1);
 		idx[i] = k + 1;
 	}
-	free(*index);
+	arena_free(*index, *index_cap * sizeof(*idx));
 	*index = idx;
 	*index_cap = cap;
-	return 1;
+	return true;
 }
 
 static uint32_t def_hash_of(const struct stacks *ss, uint32_t k)
 {
 	return def_hash(ss->defs[k].frames, ss->defs[k].depth);
-}
-
-static uint32_t row_hash(uint32_t row, uint32_t stack, uint32_t tid)
-{
-	return mix((uint64_t)row << 40 ^ (uint64_t)stack << 20 ^ tid ^
-		   (uint64_t)stack * 0x9e3779b97f4a7c15ull);
 }
 
 static uint32_t row_hash_of(const struct stacks *ss, uint32_t k)
@@ -84,8 +92,7 @@ static uint32_t global_id(struct stacks *ss, const struct thread_stack *s,
 			return k - 1;
 	}
 	if (ss->ndefs >= STACKS_MAX ||
-	    !grow_array((void **)&ss->defs, &ss->defs_cap, ss->ndefs,
-				sizeof(*ss->defs), 256))
+	    !room((void **)&ss->defs, &ss->defs_cap, ss->ndefs, sizeof(*ss->defs)))
 		return NO_GLOBAL_ID;
 	k = ss->ndefs++;
 	ss->defs[k].id = k;
@@ -114,7 +121,7 @@ static struct stack_row *row_for(struct stacks *ss, uint32_t row,
 			return &ss->v[k - 1];
 	}
 	if (ss->n >= STACK_ROWS_MAX ||
-	    !grow_array((void **)&ss->v, &ss->cap, ss->n, sizeof(*ss->v), 256))
+	    !room((void **)&ss->v, &ss->cap, ss->n, sizeof(*ss->v)))
 		return NULL;
 	k = ss->n++;
 	memset(&ss->v[k], 0, sizeof(ss->v[k]));
@@ -133,61 +140,69 @@ void stacks_begin_scan(struct stacks *ss)
 	}
 }
 
-/*
- * The global id of stack index idx of t (cached in t->stack_gid):
- * PROTO_NO_STACK for waits recorded without a stack, NO_GLOBAL_ID when
- * the stack cannot be had.
- */
-static uint32_t stack_of(struct stacks *ss, struct thread_table *t, uint32_t idx)
+void stacks_end_scan(struct stacks *ss, uint64_t seq)
+{
+	for (uint32_t k = 0; k < ss->n; k++) {
+		uint64_t sum = ss->v[k].count + ss->v[k].wait_ns;
+
+		if (sum != ss->v[k].last_sum)
+			ss->v[k].changed_seq = seq;
+		ss->v[k].last_sum = sum;
+	}
+}
+
+void stacks_add(struct stacks *ss, uint32_t row, uint32_t stack, uint32_t tid,
+		uint32_t *cache, uint64_t count, uint64_t wait_ns, bool dead)
+{
+	struct stack_row *sr = *cache ? &ss->v[*cache - 1] : NULL;
+
+	if (sr == NULL || sr->row != row || sr->stack != stack || sr->tid != tid) {
+		sr = row_for(ss, row, stack, tid);
+		if (sr == NULL)
+			return;		/* the row's totals stay exact */
+		*cache = (uint32_t)(sr - ss->v) + 1;
+	}
+	sr->count += count;
+	sr->wait_ns += wait_ns;
+	if (dead) {
+		sr->retired_count += count;
+		sr->retired_wait += wait_ns;
+	}
+}
+
+/* The global id of stack index idx of a store (cached); NO_GLOBAL_ID if none. */
+static uint32_t stack_of(struct stacks *ss, struct stack_store *st, uint32_t idx)
 {
 	uint32_t depth, gid;
 
-	if (idx >= TABLE_STACKS)
-		return PROTO_NO_STACK;
-	if (t->stack_gid[idx] == 0) {
-		depth = __atomic_load_n(&t->stacks[idx].depth, __ATOMIC_ACQUIRE);
+	if (idx >= STORE_STACKS)
+		return NO_GLOBAL_ID;
+	if (st->global_id[idx] == 0) {
+		depth = __atomic_load_n(&st->stacks[idx].depth, __ATOMIC_ACQUIRE);
 		if (depth == 0 || depth > PROTO_STACK_DEPTH)
 			return NO_GLOBAL_ID;
-		gid = global_id(ss, &t->stacks[idx], depth);
+		gid = global_id(ss, &st->stacks[idx], depth);
 		if (gid == NO_GLOBAL_ID)
 			return NO_GLOBAL_ID;
-		t->stack_gid[idx] = gid + 1;
+		st->global_id[idx] = gid + 1;
 	}
-	return t->stack_gid[idx] - 1;
+	return st->global_id[idx] - 1;
 }
 
-void stacks_scan_table(struct stacks *ss, struct thread_table *t,
-		       const uint32_t *slot_row, int dead)
+void stacks_scan_table(struct stacks *ss, struct thread_table *t, bool dead)
 {
-	uint32_t n = __atomic_load_n(&t->nuses, __ATOMIC_ACQUIRE);
+	struct stack_store *st = __atomic_load_n(&t->stacks, __ATOMIC_ACQUIRE);
+	uint32_t n = st ? __atomic_load_n(&st->nuses, __ATOMIC_ACQUIRE) : 0;
 
 	for (uint32_t k = 0; k < n; k++) {
-		struct stack_use *u = &t->uses[t->use_order[k]];
-		uint32_t key = __atomic_load_n(&u->key, __ATOMIC_ACQUIRE);
-		uint32_t slot = (key >> 8) - 1, row, stack;
-		uint64_t count = table_load(&u->count), wait = table_load(&u->wait_ns);
-		struct stack_row *sr;
+		struct stack_use *u = &st->uses[st->use_order[k]];
+		struct entry *e = __atomic_load_n(&u->entry, __ATOMIC_ACQUIRE);
+		uint32_t stack;
 
-		if (key == 0 || slot >= TABLE_SLOTS || (row = slot_row[slot]) == UINT32_MAX)
+		if (e == NULL || e->row == 0 ||
+		    (stack = stack_of(ss, st, u->stack)) == NO_GLOBAL_ID)
 			continue;
-		stack = stack_of(ss, t, key & 0xff);
-		sr = stack == NO_GLOBAL_ID ? NULL : row_for(ss, row, stack, t->tid);
-		if (sr == NULL)
-			continue;	/* the row's totals stay exact */
-		sr->count += count;
-		sr->wait_ns += wait;
-		if (dead) {
-			sr->retired_count += count;
-			sr->retired_wait += wait;
-		}
+		stacks_add(ss, e->row - 1, stack, t->tid, &u->stack_row,
+			   table_load(&u->count), table_load(&u->wait_ns), dead);
 	}
-}
-
-void stacks_free(struct stacks *ss)
-{
-	free(ss->defs);
-	free(ss->def_index);
-	free(ss->v);
-	free(ss->index);
-	memset(ss, 0, sizeof(*ss));
 }

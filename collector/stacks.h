@@ -18,21 +18,22 @@ struct stack_row {
 	uint32_t row;
 	uint32_t stack;			/* global id, or PROTO_NO_STACK */
 	uint32_t tid;
+	uint32_t unused;
 	uint64_t retired_count;		/* from tables of exited threads */
 	uint64_t retired_wait;
 	uint64_t count;			/* retired + live, last scan */
 	uint64_t wait_ns;
+	uint64_t last_sum;		/* count + wait_ns, last scan */
+	uint64_t changed_seq;		/* the scan that last changed it */
 };
 
 struct stacks {
 	struct proto_stack *defs;
-	uint32_t ndefs;
-	size_t defs_cap;
+	uint32_t ndefs, defs_cap;
 	uint32_t *def_index;		/* def + 1, 0 = empty */
 	uint32_t def_index_cap;
 	struct stack_row *v;
-	uint32_t n;
-	size_t cap;
+	uint32_t n, cap;
 	uint32_t *index;		/* stack row + 1, 0 = empty */
 	uint32_t index_cap;
 };
@@ -41,13 +42,19 @@ struct stacks {
 void stacks_begin_scan(struct stacks *ss);
 
 /*
- * Add a table's stacked waits; slot_row gives the row of each entry slot
- * (UINT32_MAX: none). A dead table's waits are also retired.
+ * Add a table's stacked waits (its entries' row ids are current); a dead
+ * table's are also retired.
  */
-void stacks_scan_table(struct stacks *ss, struct thread_table *t,
-		       const uint32_t *slot_row, int dead);
+void stacks_scan_table(struct stacks *ss, struct thread_table *t, bool dead);
 
-/* Release the memory of ss. */
-void stacks_free(struct stacks *ss);
+/*
+ * Add count and wait_ns to (row, stack, tid); *cache keeps the stack row's
+ * id + 1 between scans. A dead thread's part is also retired.
+ */
+void stacks_add(struct stacks *ss, uint32_t row, uint32_t stack, uint32_t tid,
+		uint32_t *cache, uint64_t count, uint64_t wait_ns, bool dead);
+
+/* End a scan: mark the stack rows that changed with seq. */
+void stacks_end_scan(struct stacks *ss, uint64_t seq);
 
 #endif

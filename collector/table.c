@@ -1,31 +1,32 @@
-/* Per-thread counter tables: claiming, inserting, retiring, recycling. */
-#include <errno.h>
-#include <pthread.h>
+/* Per-thread tables: claiming, adding keys, growing, retiring, recycling. */
+#include <linux/futex.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
-#include "collector.h"
+#include "arena.h"
+#include "hooks.h"
+#include "lfstack.h"
 #include "table.h"
+#include "unwind.h"
 
-__thread struct thread_table *tls_table;
+__thread struct thread_state tls_self __attribute__((tls_model("initial-exec")));
 uint32_t table_epoch;
 
-static struct thread_table *table_head;
+static struct thread_table *all_head;
+static uint64_t free_head;		/* lfstack.h head of free tables */
+static void *retired_head;		/* obj tables and site indexes */
 static uint32_t threads_seen;
-static uint64_t claim_failures;
-static uint64_t ignore_lo, ignore_len;
-static pthread_key_t exit_key;
-static int exit_key_ok;
+static uint64_t claim_drops;
+
+/* The header shared by what owners retire: a link, then the size. */
+struct retired {
+	struct retired *next;
+	uint32_t bytes;
+};
 
 struct thread_table *table_first(void)
 {
-	return __atomic_load_n(&table_head, __ATOMIC_ACQUIRE);
-}
-
-uint64_t table_claim_failures(void)
-{
-	return __atomic_load_n(&claim_failures, __ATOMIC_RELAXED);
+	return __atomic_load_n(&all_head, __ATOMIC_ACQUIRE);
 }
 
 uint32_t table_threads_seen(void)
@@ -33,174 +34,323 @@ uint32_t table_threads_seen(void)
 	return __atomic_load_n(&threads_seen, __ATOMIC_RELAXED);
 }
 
-int table_init(void)
+uint64_t table_claim_drops(void)
 {
-	if (pthread_key_create(&exit_key, table_release) != 0)
-		return -1;
-	exit_key_ok = 1;
-	return 0;
+	return __atomic_load_n(&claim_drops, __ATOMIC_RELAXED);
 }
 
-/* Take a free table from the list, or NULL. */
-static struct thread_table *reuse_free(void)
+void table_count_claim_drop(void)
 {
-	for (struct thread_table *t = table_first(); t; t = t->next) {
-		uint32_t free_state = TABLE_FREE;
+	__atomic_add_fetch(&claim_drops, 1, __ATOMIC_RELAXED);
+}
 
-		if (__atomic_load_n(&t->state, __ATOMIC_RELAXED) == TABLE_FREE &&
-		    __atomic_compare_exchange_n(&t->state, &free_state, TABLE_LIVE,
-						false, __ATOMIC_ACQUIRE,
-						__ATOMIC_RELAXED))
-			return t;
+static void retire(void *block)
+{
+	struct retired *r = block;
+
+	r->next = __atomic_load_n(&retired_head, __ATOMIC_RELAXED);
+	while (!__atomic_compare_exchange_n(&retired_head, (void **)&r->next, r,
+					    true, __ATOMIC_RELEASE,
+					    __ATOMIC_RELAXED))
+		;
+}
+
+/*
+ * Everything retired before this call was unpublished first (release), so
+ * the collector's loads from now on (acquire) can no longer reach it.
+ */
+void table_free_retired(void)
+{
+	struct retired *r = __atomic_exchange_n(&retired_head, NULL,
+						__ATOMIC_ACQUIRE);
+
+	while (r) {
+		struct retired *next = r->next;
+
+		arena_free(r, r->bytes);
+		r = next;
 	}
-	return NULL;
 }
 
-/* Map a new table and push it on the list. */
-static struct thread_table *map_new(void)
+static size_t site_index_bytes(uint32_t slots)
 {
-	struct thread_table *t;
+	return sizeof(struct site_index) + slots * sizeof(struct site_slot);
+}
 
-	t = mmap(NULL, sizeof(*t), PROT_READ | PROT_WRITE,
-		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	if (t == MAP_FAILED)
+static size_t obj_table_bytes(uint32_t slots)
+{
+	return sizeof(struct obj_table) +
+	       slots * (sizeof(struct obj_slot) + sizeof(struct entry *) +
+			sizeof(uint32_t));
+}
+
+static struct site_index *new_site_index(uint32_t slots)
+{
+	size_t bytes = site_index_bytes(slots);
+	struct site_index *si = arena_alloc_table(bytes);
+
+	if (si) {
+		si->bytes = (uint32_t)bytes;
+		si->mask = slots - 1;
+	}
+	return si;
+}
+
+static struct obj_table *new_obj_table(uint64_t key, uint32_t slots)
+{
+	size_t bytes = obj_table_bytes(slots);
+	struct obj_table *o = arena_alloc_table(bytes);
+
+	if (o) {
+		o->bytes = (uint32_t)bytes;
+		o->mask = slots - 1;
+		o->key = key;
+	}
+	return o;
+}
+
+/* Put a site in an index with room for it. */
+static struct site_slot *place_site(struct site_index *si, uint64_t key,
+				    struct obj_table *o)
+{
+	uint32_t i = table_hash(key) & si->mask;
+
+	while (si->slot[i].key != 0)
+		i = (i + 1) & si->mask;
+	si->slot[i].objects = o;
+	__atomic_store_n(&si->slot[i].key, key, __ATOMIC_RELEASE);
+	si->used++;
+	return &si->slot[i];
+}
+
+/* Replace the site index with one twice its size; false without memory. */
+static bool grow_sites(struct thread_table *t)
+{
+	struct site_index *old = t->sites, *si = new_site_index((old->mask + 1) * 2);
+
+	if (si == NULL)
+		return false;
+	for (uint32_t i = 0; i <= old->mask; i++) {
+		if (old->slot[i].key)
+			place_site(si, old->slot[i].key, old->slot[i].objects);
+	}
+	__atomic_store_n(&t->sites, si, __ATOMIC_RELEASE);
+	retire(old);
+	return true;
+}
+
+struct obj_slot *table_add_site(struct thread_table *t, uint64_t key,
+				uint64_t object)
+{
+	struct site_index *si = t->sites;
+	struct obj_table *o;
+
+	if ((si->used + 1) * 2 > si->mask + 1 && !grow_sites(t) &&
+	    (si->used + 1) * 4 > (si->mask + 1) * 3)
 		return NULL;
-	t->state = TABLE_LIVE;
-	t->next = table_first();
-	while (!__atomic_compare_exchange_n(&table_head, &t->next, t, true,
+	o = new_obj_table(key, OBJECTS_FIRST);
+	if (o == NULL)
+		return NULL;
+	return table_add_object(t, place_site(t->sites, key, o), object);
+}
+
+/* Put an object in a table with room for it; its index. */
+static uint32_t place_object(struct obj_table *o, uint64_t object,
+			     uint64_t acquisitions, struct entry *e)
+{
+	uint32_t i = table_hash(object) & o->mask;
+
+	while (o->slot[i].object != 0)
+		i = (i + 1) & o->mask;
+	o->slot[i].acquisitions = acquisitions;
+	obj_entries(o)[i] = e;
+	__atomic_store_n(&o->slot[i].object, object, __ATOMIC_RELEASE);
+	o->used++;
+	return i;
+}
+
+/* Replace a site's object table with one twice its size; NULL without memory. */
+static struct obj_table *grow_objects(struct site_slot *s)
+{
+	struct obj_table *old = s->objects;
+	struct obj_table *o = new_obj_table(old->key, (old->mask + 1) * 2);
+
+	if (o == NULL)
+		return NULL;
+	for (uint32_t i = 0; i <= old->mask; i++) {
+		if (old->slot[i].object)
+			place_object(o, old->slot[i].object,
+				     old->slot[i].acquisitions,
+				     obj_entries(old)[i]);
+	}
+	__atomic_store_n(&s->objects, o, __ATOMIC_RELEASE);
+	retire(old);
+	return o;
+}
+
+/*
+ * The slot for an object; past the memory cap, the site's "several
+ * objects" slot instead. Per-object keys stop at half load and give way
+ * first; the folded one may fill to three quarters, so probing a table
+ * never gets long whatever cannot be recorded.
+ */
+struct obj_slot *table_add_object(struct thread_table *t, struct site_slot *s,
+				  uint64_t object)
+{
+	struct obj_table *o = s->objects;
+	uint32_t n = o->mask + 1;
+
+	(void)t;
+	if (object != OBJECT_FOLDED) {
+		if (arena_tight() ||
+		    ((o->used + 1) * 2 > n && (o = grow_objects(s)) == NULL)) {
+			struct obj_table *f = s->objects;
+
+			for (uint32_t i = table_hash(OBJECT_FOLDED) & f->mask;;
+			     i = (i + 1) & f->mask) {
+				if (f->slot[i].object == OBJECT_FOLDED)
+					return &f->slot[i];
+				if (f->slot[i].object == 0)
+					break;
+			}
+			return table_add_object(t, s, OBJECT_FOLDED);
+		}
+	} else if ((o->used + 1) * 4 > n * 3 && (o = grow_objects(s)) == NULL) {
+		return NULL;
+	}
+	return &o->slot[place_object(o, object, 0, NULL)];
+}
+
+struct entry *table_entry(struct thread_table *t, uint64_t key, uint64_t object)
+{
+	struct site_index *si = t->sites;
+	struct obj_table *o;
+	struct entry *e;
+	uint32_t i;
+
+	for (i = table_hash(key) & si->mask; si->slot[i].key != key;
+	     i = (i + 1) & si->mask) {
+		if (si->slot[i].key == 0)
+			return NULL;
+	}
+	o = si->slot[i].objects;
+	for (i = table_hash(object) & o->mask; o->slot[i].object != object;
+	     i = (i + 1) & o->mask) {
+		if (o->slot[i].object == 0)
+			return NULL;
+	}
+	e = obj_entries(o)[i];
+	if (e == NULL && (e = arena_alloc_table(sizeof(*e))) != NULL)
+		__atomic_store_n(&obj_entries(o)[i], e, __ATOMIC_RELEASE);
+	return e;
+}
+
+/* A table from the free list, or a new one on the list of all tables. */
+static struct thread_table *take_table(void)
+{
+	struct thread_table *t = lf_pop(&free_head);
+
+	if (t) {
+		__atomic_store_n(&t->state, TABLE_CLAIMING, __ATOMIC_RELAXED);
+		return t;
+	}
+	t = arena_alloc_table(sizeof(*t));
+	if (t == NULL)
+		return NULL;
+	t->state = TABLE_CLAIMING;
+	t->all_next = __atomic_load_n(&all_head, __ATOMIC_RELAXED);
+	while (!__atomic_compare_exchange_n(&all_head, &t->all_next, t, true,
 					    __ATOMIC_RELEASE, __ATOMIC_RELAXED))
 		;
 	return t;
 }
 
-void table_ignore_range(uint64_t lo, uint64_t hi)
-{
-	ignore_lo = lo;
-	ignore_len = hi > lo ? hi - lo : 0;
-}
-
-/* Whether a call site is in the collector's own libraries. */
-static int ignored(uint64_t site)
-{
-	return site - ignore_lo < ignore_len;
-}
-
 /*
- * The first lock call of a thread lands here. It may run inside a lock
- * wrapper, so it uses nothing that takes a lock we hook, and keeps errno.
+ * Hold the table's robust mutex for the thread's life: the kernel marks it
+ * owner-dead when the thread exits. Returns the thread id it holds it as.
  */
-struct thread_table *table_claim(uint64_t site)
+static uint32_t hold_sentinel(struct thread_table *t)
 {
-	struct thread_table *t;
-	int saved_errno = errno;
+	pthread_mutexattr_t a;
 
-	/*
-	 * libunwind locks in its thread-exit destructor, after ours released
-	 * the table: that must not claim a table, nor show as a row.
-	 */
-	if (!collector_recording() || ignored(site)) {
-		errno = saved_errno;
-		return TABLE_OFF;
-	}
-	t = reuse_free();
+	pthread_mutexattr_init(&a);
+	pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST);
+	pthread_mutex_init(&t->sentinel, &a);
+	pthread_mutexattr_destroy(&a);
+	if (real.mutex_trylock == NULL || real.mutex_trylock(&t->sentinel) != 0)
+		return 0;
+	return (uint32_t)t->sentinel.__data.__owner;
+}
+
+struct thread_table *table_claim(void)
+{
+	struct thread_table *t = take_table();
+
 	if (t == NULL)
-		t = map_new();
-	if (t == NULL) {
-		__atomic_add_fetch(&claim_failures, 1, __ATOMIC_RELAXED);
-		errno = saved_errno;
-		return TABLE_OFF;
+		return NULL;
+	t->sites = new_site_index(SITES_FIRST);
+	t->tid = t->sites ? hold_sentinel(t) : 0;
+	if (t->tid == 0) {
+		if (t->sites)
+			arena_free(t->sites, t->sites->bytes);
+		t->sites = NULL;
+		__atomic_store_n(&t->state, TABLE_FREE, __ATOMIC_RELEASE);
+		lf_push(&free_head, t);
+		return NULL;
 	}
 	__atomic_add_fetch(&threads_seen, 1, __ATOMIC_RELAXED);
-	t->tid = (uint32_t)gettid();
-	if (exit_key_ok)
-		pthread_setspecific(exit_key, t);
-	tls_table = t;
-	collector_thread_started();
-	errno = saved_errno;
+	__atomic_store_n(&t->state, TABLE_LIVE, __ATOMIC_RELEASE);
 	return t;
 }
 
-/* Append a slot to the table's key list. */
-static struct entry *publish(struct thread_table *t, uint32_t i,
-			     uint64_t site, uint64_t object, uint32_t type)
+bool table_thread_gone(const struct thread_table *t)
 {
-	struct entry *e = &t->slots[i];
+	int word = __atomic_load_n(&t->sentinel.__data.__lock, __ATOMIC_ACQUIRE);
 
-	e->object = object;
-	e->type = type;
-	__atomic_store_n(&e->site, site, __ATOMIC_RELEASE);
-	t->order[t->used] = (uint16_t)i;
-	__atomic_store_n(&t->used, t->used + 1, __ATOMIC_RELEASE);
-	return e;
+	return ((uint32_t)word & FUTEX_TID_MASK) != t->tid;
 }
 
-/*
- * A nearly full table keeps counting per call site: new keys are folded
- * into (site, object 0), the "several objects" row. Only a table full even
- * of those drops, and counts what it dropped.
- */
-struct entry *table_insert(struct thread_table *t, uint64_t site,
-			   uint64_t object, uint32_t type)
+/* Free a site's object table and the entries it points to. */
+static void free_objects(struct obj_table *o)
 {
-	uint32_t i;
-
-	if (ignored(site))
-		return NULL;
-	if (site == 0 || t->used >= TABLE_SLOTS - 1) {
-		table_add(&t->dropped, 1);
-		return NULL;
-	}
-	if (t->used >= TABLE_FULL && object != 0)
-		return table_find(site, 0, type);
-	i = table_slot_hash(site, object, type);
-	while (t->slots[i].site != 0)
-		i = (i + 1) & (TABLE_SLOTS - 1);
-	return publish(t, i, site, object, type);
-}
-
-/*
- * Thread exit (pthread key destructor). Later lock calls of this thread, from
- * other destructors, claim a fresh table, which sets the key again so that
- * glibc calls this once more.
- */
-void table_release(void *table)
-{
-	struct thread_table *t = table;
-
-	if (t == NULL || t != tls_table)
-		return;
-	tls_table = TABLE_NONE;
-	__atomic_store_n(&t->state, TABLE_DEAD, __ATOMIC_RELEASE);
+	for (uint32_t i = 0; i <= o->mask; i++)
+		arena_free(obj_entries(o)[i], sizeof(struct entry));
+	arena_free(o, o->bytes);
 }
 
 void table_recycle(struct thread_table *t)
 {
-	for (uint32_t i = 0; i < t->used; i++)
-		memset(&t->slots[t->order[i]], 0, sizeof(struct entry));
-	for (uint32_t i = 0; i < t->nuses; i++)
-		memset(&t->uses[t->use_order[i]], 0, sizeof(struct stack_use));
-	for (uint32_t i = 0; i < TABLE_STACKS; i++) {
-		if (t->stacks[i].depth)
-			memset(&t->stacks[i], 0, sizeof(struct thread_stack));
+	struct site_index *si = t->sites;
+
+	for (uint32_t i = 0; si && i <= si->mask; i++) {
+		if (si->slot[i].key)
+			free_objects(si->slot[i].objects);
 	}
-	memset(t->stack_gid, 0, sizeof(t->stack_gid));
-	t->used = 0;
-	t->nstacks = 0;
-	t->nuses = 0;
+	if (si)
+		arena_free(si, si->bytes);
+	unwind_free(t);
+	t->sites = NULL;
+	t->dropped = 0;
+	t->nested = 0;
+	t->reader.epoch = 0;
+	t->unwind_epoch = 0;
 	t->unwinds = 0;
 	t->unwind_credit_ns = 0;
-	t->dropped = 0;
 	__atomic_store_n(&t->state, TABLE_FREE, __ATOMIC_RELEASE);
+	lf_push(&free_head, t);
 }
 
 /*
  * In a forked child only the forking thread exists and the parent's counts
- * are not the child's. The old tables are abandoned, not touched: zeroing
- * them would copy every page the parent shares with the child.
+ * are not the child's. The old tables are abandoned with the arena.
  */
 void table_forget_all(void)
 {
-	table_head = NULL;
+	all_head = NULL;
+	free_head = 0;
+	retired_head = NULL;
 	threads_seen = 0;
-	tls_table = TABLE_NONE;
+	claim_drops = 0;
+	tls_self.table = NULL;
+	tls_self.depth = 0;
 }

@@ -1,87 +1,127 @@
 /*
- * Per-thread tables of counters, one entry per (call site, object, type).
+ * Per-thread tables of counters, one per (call site, lock type, object).
  *
- * A table is written only by the thread that owns it; the collector thread
- * reads it concurrently with relaxed atomic loads of aligned 64-bit words
- * (QSP's scheme). An entry is published by storing its site last, with
- * release order, after its key; the reader loads the site with acquire.
- * Tables of exited threads are marked dead, folded by the collector thread
- * into its retired totals and recycled for new threads.
+ * A thread's table is a small index of its call sites, each pointing to an
+ * open-addressing table of the objects locked there: 16-byte slots holding
+ * the object and its acquisition count. Lookups hash the object with a
+ * Fibonacci multiply, which spreads keys yet keeps arrays of locks in
+ * strided order the prefetcher follows. The rest of an entry (waits,
+ * failures, histogram) lives apart, allocated at its first wait, so a lock
+ * that never waits costs 16 bytes of slot and one cache line per use.
+ *
+ * Only the owning thread writes its tables; the collector thread reads
+ * them concurrently with relaxed atomic loads of aligned 64-bit words
+ * (QSP's scheme). A table that fills past half grows: the owner builds a
+ * copy twice the size and publishes it with release order; the old one
+ * goes on a retire list the collector thread frees at its next scan, when
+ * it can no longer be reading it.
+ *
+ * A thread's death is seen by the kernel, not by us: at claim time the
+ * thread locks a robust mutex kept in its table, and the kernel marks that
+ * mutex owner-dead when the thread exits, however it exits. The collector
+ * then folds the table into its totals and recycles it. No pthread key, no
+ * destructor, no allocation on the thread's way out.
  */
 #ifndef QSPTOP_TABLE_H
 #define QSPTOP_TABLE_H
 
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 
-#include "../common/proto.h"
 #include "../common/types.h"
+#include "frames.h"
 
-#define TABLE_SLOTS 512
-/* Past this many entries new keys lose their object (see table_find()). */
-#define TABLE_FULL (TABLE_SLOTS * 3 / 4)
+/* A table key: the call site, with the lock type in its top byte. */
+#define KEY(site, type) ((site) | (uint64_t)(type) << 56)
+#define KEY_SITE(key) ((key) & ((1ull << 56) - 1))
+#define KEY_TYPE(key) ((uint32_t)((key) >> 56))
 
-/* Distinct stacks a thread keeps, and (entry, stack) pairs it counts. */
-#define TABLE_STACKS 128
-#define TABLE_USES 512
-/* The stack index of contended waits recorded without a stack. */
-#define STACK_NONE TABLE_STACKS
+/* The object of a site's "several objects" entry, used past the memory cap. */
+#define OBJECT_FOLDED 1u
 
-enum table_state { TABLE_FREE, TABLE_LIVE, TABLE_DEAD };
+#define SITES_FIRST 16		/* slots of a new thread's site index */
+#define OBJECTS_FIRST 8		/* slots of a new site's object table */
 
+/* Waits and failures of one key in one thread; allocated at the first one. */
 struct entry {
-	uint64_t site;		/* 0: empty slot; written last */
-	uint64_t object;
-	uint32_t type;
-	uint32_t max_epoch;	/* collector epoch of epoch_max_ns */
-	uint64_t acquisitions;
-	uint64_t contended;
-	uint64_t wait_ns;
-	uint64_t failed;
-	uint64_t max_wait_ns;
-	uint64_t epoch_max_ns;
-	uint64_t hist[HIST_BUCKETS];
-};
-
-/* A call stack this thread waited through; depth is written last. */
-struct thread_stack {
-	uint64_t frames[PROTO_STACK_DEPTH];	/* innermost (the site) first */
-	uint32_t hash;
-	uint32_t depth;				/* 0: empty slot */
-};
-
-/* Contended waits of one entry through one stack; key is written last. */
-struct stack_use {
-	uint32_t key;		/* (entry slot + 1) << 8 | stack index; 0: empty */
-	uint32_t unused;
-	uint64_t count;		/* acquisitions after a wait */
+	uint64_t contended;	/* acquisitions after a wait */
 	uint64_t wait_ns;	/* every wait, timed out or not */
+	uint64_t failed;	/* busy trylocks, timed-out waits */
+	uint64_t max_wait_ns;
+	uint64_t epoch_max_ns;	/* longest wait of collector epoch max_epoch */
+	uint32_t max_epoch;
+	uint32_t row;		/* collector only: row id + 1, 0 = not yet known */
+	uint64_t nostack_count;	/* contended waits recorded without a stack */
+	uint64_t nostack_wait_ns;
+	uint64_t hist[HIST_BUCKETS];
+	uint32_t nostack_row;	/* collector only: its stack row id + 1 */
 };
+
+struct obj_slot {
+	uint64_t object;	/* 0: empty; written last, with release */
+	uint64_t acquisitions;
+};
+
+/*
+ * The objects of one (site, type). slot[], then entry[] (NULL until the
+ * first wait) and row[] (the collector's row id + 1, 0 when not yet known;
+ * only the collector writes it) follow the header, mask + 1 of each.
+ */
+struct obj_table {
+	struct obj_table *retired_next;
+	uint32_t bytes;
+	uint32_t mask;
+	uint64_t key;
+	uint32_t used;
+	uint32_t unused;
+	uint64_t pad[4];
+	struct obj_slot slot[];
+};
+
+struct site_slot {
+	uint64_t key;		/* 0: empty; written last, with release */
+	struct obj_table *objects;
+};
+
+struct site_index {
+	struct site_index *retired_next;
+	uint32_t bytes;
+	uint32_t mask;
+	uint32_t used;
+	uint32_t unused;
+	uint64_t pad[5];
+	struct site_slot slot[];
+};
+
+enum table_state { TABLE_FREE, TABLE_CLAIMING, TABLE_LIVE };
+
+struct stack_store;
 
 struct thread_table {
-	struct thread_table *next;	/* global list; set before publishing */
-	uint32_t state;			/* enum table_state */
-	uint32_t used;			/* entries in order[] */
-	uint64_t dropped;		/* events with no room to record */
+	pthread_mutex_t sentinel;	/* robust, held for the thread's life */
 	uint32_t tid;
-	uint32_t nstacks;		/* stacks in use */
-	uint32_t nuses;			/* uses in use_order[] */
-	uint32_t unwind_epoch;		/* budget of unwinds, per epoch */
+	uint32_t state;			/* enum table_state */
+	struct site_index *sites;	/* published with release */
+	struct thread_table *all_next;	/* every table ever made */
+	struct thread_table *free_next;
+	uint64_t dropped;		/* events with no room to record */
+	uint64_t nested;		/* calls made inside our own code */
+	struct frames_reader reader;	/* see frames.h */
+	struct stack_store *stacks;	/* see unwind.h; NULL until needed */
+	uint32_t unwind_epoch;		/* unwinding budget, see unwind.h */
 	uint32_t unwinds;
-	uint64_t unwind_credit_ns;	/* see unwind.h */
-	uint16_t order[TABLE_SLOTS];	/* slots in use, in insertion order */
-	uint16_t use_order[TABLE_USES];
-	struct entry slots[TABLE_SLOTS];
-	struct thread_stack stacks[TABLE_STACKS];
-	struct stack_use uses[TABLE_USES];
-	/* Collector thread only: global stack id + 1 of each stack, 0: none. */
-	uint32_t stack_gid[TABLE_STACKS];
+	uint64_t unwind_credit_ns;
 };
 
-/* tls_table values that are not tables. */
-#define TABLE_NONE ((struct thread_table *)0)
-#define TABLE_OFF ((struct thread_table *)1)
+/* The calling thread's recording state. */
+struct thread_state {
+	struct thread_table *table;	/* NULL until its first lock call */
+	uint32_t depth;			/* nonzero inside the collector */
+	bool never;			/* the collector's own thread */
+};
 
-extern __thread struct thread_table *tls_table;
+extern __thread struct thread_state tls_self;
 /* Bumped by the collector thread every scan; read on the slow path. */
 extern uint32_t table_epoch;
 
@@ -90,11 +130,19 @@ static inline uint64_t table_load(const uint64_t *p)
 	return __atomic_load_n(p, __ATOMIC_RELAXED);
 }
 
-/* Add to a counter only this thread writes: a plain load, add and store. */
+/*
+ * Add to a counter only this thread writes. One add instruction, so that a
+ * signal handler of this thread cannot split it, and the collector thread
+ * reads the old or the new value of the aligned word, never a mix.
+ */
 static inline void table_add(uint64_t *p, uint64_t v)
 {
+#if defined(__x86_64__) && !defined(__SANITIZE_THREAD__)
+	__asm__ volatile("addq %1, %0" : "+m"(*p) : "r"(v));
+#else
 	__atomic_store_n(p, __atomic_load_n(p, __ATOMIC_RELAXED) + v,
 			 __ATOMIC_RELAXED);
+#endif
 }
 
 static inline void table_store(uint64_t *p, uint64_t v)
@@ -102,67 +150,92 @@ static inline void table_store(uint64_t *p, uint64_t v)
 	__atomic_store_n(p, v, __ATOMIC_RELAXED);
 }
 
-static inline uint32_t table_slot_hash(uint64_t site, uint64_t object,
-				       uint32_t type)
+static inline uint32_t table_hash(uint64_t v)
 {
-	uint64_t h = site * 0x9e3779b97f4a7c15ull ^ object * 0xc2b2ae3d27d4eb4full;
-
-	h ^= type + (h >> 29);
-	return (uint32_t)(h >> 32) & (TABLE_SLOTS - 1);
+	return (uint32_t)((v * 0x9e3779b97f4a7c15ull) >> 32);
 }
 
-/* Slow part of table_find(): insert a new key, or NULL when full. */
-struct entry *table_insert(struct thread_table *t, uint64_t site,
-			   uint64_t object, uint32_t type);
-
-/* Claim a table for the calling thread; TABLE_OFF when it must not record. */
-struct thread_table *table_claim(uint64_t site);
-
-/* Calls from [lo, hi) (the collector's own libraries) are never recorded. */
-void table_ignore_range(uint64_t lo, uint64_t hi);
-
-/* The calling thread's entry for a key, or NULL when it cannot record. */
-static inline struct entry *table_find(uint64_t site, uint64_t object,
-				       uint32_t type)
+static inline struct entry **obj_entries(struct obj_table *o)
 {
-	struct thread_table *t = tls_table;
-	uint32_t i;
+	return (struct entry **)&o->slot[o->mask + 1];
+}
 
-	if (__builtin_expect((uintptr_t)t <= (uintptr_t)TABLE_OFF, 0)) {
-		if (t == TABLE_OFF || (t = table_claim(site)) == TABLE_OFF)
-			return 0;
+static inline uint32_t *obj_rows(struct obj_table *o)
+{
+	return (uint32_t *)&obj_entries(o)[o->mask + 1];
+}
+
+/* Slow parts of table_slot(): add a site or an object; NULL when no room. */
+struct obj_slot *table_add_site(struct thread_table *t, uint64_t key,
+				uint64_t object);
+struct obj_slot *table_add_object(struct thread_table *t, struct site_slot *s,
+				  uint64_t object);
+
+/*
+ * The calling thread's slot for a key, added when new; NULL when there is
+ * no room at all (the caller counts a drop). Owner thread only, inside the
+ * collector (tls_self.depth set): a signal handler's lock calls then pass
+ * through instead of interleaving with a table change.
+ */
+static inline struct obj_slot *table_slot(struct thread_table *t, uint64_t key,
+					  uint64_t object)
+{
+	struct site_index *si = t->sites;
+	uint32_t i = table_hash(key) & si->mask;
+	struct site_slot *s;
+	struct obj_table *o;
+
+	for (;; i = (i + 1) & si->mask) {
+		s = &si->slot[i];
+		if (s->key == key)
+			break;
+		if (s->key == 0)
+			return table_add_site(t, key, object);
 	}
-	i = table_slot_hash(site, object, type);
-	for (;;) {
-		struct entry *e = &t->slots[i];
+	o = s->objects;
+	for (i = table_hash(object) & o->mask;; i = (i + 1) & o->mask) {
+		struct obj_slot *x = &o->slot[i];
 
-		if (e->site == site && e->object == object && e->type == type)
-			return e;
-		if (e->site == 0)
-			return table_insert(t, site, object, type);
-		i = (i + 1) & (TABLE_SLOTS - 1);
+		if (x->object == object)
+			return x;
+		if (x->object == 0)
+			return table_add_object(t, s, object);
 	}
 }
 
-/* Mark the calling thread's table dead (thread exit). */
-void table_release(void *table);
+/*
+ * The entry of a key whose slot exists (object as the slot holds it),
+ * allocated at its first use; NULL when there is no room. Owner thread,
+ * inside the collector.
+ */
+struct entry *table_entry(struct thread_table *t, uint64_t key,
+			  uint64_t object);
 
-/* First table of the global list (acquire). */
+/* Claim a table for the calling thread; NULL when there is no memory. */
+struct thread_table *table_claim(void);
+
+/* Whether a table's thread has exited (collector thread). */
+bool table_thread_gone(const struct thread_table *t);
+
+/* First of every table ever made (acquire). */
 struct thread_table *table_first(void);
 
 /* Number of threads that ever claimed a table. */
 uint32_t table_threads_seen(void);
 
-/* Threads that could not get a table (out of memory) and so record nothing. */
-uint64_t table_claim_failures(void);
+/* Events of threads that could not get a table at all. */
+uint64_t table_claim_drops(void);
 
-/* Zero a dead table and make it claimable again (collector thread only). */
+/* Count an event of a thread without a table. */
+void table_count_claim_drop(void);
+
+/* Free what owners retired since the last call (collector thread). */
+void table_free_retired(void);
+
+/* Free a dead thread's table contents and make it claimable (collector). */
 void table_recycle(struct thread_table *t);
 
 /* Forget every table and thread: the child side of fork(). */
 void table_forget_all(void);
-
-/* Create the thread-exit key; 0 on success. */
-int table_init(void);
 
 #endif

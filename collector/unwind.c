@@ -1,12 +1,8 @@
 /* Capturing and interning the stacks of contended waits. */
-#define UNW_LOCAL_ONLY
-#include <libunwind.h>
 #include <string.h>
 
+#include "arena.h"
 #include "unwind.h"
-
-/* Frames of our own hooks above the site, at most. */
-#define OWN_FRAMES 8
 
 static uint32_t frames_hash(const uint64_t *f, uint32_t n)
 {
@@ -17,77 +13,52 @@ static uint32_t frames_hash(const uint64_t *f, uint32_t n)
 	return (uint32_t)(h ^ (h >> 32));
 }
 
-/*
- * Unwind into frames, from site outwards. libunwind may lock mutexes of its
- * own: while it runs, this thread records nothing, so they cannot recurse.
- */
-static uint32_t capture(struct thread_table *t, uint64_t site, uint64_t *frames)
+/* The index of a stack in the store, added if new; -1 when full. */
+static int intern(struct stack_store *ss, const uint64_t *frames,
+		  uint32_t depth)
 {
-	void *buf[PROTO_STACK_DEPTH + OWN_FRAMES];
-	int n, i;
-
-	tls_table = TABLE_OFF;
-	n = unw_backtrace(buf, PROTO_STACK_DEPTH + OWN_FRAMES);
-	tls_table = t;
-	for (i = 0; i < n && i < OWN_FRAMES; i++) {
-		if ((uint64_t)(uintptr_t)buf[i] == site)
-			break;
-	}
-	if (i >= n || i >= OWN_FRAMES)
-		return 0;
-	n -= i;
-	if (n > PROTO_STACK_DEPTH)
-		n = PROTO_STACK_DEPTH;
-	for (int k = 0; k < n; k++)
-		frames[k] = (uint64_t)(uintptr_t)buf[i + k];
-	return (uint32_t)n;
-}
-
-/* The index of a stack in t, added if new; STACK_NONE when t is full. */
-static uint32_t intern(struct thread_table *t, const uint64_t *frames,
-		       uint32_t depth)
-{
-	uint32_t h = frames_hash(frames, depth), i = h % TABLE_STACKS;
+	uint32_t h = frames_hash(frames, depth), i = h % STORE_STACKS;
 	struct thread_stack *s;
 
-	for (;; i = (i + 1) % TABLE_STACKS) {
-		s = &t->stacks[i];
+	for (;; i = (i + 1) % STORE_STACKS) {
+		s = &ss->stacks[i];
 		if (s->depth == 0)
 			break;
 		if (s->hash == h && s->depth == depth &&
 		    memcmp(s->frames, frames, depth * sizeof(*frames)) == 0)
-			return i;
+			return (int)i;
 	}
-	if (t->nstacks >= TABLE_STACKS - 1)
-		return STACK_NONE;
+	if (ss->nstacks >= STORE_STACKS - 1)
+		return -1;
 	memcpy(s->frames, frames, depth * sizeof(*frames));
 	s->hash = h;
 	__atomic_store_n(&s->depth, depth, __ATOMIC_RELEASE);
-	t->nstacks++;
-	return i;
+	ss->nstacks++;
+	return (int)i;
 }
 
-/* The counter for (entry slot, stack index), added if new. */
-static struct stack_use *use_for(struct thread_table *t, uint32_t slot,
+/* The counter for (entry, stack), added if new; NULL when full. */
+static struct stack_use *use_for(struct stack_store *ss, struct entry *e,
 				 uint32_t stack)
 {
-	uint32_t key = (slot + 1) << 8 | stack;
-	uint32_t i = (key * 2654435761u) % TABLE_USES;
+	uint64_t key = (uint64_t)(uintptr_t)e ^ stack;
+	uint32_t i = (uint32_t)((key * 0x9e3779b97f4a7c15ull) >> 40) % STORE_USES;
 
-	for (;; i = (i + 1) % TABLE_USES) {
-		struct stack_use *u = &t->uses[i];
+	for (;; i = (i + 1) % STORE_USES) {
+		struct stack_use *u = &ss->uses[i];
 
-		if (u->key == key)
+		if (u->entry == e && u->stack == stack)
 			return u;
-		if (u->key == 0)
+		if (u->entry == NULL)
 			break;
 	}
-	if (t->nuses >= TABLE_USES - 1)
+	if (ss->nuses >= STORE_USES - 1)
 		return NULL;
-	t->use_order[t->nuses] = (uint16_t)i;
-	__atomic_store_n(&t->uses[i].key, key, __ATOMIC_RELEASE);
-	__atomic_store_n(&t->nuses, t->nuses + 1, __ATOMIC_RELEASE);
-	return &t->uses[i];
+	ss->uses[i].stack = stack;
+	ss->use_order[ss->nuses] = (uint16_t)i;
+	__atomic_store_n(&ss->uses[i].entry, e, __ATOMIC_RELEASE);
+	__atomic_store_n(&ss->nuses, ss->nuses + 1, __ATOMIC_RELEASE);
+	return &ss->uses[i];
 }
 
 /* Whether this thread may unwind now: its base for the epoch, or credit. */
@@ -110,16 +81,33 @@ static int budget_left(struct thread_table *t)
 	return 0;
 }
 
+/* The thread's store, allocated at its first capture; NULL without memory. */
+static struct stack_store *store_of(struct thread_table *t)
+{
+	if (t->stacks == NULL)
+		__atomic_store_n(&t->stacks, arena_alloc_table(sizeof(*t->stacks)),
+				 __ATOMIC_RELEASE);
+	return t->stacks;
+}
+
 struct stack_use *unwind_use(struct thread_table *t, struct entry *e,
 			     uint64_t site)
 {
 	uint64_t frames[PROTO_STACK_DEPTH];
-	uint32_t stack = STACK_NONE, depth;
+	struct stack_store *ss;
+	uint32_t depth;
+	int stack;
 
-	if (budget_left(t)) {
-		depth = capture(t, site, frames);
-		if (depth > 0)
-			stack = intern(t, frames, depth);
-	}
-	return use_for(t, (uint32_t)(e - t->slots), stack);
+	if (!budget_left(t) || (ss = store_of(t)) == NULL)
+		return NULL;
+	depth = frames_capture(&t->reader, site, frames, PROTO_STACK_DEPTH);
+	if (depth == 0 || (stack = intern(ss, frames, depth)) < 0)
+		return NULL;
+	return use_for(ss, e, (uint32_t)stack);
+}
+
+void unwind_free(struct thread_table *t)
+{
+	arena_free(t->stacks, sizeof(*t->stacks));
+	t->stacks = NULL;
 }

@@ -1,13 +1,14 @@
 /*
  * Stacks of contended waits, captured by the waiting thread itself before
  * it blocks (so unwinding never lengthens anyone's critical section), and
- * interned in its own table.
+ * interned in a store of its own, allocated at its first capture.
  */
 #ifndef QSPTOP_UNWIND_H
 #define QSPTOP_UNWIND_H
 
 #include <stdint.h>
 
+#include "../common/proto.h"
 #include "table.h"
 
 /*
@@ -25,10 +26,38 @@
 /* Credit kept at most, so that one long wait does not pay for a storm. */
 #define UNWIND_CREDIT_MAX_NS (1000 * UNWIND_COST_NS)
 
+#define STORE_STACKS 64
+#define STORE_USES 256
+
+/* A call stack this thread waited through; depth is written last. */
+struct thread_stack {
+	uint64_t frames[PROTO_STACK_DEPTH];	/* innermost (the site) first */
+	uint32_t hash;
+	uint32_t depth;				/* 0: empty slot */
+};
+
+/* Contended waits of one entry through one stack; entry is written last. */
+struct stack_use {
+	struct entry *entry;	/* NULL: empty */
+	uint32_t stack;		/* index in stacks[] */
+	uint32_t stack_row;	/* collector only: its stack row id + 1 */
+	uint64_t count;		/* acquisitions after a wait */
+	uint64_t wait_ns;	/* every wait, timed out or not */
+};
+
+struct stack_store {
+	uint32_t nstacks;
+	uint32_t nuses;
+	struct thread_stack stacks[STORE_STACKS];
+	struct stack_use uses[STORE_USES];
+	uint16_t use_order[STORE_USES];		/* uses in use, in order */
+	uint32_t global_id[STORE_STACKS];	/* collector only: id + 1 */
+};
+
 /*
  * The counter of entry e's waits through the calling thread's current
- * stack, which starts at site; its STACK_NONE counter when the budget is
- * spent or the stack cannot be had; NULL when there is no room at all.
+ * stack, which starts at site; NULL when the budget is spent or the stack
+ * cannot be had (the wait then counts on e's no-stack counters).
  */
 struct stack_use *unwind_use(struct thread_table *t, struct entry *e,
 			     uint64_t site);
@@ -41,5 +70,8 @@ static inline void unwind_earn(struct thread_table *t, uint64_t ns)
 	t->unwind_credit_ns = credit < UNWIND_CREDIT_MAX_NS ? credit
 							    : UNWIND_CREDIT_MAX_NS;
 }
+
+/* Release a dead thread's stack store (collector thread). */
+void unwind_free(struct thread_table *t);
 
 #endif

@@ -5,8 +5,14 @@
 
 #include "proto.h"
 
-/* Largest DELTA frame the encoder builds before starting another. */
-#define DELTA_FRAME_TARGET (64u * 1024)
+/* Largest run frame the encoder builds before starting another. */
+#define RUN_FRAME_TARGET (64u * 1024)
+
+/* COUNTS entry fields present, as the bits of its field mask. */
+enum {
+	HAS_ACQ = 1, HAS_CONTENDED = 2, HAS_WAIT = 4, HAS_FAILED = 8,
+	HAS_MAX = 16, HAS_HIST = 32, HAS_ALL = 63
+};
 
 /* A bounded reader: every get past the end sets err and yields zeros. */
 struct rbuf {
@@ -16,9 +22,41 @@ struct rbuf {
 	bool err;
 };
 
+/*
+ * The collector's copy of this file has no default: it installs its arena
+ * before any wbuf grows, and must not so much as name the host's malloc.
+ */
+#ifdef QSPTOP_COLLECTOR
+static void *(*wb_grow)(void *, size_t, size_t);
+static void (*wb_release)(void *, size_t);
+#else
+static void *default_grow(void *p, size_t old, size_t size)
+{
+	(void)old;
+	return realloc(p, size);
+}
+
+static void default_release(void *p, size_t size)
+{
+	(void)size;
+	free(p);
+}
+
+static void *(*wb_grow)(void *, size_t, size_t) = default_grow;
+static void (*wb_release)(void *, size_t) = default_release;
+#endif
+
+void proto_set_allocator(void *(*grow)(void *p, size_t old, size_t size),
+			 void (*release)(void *p, size_t size))
+{
+	wb_grow = grow;
+	wb_release = release;
+}
+
 void wbuf_free(struct wbuf *b)
 {
-	free(b->data);
+	if (b->data && wb_release)
+		wb_release(b->data, b->cap);
 	*b = (struct wbuf){ 0 };
 }
 
@@ -41,10 +79,14 @@ static bool wbuf_reserve(struct wbuf *b, size_t n)
 		return false;
 	if (b->len + n <= b->cap)
 		return true;
+	if (wb_grow == NULL) {
+		b->failed = true;
+		return false;
+	}
 	cap = b->cap ? b->cap : 4096;
 	while (cap < b->len + n)
 		cap *= 2;
-	p = realloc(b->data, cap);
+	p = wb_grow(b->data, b->cap, cap);
 	if (p == NULL) {
 		b->failed = true;
 		return false;
@@ -75,6 +117,22 @@ static void put_u8(struct wbuf *b, uint8_t v) { put_le(b, v, 1); }
 static void put_u16(struct wbuf *b, uint16_t v) { put_le(b, v, 2); }
 static void put_u32(struct wbuf *b, uint32_t v) { put_le(b, v, 4); }
 static void put_u64(struct wbuf *b, uint64_t v) { put_le(b, v, 8); }
+
+/* An unsigned LEB128 varint: 7 bits a byte, low first. */
+static void put_varint(struct wbuf *b, uint64_t v)
+{
+	uint8_t tmp[10];
+	unsigned n = 0;
+
+	do {
+		tmp[n] = (uint8_t)(v & 0x7f);
+		v >>= 7;
+		if (v)
+			tmp[n] |= 0x80;
+		n++;
+	} while (v);
+	put_bytes(b, tmp, n);
+}
 
 static void put_blob(struct wbuf *b, const void *p, size_t n)
 {
@@ -118,6 +176,7 @@ void proto_put_hello(struct wbuf *b, const struct proto_hello *m)
 	put_u32(b, m->magic);
 	put_u16(b, m->version);
 	put_u8(b, m->mode);
+	put_u8(b, m->flags);
 	put_u32(b, m->pid);
 	put_u32(b, m->interval_ms);
 	put_u64(b, m->start_realtime_ns);
@@ -134,6 +193,7 @@ void proto_put_client_hello(struct wbuf *b, const struct proto_client_hello *m)
 	put_u32(b, m->magic);
 	put_u16(b, m->version);
 	put_str(b, m->client_version);
+	put_u32(b, m->memory_cap_mb);
 	end_frame(b, off);
 }
 
@@ -167,6 +227,10 @@ void proto_put_tick(struct wbuf *b, const struct proto_tick *m)
 	put_u32(b, m->threads_seen);
 	put_u32(b, m->threads_live);
 	put_u64(b, m->dropped);
+	put_u64(b, m->folded);
+	put_u64(b, m->memory_used);
+	put_u64(b, m->memory_cap);
+	put_u8(b, m->flags);
 	end_frame(b, off);
 }
 
@@ -194,56 +258,90 @@ void proto_put_detach(struct wbuf *b)
 /* Make room for an entry in a run frame of type, opening one if needed. */
 static void open_run(struct wbuf *b, size_t *frame_off, uint16_t type)
 {
-	if (*frame_off != SIZE_MAX && b->len - *frame_off > DELTA_FRAME_TARGET)
-		proto_close_deltas(b, frame_off);
+	if (*frame_off != SIZE_MAX && b->len - *frame_off > RUN_FRAME_TARGET)
+		proto_close_run(b, frame_off);
 	if (*frame_off == SIZE_MAX)
 		*frame_off = begin_frame(b, type);
 }
 
-/*
- * A delta is its row id, five u64 fields, then a u32 mask of the non-empty
- * histogram buckets and one u64 per set bit: most rows touch few buckets.
- */
-void proto_put_delta(struct wbuf *b, size_t *frame_off,
-		     const struct proto_delta *m)
+static unsigned counts_fields(const struct proto_counts *m, uint32_t *hist_mask)
 {
-	uint32_t mask = 0;
+	unsigned mask = 0;
 
-	open_run(b, frame_off, MSG_DELTA);
+	*hist_mask = 0;
 	for (unsigned i = 0; i < HIST_BUCKETS; i++) {
 		if (m->hist[i] != 0)
-			mask |= 1u << i;
+			*hist_mask |= 1u << i;
 	}
-	put_u32(b, m->row);
-	put_u64(b, m->acquisitions);
-	put_u64(b, m->contended);
-	put_u64(b, m->wait_ns);
-	put_u64(b, m->failed);
-	put_u64(b, m->max_wait_ns);
-	put_u32(b, mask);
-	for (unsigned i = 0; i < HIST_BUCKETS; i++) {
-		if (mask & (1u << i))
-			put_u64(b, m->hist[i]);
-	}
+	mask |= m->acquisitions ? HAS_ACQ : 0;
+	mask |= m->contended ? HAS_CONTENDED : 0;
+	mask |= m->wait_ns ? HAS_WAIT : 0;
+	mask |= m->failed ? HAS_FAILED : 0;
+	mask |= m->max_wait_ns ? HAS_MAX : 0;
+	mask |= *hist_mask ? HAS_HIST : 0;
+	return mask;
 }
 
-void proto_put_stack_delta(struct wbuf *b, size_t *frame_off,
-			   const struct proto_stack_delta *m)
+/*
+ * A COUNTS entry: varint row id, varint field mask, then each field the
+ * mask names as a varint; the histogram as a varint mask of its non-empty
+ * buckets and one varint per bucket. A row that never waited costs a few
+ * bytes.
+ */
+void proto_put_counts(struct wbuf *b, size_t *frame_off,
+		      const struct proto_counts *m)
 {
-	open_run(b, frame_off, MSG_STACK_DELTA);
-	put_u32(b, m->row);
-	put_u32(b, m->stack);
-	put_u32(b, m->tid);
-	put_u64(b, m->count);
-	put_u64(b, m->wait_ns);
+	uint32_t hist_mask;
+	unsigned mask = counts_fields(m, &hist_mask);
+
+	open_run(b, frame_off, MSG_COUNTS);
+	put_varint(b, m->row);
+	put_varint(b, mask);
+	if (mask & HAS_ACQ)
+		put_varint(b, m->acquisitions);
+	if (mask & HAS_CONTENDED)
+		put_varint(b, m->contended);
+	if (mask & HAS_WAIT)
+		put_varint(b, m->wait_ns);
+	if (mask & HAS_FAILED)
+		put_varint(b, m->failed);
+	if (mask & HAS_MAX)
+		put_varint(b, m->max_wait_ns);
+	if (mask & HAS_HIST) {
+		put_varint(b, hist_mask);
+		for (unsigned i = 0; i < HIST_BUCKETS; i++) {
+			if (hist_mask & (1u << i))
+				put_varint(b, m->hist[i]);
+		}
+	}
 }
 
-void proto_close_deltas(struct wbuf *b, size_t *frame_off)
+void proto_put_stack_counts(struct wbuf *b, size_t *frame_off,
+			    const struct proto_stack_counts *m)
+{
+	open_run(b, frame_off, MSG_STACK_COUNTS);
+	put_varint(b, m->id);
+	put_varint(b, m->count);
+	put_varint(b, m->wait_ns);
+}
+
+void proto_close_run(struct wbuf *b, size_t *frame_off)
 {
 	if (*frame_off == SIZE_MAX)
 		return;
 	end_frame(b, *frame_off);
 	*frame_off = SIZE_MAX;
+}
+
+void proto_put_stack_row(struct wbuf *b, const struct proto_stack_row *m)
+{
+	size_t off = begin_frame(b, MSG_STACK_ROW);
+
+	put_u32(b, m->id);
+	put_u32(b, m->row);
+	put_u32(b, m->stack);
+	put_u32(b, m->tid);
+	end_frame(b, off);
 }
 
 void proto_put_stack(struct wbuf *b, const struct proto_stack *m)
@@ -305,6 +403,38 @@ static uint16_t get_u16(struct rbuf *r) { return (uint16_t)get_le(r, 2); }
 static uint32_t get_u32(struct rbuf *r) { return (uint32_t)get_le(r, 4); }
 static uint64_t get_u64(struct rbuf *r) { return get_le(r, 8); }
 
+/* A varint of at most 64 bits; longer or truncated ones are malformed. */
+static uint64_t get_varint(struct rbuf *r)
+{
+	uint64_t v = 0;
+
+	for (unsigned shift = 0; shift < 64; shift += 7) {
+		uint8_t byte = get_u8(r);
+
+		if (r->err)
+			return 0;
+		if (shift == 63 && byte > 1) {
+			r->err = true;
+			return 0;
+		}
+		v |= (uint64_t)(byte & 0x7f) << shift;
+		if (!(byte & 0x80))
+			return v;
+	}
+	r->err = true;
+	return 0;
+}
+
+/* A varint that must fit 32 bits. */
+static uint32_t get_varint32(struct rbuf *r)
+{
+	uint64_t v = get_varint(r);
+
+	if (v > UINT32_MAX)
+		r->err = true;
+	return (uint32_t)v;
+}
+
 /* Read a blob of at most max bytes into out; returns its length. */
 static size_t get_blob(struct rbuf *r, void *out, size_t max)
 {
@@ -333,7 +463,13 @@ static void decode_hello(struct rbuf *r, struct proto_hello *m)
 {
 	m->magic = get_u32(r);
 	m->version = get_u16(r);
+	if (m->magic != PROTO_MAGIC || m->version != PROTO_VERSION) {
+		/* Another version: what follows may differ; say so, not "malformed". */
+		r->off = r->len;
+		return;
+	}
 	m->mode = get_u8(r);
+	m->flags = get_u8(r);
 	m->pid = get_u32(r);
 	m->interval_ms = get_u32(r);
 	m->start_realtime_ns = get_u64(r);
@@ -347,6 +483,7 @@ static void decode_client_hello(struct rbuf *r, struct proto_client_hello *m)
 	m->magic = get_u32(r);
 	m->version = get_u16(r);
 	get_str(r, m->client_version, sizeof(m->client_version));
+	m->memory_cap_mb = get_u32(r);
 }
 
 static void decode_module(struct rbuf *r, struct proto_module *m)
@@ -373,21 +510,30 @@ static void decode_tick(struct rbuf *r, struct proto_tick *m)
 	m->threads_seen = get_u32(r);
 	m->threads_live = get_u32(r);
 	m->dropped = get_u64(r);
+	m->folded = get_u64(r);
+	m->memory_used = get_u64(r);
+	m->memory_cap = get_u64(r);
+	m->flags = get_u8(r);
 }
 
-static void decode_delta(struct rbuf *r, struct proto_delta *m)
+static void decode_counts(struct rbuf *r, struct proto_counts *m)
 {
-	uint32_t mask;
+	uint32_t mask, hist_mask = 0;
 
-	m->row = get_u32(r);
-	m->acquisitions = get_u64(r);
-	m->contended = get_u64(r);
-	m->wait_ns = get_u64(r);
-	m->failed = get_u64(r);
-	m->max_wait_ns = get_u64(r);
-	mask = get_u32(r);
-	for (unsigned i = 0; i < HIST_BUCKETS; i++)
-		m->hist[i] = (mask & (1u << i)) ? get_u64(r) : 0;
+	memset(m, 0, sizeof(*m));
+	m->row = get_varint32(r);
+	mask = get_varint32(r);
+	if (mask & ~(uint32_t)HAS_ALL)
+		r->err = true;
+	m->acquisitions = (mask & HAS_ACQ) ? get_varint(r) : 0;
+	m->contended = (mask & HAS_CONTENDED) ? get_varint(r) : 0;
+	m->wait_ns = (mask & HAS_WAIT) ? get_varint(r) : 0;
+	m->failed = (mask & HAS_FAILED) ? get_varint(r) : 0;
+	m->max_wait_ns = (mask & HAS_MAX) ? get_varint(r) : 0;
+	if (mask & HAS_HIST)
+		hist_mask = get_varint32(r);
+	for (unsigned i = 0; i < HIST_BUCKETS && !r->err; i++)
+		m->hist[i] = (hist_mask & (1u << i)) ? get_varint(r) : 0;
 }
 
 static void decode_stack(struct rbuf *r, struct proto_stack *m)
@@ -400,36 +546,42 @@ static void decode_stack(struct rbuf *r, struct proto_stack *m)
 		m->frames[i] = get_u64(r);
 }
 
-static void decode_stack_delta(struct rbuf *r, struct proto_stack_delta *m)
+static void decode_stack_row(struct rbuf *r, struct proto_stack_row *m)
 {
+	m->id = get_u32(r);
 	m->row = get_u32(r);
 	m->stack = get_u32(r);
 	m->tid = get_u32(r);
-	m->count = get_u64(r);
-	m->wait_ns = get_u64(r);
+}
+
+static void decode_stack_counts(struct rbuf *r, struct proto_stack_counts *m)
+{
+	m->id = get_varint32(r);
+	m->count = get_varint(r);
+	m->wait_ns = get_varint(r);
 }
 
 /*
- * Walk a DELTA or STACK_DELTA frame, calling back for each entry when v is
- * not NULL. An empty run is malformed.
+ * Walk a COUNTS or STACK_COUNTS frame, calling back for each entry when v
+ * is not NULL. An empty run is malformed.
  */
 static void decode_run(struct rbuf *r, uint16_t type,
 		       const struct proto_visitor *v, void *ctx)
 {
-	struct proto_stack_delta sd;
-	struct proto_delta d;
+	struct proto_stack_counts sc;
+	struct proto_counts c;
 
 	if (r->len == 0)
 		r->err = true;
 	while (!r->err && r->off < r->len) {
-		if (type == MSG_DELTA) {
-			decode_delta(r, &d);
-			if (!r->err && v && v->delta)
-				v->delta(ctx, &d);
+		if (type == MSG_COUNTS) {
+			decode_counts(r, &c);
+			if (!r->err && v && v->counts)
+				v->counts(ctx, &c);
 		} else {
-			decode_stack_delta(r, &sd);
-			if (!r->err && v && v->stack_delta)
-				v->stack_delta(ctx, &sd);
+			decode_stack_counts(r, &sc);
+			if (!r->err && v && v->stack_counts)
+				v->stack_counts(ctx, &sc);
 		}
 	}
 }
@@ -443,6 +595,7 @@ union proto_any {
 	struct proto_tick tick;
 	struct proto_goodbye goodbye;
 	struct proto_stack stack;
+	struct proto_stack_row stack_row;
 	uint32_t interval_ms;
 };
 
@@ -456,6 +609,7 @@ static void decode_one(struct rbuf *r, uint16_t type, union proto_any *m)
 	case MSG_TICK: decode_tick(r, &m->tick); break;
 	case MSG_GOODBYE: m->goodbye.reason = get_u8(r); break;
 	case MSG_STACK: decode_stack(r, &m->stack); break;
+	case MSG_STACK_ROW: decode_stack_row(r, &m->stack_row); break;
 	case MSG_SET_INTERVAL: m->interval_ms = get_u32(r); break;
 	case MSG_DETACH: break;
 	}
@@ -475,6 +629,10 @@ static void dispatch(uint16_t type, const union proto_any *m,
 	case MSG_TICK: if (v->tick) v->tick(ctx, &m->tick); break;
 	case MSG_GOODBYE: if (v->goodbye) v->goodbye(ctx, &m->goodbye); break;
 	case MSG_STACK: if (v->stack) v->stack(ctx, &m->stack); break;
+	case MSG_STACK_ROW:
+		if (v->stack_row)
+			v->stack_row(ctx, &m->stack_row);
+		break;
 	case MSG_SET_INTERVAL:
 		if (v->set_interval)
 			v->set_interval(ctx, m->interval_ms);
@@ -485,7 +643,7 @@ static void dispatch(uint16_t type, const union proto_any *m,
 
 static bool known_type(uint16_t type)
 {
-	return (type >= MSG_HELLO && type <= MSG_STACK_DELTA) ||
+	return (type >= MSG_HELLO && type <= MSG_STACK_ROW) ||
 	       (type >= MSG_CLIENT_HELLO && type <= MSG_DETACH);
 }
 
@@ -493,7 +651,7 @@ int proto_decode(const struct proto_frame *f, const struct proto_visitor *v,
 		 void *ctx, char *err, size_t errlen)
 {
 	struct rbuf r = { .p = f->payload, .len = f->len };
-	bool run = f->type == MSG_DELTA || f->type == MSG_STACK_DELTA;
+	bool run = f->type == MSG_COUNTS || f->type == MSG_STACK_COUNTS;
 	union proto_any m;
 
 	if (!known_type(f->type))

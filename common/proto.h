@@ -11,10 +11,14 @@
  * frames of unknown type (so the protocol can grow) but reject a known frame
  * whose payload is malformed, and any frame longer than PROTO_MAX_PAYLOAD.
  *
- * Collector to client, per interval: MODULE, ROW and STACK definitions for
- * what is new, DELTA and STACK_DELTA frames (each a run of entries), then
- * one TICK that closes the interval. GOODBYE says the collector is going
- * away.
+ * Collector to client, per update: MODULE, ROW, STACK and STACK_ROW
+ * definitions for what is new, COUNTS and STACK_COUNTS frames (each a run
+ * of varint-coded entries) for what changed, then one TICK that closes the
+ * interval. Counts are cumulative since the collector started: a client
+ * that falls behind loses nothing, its next update carries the latest
+ * totals. The first update of a session is its baseline (the TICK says
+ * so): what happened before the client came is subtracted, never shown.
+ * GOODBYE says the collector is going away.
  */
 #ifndef QSPTOP_PROTO_H
 #define QSPTOP_PROTO_H
@@ -26,7 +30,7 @@
 #include "types.h"
 
 #define PROTO_MAGIC 0x54505351u /* "QSPT" */
-#define PROTO_VERSION 1
+#define PROTO_VERSION 2
 #define PROTO_HEADER_SIZE 8
 #define PROTO_MAX_PAYLOAD (1u << 20)
 #define PROTO_STR_MAX 4096
@@ -39,11 +43,12 @@ enum proto_type {
 	MSG_HELLO = 1,
 	MSG_MODULE = 2,
 	MSG_ROW = 3,
-	MSG_DELTA = 4,
+	MSG_COUNTS = 4,
 	MSG_TICK = 5,
 	MSG_GOODBYE = 6,
 	MSG_STACK = 7,
-	MSG_STACK_DELTA = 8,
+	MSG_STACK_COUNTS = 8,
+	MSG_STACK_ROW = 9,
 	MSG_CLIENT_HELLO = 64,
 	MSG_SET_INTERVAL = 65,
 	MSG_DETACH = 66,
@@ -55,10 +60,14 @@ enum proto_mode { MODE_PRELOAD, MODE_LAUNCH, MODE_INJECTED };
 /* Why the collector says goodbye. */
 enum proto_goodbye_reason { GOODBYE_EXIT, GOODBYE_DETACH };
 
+/* A HELLO flag: this session's first update will be its baseline. */
+#define PROTO_HELLO_BASELINE 1u
+
 struct proto_hello {
 	uint32_t magic;
 	uint16_t version;
 	uint8_t mode;
+	uint8_t flags;		/* PROTO_HELLO_BASELINE */
 	uint32_t pid;
 	uint32_t interval_ms;
 	uint64_t start_realtime_ns;
@@ -71,6 +80,7 @@ struct proto_client_hello {
 	uint32_t magic;
 	uint16_t version;
 	char client_version[64];
+	uint32_t memory_cap_mb;	/* the collector's memory cap; 0: its default */
 };
 
 struct proto_module {
@@ -89,8 +99,23 @@ struct proto_row {
 };
 
 /*
- * Growth of one row since the client was last sent it. max_wait_ns is not a
- * delta: it is the longest single wait seen in the same span.
+ * A row's counts since the collector started (cumulative). max_wait_ns is
+ * the longest single wait since the row was last sent to this client.
+ */
+struct proto_counts {
+	uint32_t row;
+	uint64_t acquisitions;
+	uint64_t contended;
+	uint64_t wait_ns;
+	uint64_t failed;	/* failed trylocks, timed-out timedlocks */
+	uint64_t max_wait_ns;
+	uint64_t hist[HIST_BUCKETS];
+};
+
+/*
+ * Growth of one row since the previous update, as the client computes it
+ * from two proto_counts. max_wait_ns is not a delta: it is the longest
+ * single wait seen in the same span.
  */
 struct proto_delta {
 	uint32_t row;
@@ -102,12 +127,19 @@ struct proto_delta {
 	uint64_t hist[HIST_BUCKETS];
 };
 
+/* A TICK flag: this update is the session's baseline. */
+#define PROTO_TICK_BASELINE 1u
+
 struct proto_tick {
 	uint64_t seq;
 	uint64_t monotonic_ns;
 	uint32_t threads_seen;	/* threads that ever used a lock */
 	uint32_t threads_live;
 	uint64_t dropped;	/* events not recorded, since start */
+	uint64_t folded;	/* events on per-site rows for want of memory */
+	uint64_t memory_used;	/* the collector's bytes in the target */
+	uint64_t memory_cap;
+	uint8_t flags;		/* PROTO_TICK_BASELINE */
 };
 
 /* A call stack, innermost frame first (frame 0 is the call site). */
@@ -118,10 +150,25 @@ struct proto_stack {
 };
 
 /*
- * Contended waits of one row through one stack in one thread, since last
- * sent. stack is PROTO_NO_STACK for waits recorded without a stack (the
+ * An id for the contended waits of one row through one stack in one
+ * thread. stack is PROTO_NO_STACK for waits recorded without a stack (the
  * per-thread unwinding budget was spent, or no room was left).
  */
+struct proto_stack_row {
+	uint32_t id;
+	uint32_t row;
+	uint32_t stack;
+	uint32_t tid;
+};
+
+/* Cumulative contended waits of a stack row since the collector started. */
+struct proto_stack_counts {
+	uint32_t id;
+	uint64_t count;
+	uint64_t wait_ns;
+};
+
+/* Growth of a (row, stack, thread) total, as the client computes it. */
 struct proto_stack_delta {
 	uint32_t row;
 	uint32_t stack;
@@ -155,14 +202,22 @@ struct proto_visitor {
 	void (*client_hello)(void *ctx, const struct proto_client_hello *m);
 	void (*module)(void *ctx, const struct proto_module *m);
 	void (*row)(void *ctx, const struct proto_row *m);
-	void (*delta)(void *ctx, const struct proto_delta *m);
+	void (*counts)(void *ctx, const struct proto_counts *m);
 	void (*tick)(void *ctx, const struct proto_tick *m);
 	void (*goodbye)(void *ctx, const struct proto_goodbye *m);
 	void (*set_interval)(void *ctx, uint32_t interval_ms);
 	void (*detach)(void *ctx);
 	void (*stack)(void *ctx, const struct proto_stack *m);
-	void (*stack_delta)(void *ctx, const struct proto_stack_delta *m);
+	void (*stack_row)(void *ctx, const struct proto_stack_row *m);
+	void (*stack_counts)(void *ctx, const struct proto_stack_counts *m);
 };
+
+/*
+ * The memory behind every wbuf, by default realloc and free. The collector
+ * installs its own arena: nothing of its comes from the host's malloc.
+ */
+void proto_set_allocator(void *(*grow)(void *p, size_t old, size_t size),
+			 void (*release)(void *p, size_t size));
 
 /* Release the memory of a buffer and empty it. */
 void wbuf_free(struct wbuf *b);
@@ -179,20 +234,21 @@ void proto_put_goodbye(struct wbuf *b, const struct proto_goodbye *m);
 void proto_put_set_interval(struct wbuf *b, uint32_t interval_ms);
 void proto_put_detach(struct wbuf *b);
 void proto_put_stack(struct wbuf *b, const struct proto_stack *m);
+void proto_put_stack_row(struct wbuf *b, const struct proto_stack_row *m);
 
 /*
- * Append one delta to the DELTA frame open at the end of b, opening a new
+ * Append one entry to the COUNTS frame open at the end of b, opening a new
  * one when none is open or the open one is full. *frame_off tracks the open
  * frame: set it to SIZE_MAX before the first call, and call
- * proto_close_deltas() after the last.
+ * proto_close_run() after the last.
  */
-void proto_put_delta(struct wbuf *b, size_t *frame_off,
-		     const struct proto_delta *m);
-void proto_close_deltas(struct wbuf *b, size_t *frame_off);
+void proto_put_counts(struct wbuf *b, size_t *frame_off,
+		      const struct proto_counts *m);
+void proto_close_run(struct wbuf *b, size_t *frame_off);
 
-/* Like proto_put_delta(), for a STACK_DELTA frame. */
-void proto_put_stack_delta(struct wbuf *b, size_t *frame_off,
-			   const struct proto_stack_delta *m);
+/* Like proto_put_counts(), for a STACK_COUNTS frame. */
+void proto_put_stack_counts(struct wbuf *b, size_t *frame_off,
+			    const struct proto_stack_counts *m);
 
 /*
  * Cut the next frame from buf. Returns the bytes it spans (header included),

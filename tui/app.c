@@ -6,18 +6,18 @@
 
 #include "app.h"
 
-/* The collector's clock at the last tick, or at its start before any. */
+/* The collector's clock at the last tick, or when counting began. */
 static uint64_t last_tick_ns(const struct app *a)
 {
 	const struct client *c = &a->client;
 
-	return c->ticks ? c->last_tick_ns : c->hello.start_monotonic_ns;
+	return c->ticks ? c->last_tick_ns : c->origin_ns;
 }
 
 double app_elapsed_s(const struct app *a)
 {
 	const struct client *c = &a->client;
-	uint64_t from = a->reset_ns ? a->reset_ns : c->hello.start_monotonic_ns;
+	uint64_t from = a->reset_ns ? a->reset_ns : c->origin_ns;
 	uint64_t to = last_tick_ns(a);
 
 	if (!c->have_hello || to < from)

@@ -54,11 +54,19 @@ const char *attach_library_path(void)
 	      LIBRARY_NAME, QSPTOP_PREFIX);
 }
 
+static unsigned memory_cap_mb;
+
+void attach_set_memory_cap(unsigned mb)
+{
+	memory_cap_mb = mb;
+}
+
 /* Queue our hello and the interval: the collector reads them first. */
 static void greet(int fd, unsigned interval_ms)
 {
 	struct proto_client_hello h = { .magic = PROTO_MAGIC,
-					.version = PROTO_VERSION };
+					.version = PROTO_VERSION,
+					.memory_cap_mb = memory_cap_mb };
 	struct wbuf b = { 0 };
 	size_t off = 0;
 
@@ -127,6 +135,10 @@ static void exec_child(char **argv, int sock, int report, const char *lib,
 	fcntl(sock, F_SETFD, 0);
 	snprintf(num, sizeof(num), "%d", sock);
 	setenv("QSPTOP_FD", num, 1);
+	if (memory_cap_mb) {
+		snprintf(num, sizeof(num), "%u", memory_cap_mb);
+		setenv("QSPTOP_MEMORY_MB", num, 1);
+	}
 	set_preload(lib);
 	signal(SIGPIPE, SIG_DFL);
 	signal(SIGXFSZ, SIG_DFL);

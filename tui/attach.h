@@ -29,6 +29,12 @@ void attach_launch(struct attach *a, char **argv, unsigned interval_ms,
  */
 void attach_connect(struct attach *a, pid_t pid, unsigned interval_ms);
 
+/*
+ * The memory cap of the collector in the target, in MiB (0: its default):
+ * handed down to a launched command, and asked of any collector we greet.
+ */
+void attach_set_memory_cap(unsigned mb);
+
 /* Where the collector library is: beside the executable, else installed. */
 const char *attach_library_path(void);
 

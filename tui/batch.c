@@ -8,19 +8,20 @@
 static void print_header(FILE *out, const struct app *a)
 {
 	struct model_stats st;
-	char wait[32], acq[32];
+	char wait[32], acq[32], losses[96];
 
 	model_stats(a->model, &st);
+	format_losses(losses, sizeof(losses), &st);
 	format_duration(wait, sizeof(wait), st.wait_per_s);
 	format_count(acq, sizeof(acq), st.acq_per_s);
 	fprintf(out, "qsptop %s - pid %d %s - %s (%s) - interval %.2fs\n",
 		QSPTOP_VERSION, (int)a->attach.pid, a->client.hello.command,
 		app_state_name(a), a->attach.mode, st.interval_s);
 	fprintf(out, "threads %u seen, %u live - wait %s/s - acq %s/s - "
-		"dropped %llu - sort %s%s - coalesce %s\n\n",
-		st.threads_seen, st.threads_live, wait, acq,
-		(unsigned long long)st.dropped, a->query.ascending ? "-" : "",
-		sort_key_name(a->query.sort), coalesce_name(a->query.coalesce));
+		"%s - sort %s%s - coalesce %s\n\n",
+		st.threads_seen, st.threads_live, wait, acq, losses,
+		a->query.ascending ? "-" : "", sort_key_name(a->query.sort),
+		coalesce_name(a->query.coalesce));
 }
 
 /* Batch lines are as wide as a wide terminal; CALL SITE gets the rest. */

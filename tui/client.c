@@ -11,6 +11,9 @@
 #include "xalloc.h"
 
 #define IN_CAP (PROTO_HEADER_SIZE + PROTO_MAX_PAYLOAD)
+/* Ids beyond these are refused: a hostile peer cannot make us allocate more. */
+#define ROW_IDS_MAX (1u << 24)
+#define STACK_ROW_IDS_MAX (1u << 24)
 
 void client_init(struct client *c, int fd, struct model *m, struct symbols *s)
 {
@@ -48,7 +51,10 @@ static void on_hello(void *ctx, const struct proto_hello *m)
 	}
 	c->hello = *m;
 	c->have_hello = true;
-	model_set_origin(c->model, m->start_monotonic_ns);
+	c->in_baseline = (m->flags & PROTO_HELLO_BASELINE) != 0;
+	c->origin_ns = m->start_monotonic_ns;
+	if (!c->in_baseline)
+		model_set_origin(c->model, m->start_monotonic_ns);
 }
 
 static void on_module(void *ctx, const struct proto_module *m)
@@ -67,11 +73,66 @@ static void on_row(void *ctx, const struct proto_row *m)
 		end(c, TARGET_LOST, "collector sent a row id out of range");
 }
 
-static void on_delta(void *ctx, const struct proto_delta *m)
+/* Make *v (elements of size bytes) hold index id, zeroing what is new. */
+static bool hold_index(void **v, size_t *cap, uint32_t id, size_t max,
+		       size_t size)
+{
+	size_t n = *cap ? *cap : 256;
+
+	if (id < *cap)
+		return true;
+	if (id >= max)
+		return false;
+	while (n <= id)
+		n *= 2;
+	*v = xrealloc(*v, n * size);
+	memset((char *)*v + *cap * size, 0, (n - *cap) * size);
+	*cap = n;
+	return true;
+}
+
+/* new - old, or 0 if a count went backwards (it never should). */
+static uint64_t growth(uint64_t now, uint64_t before)
+{
+	return now > before ? now - before : 0;
+}
+
+/* The growth of a row since its last counts; remember the new ones. */
+static void take_counts(struct row_last *l, const struct proto_counts *m,
+			struct proto_delta *d)
+{
+	d->row = m->row;
+	d->acquisitions = growth(m->acquisitions, l->acquisitions);
+	d->contended = growth(m->contended, l->contended);
+	d->wait_ns = growth(m->wait_ns, l->wait_ns);
+	d->failed = growth(m->failed, l->failed);
+	d->max_wait_ns = m->max_wait_ns;
+	l->acquisitions = m->acquisitions;
+	l->contended = m->contended;
+	l->wait_ns = m->wait_ns;
+	l->failed = m->failed;
+	for (unsigned i = 0; i < HIST_BUCKETS; i++) {
+		if (m->hist[i] && l->hist == NULL)
+			l->hist = xcalloc(HIST_BUCKETS, sizeof(*l->hist));
+		d->hist[i] = l->hist ? growth(m->hist[i], l->hist[i]) : 0;
+		if (l->hist)
+			l->hist[i] = m->hist[i];
+	}
+}
+
+static void on_counts(void *ctx, const struct proto_counts *m)
 {
 	struct client *c = ctx;
+	struct proto_delta d;
 
-	model_apply_delta(c->model, m);
+	if (!hold_index((void **)&c->last, &c->last_cap, m->row, ROW_IDS_MAX,
+			sizeof(*c->last))) {
+		end(c, TARGET_LOST, "collector sent a row id out of range");
+		return;
+	}
+	take_counts(&c->last[m->row], m, &d);
+	if (!c->in_baseline)
+		model_apply_delta(c->model, &d);
 }
 
 static void on_stack(void *ctx, const struct proto_stack *m)
@@ -82,18 +143,62 @@ static void on_stack(void *ctx, const struct proto_stack *m)
 		end(c, TARGET_LOST, "collector sent a stack id out of range");
 }
 
-static void on_stack_delta(void *ctx, const struct proto_stack_delta *m)
+static void on_stack_row(void *ctx, const struct proto_stack_row *m)
 {
 	struct client *c = ctx;
+	struct stack_last *l;
 
-	model_apply_stack_delta(c->model, m);
+	if (!hold_index((void **)&c->stack_last, &c->stack_last_cap, m->id,
+			STACK_ROW_IDS_MAX, sizeof(*c->stack_last))) {
+		end(c, TARGET_LOST, "collector sent a stack row id out of range");
+		return;
+	}
+	l = &c->stack_last[m->id];
+	*l = (struct stack_last){ .defined = true, .row = m->row,
+				  .stack = m->stack, .tid = m->tid };
 }
 
+static void on_stack_counts(void *ctx, const struct proto_stack_counts *m)
+{
+	struct client *c = ctx;
+	struct stack_last *l;
+	struct proto_stack_delta d;
+
+	if (m->id >= c->stack_last_cap || !c->stack_last[m->id].defined) {
+		end(c, TARGET_LOST, "collector sent counts of an undefined stack row");
+		return;
+	}
+	l = &c->stack_last[m->id];
+	d = (struct proto_stack_delta){ .row = l->row, .stack = l->stack,
+		.tid = l->tid, .count = growth(m->count, l->count),
+		.wait_ns = growth(m->wait_ns, l->wait_ns) };
+	l->count = m->count;
+	l->wait_ns = m->wait_ns;
+	if (!c->in_baseline)
+		model_apply_stack_delta(c->model, &d);
+}
+
+/*
+ * The baseline's tick starts the session: what was counted before is
+ * subtracted from everything after, and the first interval starts here.
+ */
 static void on_tick(void *ctx, const struct proto_tick *m)
 {
 	struct client *c = ctx;
+	struct proto_tick t = *m;
 
-	model_tick(c->model, m);
+	if (c->in_baseline || (m->flags & PROTO_TICK_BASELINE)) {
+		c->in_baseline = false;
+		c->base_dropped = m->dropped;
+		c->base_folded = m->folded;
+		c->origin_ns = m->monotonic_ns;
+		model_set_origin(c->model, m->monotonic_ns);
+		c->last_tick_ns = m->monotonic_ns;
+		return;
+	}
+	t.dropped = growth(m->dropped, c->base_dropped);
+	t.folded = growth(m->folded, c->base_folded);
+	model_tick(c->model, &t);
 	c->ticks++;
 	c->last_tick_ns = m->monotonic_ns;
 }
@@ -111,11 +216,12 @@ static const struct proto_visitor visitor = {
 	.hello = on_hello,
 	.module = on_module,
 	.row = on_row,
-	.delta = on_delta,
+	.counts = on_counts,
 	.tick = on_tick,
 	.goodbye = on_goodbye,
 	.stack = on_stack,
-	.stack_delta = on_stack_delta,
+	.stack_row = on_stack_row,
+	.stack_counts = on_stack_counts,
 };
 
 /* Apply every whole frame in the buffer. */
@@ -221,4 +327,11 @@ void client_close(struct client *c)
 	end(c, c->state, NULL);
 	free(c->in);
 	c->in = NULL;
+	for (size_t i = 0; i < c->last_cap; i++)
+		free(c->last[i].hist);
+	free(c->last);
+	free(c->stack_last);
+	c->last = NULL;
+	c->stack_last = NULL;
+	c->last_cap = c->stack_last_cap = 0;
 }

@@ -12,12 +12,33 @@
 
 enum target_state { TARGET_RUNNING, TARGET_EXITED, TARGET_LOST };
 
+/* What the collector last said of a row: its cumulative counts. */
+struct row_last {
+	uint64_t acquisitions, contended, wait_ns, failed;
+	uint64_t *hist;			/* NULL until a wait is seen */
+};
+
+/* A stack row's definition and its last cumulative totals. */
+struct stack_last {
+	bool defined;
+	uint32_t row, stack, tid;
+	uint64_t count, wait_ns;
+};
+
 struct client {
 	int fd;
 	struct model *model;
 	struct symbols *symbols;
 	struct proto_hello hello;
 	bool have_hello;
+	bool in_baseline;		/* counts are the baseline, not news */
+	struct row_last *last;		/* by row id */
+	size_t last_cap;
+	struct stack_last *stack_last;	/* by stack row id */
+	size_t stack_last_cap;
+	uint64_t origin_ns;		/* collector clock when counting began */
+	uint64_t base_dropped;		/* the tick values of the baseline */
+	uint64_t base_folded;
 	enum target_state state;
 	uint64_t ticks;			/* TICK frames received */
 	uint64_t last_tick_ns;		/* collector clock of the last tick */

@@ -102,6 +102,16 @@ static cJSON *threads_json(const struct app *a, const struct model_query *q,
 	return arr;
 }
 
+/* The collector's memory in the target: what it uses, and its cap. */
+static cJSON *memory_json(const struct model_stats *st)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	cJSON_AddNumberToObject(o, "used", (double)st->memory_used);
+	cJSON_AddNumberToObject(o, "cap", (double)st->memory_cap);
+	return o;
+}
+
 static cJSON *row_json(const struct app *a, const struct model_query *q,
 		       const struct view_row *r)
 {
@@ -153,6 +163,8 @@ static cJSON *snapshot_json(const struct app *a, const struct model_query *q,
 		cJSON_AddStringToObject(o, "filter", q->filter);
 	cJSON_AddNumberToObject(o, "threads", st->threads_seen);
 	cJSON_AddNumberToObject(o, "dropped", (double)st->dropped);
+	cJSON_AddNumberToObject(o, "folded", (double)st->folded);
+	cJSON_AddItemToObject(o, "collector_memory", memory_json(st));
 	for (size_t i = 0; i < n; i++)
 		cJSON_AddItemToArray(rows, row_json(a, q, &v[i]));
 	cJSON_AddItemToObject(o, "rows", rows);

@@ -302,3 +302,12 @@ size_t format_layout(int width, bool tui, struct column_place *out)
 	}
 	return n;
 }
+
+void format_losses(char *buf, size_t size, const struct model_stats *st)
+{
+	int n = snprintf(buf, size, "dropped %llu", (unsigned long long)st->dropped);
+
+	if (st->folded && n > 0 && (size_t)n < size)
+		snprintf(buf + n, size - (size_t)n, ", folded %llu (memory cap)",
+			 (unsigned long long)st->folded);
+}

@@ -64,6 +64,12 @@ void format_duration(char *buf, size_t size, double ns);
 /* "999", "12.3K", "1.23M", "4.56G". */
 void format_count(char *buf, size_t size, double n);
 
+/*
+ * What the collector lost: "dropped N", and ", folded M (memory cap)" when
+ * it kept counts per call site instead of per lock.
+ */
+void format_losses(char *buf, size_t size, const struct model_stats *st);
+
 /* A call site as "function+0xoff", "module+0xoff" or "0xaddr". */
 void format_site(char *buf, size_t size, struct symbols *s, uint64_t site);
 

@@ -218,6 +218,7 @@ static void attach(struct app *a, bool live, char *log, size_t size)
 	unsigned interval_ms = (unsigned)(a->opt.delay_s * 1000 + 0.5);
 	int log_fd = -1;
 
+	attach_set_memory_cap(a->opt.max_memory_mb);
 	if (a->opt.pid) {
 		attach_connect(&a->attach, a->opt.pid, interval_ms);
 		return;

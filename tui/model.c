@@ -271,6 +271,9 @@ void model_tick(struct model *m, const struct proto_tick *t)
 	m->threads_seen = t->threads_seen;
 	m->threads_live = t->threads_live;
 	m->dropped = t->dropped;
+	m->folded = t->folded;
+	m->memory_used = t->memory_used;
+	m->memory_cap = t->memory_cap;
 	m->ticks++;
 }
 
@@ -355,6 +358,9 @@ void model_stats(const struct model *m, struct model_stats *s)
 	s->threads_seen = m->threads_seen;
 	s->threads_live = m->threads_live;
 	s->dropped = m->dropped;
+	s->folded = m->folded;
+	s->memory_used = m->memory_used;
+	s->memory_cap = m->memory_cap;
 	s->unknown_rows = m->unknown_rows;
 	s->interval_s = m->interval_s;
 	s->wait_per_s = model_rate(m, m->last_wait);

@@ -55,7 +55,10 @@ struct model_stats {
 	uint64_t ticks;
 	uint32_t threads_seen;
 	uint32_t threads_live;
-	uint64_t dropped;
+	uint64_t dropped;	/* events the collector could not record */
+	uint64_t folded;	/* events it kept per site, not per lock */
+	uint64_t memory_used;	/* the collector's bytes in the target */
+	uint64_t memory_cap;
 	uint64_t unknown_rows;	/* deltas for rows never defined */
 	double interval_s;	/* length of the last interval */
 	double wait_per_s;	/* all rows, last interval */

@@ -90,6 +90,9 @@ struct model {
 	uint32_t threads_seen;
 	uint32_t threads_live;
 	uint64_t dropped;
+	uint64_t folded;
+	uint64_t memory_used;
+	uint64_t memory_cap;
 	uint64_t unknown_rows;
 };
 

@@ -12,7 +12,7 @@
 #include "xalloc.h"
 
 /* Long options without a letter. */
-enum { OPT_FOLDED = 0x100, OPT_WRAPPER };
+enum { OPT_FOLDED = 0x100, OPT_WRAPPER, OPT_MAX_MEMORY };
 
 static const char usage_text[] =
 	"Usage: qsptop [options] -p PID\n"
@@ -38,6 +38,10 @@ static const char usage_text[] =
 	"                         go to their callers' rows (repeatable)\n"
 	"  -t, --theme NAME       colour theme: default, light, mono, or a file\n"
 	"                         (~/.config/qsptop/themes/NAME.theme first)\n"
+	"      --max-memory MIB   cap the collector's memory inside the target\n"
+	"                         (default 64); past it rows of one lock fold\n"
+	"                         into rows per call site, then counts are dropped,\n"
+	"                         and the header says so\n"
 	"  -h, --help             show this help\n"
 	"  -V, --version          show the version\n"
 	"\n"
@@ -128,6 +132,7 @@ static const struct option long_options[] = {
 	{ "folded", required_argument, NULL, OPT_FOLDED },
 	{ "wrapper", required_argument, NULL, OPT_WRAPPER },
 	{ "theme", required_argument, NULL, 't' },
+	{ "max-memory", required_argument, NULL, OPT_MAX_MEMORY },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, 'V' },
 	{ NULL, 0, NULL, 0 },
@@ -153,6 +158,10 @@ static void apply(struct options *o, int c, const char *arg)
 	case OPT_FOLDED: o->folded_path = arg; break;
 	case OPT_WRAPPER: add_wrapper(o, arg); break;
 	case 't': o->theme = arg; break;
+	case OPT_MAX_MEMORY:
+		o->max_memory_mb = (unsigned)parse_count(arg, "--max-memory: expected "
+			"MiB between 1 and 1048575, got '%s'", (1L << 20) - 1);
+		break;
 	case 'h': print_usage(); exit(0);
 	case 'V': printf("qsptop %s\n", QSPTOP_VERSION); exit(0);
 	default: usage_error("%s", "invalid option");

@@ -19,6 +19,7 @@ struct options {
 	const char **wrappers;	/* --wrapper globs, in order given */
 	size_t nwrappers;
 	const char *theme;	/* -t; NULL = "default" */
+	unsigned max_memory_mb;	/* --max-memory; 0: the collector's default */
 	pid_t pid;		/* -p; 0 when launching */
 	char **command;		/* after --; NULL with -p */
 };

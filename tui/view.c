@@ -48,19 +48,20 @@ static void draw_totals(struct screen *s, const struct ui *ui)
 {
 	const struct model_query *q = &ui->app->query;
 	const struct model_stats *st = &ui->stats;
-	char wait[32], acq[32], filter[160] = "", line[512];
+	char wait[32], acq[32], filter[160] = "", line[512], losses[96];
 	const char *arrow = format_utf8() ? (q->ascending ? "\u25b2" : "\u25bc")
 					  : (q->ascending ? "^" : "v");
 
 	format_duration(wait, sizeof(wait), st->wait_per_s);
 	format_count(acq, sizeof(acq), st->acq_per_s);
+	format_losses(losses, sizeof(losses), st);
 	if (ui->filter[0])
 		snprintf(filter, sizeof(filter), "%sfilter: %s", sep(), ui->filter);
 	snprintf(line, sizeof(line), "wait %s/s%sacq %s/s%ssort %s %s%scoalesce %s%s"
-		 "%sthreads %u seen, %u live%sdropped %" PRIu64, wait, sep(), acq,
+		 "%sthreads %u seen, %u live%s%s", wait, sep(), acq,
 		 sep(), sort_key_name(q->sort), arrow, sep(),
 		 coalesce_name(q->coalesce), filter, sep(), st->threads_seen,
-		 st->threads_live, sep(), st->dropped);
+		 st->threads_live, sep(), losses);
 	screen_fill(s, 0, 1, s->w, SLOT_HEADER, L' ');
 	screen_puts(s, 0, 1, SLOT_HEADER, line, -1);
 }

@@ -7,20 +7,21 @@
 
 /* What the decoder handed back, per message type. */
 struct seen {
-	int hellos, client_hellos, modules, rows, deltas, ticks, goodbyes;
+	int hellos, client_hellos, modules, rows, counts, ticks, goodbyes;
 	int detaches;
 	uint32_t interval_ms;
 	struct proto_hello hello;
 	struct proto_client_hello client_hello;
 	struct proto_module module;
 	struct proto_row row;
-	struct proto_delta delta;	/* the last one */
-	uint64_t delta_acq_sum;
+	struct proto_counts count;	/* the last one */
+	uint64_t acq_sum;
 	struct proto_tick tick;
 	struct proto_goodbye goodbye;
-	int stacks, stack_deltas;
+	int stacks, stack_rows, stack_counts;
 	struct proto_stack stack;
-	struct proto_stack_delta stack_delta;
+	struct proto_stack_row stack_row;
+	struct proto_stack_counts stack_count;
 	uint64_t stack_wait_sum;
 };
 
@@ -33,13 +34,13 @@ static void on_goodbye(void *c, const struct proto_goodbye *m) { ((struct seen *
 static void on_interval(void *c, uint32_t ms) { ((struct seen *)c)->interval_ms = ms; }
 static void on_detach(void *c) { ((struct seen *)c)->detaches++; }
 
-static void on_delta(void *c, const struct proto_delta *m)
+static void on_counts(void *c, const struct proto_counts *m)
 {
 	struct seen *s = c;
 
-	s->deltas++;
-	s->delta = *m;
-	s->delta_acq_sum += m->acquisitions;
+	s->counts++;
+	s->count = *m;
+	s->acq_sum += m->acquisitions;
 }
 
 static void on_stack(void *c, const struct proto_stack *m)
@@ -48,20 +49,26 @@ static void on_stack(void *c, const struct proto_stack *m)
 	((struct seen *)c)->stack = *m;
 }
 
-static void on_stack_delta(void *c, const struct proto_stack_delta *m)
+static void on_stack_row(void *c, const struct proto_stack_row *m)
+{
+	((struct seen *)c)->stack_rows++;
+	((struct seen *)c)->stack_row = *m;
+}
+
+static void on_stack_counts(void *c, const struct proto_stack_counts *m)
 {
 	struct seen *s = c;
 
-	s->stack_deltas++;
-	s->stack_delta = *m;
+	s->stack_counts++;
+	s->stack_count = *m;
 	s->stack_wait_sum += m->wait_ns;
 }
 
 static const struct proto_visitor visitor = {
 	.hello = on_hello, .client_hello = on_client_hello, .module = on_module,
-	.row = on_row, .delta = on_delta, .tick = on_tick, .goodbye = on_goodbye,
+	.row = on_row, .counts = on_counts, .tick = on_tick, .goodbye = on_goodbye,
 	.set_interval = on_interval, .detach = on_detach, .stack = on_stack,
-	.stack_delta = on_stack_delta,
+	.stack_row = on_stack_row, .stack_counts = on_stack_counts,
 };
 
 /* Split and decode every frame of a buffer; returns frames or -1. */
@@ -87,7 +94,8 @@ static int decode_all(const uint8_t *p, size_t len, struct seen *s, char *err)
 static void test_hello_round_trip(void)
 {
 	struct proto_hello h = { .magic = PROTO_MAGIC, .version = PROTO_VERSION,
-		.mode = MODE_LAUNCH, .pid = 4242, .interval_ms = 500,
+		.mode = MODE_LAUNCH, .flags = PROTO_HELLO_BASELINE, .pid = 4242,
+		.interval_ms = 500,
 		.start_realtime_ns = 1700000000123456789ull,
 		.start_monotonic_ns = 987654321 };
 	struct wbuf b = { 0 };
@@ -102,6 +110,7 @@ static void test_hello_round_trip(void)
 	CHECK_U64(s.hello.magic, PROTO_MAGIC);
 	CHECK_U64(s.hello.pid, 4242);
 	CHECK_U64(s.hello.mode, MODE_LAUNCH);
+	CHECK_U64(s.hello.flags, PROTO_HELLO_BASELINE);
 	CHECK_U64(s.hello.interval_ms, 500);
 	CHECK_U64(s.hello.start_realtime_ns, 1700000000123456789ull);
 	CHECK_U64(s.hello.start_monotonic_ns, 987654321);
@@ -112,12 +121,15 @@ static void test_hello_round_trip(void)
 
 static void test_small_messages_round_trip(void)
 {
-	struct proto_client_hello ch = { .magic = PROTO_MAGIC, .version = 1 };
+	struct proto_client_hello ch = { .magic = PROTO_MAGIC, .version = 1,
+					 .memory_cap_mb = 96 };
 	struct proto_module mod = { .base = 0x7f0000001000ull, .build_id_len = 20 };
 	struct proto_row row = { .id = 77, .type = LOCK_RWLOCK_WRITE,
 				 .site = 0x401234, .object = 0x55d0c0a8e040ull };
 	struct proto_tick tick = { .seq = 9, .monotonic_ns = 123, .threads_seen = 5,
-				   .threads_live = 3, .dropped = 11 };
+				   .threads_live = 3, .dropped = 11, .folded = 12,
+				   .memory_used = 1u << 20, .memory_cap = 64u << 20,
+				   .flags = PROTO_TICK_BASELINE };
 	struct proto_goodbye bye = { .reason = GOODBYE_DETACH };
 	struct wbuf b = { 0 };
 	struct seen s = { 0 };
@@ -136,6 +148,7 @@ static void test_small_messages_round_trip(void)
 	proto_put_detach(&b);
 	CHECK(decode_all(b.data, b.len, &s, err) == 7, "7 frames decode: %s", err);
 	CHECK_STR(s.client_hello.client_version, "0.1.0");
+	CHECK_U64(s.client_hello.memory_cap_mb, 96);
 	CHECK_U64(s.module.base, 0x7f0000001000ull);
 	CHECK_STR(s.module.path, "/usr/lib/x86_64-linux-gnu/libc.so.6");
 	CHECK_U64(s.module.build_id_len, 20);
@@ -147,14 +160,18 @@ static void test_small_messages_round_trip(void)
 	CHECK_U64(s.tick.seq, 9);
 	CHECK_U64(s.tick.threads_live, 3);
 	CHECK_U64(s.tick.dropped, 11);
+	CHECK_U64(s.tick.folded, 12);
+	CHECK_U64(s.tick.memory_used, 1u << 20);
+	CHECK_U64(s.tick.memory_cap, 64u << 20);
+	CHECK_U64(s.tick.flags, PROTO_TICK_BASELINE);
 	CHECK_U64(s.goodbye.reason, GOODBYE_DETACH);
 	CHECK_U64(s.interval_ms, 250);
 	CHECK_U64(s.detaches, 1);
 	wbuf_free(&b);
 }
 
-/* Many deltas split over several frames, sparse histograms intact. */
-static void test_deltas_span_frames(void)
+/* Many counts split over several frames, sparse histograms intact. */
+static void test_counts_span_frames(void)
 {
 	struct wbuf b = { 0 };
 	struct seen s = { 0 };
@@ -163,32 +180,58 @@ static void test_deltas_span_frames(void)
 	char err[128];
 	int frames;
 
-	for (uint32_t i = 0; i < 5000; i++) {
-		struct proto_delta d = { .row = i, .acquisitions = i * 3 + 1,
-					 .contended = i, .wait_ns = i * 1000ull,
-					 .max_wait_ns = i };
-		d.hist[i % HIST_BUCKETS] = i + 1;
-		d.hist[HIST_BUCKETS - 1] = 7;
-		want += d.acquisitions;
-		proto_put_delta(&b, &frame, &d);
+	for (uint32_t i = 0; i < 20000; i++) {
+		struct proto_counts c = { .row = i, .acquisitions = i * 3 + 1,
+					  .contended = i, .wait_ns = i * 1000ull,
+					  .max_wait_ns = i };
+		c.hist[i % (HIST_BUCKETS - 1)] = i + 1;
+		c.hist[HIST_BUCKETS - 1] = UINT64_MAX;
+		want += c.acquisitions;
+		proto_put_counts(&b, &frame, &c);
 	}
-	proto_close_deltas(&b, &frame);
+	proto_close_run(&b, &frame);
 	frames = decode_all(b.data, b.len, &s, err);
-	CHECK(frames > 1, "5000 deltas use several frames, got %d (%s)", frames, err);
-	CHECK_U64(s.deltas, 5000);
-	CHECK_U64(s.delta_acq_sum, want);
-	CHECK_U64(s.delta.row, 4999);
-	CHECK_U64(s.delta.hist[4999 % HIST_BUCKETS], 5000);
-	CHECK_U64(s.delta.hist[HIST_BUCKETS - 1], 7);
-	CHECK_U64(s.delta.hist[0], 0);
-	CHECK_U64(s.delta.wait_ns, 4999000);
+	CHECK(frames > 1, "20000 counts use several frames, got %d (%s)", frames, err);
+	CHECK_U64(s.counts, 20000);
+	CHECK_U64(s.acq_sum, want);
+	CHECK_U64(s.count.row, 19999);
+	CHECK_U64(s.count.hist[19999 % (HIST_BUCKETS - 1)], 20000);
+	CHECK_U64(s.count.hist[HIST_BUCKETS - 1], UINT64_MAX);
+	CHECK_U64(s.count.hist[0], 0);
+	CHECK_U64(s.count.wait_ns, 19999000);
+	CHECK_U64(s.count.max_wait_ns, 19999);
 	wbuf_free(&b);
 }
 
-/* Stacks and many stack deltas round-trip; deltas span frames. */
+/* A row that never waited travels in a few bytes, and zeros round-trip. */
+static void test_counts_are_compact(void)
+{
+	struct proto_counts c = { .row = 300, .acquisitions = 100000 };
+	struct proto_counts zero = { .row = 7 };
+	struct wbuf b = { 0 };
+	struct seen s = { 0 };
+	size_t frame = SIZE_MAX;
+	char err[128];
+
+	proto_put_counts(&b, &frame, &c);
+	proto_close_run(&b, &frame);
+	CHECK(b.len <= PROTO_HEADER_SIZE + 7, "an uncontended row takes %zu bytes",
+	      b.len - PROTO_HEADER_SIZE);
+	proto_put_counts(&b, &frame, &zero);
+	proto_close_run(&b, &frame);
+	CHECK(decode_all(b.data, b.len, &s, err) == 2, "counts decode: %s", err);
+	CHECK_U64(s.count.row, 7);
+	CHECK_U64(s.count.acquisitions, 0);
+	CHECK_U64(s.acq_sum, 100000);
+	wbuf_free(&b);
+}
+
+/* Stacks, stack rows and many stack counts round-trip; counts span frames. */
 static void test_stacks_round_trip(void)
 {
 	struct proto_stack st = { .id = 7, .depth = PROTO_STACK_DEPTH };
+	struct proto_stack_row sr = { .id = 3, .row = 9, .stack = PROTO_NO_STACK,
+				      .tid = 4321 };
 	struct wbuf b = { 0 };
 	struct seen s = { 0 };
 	size_t frame = SIZE_MAX;
@@ -198,24 +241,27 @@ static void test_stacks_round_trip(void)
 	for (int i = 0; i < PROTO_STACK_DEPTH; i++)
 		st.frames[i] = 0x400000u + (uint64_t)i * 16;
 	proto_put_stack(&b, &st);
-	for (uint32_t i = 0; i < 4000; i++) {
-		struct proto_stack_delta d = { .row = i / 4, .stack = i % 3 ? i : PROTO_NO_STACK,
-					       .tid = 1000 + i % 7, .count = i + 1,
-					       .wait_ns = i * 10ull };
-		want += d.wait_ns;
-		proto_put_stack_delta(&b, &frame, &d);
+	proto_put_stack_row(&b, &sr);
+	for (uint32_t i = 0; i < 40000; i++) {
+		struct proto_stack_counts c = { .id = i, .count = i + 1,
+						.wait_ns = i * 10ull };
+		want += c.wait_ns;
+		proto_put_stack_counts(&b, &frame, &c);
 	}
-	proto_close_deltas(&b, &frame);
-	CHECK(decode_all(b.data, b.len, &s, err) > 2, "stack frames decode: %s", err);
+	proto_close_run(&b, &frame);
+	CHECK(decode_all(b.data, b.len, &s, err) > 3, "stack frames decode: %s", err);
 	CHECK_U64(s.stacks, 1);
 	CHECK_U64(s.stack.id, 7);
 	CHECK_U64(s.stack.depth, PROTO_STACK_DEPTH);
 	CHECK_U64(s.stack.frames[PROTO_STACK_DEPTH - 1], 0x400000u + (PROTO_STACK_DEPTH - 1) * 16);
-	CHECK_U64(s.stack_deltas, 4000);
+	CHECK_U64(s.stack_rows, 1);
+	CHECK_U64(s.stack_row.row, 9);
+	CHECK_U64(s.stack_row.stack, PROTO_NO_STACK);
+	CHECK_U64(s.stack_row.tid, 4321);
+	CHECK_U64(s.stack_counts, 40000);
 	CHECK_U64(s.stack_wait_sum, want);
-	CHECK_U64(s.stack_delta.row, 999);
-	CHECK_U64(s.stack_delta.stack, PROTO_NO_STACK);	/* 3999 % 3 == 0 */
-	CHECK_U64(s.stack_delta.tid, 1000 + 3999 % 7);
+	CHECK_U64(s.stack_count.id, 39999);
+	CHECK_U64(s.stack_count.count, 40000);
 	wbuf_free(&b);
 }
 
@@ -253,9 +299,18 @@ static const struct bad_case bad_cases[] = {
 	  { 0x51, 0x53, 0x50, 0x54, 1, 0, 3, 0, 'a', 0, 'b' }, 11 },
 	{ "string longer than its field", MSG_CLIENT_HELLO,
 	  { 0x51, 0x53, 0x50, 0x54, 1, 0, 0xff, 0xff }, 8 },
-	{ "empty delta frame", MSG_DELTA, { 0 }, 0 },
-	{ "delta cut inside its histogram", MSG_DELTA,
-	  { 1, 0, 0, 0, [44] = 0x01 }, 48 },
+	{ "empty counts frame", MSG_COUNTS, { 0 }, 0 },
+	{ "counts cut inside a varint", MSG_COUNTS, { 1, 1, 0x80 }, 3 },
+	{ "counts with an unknown field", MSG_COUNTS, { 1, 0x40, 1 }, 3 },
+	{ "counts cut inside the histogram", MSG_COUNTS, { 1, 32, 3, 1 }, 4 },
+	{ "histogram mask wider than 32 buckets", MSG_COUNTS,
+	  { 1, 32, 0x80, 0x80, 0x80, 0x80, 0x10, 1 }, 8 },
+	{ "row id wider than 32 bits", MSG_COUNTS,
+	  { 0x80, 0x80, 0x80, 0x80, 0x10, 1, 1 }, 7 },
+	{ "varint longer than 64 bits", MSG_COUNTS,
+	  { 1, 1, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02 }, 12 },
+	{ "varint of eleven bytes", MSG_COUNTS,
+	  { 1, 1, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0 }, 13 },
 	{ "tick cut short", MSG_TICK, { 1, 2, 3 }, 3 },
 	{ "goodbye with extra bytes", MSG_GOODBYE, { 0, 0 }, 2 },
 	{ "set-interval cut short", MSG_SET_INTERVAL, { 1, 0 }, 2 },
@@ -263,8 +318,9 @@ static const struct bad_case bad_cases[] = {
 	{ "stack deeper than allowed", MSG_STACK, { 1, 0, 0, 0, 33 }, 5 },
 	{ "stack with fewer frames than its depth", MSG_STACK,
 	  { 1, 0, 0, 0, 2, 1, 2, 3, 4, 5, 6, 7, 8 }, 13 },
-	{ "empty stack-delta frame", MSG_STACK_DELTA, { 0 }, 0 },
-	{ "stack delta cut short", MSG_STACK_DELTA, { 1, 0, 0, 0, 2, 0, 0, 0, 3 }, 9 },
+	{ "empty stack-counts frame", MSG_STACK_COUNTS, { 0 }, 0 },
+	{ "stack counts cut short", MSG_STACK_COUNTS, { 1, 2 }, 2 },
+	{ "stack row cut short", MSG_STACK_ROW, { 1, 0, 0, 0, 2, 0, 0, 0, 3 }, 9 },
 };
 
 static void test_malformed_payloads(void)
@@ -279,14 +335,14 @@ static void test_malformed_payloads(void)
 
 		CHECK(got == -1, "%s: expected an error, decoded %d frame(s)", c->what, got);
 		CHECK(err[0] != '\0', "%s: error has a message", c->what);
-		CHECK(s.rows + s.deltas + s.client_hellos + s.ticks + s.goodbyes +
-		      s.stacks + s.stack_deltas == 0,
+		CHECK(s.rows + s.counts + s.client_hellos + s.ticks + s.goodbyes +
+		      s.stacks + s.stack_rows + s.stack_counts == 0,
 		      "%s: no callback ran", c->what);
 	}
 }
 
-/* A delta frame whose third entry is bad applies none of them. */
-static void test_bad_delta_applies_nothing(void)
+/* A counts frame whose third entry is bad applies none of them. */
+static void test_bad_counts_apply_nothing(void)
 {
 	struct wbuf b = { 0 };
 	struct seen s = { 0 };
@@ -294,14 +350,30 @@ static void test_bad_delta_applies_nothing(void)
 	char err[128];
 
 	for (uint32_t i = 0; i < 3; i++) {
-		struct proto_delta d = { .row = i, .acquisitions = 1 };
+		struct proto_counts c = { .row = i, .acquisitions = 1000 };
 
-		proto_put_delta(&b, &frame, &d);
+		proto_put_counts(&b, &frame, &c);
 	}
-	proto_close_deltas(&b, &frame);
+	proto_close_run(&b, &frame);
 	b.data[0] = (uint8_t)(b.data[0] - 1);	/* shorten the payload by one */
-	CHECK(decode_all(b.data, b.len - 1, &s, err) == -1, "cut delta refused");
-	CHECK_U64(s.deltas, 0);
+	CHECK(decode_all(b.data, b.len - 1, &s, err) == -1, "cut counts refused");
+	CHECK_U64(s.counts, 0);
+	wbuf_free(&b);
+}
+
+/* Another protocol version's hello is reported as such, not as garbage. */
+static void test_other_version_hello(void)
+{
+	struct proto_hello h = { .magic = PROTO_MAGIC, .version = 1, .pid = 7 };
+	struct wbuf b = { 0 };
+	struct seen s = { 0 };
+	char err[128];
+
+	strcpy(h.command, "old");
+	proto_put_hello(&b, &h);
+	b.data[PROTO_HEADER_SIZE + 4] = 1;	/* version 1 on the wire */
+	CHECK(decode_all(b.data, b.len, &s, err) == 1, "old hello decodes: %s", err);
+	CHECK_U64(s.hello.version, 1);
 	wbuf_free(&b);
 }
 
@@ -367,10 +439,12 @@ int main(void)
 {
 	test_hello_round_trip();
 	test_small_messages_round_trip();
-	test_deltas_span_frames();
+	test_counts_span_frames();
+	test_counts_are_compact();
 	test_stacks_round_trip();
 	test_malformed_payloads();
-	test_bad_delta_applies_nothing();
+	test_bad_counts_apply_nothing();
+	test_other_version_hello();
 	test_split_headers();
 	test_unknown_type_is_skipped();
 	test_random_bytes();

@@ -5,22 +5,22 @@
 #include <stdbool.h>
 #include <stdlib.h>
 
-#include "../../collector/collector.h"
+#include "../../collector/hooks.h"
 #include "../../collector/unwind.h"
 #include "check.h"
 
-/* What table.c needs from the rest of the collector. */
-int collector_recording_flag = 1;
-void collector_thread_started(void) { }
+/* What the collector's tables need from hooks.c. */
+struct real_functions real;
 
 static struct thread_table *t;
+static struct entry entry;
 
 /* One contended wait at a fixed site: the use it is counted under. */
 static __attribute__((noinline)) struct stack_use *wait_here(void)
 {
 	uint64_t site = (uint64_t)(uintptr_t)__builtin_return_address(0);
 
-	return unwind_use(t, &t->slots[1], site);
+	return unwind_use(t, &entry, site);
 }
 
 static __attribute__((noinline)) struct stack_use *caller(void)
@@ -33,7 +33,7 @@ static __attribute__((noinline)) struct stack_use *caller(void)
 
 static uint32_t stack_index(const struct stack_use *u)
 {
-	return u ? u->key & 0xff : 0xffff;
+	return u ? u->stack : 0xffff;
 }
 
 /* A wait from one fixed call chain. */
@@ -48,7 +48,7 @@ static __attribute__((noinline)) struct stack_use *one_chain(void)
 /* Whether one wait, from one fixed call chain, got a stack. */
 static __attribute__((noinline)) int unwound(void)
 {
-	return stack_index(caller()) < TABLE_STACKS;
+	return stack_index(caller()) < STORE_STACKS;
 }
 
 int main(void)
@@ -58,11 +58,11 @@ int main(void)
 	int n = 0;
 
 	t = calloc(1, sizeof(*t));
-	tls_table = t;
 	first = stack_index(caller());
-	CHECK(first < TABLE_STACKS, "the first wait is unwound (stack %u)", first);
-	CHECK(t->stacks[first].depth >= 2, "its stack has the caller, depth %u",
-	      t->stacks[first].depth);
+	CHECK(first < STORE_STACKS, "the first wait is unwound (stack %u)", first);
+	CHECK(t->stacks && t->stacks->stacks[first].depth >= 2,
+	      "its stack has the caller, depth %u",
+	      t->stacks ? t->stacks->stacks[first].depth : 0);
 	for (int i = 1; i < UNWIND_BASE; i++)
 		n += unwound();
 	CHECK(n == UNWIND_BASE - 1, "the base allows %d unwinds, got %d", UNWIND_BASE, n + 1);
@@ -78,8 +78,10 @@ int main(void)
 	CHECK(unwound(), "a new interval renews the base");
 	for (volatile int i = 0; i < 2; i++)	/* one call site, not unrolled */
 		u[i] = one_chain();
-	CHECK(u[0] == u[1] && stack_index(u[0]) < TABLE_STACKS,
+	CHECK(u[0] == u[1] && stack_index(u[0]) < STORE_STACKS,
 	      "the same stack counts under the same use");
+	unwind_free(t);
+	CHECK(t->stacks == NULL, "a dead thread's store is released");
 	free(t);
 	return check_summary();
 }

@@ -1,0 +1,63 @@
+/*
+ * The collector's memory: every byte it keeps inside the target comes from
+ * here, never from the host's malloc (whose locks a hooked thread may be
+ * holding, or which may itself call our hooks).
+ *
+ * Blocks come in power-of-two size classes from ARENA_MIN to ARENA_MAX.
+ * Small classes are cut from regions mapped once; a freed block goes on its
+ * class's free list, a lock-free stack whose head carries a tag against
+ * ABA. Large blocks are mapped and unmapped whole. Any thread may allocate
+ * and free: no lock, no host call, at most an mmap.
+ *
+ * Every block counts against a cap, settable while running. When a request
+ * would pass it, the allocation returns NULL and the caller degrades (folds
+ * rows, drops counts, says so); nothing ever waits for memory. Threads'
+ * tables may use three quarters of the cap: the rest keeps the collector
+ * thread (rows, modules, sessions) able to report what was folded and
+ * dropped.
+ */
+#ifndef QSPTOP_ARENA_H
+#define QSPTOP_ARENA_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#define ARENA_MIN 64
+#define ARENA_SMALL_MAX (32u * 1024)	/* larger blocks are mapped alone */
+#define ARENA_DEFAULT_CAP (64u << 20)
+
+/* A zeroed block of at least size bytes, aligned to 64; NULL past the cap. */
+void *arena_alloc(size_t size);
+
+/* Like arena_alloc(), for threads' tables: NULL past 3/4 of the cap. */
+void *arena_alloc_table(size_t size);
+
+/* Give back a block of size bytes (the size it was allocated with). */
+void arena_free(void *p, size_t size);
+
+/*
+ * Move a block to a new size, keeping min(old, new) bytes; the old block is
+ * freed. NULL (the old block untouched) past the cap.
+ */
+void *arena_realloc(void *p, size_t old_size, size_t new_size);
+
+/*
+ * Whether tables' memory is nearly spent: past 7/8 of their share, new
+ * per-object entries give way so that the rest serves per-site entries.
+ */
+bool arena_tight(void);
+
+/* Set the cap in bytes (0: the default). */
+void arena_set_cap(size_t bytes);
+
+/* The cap, and the bytes in blocks handed out now. */
+size_t arena_cap(void);
+size_t arena_used(void);
+
+/*
+ * The child side of fork(): everything allocated before belongs to threads
+ * that do not exist here. Start empty, returning the pages.
+ */
+void arena_forget_all(void);
+
+#endif

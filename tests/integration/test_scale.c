@@ -1,0 +1,203 @@
+/*
+ * The collector at the size of real servers, through the real programs:
+ * thousands of call sites and locks counted exactly, a memory cap that
+ * folds rows per lock into rows per site and then drops (always saying
+ * how much), and thread churn that leaves the target's memory bounded.
+ */
+#include <cJSON.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../unit/check.h"
+#include "harness.h"
+
+#define RUN_TIMEOUT_MS 120000
+#define SITES 1500
+#define OBJECTS 16
+#define PER_ROW 16		/* 8 threads x 2 rounds */
+
+/* A number from the workload's RESULT file ("NAME VALUE" lines), or -1. */
+static long result(const char *path, const char *name)
+{
+	char key[64];
+	long v, found = -1;
+	FILE *f = fopen(path, "r");
+
+	while (f && fscanf(f, "%63s %ld", key, &v) == 2) {
+		if (strcmp(key, name) == 0)
+			found = v;
+	}
+	if (f)
+		fclose(f);
+	return found;
+}
+
+/* Run wl_scale under qsptop -b --json with extra options; the snapshot. */
+static cJSON *run_scale(const char *opt, const char *opt_arg, char *const *args,
+			const char *res, int *status)
+{
+	char *json = tmp_path("scale.json");
+	char *argv[16];
+	int n = 0;
+	struct run r;
+	cJSON *snap;
+
+	argv[n++] = qsptop;
+	argv[n++] = "-b";
+	argv[n++] = "-d";
+	argv[n++] = "1";
+	argv[n++] = "-j";
+	argv[n++] = json;
+	if (opt) {
+		argv[n++] = (char *)opt;
+		argv[n++] = (char *)opt_arg;
+	}
+	argv[n++] = "--";
+	argv[n++] = workload;
+	for (; *args; args++)
+		argv[n++] = *args;
+	argv[n++] = (char *)res;
+	argv[n] = NULL;
+	unlink(json);
+	r = run_capture(argv, RUN_TIMEOUT_MS, 0);
+	*status = r.status;
+	if (r.status != 0)
+		fprintf(stderr, "qsptop: %s\n", r.err);
+	run_free(&r);
+	snap = load_json(json);
+	return snap;
+}
+
+/* Whether a row's site lies in the workload (not in a library). */
+static bool in_workload(const cJSON *row)
+{
+	const char *module = str_field(cJSON_GetObjectItem(row, "site"), "module");
+
+	return module && strstr(module, "wl_scale") != NULL;
+}
+
+/* Every (site, lock) pair on its own row, each exactly, nothing dropped. */
+static void test_many_sites(void)
+{
+	char *res = tmp_path("sites.res");
+	int status, rows = 0, exact = 0, objectless = 0;
+	double total = 0;
+	const cJSON *row;
+	cJSON *snap = run_scale(NULL, NULL, (char *[]){ "sites", NULL }, res, &status);
+
+	CHECK(status == 0, "sites: qsptop exited %d", status);
+	CHECK(snap != NULL, "sites: a snapshot was written");
+	if (snap == NULL)
+		return;
+	cJSON_ArrayForEach(row, cJSON_GetObjectItem(snap, "rows")) {
+		double acq = num_field(row, "acquisitions");
+
+		if (!in_workload(row))
+			continue;
+		rows++;
+		total += acq;
+		exact += acq == PER_ROW;
+		objectless += cJSON_IsNull(cJSON_GetObjectItem(row, "object"));
+	}
+	CHECK(rows == SITES * OBJECTS, "sites: one row per (site, lock): %d of %d",
+	      rows, SITES * OBJECTS);
+	CHECK(exact == rows, "sites: every row counts %d acquisitions (%d do)",
+	      PER_ROW, exact);
+	CHECK(objectless == 0, "sites: no row lost its lock (%d did)", objectless);
+	CHECK(total == result(res, "acquisitions"),
+	      "sites: %.0f acquisitions counted of %ld made", total,
+	      result(res, "acquisitions"));
+	CHECK(num_field(snap, "dropped") == 0, "sites: nothing dropped (%.0f)",
+	      num_field(snap, "dropped"));
+	CHECK(num_field(snap, "folded") == 0, "sites: nothing folded (%.0f)",
+	      num_field(snap, "folded"));
+	cJSON_Delete(snap);
+}
+
+/*
+ * A tiny cap: rows of one lock fold into rows per site, the rest is
+ * dropped, and what is counted plus what is dropped is what was made.
+ */
+static void test_memory_cap(void)
+{
+	char *res = tmp_path("cap.res");
+	int status, objectless = 0;
+	double total = 0;
+	const cJSON *row, *mem;
+	cJSON *snap = run_scale("--max-memory", "4", (char *[]){ "sites", NULL },
+				res, &status);
+
+	CHECK(status == 0, "cap: qsptop exited %d", status);
+	if (snap == NULL) {
+		CHECK(false, "cap: a snapshot was written");
+		return;
+	}
+	cJSON_ArrayForEach(row, cJSON_GetObjectItem(snap, "rows")) {
+		if (!in_workload(row))
+			continue;
+		total += num_field(row, "acquisitions");
+		objectless += cJSON_IsNull(cJSON_GetObjectItem(row, "object"));
+	}
+	mem = cJSON_GetObjectItem(snap, "collector_memory");
+	CHECK(num_field(mem, "cap") == 4 << 20, "cap: the snapshot shows the cap: %.0f",
+	      num_field(mem, "cap"));
+	CHECK(num_field(mem, "used") <= 4 << 20, "cap: memory stays under it: %.0f",
+	      num_field(mem, "used"));
+	CHECK(objectless > 0 && num_field(snap, "folded") > 0,
+	      "cap: rows fold per site (%d rows, %.0f events folded)", objectless,
+	      num_field(snap, "folded"));
+	CHECK(total + num_field(snap, "dropped") == result(res, "acquisitions"),
+	      "cap: %.0f counted + %.0f dropped = %ld made", total,
+	      num_field(snap, "dropped"), result(res, "acquisitions"));
+	cJSON_Delete(snap);
+}
+
+/* 20000 short threads: every lock counted, memory bounded throughout. */
+static void test_thread_churn(void)
+{
+	char *res = tmp_path("churn.res");
+	int status;
+	double total = 0;
+	const cJSON *row;
+	cJSON *snap = run_scale(NULL, NULL, (char *[]){ "churn", "20000", NULL },
+				res, &status);
+
+	CHECK(status == 0, "churn: qsptop exited %d", status);
+	if (snap == NULL) {
+		CHECK(false, "churn: a snapshot was written");
+		return;
+	}
+	cJSON_ArrayForEach(row, cJSON_GetObjectItem(snap, "rows")) {
+		if (in_workload(row))
+			total += num_field(row, "acquisitions");
+	}
+	CHECK(total == 20000 && result(res, "acquisitions") == 20000,
+	      "churn: %.0f of 20000 acquisitions counted", total);
+	CHECK(num_field(snap, "threads") >= 20000,
+	      "churn: every thread seen (%.0f)", num_field(snap, "threads"));
+	CHECK(num_field(cJSON_GetObjectItem(snap, "collector_memory"), "used") <= 16 << 20,
+	      "churn: the collector keeps under 16 MiB: %.0f bytes",
+	      num_field(cJSON_GetObjectItem(snap, "collector_memory"), "used"));
+	CHECK(result(res, "vmhwm_kb") > 0 && result(res, "vmhwm_kb") <= 64 * 1024,
+	      "churn: the target's peak RSS stays under 64 MiB: %ld kB",
+	      result(res, "vmhwm_kb"));
+	cJSON_Delete(snap);
+}
+
+int main(void)
+{
+	find_paths("/tmp/qsptop-scale-XXXXXX", "wl_scale");
+	test_many_sites();
+	test_memory_cap();
+	test_thread_churn();
+	{
+		char cmd[PATH_MAX + 16];
+
+		snprintf(cmd, sizeof(cmd), "rm -rf %s", tmp);
+		if (system(cmd) != 0)
+			fprintf(stderr, "could not remove %s\n", tmp);
+	}
+	return check_summary();
+}

@@ -1,0 +1,190 @@
+/*
+ * The per-thread tables and the collector's scan, without a target: keys
+ * found again, tables that grow and keep their counts, retired copies
+ * freed, memory-cap folding and dropping, exited threads seen by the
+ * kernel's robust-mutex marking, their tables folded into the totals and
+ * recycled.
+ */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../../collector/arena.h"
+#include "../../collector/hooks.h"
+#include "../../collector/rows.h"
+#include "../../collector/table.h"
+#include "check.h"
+
+/* What table.c needs from hooks.c: libc's trylock. */
+struct real_functions real;
+
+static struct thread_table *claim_here(void)
+{
+	struct thread_table *t = table_claim();
+
+	tls_self.table = t;
+	return t;
+}
+
+/* The slot of (site, object) in t, as a hook would find it. */
+static struct obj_slot *slot(struct thread_table *t, uint64_t site,
+			     uint64_t object)
+{
+	return table_slot(t, KEY(site, LOCK_MUTEX), object);
+}
+
+static void test_claim(void)
+{
+	struct thread_table *t = claim_here();
+
+	CHECK(t != NULL, "a thread claims a table");
+	CHECK_U64(t->tid, (uint64_t)gettid());
+	CHECK_U64(t->state, TABLE_LIVE);
+	CHECK(!table_thread_gone(t), "a live thread's table is not gone");
+	CHECK(table_first() == t, "the table is on the list of all tables");
+}
+
+static void test_keys_found_again(void)
+{
+	struct thread_table *t = tls_self.table;
+	struct obj_slot *a = slot(t, 0x401000, 0x1000), *b = slot(t, 0x401000, 0x2000);
+	struct obj_slot *c = slot(t, 0x402000, 0x1000);
+
+	CHECK(a && b && c && a != b && a != c && b != c, "three keys, three slots");
+	CHECK(slot(t, 0x401000, 0x1000) == a, "a key finds its slot again");
+	CHECK(table_slot(t, KEY(0x401000, LOCK_SPIN), 0x1000) != a,
+	      "the same site and object with another type is another key");
+	table_add(&a->acquisitions, 5);
+	CHECK_U64(slot(t, 0x401000, 0x1000)->acquisitions, 5);
+	CHECK(table_entry(t, KEY(0x401000, LOCK_MUTEX), 0x1000) != NULL,
+	      "a key gets an entry at its first wait");
+	CHECK(table_entry(t, KEY(0x401000, LOCK_MUTEX), 0x1000) ==
+	      table_entry(t, KEY(0x401000, LOCK_MUTEX), 0x1000),
+	      "and keeps it");
+}
+
+/* Growth: thousands of objects at one site and sites in one thread. */
+static void test_growth_keeps_counts(void)
+{
+	struct thread_table *t = tls_self.table;
+	struct entry *e = table_entry(t, KEY(0x401000, LOCK_MUTEX), 0x1000);
+	uint32_t mask_before = t->sites->mask;
+	int bad = 0;
+
+	for (uint64_t i = 1; i <= 20000; i++)
+		table_add(&slot(t, 0x403000, i * 64)->acquisitions, i);
+	for (uint64_t i = 1; i <= 300; i++)
+		table_add(&slot(t, 0x500000 + i * 16, 0x9000)->acquisitions, 1);
+	for (uint64_t i = 1; i <= 20000; i++)
+		bad += slot(t, 0x403000, i * 64)->acquisitions != i;
+	CHECK(bad == 0, "20000 objects keep their counts through growth (%d bad)", bad);
+	CHECK(t->sites->mask > mask_before, "the site index grew (%u slots)",
+	      t->sites->mask + 1);
+	CHECK(slot(t, 0x401000, 0x1000)->acquisitions == 5, "an early key survives");
+	CHECK(table_entry(t, KEY(0x401000, LOCK_MUTEX), 0x1000) == e,
+	      "entries move with their slots");
+	table_free_retired();
+}
+
+/* Past the cap new objects fold into their site's slot, then drop. */
+static void test_cap_folds_then_drops(void)
+{
+	struct thread_table *t = tls_self.table;
+	struct obj_slot *x, *folded = NULL;
+	int folds = 0, drops = 0;
+
+	arena_set_cap(arena_used());
+	for (uint64_t i = 1; i <= 5000; i++) {
+		x = slot(t, 0x403000, (i + 100000) * 64);
+		if (x && x->object == OBJECT_FOLDED) {
+			folds++;
+			folded = folded ? folded : x;
+			table_add(&x->acquisitions, 1);
+		}
+		drops += x == NULL;
+	}
+	CHECK(folds == 5000, "at the cap every new object folds (%d of 5000, %d dropped)",
+	      folds, drops);
+	CHECK(slot(t, 0x403000, 64) && slot(t, 0x403000, 64)->object == 64,
+	      "known objects keep their own slots");
+	x = slot(t, 0x77700000, 0x1000);
+	CHECK(x == NULL || x->object == OBJECT_FOLDED,
+	      "a new site at the cap folds or drops its objects");
+	arena_set_cap(0);
+	x = slot(t, 0x403000, 999999 * 64);
+	CHECK(x && x->object == 999999 * 64, "with memory again, new objects get slots");
+	CHECK(folded == NULL || folded->object == OBJECT_FOLDED, "the folded slot stays");
+}
+
+/* The collector's scan sums threads exactly; an exited thread is retired. */
+static void *thread_work(void *arg)
+{
+	struct thread_table *t = table_claim();
+	long n = (long)arg;
+
+	tls_self.table = t;
+	for (long i = 0; i < n; i++)
+		table_add(&slot(t, 0x600000, 0x7000)->acquisitions, 1);
+	return t;
+}
+
+static uint64_t row_acq(const struct rows *rs, uint64_t site, uint64_t object)
+{
+	for (uint32_t r = 0; r < rs->n; r++) {
+		if (rs->v[r].site == site && rs->v[r].object == object)
+			return rs->v[r].acq_now;
+	}
+	return 0;
+}
+
+static struct rows rs;
+
+static void test_scan_retires_and_recycles(void)
+{
+	struct thread_table *dead;
+	pthread_t th;
+	size_t used;
+
+	pthread_create(&th, NULL, thread_work, (void *)1000);
+	pthread_join(th, (void **)&dead);
+	CHECK(table_thread_gone(dead), "the kernel marks an exited thread's table");
+	table_add(&slot(tls_self.table, 0x600000, 0x7000)->acquisitions, 7);
+	rows_scan(&rs);
+	CHECK_U64(row_acq(&rs, 0x600000, 0x7000), 1007);
+	CHECK_U64(dead->state, TABLE_FREE);
+	CHECK_U64(rs.threads_live, 1);
+	used = arena_used();
+	rows_scan(&rs);
+	CHECK_U64(row_acq(&rs, 0x600000, 0x7000), 1007);
+	pthread_create(&th, NULL, thread_work, (void *)500);
+	pthread_join(th, (void **)&dead);
+	CHECK(arena_used() <= used, "a new thread reuses a recycled table's memory");
+	rows_scan(&rs);
+	CHECK_U64(row_acq(&rs, 0x600000, 0x7000), 1507);
+	CHECK(rs.v[0].changed_seq == rs.seq || rs.n > 1, "changed rows are marked");
+	CHECK_U64(rs.dropped, 0);
+}
+
+/* Folded counts reach the row of several objects, and are totalled. */
+static void test_scan_folded(void)
+{
+	rows_scan(&rs);
+	CHECK(rs.folded >= 5000, "folded events are counted (%llu)",
+	      (unsigned long long)rs.folded);
+	CHECK_U64(row_acq(&rs, 0x403000, 0), 5000);
+}
+
+int main(void)
+{
+	real.mutex_trylock = (int (*)(pthread_mutex_t *))dlsym(RTLD_NEXT,
+							      "pthread_mutex_trylock");
+	test_claim();
+	test_keys_found_again();
+	test_growth_keeps_counts();
+	test_cap_folds_then_drops();
+	test_scan_retires_and_recycles();
+	test_scan_folded();
+	return check_summary();
+}

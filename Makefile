@@ -127,6 +127,15 @@ $(BUILD)/tests/test_unwind: tests/unit/test_unwind.c collector/unwind.c collecto
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(PKG_CFLAGS) -o $@ $^ $(shell pkg-config --libs libunwind) -lpthread
 
+# The unwinder's tests link the collector sources they need, built with the
+# collector's flags; like the other unit tests, again under the sanitizers.
+UNWINDER_FLAGS = $(ALL_CFLAGS) -fvisibility=hidden -ftls-model=initial-exec $(PKG_CFLAGS)
+$(BUILD)/tests/test_cfi $(BUILD)/asan/test_cfi: $(BUILD)/%/test_cfi: \
+	tests/unit/test_cfi.c collector/cfi.c collector/cfi.h | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(UNWINDER_FLAGS) $(if $(filter asan,$*),$(SANITIZE)) -o $@ \
+		$(filter %.c,$^) -ldl
+
 # test_inject includes tui/inject.c and tui/inject_proc.c to reach their
 # test hooks.
 $(BUILD)/tests/test_inject: tui/inject.c tui/inject.h tui/inject_proc.c \

@@ -136,6 +136,21 @@ $(BUILD)/tests/test_cfi $(BUILD)/asan/test_cfi: $(BUILD)/%/test_cfi: \
 	$(CC) $(UNWINDER_FLAGS) $(if $(filter asan,$*),$(SANITIZE)) -o $@ \
 		$(filter %.c,$^) -ldl
 
+# test_frames compares captures with libunwind's unw_backtrace(), and
+# dlopens a C++ module.
+FRAMES_SRC := collector/frames.c collector/ehframe.c collector/cfi.c
+FRAMES_HDR := collector/frames.h collector/ehframe.h collector/cfi.h collector/pages.h
+FRAMES_MOD := $(BUILD)/tests/libframes_mod.so
+$(FRAMES_MOD): tests/unit/frames_mod.cc | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CXX) -std=c++17 -O2 -g -fPIC -shared -o $@ $<
+$(BUILD)/tests/test_frames $(BUILD)/asan/test_frames: $(BUILD)/%/test_frames: \
+	tests/unit/test_frames.c $(FRAMES_SRC) $(FRAMES_HDR) $(FRAMES_MOD) | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(UNWINDER_FLAGS) $(if $(filter asan,$*),$(SANITIZE)) \
+		-DFRAMES_MOD='"$(abspath $(FRAMES_MOD))"' -o $@ \
+		$(filter %.c,$^) $(shell pkg-config --libs libunwind) -lpthread -ldl
+
 # test_inject includes tui/inject.c and tui/inject_proc.c to reach their
 # test hooks.
 $(BUILD)/tests/test_inject: tui/inject.c tui/inject.h tui/inject_proc.c \

@@ -48,7 +48,7 @@ struct table {
 	uint32_t nrows, nindex, cache_shift;
 	const uint32_t *index;	/* after the cache, after the rows */
 	uint64_t *cache;	/* rule << 32 | pc; 0: empty */
-	struct cfi_row rows[];
+	_Alignas(8) struct cfi_row rows[];	/* the cache follows them, aligned */
 };
 
 /* A module as a capture sees it. */

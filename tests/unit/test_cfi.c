@@ -709,6 +709,8 @@ int main(void)
 	test_capacity();
 	test_real();
 	hostile("", 1, 3000);
-	hostile("libc.so", 97, 200);
+	hostile("libc.so", 1009, 100);
+	if (dlopen("libstdc++.so.6", RTLD_NOW) != NULL)	/* C++: zPLR CIEs, LSDAs */
+		hostile("libstdc++", 1009, 100);
 	return check_summary();
 }

@@ -293,7 +293,7 @@ static void test_programs(void)
 		parse_program(c->insns, c->n);
 		got = rule_at(TEXT + c->at);
 		if (c->want == CFI_STOP && got == NONE)
-			got = CFI_STOP;	/* stop rows only: none kept */
+			got = CFI_STOP;	/* rows that all stop are not kept */
 		CHECK(got == c->want, "%s: expected %#x, got %#x", c->name, c->want, got);
 	}
 }

@@ -52,7 +52,8 @@ SANITIZE      := -fsanitize=address,undefined -fno-sanitize-recover=all \
 # Unit tests of the collector link its own modules, not the front end's.
 COLLECTOR_UNIT := tests/unit/test_unwind.c tests/unit/test_table.c
 COLLECTOR_UNIT_SRC := collector/table.c collector/arena.c collector/rows.c \
-		 collector/stacks.c collector/unwind.c collector/frames.c
+		 collector/stacks.c collector/unwind.c collector/frames.c \
+		 collector/ehframe.c collector/cfi.c
 ASAN_BIN      := $(patsubst tests/unit/%.c,$(BUILD)/asan/%,$(UNIT_SRC))
 # The library's own copy of common/, with hidden symbols like the rest of it.
 LIB_COMMON_OBJ := $(patsubst %.c,$(BUILD)/obj/lib/%.o,$(COMMON_SRC))
@@ -98,8 +99,7 @@ $(BUILD)/obj/lib/%.o: %.c | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -fvisibility=hidden -DQSPTOP_COLLECTOR $(PKG_CFLAGS) -MMD -MP -c $< -o $@
 $(BUILD)/libqsptop.so: $(COLLECTOR_OBJ) $(LIB_COMMON_OBJ)
-	$(CC) -shared -Wl,-z,now -Wl,-z,relro -o $@ $^ -ldl -lpthread \
-		$(shell pkg-config --libs libunwind)
+	$(CC) -shared -Wl,-z,now -Wl,-z,relro -o $@ $^ -ldl -lpthread
 
 $(BUILD)/qsptop: $(BUILD)/obj/tui/main.o $(TUI_LIB_OBJ) $(COMMON_OBJ)
 	$(CC) -o $@ $^ $(PKG_LIBS) -lm -lstdc++
@@ -126,13 +126,37 @@ $(BUILD)/asan/%: tests/unit/%.c $(TUI_LIB_SRC) $(COMMON_SRC) | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(SANITIZE) $(PKG_CFLAGS) -o $@ $^ $(PKG_LIBS) -lm -lstdc++
 
-COLLECTOR_UNIT_LIBS = $(shell pkg-config --libs libunwind) -ldl -lpthread
+COLLECTOR_UNIT_LIBS = -ldl -lpthread
 $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(COLLECTOR_UNIT)): $(BUILD)/tests/%: tests/unit/%.c $(COLLECTOR_UNIT_SRC) | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(PKG_CFLAGS) -o $@ $^ $(COLLECTOR_UNIT_LIBS)
 $(patsubst tests/unit/%.c,$(BUILD)/asan/%,$(COLLECTOR_UNIT)): $(BUILD)/asan/%: tests/unit/%.c $(COLLECTOR_UNIT_SRC) | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(SANITIZE) $(PKG_CFLAGS) -o $@ $^ $(COLLECTOR_UNIT_LIBS)
+
+# The unwinder's tests link the collector sources they need, built with the
+# collector's flags; like the other unit tests, again under the sanitizers.
+UNWINDER_FLAGS = $(ALL_CFLAGS) -fvisibility=hidden -ftls-model=initial-exec $(PKG_CFLAGS)
+$(BUILD)/tests/test_cfi $(BUILD)/asan/test_cfi: $(BUILD)/%/test_cfi: \
+	tests/unit/test_cfi.c collector/cfi.c collector/cfi.h | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(UNWINDER_FLAGS) $(if $(filter asan,$*),$(SANITIZE)) -o $@ \
+		$(filter %.c,$^) -ldl
+
+# test_frames compares captures with libunwind's unw_backtrace(), and
+# dlopens a C++ module.
+FRAMES_SRC := collector/frames.c collector/ehframe.c collector/cfi.c
+FRAMES_HDR := collector/frames.h collector/ehframe.h collector/cfi.h collector/pages.h
+FRAMES_MOD := $(BUILD)/tests/libframes_mod.so
+$(FRAMES_MOD): tests/unit/frames_mod.cc | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CXX) -std=c++17 -O2 -g -fPIC -shared -o $@ $<
+$(BUILD)/tests/test_frames $(BUILD)/asan/test_frames: $(BUILD)/%/test_frames: \
+	tests/unit/test_frames.c $(FRAMES_SRC) $(FRAMES_HDR) $(FRAMES_MOD) | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(UNWINDER_FLAGS) $(if $(filter asan,$*),$(SANITIZE)) \
+		-DFRAMES_MOD='"$(abspath $(FRAMES_MOD))"' -o $@ \
+		$(filter %.c,$^) $(shell pkg-config --libs libunwind) -lpthread -ldl
 
 # test_inject includes tui/inject.c and tui/inject_proc.c to reach their
 # test hooks.
@@ -142,7 +166,7 @@ $(BUILD)/tests/test_inject: tui/inject.c tui/inject.h tui/inject_proc.c \
 # The collector's stress test links the collector itself (it is its own
 # target), plainly and under ThreadSanitizer.
 STRESS_SRC := tests/integration/test_stress.c $(COLLECTOR_SRC) $(COMMON_SRC)
-STRESS_LIBS = -rdynamic $(shell pkg-config --libs libunwind) -ldl -lpthread
+STRESS_LIBS = -rdynamic -ldl -lpthread
 $(BUILD)/tests/test_stress: $(STRESS_SRC) | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(PKG_CFLAGS) -o $@ $^ $(STRESS_LIBS)

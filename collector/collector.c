@@ -17,6 +17,7 @@
 #include "../common/proto.h"
 #include "arena.h"
 #include "collector.h"
+#include "ehframe.h"
 #include "hooks.h"
 #include "modules.h"
 #include "server.h"
@@ -185,6 +186,7 @@ __attribute__((constructor)) static void collector_init(void)
 		strip_preload();
 	}
 	modules_fence_fork();
+	ehframe_set_walker(modules_iterate);
 	pthread_atfork(NULL, NULL, on_fork_child);
 	collector_set_recording(true);
 	collector_start();

@@ -514,6 +514,7 @@ static void start_serving(void)
 	bool launched = own_fd_valid(&srv.launch);
 
 	fill_hello(launched);
+	frames_sync();		/* tables ready before the first waits */
 	open_listener();
 	if (launched)
 		add_session(&srv.launch);

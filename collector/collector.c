@@ -18,6 +18,7 @@
 #include "arena.h"
 #include "collector.h"
 #include "ehframe.h"
+#include "frames.h"
 #include "hooks.h"
 #include "modules.h"
 #include "server.h"
@@ -180,13 +181,20 @@ __attribute__((constructor)) static void collector_init(void)
 	if (injected) {
 		/* Other threads run: the environment is not ours to touch. */
 		pin_self();
-	} else {
-		take_memory_cap();
-		launch_fd = take_launch_fd();
-		strip_preload();
 	}
 	modules_fence_fork();
 	ehframe_set_walker(modules_iterate);
+	if (!injected) {
+		take_memory_cap();
+		launch_fd = take_launch_fd();
+		strip_preload();
+		/*
+		 * The program has not started: build the frame tables now, so
+		 * that its first waits have stacks too. Injected, the thread
+		 * builds them before it patches anything.
+		 */
+		frames_sync();
+	}
 	pthread_atfork(NULL, NULL, on_fork_child);
 	collector_set_recording(true);
 	collector_start();

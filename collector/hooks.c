@@ -50,6 +50,7 @@ static inline void guard(struct thread_state *s)
 static inline void unguard(struct thread_state *s)
 {
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	table_sync_release(s->table);
 	s->depth = 0;
 }
 
@@ -542,13 +543,13 @@ static void *lookup_libc(const struct hooked *h)
  */
 static void *lookup_next(const struct hooked *h)
 {
-	void *p = lookup(RTLD_NEXT, h);
+	void *p = dlsym(RTLD_NEXT, h->name);
 	Dl_info info;
 
-	if (p == NULL && h->version && (p = dlsym(RTLD_NEXT, h->name)) != NULL &&
-	    (!dladdr(p, &info) || info.dli_fname == NULL ||
-	     strstr(info.dli_fname, "/libc.so.6") != NULL))
-		p = NULL;
+	if (h->version && (p == NULL || !dladdr(p, &info) ||
+			   info.dli_fname == NULL ||
+			   strstr(info.dli_fname, "/libc.so.6") != NULL))
+		p = lookup(RTLD_NEXT, h);
 	return p;
 }
 
@@ -569,6 +570,9 @@ int hooks_resolve(void)
 		}
 		__atomic_store_n(h->real, p, __ATOMIC_RELEASE);
 	}
+	real.libc_mutex_trylock = lookup_libc(hooks_find("pthread_mutex_trylock"));
+	if (real.libc_mutex_trylock == NULL)
+		missing++;
 	return missing ? -1 : 0;
 }
 

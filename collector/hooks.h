@@ -29,6 +29,12 @@ struct real_functions {
 			      const struct timespec *);
 	int (*cond_clockwait)(pthread_cond_t *, pthread_mutex_t *, clockid_t,
 			      const struct timespec *);
+	/*
+	 * libc's own trylock, whoever else interposes it: for the mutexes
+	 * private to the collector (table.c's sentinels), which no other tool
+	 * needs to see.
+	 */
+	int (*libc_mutex_trylock)(pthread_mutex_t *);
 };
 
 extern struct real_functions real;

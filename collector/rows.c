@@ -254,6 +254,8 @@ void rows_scan(struct rows *rs)
 		if (__atomic_load_n(&t->state, __ATOMIC_ACQUIRE) != TABLE_LIVE)
 			continue;
 		sc.dead = table_thread_gone(t);
+		if (sc.dead)
+			table_sync_acquire(t);
 		scan_table(&sc, t);
 		if (sc.dead)
 			table_recycle(t);

@@ -277,7 +277,8 @@ static uint32_t hold_sentinel(struct thread_table *t)
 	pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST);
 	pthread_mutex_init(&t->sentinel, &a);
 	pthread_mutexattr_destroy(&a);
-	if (real.mutex_trylock == NULL || real.mutex_trylock(&t->sentinel) != 0)
+	if (real.libc_mutex_trylock == NULL ||
+	    real.libc_mutex_trylock(&t->sentinel) != 0)
 		return 0;
 	return (uint32_t)t->sentinel.__data.__owner;
 }

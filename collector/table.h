@@ -125,6 +125,23 @@ extern __thread struct thread_state tls_self;
 /* Bumped by the collector thread every scan; read on the slow path. */
 extern uint32_t table_epoch;
 
+/*
+ * What a dead thread wrote to its table is safe for the collector to read
+ * and recycle once the kernel marked its sentinel: the thread is gone. A
+ * ThreadSanitizer build cannot see that edge, so it is spelled out there:
+ * every hook releases its table on the way out, and the collector
+ * acquires a table it finds dead.
+ */
+#ifdef __SANITIZE_THREAD__
+void __tsan_acquire(void *addr);
+void __tsan_release(void *addr);
+#define table_sync_release(t) do { if (t) __tsan_release(t); } while (0)
+#define table_sync_acquire(t) __tsan_acquire(t)
+#else
+#define table_sync_release(t) ((void)(t))
+#define table_sync_acquire(t) ((void)(t))
+#endif
+
 static inline uint64_t table_load(const uint64_t *p)
 {
 	return __atomic_load_n(p, __ATOMIC_RELAXED);

@@ -178,8 +178,8 @@ static void test_scan_folded(void)
 
 int main(void)
 {
-	real.mutex_trylock = (int (*)(pthread_mutex_t *))dlsym(RTLD_NEXT,
-							      "pthread_mutex_trylock");
+	real.libc_mutex_trylock = (int (*)(pthread_mutex_t *))dlsym(RTLD_NEXT,
+								   "pthread_mutex_trylock");
 	test_claim();
 	test_keys_found_again();
 	test_growth_keeps_counts();

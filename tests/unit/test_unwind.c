@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 
+#include "../../collector/frames.h"
 #include "../../collector/hooks.h"
 #include "../../collector/unwind.h"
 #include "check.h"
@@ -58,6 +59,7 @@ int main(void)
 	int n = 0;
 
 	t = calloc(1, sizeof(*t));
+	frames_sync();
 	first = stack_index(caller());
 	CHECK(first < STORE_STACKS, "the first wait is unwound (stack %u)", first);
 	CHECK(t->stacks && t->stacks->stacks[first].depth >= 2,

@@ -37,6 +37,8 @@ TUI_LIB_SRC   := $(filter-out tui/main.c,$(TUI_SRC))
 UNIT_SRC      := $(wildcard tests/unit/test_*.c)
 WORKLOAD_SRC  := $(wildcard tests/workloads/*.c tests/workloads/*.cc)
 INTEG_SRC     := $(wildcard tests/integration/*.c)
+# Bench programs: every tests/bench/NAME.c but the shared bench.c.
+BENCH_SRC     := $(filter-out tests/bench/bench.c,$(wildcard tests/bench/*.c))
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 COMMON_OBJ    := $(call obj,$(COMMON_SRC))
@@ -45,6 +47,7 @@ TUI_LIB_OBJ   := $(call obj,$(TUI_LIB_SRC))
 UNIT_BIN      := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 WORKLOAD_BIN  := $(patsubst tests/workloads/%,$(BUILD)/tests/wl_%,$(basename $(WORKLOAD_SRC)))
 INTEG_BIN     := $(patsubst tests/integration/%.c,$(BUILD)/tests/%,$(INTEG_SRC))
+BENCH_BIN     := $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 DEPS_STAMP    := $(BUILD)/.deps-ok
 # The unit tests again, under AddressSanitizer and UBSan.
 SANITIZE      := -fsanitize=address,undefined -fno-sanitize-recover=all \
@@ -134,6 +137,11 @@ $(BUILD)/tests/test_inject: tui/inject.c tui/inject.h tui/inject_proc.c \
 
 check: all $(UNIT_BIN) $(ASAN_BIN) $(WORKLOAD_BIN) $(INTEG_BIN)
 	@tests/run $(BUILD)
+
+# Bench programs: optimised like real code, -g so call sites resolve.
+$(BUILD)/bench/%: tests/bench/%.c tests/bench/bench.c tests/bench/bench.h | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -D_GNU_SOURCE -O2 -g $(WARN) -o $@ $< tests/bench/bench.c -lpthread
 
 # The live screen on a terminal (q quits); five batch tables otherwise.
 demo: all $(BUILD)/tests/wl_demo

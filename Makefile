@@ -1,6 +1,7 @@
 # qsptop: `top` for lock contention.
 #   make          build build/qsptop and build/libqsptop.so
 #   make check    build and run every test
+#   make bench    measure the collector's overhead (several minutes)
 #   make demo     run qsptop on the bundled contention demo
 #   make install  install under $(PREFIX)
 
@@ -56,7 +57,7 @@ ASAN_BIN      := $(patsubst tests/unit/%.c,$(BUILD)/asan/%,$(filter-out tests/un
 # The library's own copy of common/, with hidden symbols like the rest of it.
 LIB_COMMON_OBJ := $(patsubst %.c,$(BUILD)/obj/lib/%.o,$(COMMON_SRC))
 
-.PHONY: all check demo install clean deps
+.PHONY: all check bench demo install clean deps
 all: $(BUILD)/qsptop $(BUILD)/libqsptop.so
 
 # Install missing -dev packages when root; otherwise say exactly what to run.
@@ -142,6 +143,12 @@ check: all $(UNIT_BIN) $(ASAN_BIN) $(WORKLOAD_BIN) $(INTEG_BIN)
 $(BUILD)/bench/%: tests/bench/%.c tests/bench/bench.c tests/bench/bench.h | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -D_GNU_SOURCE -O2 -g $(WARN) -o $@ $< tests/bench/bench.c -lpthread
+
+# Overhead: each scenario bare and watched, alternating; one table of
+# medians and ratios against the targets. BENCH_ARGS go to tests/bench/run
+# (-p PAIRS, -s SCENARIOS, ...; tests/bench/run -h lists them).
+bench: all $(BENCH_BIN)
+	@tests/bench/run -b $(BUILD) $(BENCH_ARGS)
 
 # The live screen on a terminal (q quits); five batch tables otherwise.
 demo: all $(BUILD)/tests/wl_demo

@@ -136,13 +136,21 @@ $(BUILD)/tests/test_unwind: tests/unit/test_unwind.c collector/unwind.c collecto
 $(BUILD)/tests/test_inject: tui/inject.c tui/inject.h tui/inject_proc.c \
 	tui/inject_proc.h
 
-check: all $(UNIT_BIN) $(ASAN_BIN) $(WORKLOAD_BIN) $(INTEG_BIN)
+check: all $(UNIT_BIN) $(ASAN_BIN) $(WORKLOAD_BIN) $(INTEG_BIN) \
+	$(BUILD)/tests/test_bench
 	@tests/run $(BUILD)
 
 # Bench programs: optimised like real code, -g so call sites resolve.
 $(BUILD)/bench/%: tests/bench/%.c tests/bench/bench.c tests/bench/bench.h | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -D_GNU_SOURCE -O2 -g $(WARN) -o $@ $< tests/bench/bench.c -lpthread
+
+# make check runs a smoke of the bench (1 pair, tiny sizes, no memcached):
+# every scenario must run and report numbers; timing is never judged.
+$(BUILD)/tests/test_bench: tests/bench/run $(BENCH_BIN)
+	@mkdir -p $(dir $@)
+	printf '#!/bin/sh\nexec "%s" --smoke -b "%s"\n' "$(CURDIR)/tests/bench/run" "$(abspath $(BUILD))" >$@
+	chmod +x $@
 
 # Overhead: each scenario bare and watched, alternating; one table of
 # medians and ratios against the targets. BENCH_ARGS go to tests/bench/run

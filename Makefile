@@ -1,6 +1,7 @@
 # qsptop: `top` for lock contention.
 #   make          build build/qsptop and build/libqsptop.so
 #   make check    build and run every test
+#   make bench    measure the collector's overhead (several minutes)
 #   make demo     run qsptop on the bundled contention demo
 #   make install  install under $(PREFIX)
 
@@ -37,6 +38,8 @@ TUI_LIB_SRC   := $(filter-out tui/main.c,$(TUI_SRC))
 UNIT_SRC      := $(wildcard tests/unit/test_*.c)
 WORKLOAD_SRC  := $(wildcard tests/workloads/*.c tests/workloads/*.cc)
 INTEG_SRC     := $(wildcard tests/integration/*.c)
+# Bench programs: every tests/bench/NAME.c but the shared bench.c.
+BENCH_SRC     := $(filter-out tests/bench/bench.c,$(wildcard tests/bench/*.c))
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 COMMON_OBJ    := $(call obj,$(COMMON_SRC))
@@ -45,6 +48,7 @@ TUI_LIB_OBJ   := $(call obj,$(TUI_LIB_SRC))
 UNIT_BIN      := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 WORKLOAD_BIN  := $(patsubst tests/workloads/%,$(BUILD)/tests/wl_%,$(basename $(WORKLOAD_SRC)))
 INTEG_BIN     := $(patsubst tests/integration/%.c,$(BUILD)/tests/%,$(INTEG_SRC))
+BENCH_BIN     := $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 DEPS_STAMP    := $(BUILD)/.deps-ok
 # The unit tests again, under AddressSanitizer and UBSan.
 SANITIZE      := -fsanitize=address,undefined -fno-sanitize-recover=all \
@@ -58,7 +62,7 @@ ASAN_BIN      := $(patsubst tests/unit/%.c,$(BUILD)/asan/%,$(UNIT_SRC))
 # The library's own copy of common/, with hidden symbols like the rest of it.
 LIB_COMMON_OBJ := $(patsubst %.c,$(BUILD)/obj/lib/%.o,$(COMMON_SRC))
 
-.PHONY: all check demo install clean deps
+.PHONY: all check bench demo install clean deps
 all: $(BUILD)/qsptop $(BUILD)/libqsptop.so
 
 # Install missing -dev packages when root; otherwise say exactly what to run.
@@ -174,8 +178,27 @@ $(BUILD)/tsan/test_stress: $(STRESS_SRC) | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -fsanitize=thread -Wno-tsan -O1 $(PKG_CFLAGS) -o $@ $^ $(STRESS_LIBS)
 
-check: all $(UNIT_BIN) $(ASAN_BIN) $(WORKLOAD_BIN) $(INTEG_BIN) $(BUILD)/tsan/test_stress
+check: all $(UNIT_BIN) $(ASAN_BIN) $(WORKLOAD_BIN) $(INTEG_BIN) \
+	$(BUILD)/tsan/test_stress $(BUILD)/tests/test_bench
 	@tests/run $(BUILD)
+
+# Bench programs: optimised like real code, -g so call sites resolve.
+$(BUILD)/bench/%: tests/bench/%.c tests/bench/bench.c tests/bench/bench.h | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -D_GNU_SOURCE -O2 -g $(WARN) -o $@ $< tests/bench/bench.c -lpthread
+
+# make check runs a smoke of the bench (1 pair, tiny sizes, no memcached):
+# every scenario must run and report numbers; timing is never judged.
+$(BUILD)/tests/test_bench: tests/bench/run $(BENCH_BIN)
+	@mkdir -p $(dir $@)
+	printf '#!/bin/sh\nexec "%s" --smoke -b "%s"\n' "$(CURDIR)/tests/bench/run" "$(abspath $(BUILD))" >$@
+	chmod +x $@
+
+# Overhead: each scenario bare and watched, alternating; one table of
+# medians and ratios against the targets. BENCH_ARGS go to tests/bench/run
+# (-p PAIRS, -s SCENARIOS, ...; tests/bench/run -h lists them).
+bench: all $(BENCH_BIN)
+	@tests/bench/run -b $(BUILD) $(BENCH_ARGS)
 
 # The live screen on a terminal (q quits); five batch tables otherwise.
 demo: all $(BUILD)/tests/wl_demo

@@ -57,7 +57,7 @@ SANITIZE      := -fsanitize=address,undefined -fno-sanitize-recover=all \
 COLLECTOR_UNIT := tests/unit/test_unwind.c tests/unit/test_table.c
 COLLECTOR_UNIT_SRC := collector/table.c collector/arena.c collector/rows.c \
 		 collector/stacks.c collector/unwind.c collector/frames.c \
-		 collector/ehframe.c collector/cfi.c
+		 collector/ehframe.c collector/cfi.c collector/modules.c
 ASAN_BIN      := $(patsubst tests/unit/%.c,$(BUILD)/asan/%,$(UNIT_SRC))
 # The library's own copy of common/, with hidden symbols like the rest of it.
 LIB_COMMON_OBJ := $(patsubst %.c,$(BUILD)/obj/lib/%.o,$(COMMON_SRC))

@@ -73,22 +73,20 @@ bool modules_in_segment(const struct dl_phdr_info *info, const void *p,
 	return false;
 }
 
-/* Copy the GNU build id from a note segment mapped in memory. */
-static void read_build_id(const struct dl_phdr_info *info,
-			  const ElfW(Phdr) *ph, struct proto_module *m)
+void modules_note_build_id(const void *notes, size_t size,
+			   struct proto_module *m)
 {
-	const char *seg = (const char *)(info->dlpi_addr + ph->p_vaddr);
-	size_t off = 0, size = ph->p_memsz;
+	const char *seg = notes;
+	size_t off = 0;
 
-	if (!modules_in_segment(info, seg, size, PF_R))
-		return;
 	while (size - off >= sizeof(ElfW(Nhdr))) {
 		const ElfW(Nhdr) *n = (const ElfW(Nhdr) *)(seg + off);
 		size_t name = off + sizeof(*n);
 		size_t desc = name + (((size_t)n->n_namesz + 3) & ~(size_t)3);
 		size_t next = desc + (((size_t)n->n_descsz + 3) & ~(size_t)3);
 
-		if (desc > size || n->n_descsz > size - desc || next < desc)
+		if (name > size || desc > size || n->n_descsz > size - desc ||
+		    next < desc || ((size_t)n->n_namesz > desc - name))
 			return;
 		if (n->n_type == NT_GNU_BUILD_ID && n->n_namesz == 4 &&
 		    memcmp(seg + name, "GNU", 4) == 0 &&
@@ -144,8 +142,12 @@ static int add_one(struct dl_phdr_info *info, size_t size, void *arg)
 	m->base = info->dlpi_addr;
 	strncpy(m->path, name, sizeof(m->path) - 1);
 	for (int i = 0; i < info->dlpi_phnum; i++) {
-		if (info->dlpi_phdr[i].p_type == PT_NOTE && m->build_id_len == 0)
-			read_build_id(info, &info->dlpi_phdr[i], m);
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		const void *notes = (const void *)(info->dlpi_addr + ph->p_vaddr);
+
+		if (ph->p_type == PT_NOTE && m->build_id_len == 0 &&
+		    modules_in_segment(info, notes, ph->p_memsz, PF_R))
+			modules_note_build_id(notes, ph->p_memsz, m);
 	}
 	return 0;
 }

@@ -37,6 +37,13 @@ void modules_fence_fork(void);
  */
 size_t modules_refresh(struct modules *ms);
 
+/*
+ * Copy the GNU build id found in size bytes of ELF notes into m; notes
+ * that claim more than size are ignored, never read past.
+ */
+void modules_note_build_id(const void *notes, size_t size,
+			   struct proto_module *m);
+
 /* Whether [p, p + len) lies in one PT_LOAD segment of info with flags need. */
 bool modules_in_segment(const struct dl_phdr_info *info, const void *p,
 			size_t len, unsigned need);

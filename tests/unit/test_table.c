@@ -6,13 +6,19 @@
  * recycled.
  */
 #include <dlfcn.h>
+#include <elf.h>
+#include <link.h>
 #include <pthread.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "../../collector/arena.h"
 #include "../../collector/hooks.h"
+#include "../../collector/modules.h"
 #include "../../collector/rows.h"
 #include "../../collector/table.h"
 #include "check.h"
@@ -176,15 +182,124 @@ static void test_scan_folded(void)
 	CHECK_U64(row_acq(&rs, 0x403000, 0), 5000);
 }
 
+/* A walk of the module list that takes its time in its callback. */
+static int slow_visit(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)info;
+	(void)size;
+	(void)arg;
+	usleep(300000);
+	return 1;
+}
+
+static void *slow_walk(void *arg)
+{
+	modules_iterate(slow_visit, NULL);
+	return arg;
+}
+
+/*
+ * A fork during one of the collector's walks waits for it: glibc 2.36
+ * would leave the walk's loader lock held in the child, whose dlopen then
+ * hangs forever.
+ */
+static void test_fork_waits_for_walk(void)
+{
+	pthread_t walker;
+	pid_t child;
+	int status = -1;
+
+	modules_fence_fork();
+	pthread_create(&walker, NULL, slow_walk, NULL);
+	usleep(100000);
+	child = fork();
+	if (child == 0) {
+		void *h = dlopen("libm.so.6", RTLD_NOW);
+
+		_exit(h ? 0 : 3);
+	}
+	for (int i = 0; i < 300 && waitpid(child, &status, WNOHANG) == 0; i++)
+		usleep(10000);
+	if (waitpid(child, &status, WNOHANG) == 0) {
+		kill(child, SIGKILL);
+		waitpid(child, &status, 0);
+		status = -1;
+	}
+	pthread_join(walker, NULL);
+	CHECK(status == 0, "a child forked during a walk can dlopen (status %d)",
+	      status);
+}
+
+/* An ELF note: header, name padded to 4, descriptor padded to 4. */
+static size_t put_note(uint8_t *p, uint32_t namesz, uint32_t descsz,
+		       uint32_t type, const char *name, const uint8_t *desc)
+{
+	size_t n = 12;
+
+	memcpy(p, &namesz, 4);
+	memcpy(p + 4, &descsz, 4);
+	memcpy(p + 8, &type, 4);
+	memcpy(p + n, name, strlen(name) + 1);
+	n += (namesz + 3) & ~3u;
+	memcpy(p + n, desc, descsz < 64 ? descsz : 0);
+	return n + ((descsz + 3) & ~3u);
+}
+
+/* Build ids are read from notes, and hostile note sizes read nothing. */
+static void test_build_id_notes(void)
+{
+	static const uint8_t id[20] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12,
+					13, 14, 15, 16, 17, 18, 19, 20 };
+	uint8_t buf[256];
+	struct proto_module m;
+	size_t n;
+
+	memset(&m, 0, sizeof(m));
+	n = put_note(buf, 4, 8, 1, "ABC", id);
+	n += put_note(buf + n, 4, 20, NT_GNU_BUILD_ID, "GNU", id);
+	modules_note_build_id(buf, n, &m);
+	CHECK(m.build_id_len == 20 && memcmp(m.build_id, id, 20) == 0,
+	      "the build id is found after another note");
+	for (size_t cut = 0; cut < n; cut++) {
+		uint8_t *exact = malloc(cut ? cut : 1);
+
+		memcpy(exact, buf, cut);
+		memset(&m, 0, sizeof(m));
+		modules_note_build_id(exact, cut, &m);	/* ASan: no over-read */
+		CHECK(m.build_id_len == 0 || cut >= n - 4,
+		      "notes cut at %zu bytes give no build id", cut);
+		free(exact);
+	}
+	/* Headers that claim names or descriptors far past the notes. */
+	for (int i = 0; i < 2; i++) {
+		uint32_t hdr[3] = { i ? 4 : 0xfffffff0u, i ? 0xfffffffcu : 20,
+				    NT_GNU_BUILD_ID };
+
+		memset(buf, 0, sizeof(buf));
+		memcpy(buf, hdr, sizeof(hdr));
+		memcpy(buf + 12, "GNU", 4);
+		memset(&m, 0, sizeof(m));
+		modules_note_build_id(buf, 64, &m);
+		CHECK_U64(m.build_id_len, 0);
+	}
+}
+
 int main(void)
 {
 	real.libc_mutex_trylock = (int (*)(pthread_mutex_t *))dlsym(RTLD_NEXT,
 								   "pthread_mutex_trylock");
+	real.mutex_lock = (int (*)(pthread_mutex_t *))dlsym(RTLD_NEXT,
+							     "pthread_mutex_lock");
+	real.mutex_clocklock = (int (*)(pthread_mutex_t *, clockid_t,
+					const struct timespec *))
+		dlsym(RTLD_NEXT, "pthread_mutex_clocklock");
 	test_claim();
 	test_keys_found_again();
 	test_growth_keeps_counts();
 	test_cap_folds_then_drops();
 	test_scan_retires_and_recycles();
 	test_scan_folded();
+	test_fork_waits_for_walk();
+	test_build_id_notes();
 	return check_summary();
 }

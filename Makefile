@@ -2,6 +2,7 @@
 #   make          build build/qsptop and build/libqsptop.so
 #   make check    build and run every test
 #   make bench    measure the collector's overhead (several minutes)
+#   make fuzz     run the libFuzzer targets for FUZZ_SECONDS each
 #   make demo     run qsptop on the bundled contention demo
 #   make install  install under $(PREFIX)
 
@@ -10,7 +11,8 @@ BUILD   := build
 CC      ?= cc
 
 # Build dependencies: pkg-config name -> Debian package. The tests also
-# need tmux (the screen tests) and g++ (a C++ workload).
+# need tmux (the screen tests), g++ (a C++ workload) and clang with its
+# libFuzzer runtime (the fuzz targets).
 PKGS    := ncursesw libunwind libcjson libdw libelf
 DEB_ncursesw := libncurses-dev
 DEB_libunwind := libunwind-dev
@@ -62,16 +64,46 @@ ASAN_BIN      := $(patsubst tests/unit/%.c,$(BUILD)/asan/%,$(UNIT_SRC))
 # The library's own copy of common/, with hidden symbols like the rest of it.
 LIB_COMMON_OBJ := $(patsubst %.c,$(BUILD)/obj/lib/%.o,$(COMMON_SRC))
 
-.PHONY: all check bench demo install clean deps
+# libFuzzer targets, built with clang. `make fuzz` runs each for
+# FUZZ_SECONDS (default 60); `make check` runs them for 30 s each unless
+# FUZZ_SECONDS is given.
+FUZZ_CC       ?= clang
+FUZZ_SECONDS  ?= 60
+FUZZ_CHECK_SECONDS ?= 30
+ifeq ($(filter command line environment,$(origin FUZZ_SECONDS)),)
+FUZZ_CHECK_TIME := $(FUZZ_CHECK_SECONDS)
+else
+FUZZ_CHECK_TIME := $(FUZZ_SECONDS)
+endif
+FUZZ_CFLAGS   := -std=c11 -D_GNU_SOURCE $(WARN) -g -O1 -fno-omit-frame-pointer \
+		 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
+FUZZ_TARGETS  := proto theme
+FUZZ_BIN      := $(patsubst %,$(BUILD)/fuzz/fuzz_%,$(FUZZ_TARGETS)) \
+		 $(BUILD)/fuzz/proto_seeds
+FUZZ_TESTS    := $(patsubst %,$(BUILD)/tests/test_fuzz_%,$(FUZZ_TARGETS))
+# A program that links libFuzzer, to see that clang has its runtime.
+FUZZ_PROBE    := int LLVMFuzzerTestOneInput(const char *d, unsigned long n) \
+		 { (void)d; (void)n; return 0; }
+
+.PHONY: all check bench demo install clean deps fuzz
 all: $(BUILD)/qsptop $(BUILD)/libqsptop.so
 
 # Install missing -dev packages when root; otherwise say exactly what to run.
 deps: $(DEPS_STAMP)
-$(DEPS_STAMP):
+# Checked again when this file changes: it may need more.
+$(DEPS_STAMP): Makefile
 	@missing=""; \
 	command -v pkg-config >/dev/null 2>&1 || missing="pkg-config"; \
 	command -v tmux >/dev/null 2>&1 || missing="$$missing tmux"; \
 	command -v c++ >/dev/null 2>&1 || missing="$$missing g++"; \
+	mkdir -p $(BUILD); \
+	if ! command -v $(FUZZ_CC) >/dev/null 2>&1; then \
+	  missing="$$missing clang libclang-rt-dev"; \
+	elif ! echo '$(FUZZ_PROBE)' | $(FUZZ_CC) -fsanitize=fuzzer -x c - \
+	    -o $(BUILD)/.fuzz-probe >/dev/null 2>&1; then \
+	  missing="$$missing libclang-rt-$$($(FUZZ_CC) -dumpversion | cut -d. -f1)-dev"; \
+	fi; \
+	rm -f $(BUILD)/.fuzz-probe; \
 	for p in $(PKGS); do \
 	  pkg-config --exists $$p 2>/dev/null || case $$p in \
 	    ncursesw) missing="$$missing $(DEB_ncursesw)";; \
@@ -178,9 +210,40 @@ $(BUILD)/tsan/test_stress: $(STRESS_SRC) | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -fsanitize=thread -Wno-tsan -O1 $(PKG_CFLAGS) -o $@ $^ $(STRESS_LIBS)
 
+# The fuzz targets: the decoder with common/, the theme parser alone.
+$(BUILD)/fuzz/fuzz_proto: tests/fuzz/fuzz_proto.c $(COMMON_SRC) \
+	$(wildcard common/*.h) | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $(filter %.c,$^)
+
+$(BUILD)/fuzz/fuzz_theme: tests/fuzz/fuzz_theme.c tui/theme.c tui/theme.h \
+	| $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $(filter %.c,$^)
+
+# Seeds in the current protocol, written by the real encoders.
+$(BUILD)/fuzz/proto_seeds: tests/fuzz/proto_seeds.c $(COMMON_SRC) \
+	$(wildcard common/*.h) | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ $(filter %.c,$^)
+
+# A fuzz target as a test for tests/run: it runs for $$FUZZ_SECONDS.
+$(BUILD)/tests/test_fuzz_%: $(BUILD)/fuzz/fuzz_% $(BUILD)/fuzz/proto_seeds \
+	tests/fuzz/run
+	@mkdir -p $(dir $@)
+	@printf '#!/bin/sh\nexec "%s/tests/fuzz/run" "%s" %s "$${FUZZ_SECONDS:-%s}"\n' \
+		'$(CURDIR)' '$(abspath $(BUILD))' '$*' '$(FUZZ_CHECK_SECONDS)' >$@
+	@chmod +x $@
+
 check: all $(UNIT_BIN) $(ASAN_BIN) $(WORKLOAD_BIN) $(INTEG_BIN) \
-	$(BUILD)/tsan/test_stress $(BUILD)/tests/test_bench
-	@tests/run $(BUILD)
+	$(BUILD)/tsan/test_stress $(BUILD)/tests/test_bench $(FUZZ_TESTS)
+	@FUZZ_SECONDS=$(FUZZ_CHECK_TIME) tests/run $(BUILD)
+
+# Each fuzz target for FUZZ_SECONDS; fails on any crash, naming the input.
+fuzz: $(FUZZ_BIN)
+	@rc=0; for t in $(FUZZ_TARGETS); do \
+	  tests/fuzz/run $(BUILD) $$t $(FUZZ_SECONDS) || rc=1; \
+	done; exit $$rc
 
 # Bench programs: optimised like real code, -g so call sites resolve.
 $(BUILD)/bench/%: tests/bench/%.c tests/bench/bench.c tests/bench/bench.h | $(DEPS_STAMP)

@@ -1,6 +1,6 @@
 /*
  * The JSON snapshot, built with cJSON, and the waited-on stacks in folded
- * form (flame graphs); both written atomically.
+ * form (flame graphs); user-given files are replaced atomically.
  */
 #include <cJSON.h>
 #include <ctype.h>
@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "export.h"
+#include "outfile.h"
 #include "xalloc.h"
 
 #define SCHEMA_VERSION 1
@@ -191,49 +192,12 @@ int export_check_path(const char *path, char *err, size_t errlen)
 	return 0;
 }
 
-/* Write text as it is to a temporary file beside path, then rename it over path. */
-static int write_atomic(const char *path, const char *text, char *err,
-			size_t errlen)
-{
-	char tmp[PATH_MAX];
-	size_t len = strlen(text);
-	int fd, ok;
-	FILE *f;
-
-	if (snprintf(tmp, sizeof(tmp), "%s.XXXXXX", path) >= (int)sizeof(tmp)) {
-		snprintf(err, errlen, "%s: path too long", path);
-		return -1;
-	}
-	fd = mkstemp(tmp);
-	if (fd < 0 || (f = fdopen(fd, "w")) == NULL) {
-		snprintf(err, errlen, "%s: %s", path, strerror(errno));
-		if (fd >= 0)
-			close(fd);
-		return -1;
-	}
-	fchmod(fd, 0644);
-	ok = fwrite(text, 1, len, f) == len && fflush(f) == 0 && fsync(fd) == 0;
-	if (!ok)
-		snprintf(err, errlen, "%s: %s", path, strerror(errno));
-	if (fclose(f) != 0 && ok) {
-		ok = 0;
-		snprintf(err, errlen, "%s: %s", path, strerror(errno));
-	}
-	if (ok && rename(tmp, path) < 0) {
-		ok = 0;
-		snprintf(err, errlen, "%s: %s", path, strerror(errno));
-	}
-	if (!ok)
-		unlink(tmp);
-	return ok ? 0 : -1;
-}
-
 /* Write text to path, or to stdout for "-". */
 static int write_text(const char *path, const char *text, char *err,
 		      size_t errlen)
 {
 	if (strcmp(path, "-") != 0)
-		return write_atomic(path, text, err, errlen);
+		return outfile_replace(path, text, strlen(text), err, errlen);
 	if (fputs(text, stdout) == EOF || fflush(stdout) != 0) {
 		snprintf(err, errlen, "stdout: %s", strerror(errno));
 		return -1;
@@ -241,15 +205,13 @@ static int write_text(const char *path, const char *text, char *err,
 	return 0;
 }
 
-int export_rows(const struct app *a, const struct model_query *q,
-		const struct view_row *rows, size_t n,
-		const struct model_stats *st, const char *path, char *err,
-		size_t errlen)
+char *export_rows_json(const struct app *a, const struct model_query *q,
+		       const struct view_row *rows, size_t n,
+		       const struct model_stats *st)
 {
 	cJSON *doc = snapshot_json(a, q, rows, n, st);
 	char *text = cJSON_Print(doc);
 	size_t len;
-	int rc;
 
 	cJSON_Delete(doc);
 	if (text == NULL)
@@ -257,9 +219,7 @@ int export_rows(const struct app *a, const struct model_query *q,
 	len = strlen(text);
 	text = xrealloc(text, len + 2);
 	memcpy(text + len, "\n", 2);
-	rc = write_text(path, text, err, errlen);
-	free(text);
-	return rc;
+	return text;
 }
 
 int export_json(const struct app *a, const struct model_query *q,
@@ -268,10 +228,13 @@ int export_json(const struct app *a, const struct model_query *q,
 	struct model_stats st;
 	struct view_row *rows;
 	size_t n = model_view(a->model, q, &rows);
+	char *text;
 	int rc;
 
 	model_stats(a->model, &st);
-	rc = export_rows(a, q, rows, n, &st, path, err, errlen);
+	text = export_rows_json(a, q, rows, n, &st);
+	rc = write_text(path, text, err, errlen);
+	free(text);
 	free(rows);
 	return rc;
 }
@@ -371,12 +334,10 @@ static void folded_line(struct text *t, struct symbols *s,
 	text_printf(t, " %" PRIu64 "\n", sv->wait_ns);
 }
 
-int export_folded_rows(const struct app *a, const struct model_query *q,
-		       const struct view_row *rows, size_t n, const char *path,
-		       char *err, size_t errlen)
+char *export_rows_folded(const struct app *a, const struct model_query *q,
+			 const struct view_row *rows, size_t n)
 {
 	struct text t = { xcalloc(1, 1), 0, 1 };
-	int rc;
 
 	for (size_t i = 0; i < n; i++) {
 		struct stack_view *sv;
@@ -387,9 +348,7 @@ int export_folded_rows(const struct app *a, const struct model_query *q,
 				folded_line(&t, a->symbols, &rows[i], &sv[j]);
 		free(sv);
 	}
-	rc = write_text(path, t.p, err, errlen);
-	free(t.p);
-	return rc;
+	return t.p;
 }
 
 int export_folded(const struct app *a, const struct model_query *q,
@@ -397,8 +356,10 @@ int export_folded(const struct app *a, const struct model_query *q,
 {
 	struct view_row *rows;
 	size_t n = model_view(a->model, q, &rows);
-	int rc = export_folded_rows(a, q, rows, n, path, err, errlen);
+	char *text = export_rows_folded(a, q, rows, n);
+	int rc = write_text(path, text, err, errlen);
 
+	free(text);
 	free(rows);
 	return rc;
 }

@@ -11,16 +11,16 @@ int export_check_path(const char *path, char *err, size_t errlen);
 
 /*
  * Write the rows q selects as a JSON snapshot to path ("-" = stdout). A file
- * is replaced atomically: on any error the old one stays and err says why.
+ * is replaced atomically (outfile_replace()): on any error the old one
+ * stays and err says why.
  */
 int export_json(const struct app *a, const struct model_query *q,
 		const char *path, char *err, size_t errlen);
 
-/* Like export_json(), for rows and stats already built (what is on screen). */
-int export_rows(const struct app *a, const struct model_query *q,
-		const struct view_row *rows, size_t n,
-		const struct model_stats *st, const char *path, char *err,
-		size_t errlen);
+/* The JSON snapshot (malloc'ed) of rows and stats already on screen. */
+char *export_rows_json(const struct app *a, const struct model_query *q,
+		       const struct view_row *rows, size_t n,
+		       const struct model_stats *st);
 
 /*
  * Write the waited-on stacks of the rows q selects in folded form, one line
@@ -30,9 +30,8 @@ int export_rows(const struct app *a, const struct model_query *q,
 int export_folded(const struct app *a, const struct model_query *q,
 		  const char *path, char *err, size_t errlen);
 
-/* Like export_folded(), for rows already built (what is on screen). */
-int export_folded_rows(const struct app *a, const struct model_query *q,
-		       const struct view_row *rows, size_t n, const char *path,
-		       char *err, size_t errlen);
+/* The folded stacks (malloc'ed) of rows already on screen. */
+char *export_rows_folded(const struct app *a, const struct model_query *q,
+			 const struct view_row *rows, size_t n);
 
 #endif

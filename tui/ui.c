@@ -8,6 +8,7 @@
 
 #include "client.h"
 #include "export.h"
+#include "outfile.h"
 #include "ui.h"
 #include "xalloc.h"
 
@@ -279,30 +280,35 @@ static char *export_path(struct ui *ui, const char *ext)
 	return name;
 }
 
-/* Write what is on screen: the shown rows, sorted, coalesced, filtered. */
-static void act_export(struct ui *ui)
+/*
+ * Write text (freed) to a new file named for ext. Only a new file: what
+ * is already there, a link planted there too, stays as it is.
+ */
+static void write_export(struct ui *ui, const char *ext, char *text)
 {
-	char *path = export_path(ui, "json");
+	char *path = export_path(ui, ext);
 	char err[512];
 
-	if (export_rows(ui->app, &ui->app->query, ui->rows, ui->nrows,
-			&ui->stats, path, err, sizeof(err)) < 0)
+	if (outfile_create(path, text, strlen(text), err, sizeof(err)) < 0)
 		ui_message(ui, true, "export failed: %s", err);
 	else
 		ui_message(ui, false, "wrote %s", path);
+	free(text);
+}
+
+/* Write what is on screen: the shown rows, sorted, coalesced, filtered. */
+static void act_export(struct ui *ui)
+{
+	write_export(ui, "json", export_rows_json(ui->app, &ui->app->query,
+						  ui->rows, ui->nrows,
+						  &ui->stats));
 }
 
 /* Write the stacks of the shown rows in folded form, for flame graphs. */
 static void act_folded(struct ui *ui)
 {
-	char *path = export_path(ui, "folded");
-	char err[512];
-
-	if (export_folded_rows(ui->app, &ui->app->query, ui->rows, ui->nrows,
-			       path, err, sizeof(err)) < 0)
-		ui_message(ui, true, "export failed: %s", err);
-	else
-		ui_message(ui, false, "wrote %s", path);
+	write_export(ui, "folded", export_rows_folded(ui->app, &ui->app->query,
+						      ui->rows, ui->nrows));
 }
 
 /* Attribute waits past the lock wrappers, or show the wrappers' rows. */

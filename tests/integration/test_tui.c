@@ -998,6 +998,7 @@ static void test_themes_cycle(void)
 }
 
 static cJSON *exported(const char *context, char *name, size_t size);
+static void press_export(const char *key);
 
 /* Type a new delay into the d prompt (which starts with the current one). */
 static void set_delay(const char *now, const char *text)
@@ -1023,7 +1024,7 @@ static void test_delay_prompt(void)
 	keys("Enter", NULL);
 	STATUS("d 0.5 Enter", "refresh every 0.5s");
 	expect_title("d 0.5 Enter", "0.5");
-	keys("e", NULL);
+	press_export("e");
 	j = exported("d 0.5, e", name, sizeof(name));
 	CHECK(num_field(j, "interval_s") == 0.5, "d 0.5: %s: interval_s: expected 0.5, "
 	      "got %g", name, num_field(j, "interval_s"));
@@ -1046,6 +1047,41 @@ static void test_delay_prompt(void)
 	expect_title("d 9 Esc: the delay stays", "0.2");
 }
 
+/* "YYYYmmdd-HHMMSS" of the last file e or f wrote, or of a name planted. */
+static char last_stamp[32];
+
+/* The stamp of the time t in export names. */
+static void stamp_of(char *out, size_t size, time_t t)
+{
+	struct tm tm;
+
+	localtime_r(&t, &tm);
+	strftime(out, size, "%Y%m%d-%H%M%S", &tm);
+}
+
+/* Wait for the clock to start a second later than the stamp after. */
+static void wait_second_after(const char *after)
+{
+	char now[32];
+
+	for (;;) {
+		stamp_of(now, sizeof(now), time(NULL));
+		if (strcmp(now, after) > 0)
+			return;
+		usleep(10000);
+	}
+}
+
+/*
+ * Press e or f once the clock has left the second of the last export:
+ * each export then gets a name of its own (a name taken is refused).
+ */
+static void press_export(const char *key)
+{
+	wait_second_after(last_stamp);
+	keys(key, NULL);
+}
+
 /* The file named by "wrote NAME" on the status line, parsed. */
 static cJSON *exported(const char *context, char *name, size_t size)
 {
@@ -1062,6 +1098,7 @@ static cJSON *exported(const char *context, char *name, size_t size)
 		     strcmp(end, ".json") == 0,
 		     "%s: expected \"wrote qsptop-%d-YYYYmmdd-HHMMSS.json\", got \"%s\"",
 		     context, workload_pid, line);
+	snprintf(last_stamp, sizeof(last_stamp), "%s-%s", date, hms);
 	snprintf(path, sizeof(path), "%s/%s", tmp, name);
 	text = slurp_file(path, NULL);
 	CHECK(text != NULL, "%s: %s exists in the working directory", context, path);
@@ -1081,7 +1118,7 @@ static void test_export(void)
 	int grouped = 0;
 	cJSON *j;
 
-	keys("e", NULL);
+	press_export("e");
 	j = exported("e", name, sizeof(name));
 	rows = cJSON_GetObjectItemCaseSensitive(j, "rows");
 	CHECK(num_field(j, "schema") == 1, "%s: schema: expected 1, got %g", name,
@@ -1105,7 +1142,7 @@ static void test_export(void)
 	keys("m", NULL);
 	TOTALS("m", "coalesce site");
 	expect_rows("m before the second export", ROWS_BY_SITE);
-	keys("e", NULL);
+	press_export("e");
 	j = exported("m e", name, sizeof(name));
 	rows = cJSON_GetObjectItemCaseSensitive(j, "rows");
 	CHECK_STR(str_field(j, "coalesce"), "site");
@@ -1123,6 +1160,74 @@ static void test_export(void)
 	keys("m", "m", NULL);
 	TOTALS("m m", "coalesce none");
 	expect_rows("back to coalesce none", ROWS_BY_COUNT);
+}
+
+/* tmp/qsptop-PID-STAMP.EXT for the time t; returns out. */
+static char *export_file(char *out, size_t size, time_t t, const char *ext)
+{
+	char stamp[32];
+
+	stamp_of(stamp, sizeof(stamp), t);
+	snprintf(out, size, "%s/qsptop-%d-%s.%s", tmp, workload_pid, stamp, ext);
+	return out;
+}
+
+/* Plant (or with target NULL remove) links at the names of 5 seconds. */
+static void plant_links(time_t from, const char *target)
+{
+	static const char *const exts[] = { "json", "folded" };
+	char path[PATH_MAX + 64];
+
+	for (time_t t = from; t < from + 5; t++)
+		for (int e = 0; e < 2; e++) {
+			export_file(path, sizeof(path), t, exts[e]);
+			if (target == NULL)
+				unlink(path);
+			else if (symlink(target, path) < 0)
+				CHECK(0, "symlink %s: %s", path, strerror(errno));
+		}
+}
+
+/*
+ * 10b: e and f never write through a link planted at the name they
+ * write: they say so on the status line and qsptop goes on. Two exports
+ * in one second: the second leaves the first alone.
+ */
+static void test_export_planted_links(void)
+{
+	char victim[PATH_MAX + 16], line[4096], stamp[32], *text;
+	FILE *f;
+	time_t now;
+
+	snprintf(victim, sizeof(victim), "%s/victim", tmp);
+	f = fopen(victim, "w");
+	if (f) {
+		fputs("precious\n", f);
+		fclose(f);
+	}
+	wait_second_after(last_stamp);
+	now = time(NULL);
+	plant_links(now, victim);
+	keys("e", NULL);
+	STATUS("e onto a planted link", "export failed: qsptop-");
+	last_line(line, sizeof(line));
+	CHECK_SCREEN(strstr(line, ".json is a symbolic link: not followed, nothing written"),
+		     "e onto a planted link: expected \"….json is a symbolic link: "
+		     "not followed, nothing written\", got \"%s\"", line);
+	keys("f", NULL);
+	SEE("f onto a planted link", ".folded is a symbolic link: not followed");
+	text = slurp_file(victim, "(missing)");
+	CHECK_STR(text, "precious\n");
+	free(text);
+	expect_rows("after refusing to export, qsptop goes on", ROWS_BY_COUNT);
+	plant_links(now, NULL);
+	/* Early in a second, so that both land in it. */
+	stamp_of(stamp, sizeof(stamp), time(NULL));
+	wait_second_after(stamp);
+	keys("e", "e", NULL);
+	SEE("e e in one second", ".json already exists: not overwritten");
+	stamp_of(last_stamp, sizeof(last_stamp), time(NULL));
+	expect_rows("after e e", ROWS_BY_COUNT);
 }
 
 static bool all_rows_zero(const void *n_rows)
@@ -1393,6 +1498,7 @@ int main(void)
 		test_themes_cycle();
 		test_delay_prompt();
 		test_export();
+		test_export_planted_links();
 		test_reset();
 		test_resize();
 		test_quit();

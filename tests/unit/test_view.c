@@ -3,9 +3,14 @@
  * screen is drawn by view_draw() into a buffer and read back as text.
  */
 #include <cJSON.h>
+#include <errno.h>
+#include <limits.h>
 #include <locale.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../../tui/format.h"
@@ -296,6 +301,146 @@ static void test_export(void)
 	keys("mm");
 }
 
+/* The name e (ext "json") or f writes at time t: "qsptop-4242-...". */
+static void name_at(char *out, size_t size, time_t t, const char *ext)
+{
+	struct tm tm;
+
+	localtime_r(&t, &tm);
+	strftime(out, size, "qsptop-4242-%Y%m%d-%H%M%S.", &tm);
+	snprintf(out + strlen(out), size - strlen(out), "%s", ext);
+}
+
+static const char *status_line(void)
+{
+	draw(120, 30);
+	return line(29);
+}
+
+static char *file_text(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	char *text = calloc(1, 65536);
+
+	if (f) {
+		if (fread(text, 1, 65535, f) == 0)
+			text[0] = '\0';
+		fclose(f);
+	}
+	return text;
+}
+
+/* Links planted at the names of the next seconds: e and f do not follow them. */
+static void check_planted_links(void)
+{
+	static const char *const exts[] = { "json", "folded" };
+	char name[128];
+	time_t now = time(NULL);
+	char *text;
+
+	for (int e = 0; e < 2; e++)
+		for (time_t t = now; t < now + 3; t++) {
+			name_at(name, sizeof(name), t, exts[e]);
+			if (symlink(e ? "/nonexistent-qsptop-test" : "victim", name) < 0)
+				CHECK(0, "symlink %s: %s", name, strerror(errno));
+		}
+	ui_key(&ui, 'e');
+	CHECK_SCREEN(strstr(status_line(), "is a symbolic link: not followed, nothing written"),
+		     "e onto a planted link: an error on the status line");
+	ui_key(&ui, 'f');
+	CHECK_SCREEN(strstr(status_line(), "export failed: qsptop-4242-") &&
+		     strstr(status_line(), ".folded is a symbolic link: not followed"),
+		     "f onto a planted dangling link: an error on the status line");
+	text = file_text("victim");
+	CHECK_STR(text, "precious\n");
+	free(text);
+	CHECK(access("/nonexistent-qsptop-test", F_OK) < 0,
+	      "the dangling link's target is not created");
+	for (int e = 0; e < 2; e++)
+		for (time_t t = now; t < now + 3; t++) {
+			name_at(name, sizeof(name), t, exts[e]);
+			unlink(name);
+		}
+}
+
+/*
+ * Two exports in one second: the second finds the first and leaves it,
+ * even when what is shown has changed since (coalesced by site).
+ */
+static void check_twice_in_a_second(void)
+{
+	char name[128], *text;
+	cJSON *j;
+	time_t t;
+
+	for (int tries = 0; tries < 3; tries++) {
+		t = time(NULL);
+		ui_key(&ui, 'e');
+		ui_key(&ui, 'e');
+		if (time(NULL) == t)
+			break;
+	}
+	CHECK_SCREEN(strstr(status_line(), "already exists: not overwritten"),
+		     "the second e of a second: an error on the status line");
+	ui_key(&ui, 'm');
+	ui_key(&ui, 'e');
+	name_at(name, sizeof(name), t, "json");
+	text = file_text(name);
+	j = cJSON_Parse(text);
+	CHECK(check_streq(cJSON_GetStringValue(cJSON_GetObjectItem(j, "coalesce")), "none"),
+	      "%s still holds the first export (coalesce none): %.200s", name, text);
+	cJSON_Delete(j);
+	free(text);
+	ui_key(&ui, 'm');
+	ui_key(&ui, 'm');
+}
+
+/* A write that fails (file size limit) says why and leaves no file. */
+static void check_full_disk(void)
+{
+	struct rlimit rl, small;
+	char name[128];
+	time_t t = time(NULL);
+
+	getrlimit(RLIMIT_FSIZE, &rl);
+	small = (struct rlimit){ 100, rl.rlim_max };
+	setrlimit(RLIMIT_FSIZE, &small);
+	ui_key(&ui, 'e');
+	setrlimit(RLIMIT_FSIZE, &rl);
+	CHECK_SCREEN(strstr(status_line(), ".json: File too large"),
+		     "e past the file size limit: says why");
+	name_at(name, sizeof(name), t, "json");
+	CHECK(t != time(NULL) || access(name, F_OK) < 0,
+	      "%s: no partial export is left", name);
+}
+
+/* e and f write new files in the working directory, and only new ones. */
+static void test_generated_names(void)
+{
+	char dir[] = "/tmp/qsptop-view-XXXXXX", cwd[PATH_MAX], cmd[64];
+	FILE *f;
+
+	if (mkdtemp(dir) == NULL || getcwd(cwd, sizeof(cwd)) == NULL ||
+	    chdir(dir) < 0) {
+		CHECK(0, "set-up: a scratch directory: %s", strerror(errno));
+		return;
+	}
+	f = fopen("victim", "w");
+	if (f) {
+		fputs("precious\n", f);
+		fclose(f);
+	}
+	ui.export_name = NULL;
+	signal(SIGXFSZ, SIG_IGN);
+	check_planted_links();
+	check_full_disk();
+	check_twice_in_a_second();
+	ui.export_name = export_name;
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	if (chdir(cwd) < 0 || system(cmd) != 0)
+		fprintf(stderr, "could not remove %s\n", dir);
+}
+
 /* Narrow screens drop columns; tiny ones say they are too small. */
 /* Stands for a lock wrapper: the code around 0x401000. */
 static bool test_is_wrapper(void *ctx, uint64_t address)
@@ -532,6 +677,7 @@ int main(void)
 	test_detail_and_help();
 	test_pause_and_reset();
 	test_export();
+	test_generated_names();
 	test_stacks();
 	test_sizes();
 	test_formatting();

@@ -461,6 +461,7 @@ static void get_str(struct rbuf *r, char *out, size_t size)
 
 static void decode_hello(struct rbuf *r, struct proto_hello *m)
 {
+	memset(m, 0, sizeof(*m));
 	m->magic = get_u32(r);
 	m->version = get_u16(r);
 	if (m->magic != PROTO_MAGIC || m->version != PROTO_VERSION) {

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "client.h"
@@ -280,13 +281,34 @@ static char *export_path(struct ui *ui, const char *ext)
 	return name;
 }
 
+#define EXPORT_SUFFIXES 99
+
+/*
+ * The generated name, or with "-N" before its extension when a regular
+ * file of an earlier export in the same second is there. A link is left
+ * to outfile_create(), which refuses it.
+ */
+static const char *free_export_path(struct ui *ui, const char *ext)
+{
+	static char path[160];
+	const char *base = export_path(ui, ext);
+	size_t stem = strlen(base) - strlen(ext) - 1;
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s", base);
+	for (int n = 2; n <= EXPORT_SUFFIXES && lstat(path, &st) == 0 &&
+	     S_ISREG(st.st_mode); n++)
+		snprintf(path, sizeof(path), "%.*s-%d.%s", (int)stem, base, n, ext);
+	return path;
+}
+
 /*
  * Write text (freed) to a new file named for ext. Only a new file: what
  * is already there, a link planted there too, stays as it is.
  */
 static void write_export(struct ui *ui, const char *ext, char *text)
 {
-	char *path = export_path(ui, ext);
+	const char *path = free_export_path(ui, ext);
 	char err[512];
 
 	if (outfile_create(path, text, strlen(text), err, sizeof(err)) < 0)

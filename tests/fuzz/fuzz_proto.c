@@ -61,6 +61,7 @@ static void on_hello(void *ctx, const struct proto_hello *m)
 	mix_u64(t, m->magic);
 	mix_u64(t, m->version);
 	mix_u64(t, m->mode);
+	mix_u64(t, m->flags);
 	mix_u64(t, m->pid);
 	mix_u64(t, m->interval_ms);
 	mix_u64(t, m->start_realtime_ns);
@@ -77,6 +78,7 @@ static void on_client_hello(void *ctx, const struct proto_client_hello *m)
 	mix_u64(t, m->magic);
 	mix_u64(t, m->version);
 	mix_str(t, m->client_version, sizeof(m->client_version));
+	mix_u64(t, m->memory_cap_mb);
 }
 
 static void on_module(void *ctx, const struct proto_module *m)
@@ -106,11 +108,11 @@ static void on_row(void *ctx, const struct proto_row *m)
 	mix_u64(t, m->object);
 }
 
-static void on_delta(void *ctx, const struct proto_delta *m)
+static void on_counts(void *ctx, const struct proto_counts *m)
 {
 	struct trace *t = ctx;
 
-	mix_u64(t, MSG_DELTA);
+	mix_u64(t, MSG_COUNTS);
 	mix_u64(t, m->row);
 	mix_u64(t, m->acquisitions);
 	mix_u64(t, m->contended);
@@ -131,6 +133,10 @@ static void on_tick(void *ctx, const struct proto_tick *m)
 	mix_u64(t, m->threads_seen);
 	mix_u64(t, m->threads_live);
 	mix_u64(t, m->dropped);
+	mix_u64(t, m->folded);
+	mix_u64(t, m->memory_used);
+	mix_u64(t, m->memory_cap);
+	mix_u64(t, m->flags);
 }
 
 static void on_goodbye(void *ctx, const struct proto_goodbye *m)
@@ -168,14 +174,23 @@ static void on_stack(void *ctx, const struct proto_stack *m)
 		mix_u64(t, m->frames[i]);
 }
 
-static void on_stack_delta(void *ctx, const struct proto_stack_delta *m)
+static void on_stack_row(void *ctx, const struct proto_stack_row *m)
 {
 	struct trace *t = ctx;
 
-	mix_u64(t, MSG_STACK_DELTA);
+	mix_u64(t, MSG_STACK_ROW);
+	mix_u64(t, m->id);
 	mix_u64(t, m->row);
 	mix_u64(t, m->stack);
 	mix_u64(t, m->tid);
+}
+
+static void on_stack_counts(void *ctx, const struct proto_stack_counts *m)
+{
+	struct trace *t = ctx;
+
+	mix_u64(t, MSG_STACK_COUNTS);
+	mix_u64(t, m->id);
 	mix_u64(t, m->count);
 	mix_u64(t, m->wait_ns);
 }
@@ -185,13 +200,14 @@ static const struct proto_visitor visitor = {
 	.client_hello = on_client_hello,
 	.module = on_module,
 	.row = on_row,
-	.delta = on_delta,
+	.counts = on_counts,
 	.tick = on_tick,
 	.goodbye = on_goodbye,
 	.set_interval = on_set_interval,
 	.detach = on_detach,
 	.stack = on_stack,
-	.stack_delta = on_stack_delta,
+	.stack_row = on_stack_row,
+	.stack_counts = on_stack_counts,
 };
 
 /* An error message must be a terminated string within its buffer. */

@@ -78,33 +78,37 @@ static void put_stacks(struct wbuf *b)
 	proto_put_stack(b, &s);
 }
 
-static void put_deltas(struct wbuf *b)
+static void put_counts(struct wbuf *b)
 {
 	size_t frame = SIZE_MAX;
 
 	for (uint32_t i = 0; i < LOCK_TYPE_COUNT; i++) {
-		struct proto_delta d = { .row = i, .acquisitions = 1000 * (i + 1),
+		struct proto_counts c = { .row = i, .acquisitions = 1000 * (i + 1),
 			.contended = 10 * i, .wait_ns = 123456 * i, .failed = i / 2,
 			.max_wait_ns = 99999 * i };
 
-		d.hist[i * 6] = i + 1;
-		d.hist[HIST_BUCKETS - 1] = i;
-		proto_put_delta(b, &frame, &d);
+		c.hist[i * 6] = i + 1;
+		c.hist[HIST_BUCKETS - 1] = i;
+		proto_put_counts(b, &frame, &c);
 	}
-	proto_close_deltas(b, &frame);
+	proto_close_run(b, &frame);
 }
 
-static void put_stack_deltas(struct wbuf *b)
+static void put_stack_counts(struct wbuf *b)
 {
 	size_t frame = SIZE_MAX;
-	struct proto_stack_delta d = { .row = 0, .stack = 0, .tid = 4243,
-				       .count = 3, .wait_ns = 300000 };
+	struct proto_stack_row r = { .id = 0, .row = 0, .stack = 0, .tid = 4243 };
+	struct proto_stack_counts c = { .id = 0, .count = 3, .wait_ns = 300000 };
 
-	proto_put_stack_delta(b, &frame, &d);
-	d.stack = PROTO_NO_STACK;
-	d.count = 1;
-	proto_put_stack_delta(b, &frame, &d);
-	proto_close_deltas(b, &frame);
+	proto_put_stack_row(b, &r);
+	r.id = 1;
+	r.stack = PROTO_NO_STACK;
+	proto_put_stack_row(b, &r);
+	proto_put_stack_counts(b, &frame, &c);
+	c.id = 1;
+	c.count = 1;
+	proto_put_stack_counts(b, &frame, &c);
+	proto_close_run(b, &frame);
 }
 
 static void put_tick(struct wbuf *b)
@@ -146,7 +150,7 @@ static const struct {
 } messages[] = {
 	{ "hello", put_hello }, { "modules", put_modules },
 	{ "rows", put_rows }, { "stacks", put_stacks },
-	{ "deltas", put_deltas }, { "stack-deltas", put_stack_deltas },
+	{ "counts", put_counts }, { "stack-counts", put_stack_counts },
 	{ "tick", put_tick }, { "goodbye", put_goodbye },
 	{ "client-hello", put_client_hello },
 	{ "set-interval", put_set_interval }, { "detach", put_detach },
@@ -168,7 +172,7 @@ int main(int argc, char **argv)
 	/* A collector's session: hello, definitions, two intervals, goodbye. */
 	for (size_t i = 0; i < 7; i++)
 		messages[i].put(&b);
-	put_deltas(&b);
+	put_counts(&b);
 	put_tick(&b);
 	put_goodbye(&b);
 	save(&b, "collector-session");

@@ -199,6 +199,18 @@ $(BUILD)/tests/test_frames $(BUILD)/asan/test_frames: $(BUILD)/%/test_frames: \
 $(BUILD)/tests/test_inject: tui/inject.c tui/inject.h tui/inject_proc.c \
 	tui/inject_proc.h
 
+# The hooks' own test links them (they take its lock calls) with a stack
+# capture of its own making.
+HOOKS_TEST_SRC := tests/unit/test_hooks.c collector/hooks.c collector/table.c \
+		 collector/arena.c collector/rows.c collector/stacks.c \
+		 collector/unwind.c
+$(BUILD)/tests/test_hooks: $(HOOKS_TEST_SRC) | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(PKG_CFLAGS) -o $@ $^ -rdynamic -ldl -lpthread
+$(BUILD)/asan/test_hooks: $(HOOKS_TEST_SRC) | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(SANITIZE) $(PKG_CFLAGS) -o $@ $^ -rdynamic -ldl -lpthread
+
 # The collector's stress test links the collector itself (it is its own
 # target), plainly and under ThreadSanitizer.
 STRESS_SRC := tests/integration/test_stress.c $(COLLECTOR_SRC) $(COMMON_SRC)

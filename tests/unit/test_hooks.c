@@ -1,0 +1,157 @@
+/*
+ * The hooks themselves, linked into this program (they take its lock
+ * calls), with a stack capture of our own making: the time a capture
+ * takes is time waited, a signal handler's lock call inside a hook passes
+ * through and is counted as dropped, and calls glibc refuses pass through
+ * unrecorded.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../../collector/frames.h"
+#include "../../collector/rows.h"
+#include "../../collector/table.h"
+#include "check.h"
+
+/* What hooks.c needs from collector.c. */
+int collector_recording_flag = 1;
+
+/* The capture the hooks call: slow when asked, and able to be interrupted. */
+static int capture_ms;
+static int capture_signal;
+
+size_t frames_sync(void)
+{
+	return 0;
+}
+
+void frames_reclaim(uint64_t (*oldest)(void *ctx), void *ctx)
+{
+	(void)oldest;
+	(void)ctx;
+}
+
+uint32_t frames_capture(struct frames_reader *r, uint64_t site,
+			uint64_t *frames, uint32_t max)
+{
+	(void)r;
+	if (capture_ms)
+		usleep((useconds_t)capture_ms * 1000);
+	if (capture_signal)
+		raise(capture_signal);
+	if (max == 0)
+		return 0;
+	frames[0] = site;
+	return 1;
+}
+
+static pthread_mutex_t held = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t in_handler = PTHREAD_MUTEX_INITIALIZER;
+static int handler_rc = -1;
+static struct rows rs;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	handler_rc = pthread_mutex_lock(&in_handler);
+	pthread_mutex_unlock(&in_handler);
+}
+
+static void *hold_for(void *ms)
+{
+	pthread_mutex_lock(&held);
+	usleep((useconds_t)(long)ms * 1000);
+	pthread_mutex_unlock(&held);
+	return NULL;
+}
+
+/* The wait_ns of the rows on object obj, after a scan. */
+static uint64_t wait_on(const void *obj)
+{
+	uint64_t ns = 0;
+
+	rows_scan(&rs);
+	for (uint32_t r = 0; r < rs.n; r++) {
+		if (rs.v[r].object == (uintptr_t)obj && rs.v[r].waits)
+			ns += rs.v[r].waits->now.wait_ns;
+	}
+	return ns;
+}
+
+/*
+ * A wait whose stack capture itself takes 200 ms (blocked, say), on a
+ * lock held 300 ms: the whole 300 ms is waited, not the 100 after it.
+ */
+static void test_capture_time_is_waited(void)
+{
+	pthread_t t;
+	uint64_t ns;
+
+	pthread_create(&t, NULL, hold_for, (void *)300L);
+	usleep(20000);
+	capture_ms = 200;
+	pthread_mutex_lock(&held);
+	pthread_mutex_unlock(&held);
+	capture_ms = 0;
+	pthread_join(t, NULL);
+	ns = wait_on(&held);
+	CHECK(ns >= 250000000ull, "the wait counts from before the capture: %llu ns",
+	      (unsigned long long)ns);
+}
+
+/*
+ * A signal arriving inside a hook (here, during its capture) runs a
+ * handler that locks: that call goes straight to libc, is not recorded,
+ * and is counted as dropped.
+ */
+static void test_handler_inside_hook(void)
+{
+	struct sigaction sa = { .sa_handler = on_signal };
+	pthread_t t;
+
+	sigaction(SIGUSR1, &sa, NULL);
+	pthread_create(&t, NULL, hold_for, (void *)50L);
+	usleep(10000);
+	capture_signal = SIGUSR1;
+	pthread_mutex_lock(&held);
+	capture_signal = 0;
+	pthread_mutex_unlock(&held);
+	pthread_join(t, NULL);
+	CHECK(handler_rc == 0, "the handler's lock call succeeded (%d)", handler_rc);
+	CHECK_U64(tls_self.table->nested, 1);
+	rows_scan(&rs);
+	CHECK(rs.dropped >= 1, "the passed-through call is counted as dropped");
+	for (uint32_t r = 0; r < rs.n; r++)
+		CHECK(rs.v[r].object != (uintptr_t)&in_handler,
+		      "the handler's lock call has no row");
+}
+
+/* A clock glibc refuses: EINVAL, the lock untouched, nothing recorded. */
+static void test_refused_clock_passes_through(void)
+{
+	pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	ts.tv_sec++;
+	CHECK_U64(pthread_mutex_clocklock(&m, CLOCK_PROCESS_CPUTIME_ID, &ts), EINVAL);
+	CHECK_U64(pthread_mutex_trylock(&m), 0);
+	pthread_mutex_unlock(&m);
+	rows_scan(&rs);
+	for (uint32_t r = 0; r < rs.n; r++)
+		CHECK(rs.v[r].object != (uintptr_t)&m || rs.v[r].acq_now == 1,
+		      "only the trylock is recorded");
+}
+
+int main(void)
+{
+	test_capture_time_is_waited();
+	test_handler_inside_hook();
+	test_refused_clock_passes_through();
+	return check_summary();
+}

@@ -375,6 +375,47 @@ static void test_pid_namespaces(void)
 	}
 }
 
+/*
+ * qsptop run by another user against a process with the collector: one
+ * line saying why it may not, and the process and its counts untouched.
+ */
+static void test_other_user_refused(void)
+{
+	char env[PATH_MAX + 32], expect[PATH_MAX + 32], locks[PATH_MAX + 32];
+	char pidstr[16];
+	struct run r;
+	pid_t host;
+
+	if (geteuid() != 0 || access("/usr/bin/setpriv", X_OK) != 0) {
+		printf("SKIP: another user needs root and setpriv\n");
+		return;
+	}
+	snprintf(env, sizeof(env), "LD_PRELOAD=%s", library);
+	snprintf(expect, sizeof(expect), "%s/other.expect", tmp);
+	snprintf(locks, sizeof(locks), "%s/tests/wl_locks", build);
+	host = start_with((char *[]){ locks, "idle", expect, NULL },
+			  &(struct start_opts){ .env = env });
+	for (int i = 0; i < 300 && access(expect, F_OK) != 0; i++)
+		usleep(10000);
+	snprintf(pidstr, sizeof(pidstr), "%d", (int)host);
+	r = run_capture((char *[]){ "setpriv", "--reuid=65534", "--regid=65534",
+				    "--clear-groups", qsptop, "-b", "-n", "1",
+				    "-p", pidstr, NULL }, 30000, 0);
+	CHECK(r.status != 0 && strchr(r.err, '\n') == strrchr(r.err, '\n') &&
+	      strstr(r.err, "not permitted") != NULL,
+	      "another user: refused in one line: exit %d: %s", r.status, r.err);
+	run_free(&r);
+	r = run_capture((char *[]){ qsptop, "-b", "-d", "0.2", "-n", "1", "-j",
+				    tmp_path("other.json"), "-p", pidstr, NULL },
+			30000, 0);
+	CHECK(r.status == 0 && strstr(r.out, "site_mutex_a") != NULL,
+	      "the owner still watches it, counts and all: exit %d: %s", r.status,
+	      r.err);
+	run_free(&r);
+	kill(host, SIGKILL);
+	wait_status(host, 5000);
+}
+
 int main(void)
 {
 	find_paths("/tmp/qsptop-safety-XXXXXX", "wl_safety");
@@ -387,6 +428,7 @@ int main(void)
 	test_allocator_that_locks();
 	test_descriptors_reused_by_host();
 	test_pid_namespaces();
+	test_other_user_refused();
 	{
 		char cmd[PATH_MAX + 16];
 

@@ -103,14 +103,10 @@ static inline void leave(void)
 static inline struct obj_slot *slot_for(struct thread_table *t, uint64_t key,
 					const void *obj)
 {
-	struct obj_slot *x;
-	int saved_errno = errno;
+	struct obj_slot *x = table_slot(t, key, (uintptr_t)obj);
 
-	x = table_slot(t, key, (uintptr_t)obj);
-	if (unlikely(x == NULL)) {
-		t->dropped++;
-		errno = saved_errno;
-	}
+	if (unlikely(x == NULL))
+		table_add(&t->dropped, 1);
 	return x;
 }
 
@@ -122,7 +118,8 @@ static inline void count_free(struct obj_slot *x)
 }
 
 /* Count a trylock that found the lock busy. */
-static void count_busy(struct thread_table *t, uint64_t key, struct obj_slot *x)
+static __attribute__((noinline, cold)) void
+count_busy(struct thread_table *t, uint64_t key, struct obj_slot *x)
 {
 	struct entry *e;
 	int saved_errno = errno;
@@ -133,7 +130,7 @@ static void count_busy(struct thread_table *t, uint64_t key, struct obj_slot *x)
 	if (e)
 		table_add(&e->failed, 1);
 	else
-		t->dropped++;
+		table_add(&t->dropped, 1);
 	errno = saved_errno;
 }
 
@@ -170,7 +167,8 @@ struct wait {
  * lock. Leaves the collector, so that the blocked thread's signal
  * handlers record their own lock calls.
  */
-static void wait_begin(struct wait *w, struct thread_table *t, uint64_t key,
+static __attribute__((noinline)) void
+wait_begin(struct wait *w, struct thread_table *t, uint64_t key,
 		       struct obj_slot *x)
 {
 	int saved_errno = errno;
@@ -184,7 +182,7 @@ static void wait_begin(struct wait *w, struct thread_table *t, uint64_t key,
 	if (w->entry)
 		w->use = unwind_use(t, w->entry, KEY_SITE(key));
 	else if (x)
-		t->dropped++;
+		table_add(&t->dropped, 1);
 	errno = saved_errno;
 	leave();
 }
@@ -195,7 +193,7 @@ static void wait_begin(struct wait *w, struct thread_table *t, uint64_t key,
  * is still time the thread waited. The slot is looked up again: a signal
  * handler's lock calls during the wait may have moved it.
  */
-static void wait_end(struct wait *w, int rc)
+static __attribute__((noinline)) void wait_end(struct wait *w, int rc)
 {
 	uint64_t ns = clock_now_ns() - w->t0;
 	struct entry *e = w->entry;

@@ -1,4 +1,5 @@
 /* Per-thread tables: claiming, adding keys, growing, retiring, recycling. */
+#include <errno.h>
 #include <linux/futex.h>
 #include <string.h>
 #include <unistd.h>
@@ -139,8 +140,9 @@ static bool grow_sites(struct thread_table *t)
 	return true;
 }
 
-struct obj_slot *table_add_site(struct thread_table *t, uint64_t key,
-				uint64_t object)
+/* What table_add_site() does; errno is the caller's to keep. */
+static struct obj_slot *add_site(struct thread_table *t, uint64_t key,
+				 uint64_t object)
 {
 	struct site_index *si = t->sites;
 	struct obj_table *o;
@@ -152,6 +154,17 @@ struct obj_slot *table_add_site(struct thread_table *t, uint64_t key,
 	if (o == NULL)
 		return NULL;
 	return table_add_object(t, place_site(t->sites, key, o), object);
+}
+
+/* Adding may map memory: errno, which a failed mmap sets, is kept. */
+struct obj_slot *table_add_site(struct thread_table *t, uint64_t key,
+				uint64_t object)
+{
+	int saved_errno = errno;
+	struct obj_slot *x = add_site(t, key, object);
+
+	errno = saved_errno;
+	return x;
 }
 
 /* Put an object in a table with room for it; its index. */
@@ -194,13 +207,11 @@ static struct obj_table *grow_objects(struct site_slot *s)
  * first; the folded one may fill to three quarters, so probing a table
  * never gets long whatever cannot be recorded.
  */
-struct obj_slot *table_add_object(struct thread_table *t, struct site_slot *s,
-				  uint64_t object)
+static struct obj_slot *add_object(struct site_slot *s, uint64_t object)
 {
 	struct obj_table *o = s->objects;
 	uint32_t n = o->mask + 1;
 
-	(void)t;
 	if (object != OBJECT_FOLDED) {
 		if (arena_tight() ||
 		    ((o->used + 1) * 2 > n && (o = grow_objects(s)) == NULL)) {
@@ -213,12 +224,23 @@ struct obj_slot *table_add_object(struct thread_table *t, struct site_slot *s,
 				if (f->slot[i].object == 0)
 					break;
 			}
-			return table_add_object(t, s, OBJECT_FOLDED);
+			return add_object(s, OBJECT_FOLDED);
 		}
 	} else if ((o->used + 1) * 4 > n * 3 && (o = grow_objects(s)) == NULL) {
 		return NULL;
 	}
 	return &o->slot[place_object(o, object, 0, NULL)];
+}
+
+struct obj_slot *table_add_object(struct thread_table *t, struct site_slot *s,
+				  uint64_t object)
+{
+	int saved_errno = errno;
+	struct obj_slot *x = add_object(s, object);
+
+	(void)t;
+	errno = saved_errno;
+	return x;
 }
 
 struct entry *table_entry(struct thread_table *t, uint64_t key, uint64_t object)

@@ -1,8 +1,8 @@
 /*
  * What injection learns before touching the target, from /proc and ELF
- * files: whether it can be traced at all, where dlopen, dlerror and
- * __restore_rt are in its libc, and which of its threads is safest to
- * borrow.
+ * files: whether it can be traced at all, where dlopen, __restore_rt and
+ * libc's thread-local variables are, and which of its threads is safest
+ * to borrow.
  */
 #include <dirent.h>
 #include <elf.h>
@@ -79,14 +79,6 @@ static bool field(const char *text, const char *key, char *out, size_t n)
 		}
 	}
 	return false;
-}
-
-static bool mask_has_segv(const char *text, const char *key)
-{
-	char v[32];
-
-	return field(text, key, v, sizeof(v)) &&
-	       (strtoull(v, NULL, 16) & SIGSEGV_BIT);
 }
 
 int not_permitted(const struct target *t, char *msg, size_t len)
@@ -207,8 +199,6 @@ int check_status(struct target *t, char *msg, size_t len)
 			 "seccomp filter: if it forbids the collector's system "
 			 "calls, the collector stays silent or the process is "
 			 "killed", pid);
-	t->segv_handled = mask_has_segv(text, "SigCgt") ||
-			  mask_has_segv(text, "SigIgn");
 	return 0;
 }
 
@@ -297,8 +287,6 @@ static void note_mapping(const struct mapping *m, void *ctx)
 	struct target *t = ctx;
 	const char *lib = strrchr(t->lib, '/') + 1;
 
-	if (FAKE_RETURN >= m->start && FAKE_RETURN < m->end)
-		t->fake_mapped = true;
 	if (strcmp(m->name, lib) == 0)
 		t->already = true;
 	if (t->libc_start != 0 || m->offset != 0)
@@ -324,9 +312,6 @@ static int check_maps(struct target *t, char *msg, size_t len)
 	if (t->libc_start == 0)
 		return fail(msg, len, "PID %d has no libc.so.6 mapped: only "
 			    "glibc programs are supported", (int)t->pid);
-	if (t->fake_mapped)
-		return fail(msg, len, "PID %d has memory at qsptop's fake "
-			    "return address %#llx", (int)t->pid, FAKE_RETURN);
 	return 0;
 }
 
@@ -337,8 +322,8 @@ int preflight(struct target *t, const char *lib, char *msg, size_t len)
 	       check_maps(t, msg, len) < 0 ? -1 : 0;
 }
 
-/* A defined function's default version in .dynsym (dlopen@@GLIBC_2.34). */
-static uint64_t dynsym_value(Elf *e, const char *name)
+/* A defined symbol's default version in .dynsym (dlopen@@GLIBC_2.34). */
+static uint64_t dynsym_value(Elf *e, const char *name, int type)
 {
 	Elf_Scn *scn = NULL;
 	Elf_Data *syms = NULL, *vers = NULL;
@@ -363,7 +348,7 @@ static uint64_t dynsym_value(Elf *e, const char *name)
 
 		if (gelf_getsym(syms, (int)i, &s) == NULL ||
 		    s.st_shndx == SHN_UNDEF ||
-		    GELF_ST_TYPE(s.st_info) != STT_FUNC)
+		    GELF_ST_TYPE(s.st_info) != type)
 			continue;
 		n = elf_strptr(e, strndx, s.st_name);
 		if (n == NULL || strcmp(n, name) != 0)
@@ -376,10 +361,56 @@ static uint64_t dynsym_value(Elf *e, const char *name)
 	return 0;
 }
 
+/* The r_offset of a TPOFF64 relocation of symbol name, or 0. */
+static uint64_t tpoff_reloc(Elf *e, const char *name)
+{
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+
+	while ((scn = elf_nextscn(e, scn)) != NULL) {
+		Elf_Data *d = elf_getdata(scn, NULL);
+		GElf_Shdr link;
+		GElf_Rela r;
+		GElf_Sym s;
+
+		if (gelf_getshdr(scn, &sh) == NULL || sh.sh_type != SHT_RELA ||
+		    d == NULL || sh.sh_entsize == 0 ||
+		    gelf_getshdr(elf_getscn(e, sh.sh_link), &link) == NULL)
+			continue;
+		for (size_t i = 0; i < sh.sh_size / sh.sh_entsize; i++) {
+			const char *n;
+
+			if (gelf_getrela(d, (int)i, &r) == NULL ||
+			    GELF_R_TYPE(r.r_info) != R_X86_64_TPOFF64 ||
+			    GELF_R_SYM(r.r_info) == 0 ||
+			    gelf_getsym(elf_getdata(elf_getscn(e, sh.sh_link), NULL),
+					(int)GELF_R_SYM(r.r_info), &s) == NULL)
+				continue;
+			n = elf_strptr(e, link.sh_link, s.st_name);
+			if (n != NULL && strcmp(n, name) == 0)
+				return r.r_offset;
+		}
+	}
+	return 0;
+}
+
+/*
+ * Where libc keeps dlerror's record for each thread: the GOT slot the
+ * loader filled with its offset from the thread pointer. Left 0 when not
+ * found: the injection then gives no dlerror text.
+ */
+static void find_tls(Elf *e, struct target *t, uint64_t bias)
+{
+	uint64_t got = tpoff_reloc(e, "__libc_dlerror_result");
+
+	if (got != 0)
+		t->dlerror_got = bias + got;
+}
+
 /*
  * The lowest PT_LOAD address (the load bias is the mapping start minus
  * it) and libc's __restore_rt, found by its code in an executable segment:
- * it is not exported, and it is how a timed-out thread gets back (abandon).
+ * it is not exported, and every call we make returns into it.
  */
 static int scan_segments(Elf *e, uint64_t *lowest, uint64_t *restore_rt)
 {
@@ -412,11 +443,11 @@ static int scan_segments(Elf *e, uint64_t *lowest, uint64_t *restore_rt)
 	return *lowest == UINT64_MAX ? -1 : 0;
 }
 
-/* dlopen, dlerror and __restore_rt at their addresses in the target. */
+/* dlopen, __restore_rt and libc's TLS layout, as the target sees them. */
 int resolve_libc(struct target *t, char *msg, size_t len)
 {
 	int fd = open(t->libc, O_RDONLY | O_CLOEXEC);
-	uint64_t lowest, restore_rt, bias, o, r;
+	uint64_t lowest, restore_rt, bias, o;
 	Elf *e;
 	int rc = -1;
 
@@ -427,22 +458,37 @@ int resolve_libc(struct target *t, char *msg, size_t len)
 	e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	if (e != NULL && scan_segments(e, &lowest, &restore_rt) == 0) {
 		bias = t->libc_start - (lowest & ~0xfffULL);
-		o = dynsym_value(e, "dlopen");
-		r = dynsym_value(e, "dlerror");
-		if (o != 0 && r != 0 && restore_rt != 0) {
+		o = dynsym_value(e, "dlopen", STT_FUNC);
+		if (o != 0 && restore_rt != 0) {
 			t->dlopen = bias + o;
-			t->dlerror = bias + r;
 			t->restore_rt = bias + restore_rt;
+			find_tls(e, t, bias);
 			rc = 0;
 		}
 	}
 	elf_end(e);
 	close(fd);
 	if (rc < 0)
-		fail(msg, len, "cannot find dlopen, dlerror and __restore_rt "
+		fail(msg, len, "cannot find dlopen and __restore_rt "
 		     "in PID %d's libc %s (glibc older than 2.34?)",
 		     (int)t->pid, t->libc);
 	return rc;
+}
+
+struct lib_search { const char *path; bool found; };
+
+static void note_lib(const struct mapping *m, void *ctx)
+{
+	struct lib_search *s = ctx;
+
+	s->found |= strcmp(m->path, s->path) == 0;
+}
+
+bool lib_mapped(const struct target *t)
+{
+	struct lib_search s = { t->lib, false };
+
+	return maps_each(t->pid, note_lib, &s) == 0 && s.found;
 }
 
 /* An open file that is not a regular file (or cannot be looked at). */
@@ -456,6 +502,36 @@ static bool fd_is_file(pid_t pid, uint64_t fd)
 }
 
 /*
+ * The call runs with a signal mask of its own, the thread's saved until
+ * it returns (sigsuspend; ppoll, pselect6, epoll_pwait with a mask).
+ * Setting the mask of such a thread through ptrace drops the saved one:
+ * the call's mask would stay the thread's for good.
+ */
+static bool temporary_mask(pid_t pid, long nr, const uint64_t a[6])
+{
+	char path[64];
+	uint64_t set = 1;
+	int fd;
+
+	if (nr == SYS_rt_sigsuspend)
+		return true;
+	if (nr == SYS_ppoll)
+		return a[3] != 0;
+	if (nr == SYS_epoll_pwait || nr == SYS_epoll_pwait2)
+		return a[4] != 0;
+	if (nr != SYS_pselect6 || a[5] == 0)
+		return false;
+	/* pselect6 passes { const sigset_t *set; size_t size } */
+	snprintf(path, sizeof(path), "/proc/%d/mem", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0 && pread(fd, &set, sizeof(set), (off_t)a[5]) != sizeof(set))
+		set = 1;
+	if (fd >= 0)
+		close(fd);
+	return set != 0;
+}
+
+/*
  * How safe it is to borrow a thread parked in system call nr: 3 best,
  * 1 last resort, 0 never. The loader and malloc never wait in these calls,
  * so a thread parked in one holds none of their locks; dlopen in it cannot
@@ -463,7 +539,7 @@ static bool fd_is_file(pid_t pid, uint64_t fd)
  * so a read of a regular file does not count; futex waits of
  * pthread_cond_wait, pthread_join and semaphores (FUTEX_WAIT_BITSET) are
  * fine; plain FUTEX_WAIT is also how glibc's internal locks wait, so only
- * as a last resort.
+ * as a last resort. Never a thread waiting under a temporary signal mask.
  */
 int syscall_rank(pid_t pid, long nr, const uint64_t a[6])
 {
@@ -472,12 +548,13 @@ int syscall_rank(pid_t pid, long nr, const uint64_t a[6])
 		SYS_epoll_pwait, SYS_epoll_pwait2, SYS_nanosleep,
 		SYS_clock_nanosleep, SYS_read, SYS_recvfrom, SYS_recvmsg,
 		SYS_recvmmsg, SYS_accept, SYS_accept4, SYS_wait4, SYS_waitid,
-		SYS_pause, SYS_rt_sigsuspend, SYS_rt_sigtimedwait,
+		SYS_pause, SYS_rt_sigtimedwait,
 	};
 
 	if (nr == SYS_futex)
 		return (a[1] & FUTEX_CMD_MASK) == FUTEX_WAIT_BITSET ? 2 : 1;
-	if (nr == SYS_read && fd_is_file(pid, a[0]))
+	if ((nr == SYS_read && fd_is_file(pid, a[0])) ||
+	    temporary_mask(pid, nr, a))
 		return 0;
 	for (size_t i = 0; i < sizeof(safe) / sizeof(safe[0]); i++)
 		if (safe[i] == nr)
@@ -485,12 +562,7 @@ int syscall_rank(pid_t pid, long nr, const uint64_t a[6])
 	return 0;
 }
 
-/*
- * A thread's rank from /proc (see syscall_rank). Our calls end in a
- * SIGSEGV; when SIGSEGV is blocked the kernel resets its handler to the
- * default, so a thread blocking it is never borrowed when the process
- * handles SIGSEGV.
- */
+/* A thread's rank from /proc (see syscall_rank). */
 static int thread_rank(const struct target *t, pid_t tid)
 {
 	char path[80], text[8192];
@@ -505,12 +577,6 @@ static int thread_rank(const struct target *t, pid_t tid)
 		   &a[4], &a[5]) != 7)
 		return 0;	/* "running", or not in a system call */
 	if (inject_only_syscall >= 0 && nr != inject_only_syscall)
-		return 0;
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/status", (int)t->pid,
-		 (int)tid);
-	if (t->segv_handled &&
-	    (slurp(path, text, sizeof(text)) < 0 ||
-	     mask_has_segv(text, "SigBlk")))
 		return 0;
 	return syscall_rank(t->pid, nr, a);
 }
@@ -556,17 +622,4 @@ pid_t pick_thread(const struct target *t, const pid_t *skip, int nskip,
 			return best;
 		usleep(20000);
 	}
-}
-
-uint64_t blocked_signals(pid_t pid, pid_t tid)
-{
-	char path[80], text[8192], v[32];
-	uint64_t mask = 0;
-
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/status", (int)pid,
-		 (int)tid);
-	if (slurp(path, text, sizeof(text)) > 0 &&
-	    field(text, "SigBlk", v, sizeof(v)))
-		mask = strtoull(v, NULL, 16);
-	return mask;
 }

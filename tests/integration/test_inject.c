@@ -4,7 +4,9 @@
  * loads into a workload that never preloaded it, the workload's parked
  * threads keep working and its results stay exact, every refusal says why
  * and leaves the target running, and a dlopen that does not return in time
- * gives its thread back anyway.
+ * gives its thread back anyway, as it does when qsptop is killed mid-call.
+ * Signals sent meanwhile (a pthread_cancel) are not lost, and no signal
+ * disposition changes.
  */
 #include "../../tui/inject.c"
 #include "../../tui/inject_proc.c"
@@ -24,6 +26,9 @@
 #define PROGRESS_MS 3000
 #define EXIT_MS 15000
 #define REPEATS 10
+
+/* The workload whose worker gets cancelled (wl_cancel_target). */
+static char workload_cancel[PATH_MAX];
 
 /* A started program and the file holding its output. */
 struct proc {
@@ -243,6 +248,23 @@ static void test_syscall_ranks(void)
 	a[0] = (uint64_t)file;				/* the loader's kind */
 	CHECK_U64(syscall_rank(getpid(), SYS_read, a), 0);
 	CHECK_U64(syscall_rank(getpid(), SYS_mmap, a), 0);
+	{
+		/* Waits under a mask of their own are never borrowed. */
+		sigset_t set;
+		uint64_t arg[2] = { 0, 8 };	/* pselect6's { set, size } */
+		uint64_t b[6] = { 0 };
+
+		CHECK_U64(syscall_rank(getpid(), SYS_rt_sigsuspend, b), 0);
+		CHECK_U64(syscall_rank(getpid(), SYS_ppoll, b), 3);
+		b[3] = (uint64_t)(uintptr_t)&set;
+		CHECK_U64(syscall_rank(getpid(), SYS_ppoll, b), 0);
+		b[3] = 0, b[5] = (uint64_t)(uintptr_t)arg;
+		CHECK_U64(syscall_rank(getpid(), SYS_pselect6, b), 3);
+		arg[0] = (uint64_t)(uintptr_t)&set;
+		CHECK_U64(syscall_rank(getpid(), SYS_pselect6, b), 0);
+		b[5] = 0, b[4] = (uint64_t)(uintptr_t)&set;
+		CHECK_U64(syscall_rank(getpid(), SYS_epoll_pwait, b), 0);
+	}
 	close(pipefd[0]);
 	close(pipefd[1]);
 	close(file);
@@ -547,23 +569,35 @@ static void test_refuses_thread_and_hidden_library(void)
 static const long parked[] = { SYS_clock_nanosleep, SYS_epoll_wait, SYS_poll,
 			       SYS_futex };
 
-/* A library NAME whose constructor sleeps ms and then leaves a file. */
-static void build_slow_library(const char *name, int ms, char *so, char *done,
-			       size_t n)
+/* A library NAME whose constructor runs the C statements body. */
+static void build_library(const char *name, const char *body, char *so,
+			  size_t n)
 {
 	char src[PATH_MAX + 32], cmd[4 * PATH_MAX];
 	FILE *f;
 
 	snprintf(src, sizeof(src), "%s/%s.c", tmp, name);
 	snprintf(so, n, "%s/lib%s.so", tmp, name);
-	snprintf(done, n, "%s/%s-done", tmp, name);
 	f = fopen(src, "w");
-	fprintf(f, "#include <fcntl.h>\n#include <unistd.h>\n"
-		"__attribute__((constructor)) static void slow(void)\n"
-		"{ usleep(%d000); close(creat(\"%s\", 0644)); }\n", ms, done);
+	fprintf(f, "#include <errno.h>\n#include <fcntl.h>\n#include <linux/futex.h>\n"
+		"#include <sys/syscall.h>\n#include <time.h>\n#include <unistd.h>\n"
+		"__attribute__((constructor)) static void ctor(void)\n{ %s }\n",
+		body);
 	fclose(f);
 	snprintf(cmd, sizeof(cmd), "cc -shared -fPIC -o %s %s", so, src);
 	CHECK(system(cmd) == 0, "cannot build %s", so);
+}
+
+/* A library NAME whose constructor sleeps ms and then leaves a file. */
+static void build_slow_library(const char *name, int ms, char *so, char *done,
+			       size_t n)
+{
+	char body[PATH_MAX + 128];
+
+	snprintf(done, n, "%s/%s-done", tmp, name);
+	snprintf(body, sizeof(body), "usleep(%d000); close(creat(\"%s\", 0644));",
+		 ms, done);
+	build_library(name, body, so, n);
 }
 
 /* The thread of pid parked in system call nr (looking for 5 s), or 0. */
@@ -744,6 +778,235 @@ static void test_target_exits_during_call(void)
 	kill_proc(&p);
 }
 
+/* A thread of pid traced by someone and waiting on a lock (FUTEX_WAIT), or 0. */
+static pid_t traced_lock_waiter(pid_t pid)
+{
+	char path[320], text[8192], v[32];
+	pid_t found = 0;
+	struct dirent *e;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	d = opendir(path);
+	while (d != NULL && found == 0 && (e = readdir(d)) != NULL) {
+		uint64_t op = 0;
+		long nr = -1;
+
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%s/status", (int)pid,
+			 e->d_name);
+		if (slurp(path, text, sizeof(text)) <= 0 ||
+		    !field(text, "TracerPid", v, sizeof(v)) || atoi(v) == 0)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%s/syscall",
+			 (int)pid, e->d_name);
+		if (slurp(path, text, sizeof(text)) > 0 &&
+		    sscanf(text, "%ld %*x %" SCNx64, &nr, &op) == 2 &&
+		    nr == SYS_futex && (op & FUTEX_CMD_MASK) == FUTEX_WAIT)
+			found = (pid_t)atoi(e->d_name);
+	}
+	if (d != NULL)
+		closedir(d);
+	return found;
+}
+
+/* "TID:STATE:SYSCALL" for each thread of pid, for failure messages. */
+static const char *thread_states(pid_t pid)
+{
+	static char out[1024];
+	char path[320], text[8192], state[32];
+	struct dirent *e;
+	size_t used = 0;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	d = opendir(path);
+	out[0] = '\0';
+	while (d != NULL && (e = readdir(d)) != NULL && used < sizeof(out) - 64) {
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%s/status", (int)pid,
+			 e->d_name);
+		if (slurp(path, text, sizeof(text)) <= 0 ||
+		    !field(text, "State", state, sizeof(state)))
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%s/syscall",
+			 (int)pid, e->d_name);
+		if (slurp(path, text, sizeof(text)) <= 0)
+			text[0] = '\0';
+		used += (size_t)snprintf(out + used, sizeof(out) - used,
+					 "%s:%c:%.*s ", e->d_name, state[0],
+					 (int)strcspn(text, " \n"), text);
+	}
+	if (d != NULL)
+		closedir(d);
+	return out;
+}
+
+/* Run qsptop -b -n 1 -p pid to its end; its exit status. */
+static int qsptop_once(pid_t pid, struct proc *q)
+{
+	char pidstr[16];
+	char *argv[] = { qsptop, "-b", "-n", "1", "-d", "0.2", "-p", pidstr,
+			 NULL };
+
+	snprintf(pidstr, sizeof(pidstr), "%d", (int)pid);
+	spawn(q, argv, "qsptop");
+	return wait_status(q->pid, EXIT_MS);
+}
+
+/*
+ * Another thread of the target is inside a slow constructor, holding the
+ * loader lock, so the dlopen qsptop -p makes the borrowed thread call
+ * waits. With kill_it, qsptop is SIGKILLed then: the kernel lets go of the
+ * borrowed thread mid-call, and when the dlopen finishes it must return to
+ * where it was, not crash the target. Without, qsptop waits and loads.
+ */
+static void qsptop_during_slow_dlopen(const char *so, bool kill_it)
+{
+	char pidstr[16];
+	struct proc p, q;
+	int64_t deadline;
+	pid_t waiter = 0;
+	int rc;
+	char *argv[] = { workload, (char *)so, NULL };
+	char *qargv[] = { qsptop, "-b", "-n", "1", "-d", "0.2", "-p", pidstr,
+			  NULL };
+
+	spawn(&p, argv, "locked");
+	if (!wait_output(&p, "loading\n", READY_MS)) {
+		CHECK(0, "workload did not start its dlopen: %s", read_text(p.out));
+		kill_proc(&p);
+		return;
+	}
+	snprintf(pidstr, sizeof(pidstr), "%d", (int)p.pid);
+	spawn(&q, qargv, "qsptop");
+	deadline = now_ms() + 1500;
+	while (kill_it && (waiter = traced_lock_waiter(p.pid)) == 0 &&
+	       now_ms() < deadline)
+		usleep(2000);
+	if (kill_it) {
+		usleep(300000);
+		CHECK(waiter != 0 && traced_lock_waiter(p.pid) == waiter,
+		      "qsptop never waited inside dlopen in PID %d", (int)p.pid);
+		kill(q.pid, SIGKILL);
+	}
+	rc = wait_status(q.pid, EXIT_MS);
+	CHECK(kill_it ? rc == 128 + SIGKILL : rc == 0,
+	      "qsptop -p beside a slow dlopen: exit %d: %s", rc, read_text(q.out));
+	CHECK(wait_output(&p, "loaded\n", 5000), "the slow dlopen did not end: "
+	      "%s", read_text(p.out));
+	CHECK(all_threads_progress(&p), "threads stalled after qsptop %s: %s",
+	      kill_it ? "was killed" : "loaded", thread_states(p.pid));
+	if (kill_it) {
+		rc = qsptop_once(p.pid, &q);
+		CHECK(rc == 0, "qsptop -p after a killed one: exit %d: %s", rc,
+		      read_text(q.out));
+	}
+	rc = stop_target(&p);
+	CHECK(rc == 0 && strstr(read_text(p.out), "\nok ") != NULL,
+	      "target after qsptop %s: expected exit 0 and \"ok\", got %d:\n%s",
+	      kill_it ? "was killed in dlopen" : "loaded", rc, read_text(p.out));
+}
+
+static void test_qsptop_killed_inside_dlopen(void)
+{
+	char so[PATH_MAX + 32];
+
+	/* A futex wait: qsptop does not borrow the thread holding the lock. */
+	build_library("locker", "struct timespec t = { 2, 0 }; int w = 0; "
+		      "syscall(SYS_futex, &w, FUTEX_WAIT, 0, &t, 0, 0);", so,
+		      sizeof(so));
+	qsptop_during_slow_dlopen(so, false);	/* the control */
+	qsptop_during_slow_dlopen(so, true);
+}
+
+/*
+ * pthread_cancel reaches the borrowed thread while it runs dlopen: the
+ * cancellation waits until the thread is back in its own call, then acts,
+ * whether the injection timed out or not.
+ */
+static void cancel_during_call(int ctor_ms, int timeout_ms)
+{
+	char so[PATH_MAX + 32], done[PATH_MAX + 32], msg[512], name[32];
+	char *argv[] = { workload_cancel, NULL };
+	struct proc p;
+	pid_t child;
+	double ms;
+	int rc;
+
+	snprintf(name, sizeof(name), "cancel%d", ctor_ms);
+	build_slow_library(name, ctor_ms, so, done, sizeof(so));
+	spawn(&p, argv, "cancel");
+	if (!wait_output(&p, "ready\n", READY_MS)) {
+		CHECK(0, "cancel workload did not start: %s", read_text(p.out));
+		kill_proc(&p);
+		return;
+	}
+	child = fork();
+	if (child == 0) {
+		usleep(100000);
+		kill(p.pid, SIGUSR1);	/* main cancels the worker */
+		_exit(0);
+	}
+	call_timeout_ms = timeout_ms;
+	rc = forced_inject(p.pid, SYS_pause, so, msg, sizeof(msg), &ms);
+	call_timeout_ms = 5000;
+	waitpid(child, NULL, 0);
+	CHECK(timeout_ms < ctor_ms ? rc == INJECT_FAILED : rc == INJECT_LOADED,
+	      "ctor %d ms, timeout %d ms: got %d \"%s\"", ctor_ms, timeout_ms,
+	      rc, msg);
+	rc = wait_status(p.pid, EXIT_MS);
+	CHECK(rc == 0 && strstr(read_text(p.out), "\ncancelled\n") != NULL,
+	      "ctor %d ms, timeout %d ms: pthread_cancel during the call was "
+	      "lost: exit %d:\n%s", ctor_ms, timeout_ms, rc, read_text(p.out));
+}
+
+static void test_cancel_during_call(void)
+{
+	cancel_during_call(1500, 300);	/* the injection gives up */
+	cancel_during_call(400, 5000);	/* it completes */
+}
+
+/* The SIGSEGV mask bit is set in the SigIgn line of pid's status. */
+static bool ignores_segv(pid_t pid)
+{
+	char path[64], text[8192], v[32];
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	return slurp(path, text, sizeof(text)) > 0 &&
+	       field(text, "SigIgn", v, sizeof(v)) &&
+	       (strtoull(v, NULL, 16) & (1ULL << (SIGSEGV - 1)));
+}
+
+/* Injection never changes how the process handles a signal. */
+static void test_keeps_ignored_segv(void)
+{
+	char msg[512];
+	struct proc p;
+	bool started;
+	int rc;
+
+	signal(SIGSEGV, SIG_IGN);	/* inherited across exec */
+	started = start_target(&p);
+	signal(SIGSEGV, SIG_DFL);
+	if (!started || !ignores_segv(p.pid)) {
+		CHECK(0, "workload did not start ignoring SIGSEGV");
+		kill_proc(&p);
+		return;
+	}
+	rc = inject_collector(p.pid, library, msg, sizeof(msg));
+	CHECK(rc == INJECT_LOADED, "expected INJECT_LOADED, got %d \"%s\"", rc,
+	      msg);
+	CHECK(ignores_segv(p.pid), "the injection reset PID %d's ignored "
+	      "SIGSEGV to the default", (int)p.pid);
+	CHECK(all_threads_progress(&p), "threads stalled");
+	rc = stop_target(&p);
+	CHECK(rc == 0, "workload ignoring SIGSEGV: exit %d:\n%s", rc,
+	      read_text(p.out));
+}
+
 static int cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -790,6 +1053,7 @@ int main(void)
 	char cmd[PATH_MAX + 16];
 
 	find_paths("/tmp/qsptop-inject-XXXXXX", "wl_inject_target");
+	join(workload_cancel, build, "/tests/wl_cancel_target");
 	chmod(tmp, 0755);
 	copy_library();
 	signal(SIGPIPE, SIG_IGN);
@@ -804,6 +1068,9 @@ int main(void)
 	test_timeout_gives_thread_back();
 	test_signals_during_call();
 	test_target_exits_during_call();
+	test_qsptop_killed_inside_dlopen();
+	test_cancel_during_call();
+	test_keeps_ignored_segv();
 	test_repeated_fresh_targets();
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmp);
 	if (system(cmd) != 0)

@@ -50,8 +50,12 @@
 #define SYSCALL_STOP (SIGTRAP | 0x80)	/* with PTRACE_O_TRACESYSGOOD */
 #define SYSCALL_INSN_LEN 2
 #define SPIN_US 500
-/* Where the software bytes of an fxsave image start. */
+/* The signal frame's FP state: a legacy fxsave area whose software bytes
+ * (464..511) say an xsave image follows, closed by a second magic word. */
 #define FP_SW_BYTES 464
+#define FP_XSTATE_BV 512
+#define FP_MAGIC1 0x46505853U
+#define FP_MAGIC2 0x46505845U
 /* The kernel's internal "restart me" results, as seen in rax at a stop. */
 #define ERESTARTSYS 512
 #define ERESTARTNOINTR 513
@@ -77,6 +81,13 @@ struct borrow {
 	uint64_t mask;			/* blocked signals as interrupted */
 	uint64_t slot;			/* our calls' return address: __restore_rt */
 	uint64_t path;			/* lib, on the thread's stack */
+};
+
+/* struct _fpx_sw_bytes of <asm/sigcontext.h>, which clashes with glibc's. */
+struct fp_sw_bytes {
+	uint32_t magic1, extended_size;
+	uint64_t xfeatures;
+	uint32_t xstate_size, padding[7];
 };
 
 struct job {
@@ -304,15 +315,32 @@ static void fill_ucontext(ucontext_t *c, const struct borrow *b, uint64_t fx)
 }
 
 /*
- * The FP state as a signal frame holds it: the legacy (fxsave) part, its
- * software bytes zero, so rt_sigreturn restores that part only.
+ * The FP state as a signal frame holds it: the xsave image the kernel
+ * gave us, its software bytes saying so and the closing magic word, so
+ * that rt_sigreturn restores AVX and the rest, not only the legacy part.
+ * Without XSAVE, the fxsave image alone (software bytes zero).
  */
 static int put_fpstate(const struct borrow *b, uint64_t fx)
 {
-	uint8_t zero[512 - FP_SW_BYTES] = { 0 };
+	const uint8_t *img = b->xstate.iov_base;
+	uint32_t n = (uint32_t)b->xstate.iov_len, magic2 = FP_MAGIC2;
+	struct fp_sw_bytes sw = { 0 };
+	uint64_t xcr0, bv;
 
-	return put(b, fx, b->xstate.iov_base, 512) < 0 ||
-	       put(b, fx + FP_SW_BYTES, zero, sizeof(zero)) < 0 ? -1 : 0;
+	if (put(b, fx, img, n) < 0)
+		return -1;
+	if (b->xstate_type == NT_X86_XSTATE && n > FP_XSTATE_BV + 8) {
+		/* ptrace leaves XCR0 in the software bytes. */
+		memcpy(&xcr0, img + FP_SW_BYTES, sizeof(xcr0));
+		memcpy(&bv, img + FP_XSTATE_BV, sizeof(bv));
+		sw = (struct fp_sw_bytes){ .magic1 = FP_MAGIC1,
+					   .extended_size = n + sizeof(magic2),
+					   .xfeatures = xcr0 & bv,
+					   .xstate_size = n };
+		if (put(b, fx + n, &magic2, sizeof(magic2)) < 0)
+			return -1;
+	}
+	return put(b, fx + FP_SW_BYTES, &sw, sizeof(sw));
 }
 
 /*
@@ -329,7 +357,7 @@ static int build_frame(const struct target *t, struct borrow *b)
 	ucontext_t c;
 
 	b->path = (top - n) & ~15ULL;
-	fx = (b->path - 512) & ~63ULL;
+	fx = (b->path - b->xstate.iov_len - sizeof(uint32_t)) & ~63ULL;
 	uc = (fx - sizeof(c)) & ~15ULL;
 	b->slot = uc - 8;
 	fill_ucontext(&c, b, fx);

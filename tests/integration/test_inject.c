@@ -5,8 +5,8 @@
  * threads keep working and its results stay exact, every refusal says why
  * and leaves the target running, and a dlopen that does not return in time
  * gives its thread back anyway, as it does when qsptop is killed mid-call.
- * Signals sent meanwhile (a pthread_cancel) are not lost, and no signal
- * disposition changes.
+ * Signals sent meanwhile (a pthread_cancel) are not lost, no signal
+ * disposition changes, and the borrowed thread's registers come back.
  */
 #include "../../tui/inject.c"
 #include "../../tui/inject_proc.c"
@@ -27,8 +27,8 @@
 #define EXIT_MS 15000
 #define REPEATS 10
 
-/* The workload whose worker gets cancelled (wl_cancel_target). */
-static char workload_cancel[PATH_MAX];
+/* The workload whose worker gets cancelled, the one checking registers. */
+static char workload_cancel[PATH_MAX], workload_regs[PATH_MAX];
 
 /* A started program and the file holding its output. */
 struct proc {
@@ -1007,6 +1007,99 @@ static void test_keeps_ignored_segv(void)
 	      read_text(p.out));
 }
 
+/* The last "probes N" count of the register workload, or -1. */
+static long last_probes(const struct proc *p)
+{
+	const char *text = read_text(p->out), *at = NULL, *s = text;
+	long n = -1;
+
+	while ((s = strstr(s, "probes ")) != NULL)
+		at = s++;
+	if (at != NULL)
+		sscanf(at, "probes %ld", &n);
+	return n;
+}
+
+/* Wait until the register workload has made 100 more probes. */
+static bool probes_advance(const struct proc *p)
+{
+	int64_t deadline = now_ms() + 5000;
+	long from = last_probes(p);
+
+	while (last_probes(p) < from + 100) {
+		if (now_ms() >= deadline)
+			return false;
+		usleep(10000);
+	}
+	return true;
+}
+
+/* Probes of the register workload that found registers (or errno) changed. */
+static int changed_probes(const char *text, bool count_errno)
+{
+	int n = 0, gpr, vec, err;
+
+	for (const char *s = text; (s = strstr(s, "\nbad ")) != NULL; s++)
+		if (sscanf(s, "\nbad %*d gpr=%d vec=%d errno=%d", &gpr, &vec,
+			   &err) == 3)
+			n += gpr > 0 || vec > 0 || (count_errno && err > 0);
+	return n;
+}
+
+/*
+ * The borrowed thread's general and FP/AVX registers are back as they
+ * were once it returns to its system call, whether the call completes or
+ * is given up, though the library's constructor clobbers them.
+ */
+static void registers_after(const char *so, const char *done, int timeout_ms)
+{
+	char *argv[] = { workload_regs, NULL }, msg[512];
+	bool gave_up = done != NULL;
+	struct proc p;
+	double ms;
+	int rc;
+
+	spawn(&p, argv, "regs");
+	if (!wait_output(&p, "ready\n", READY_MS)) {
+		if (strstr(read_text(p.out), "no AVX") == NULL)
+			CHECK(0, "register workload did not start: %s",
+			      read_text(p.out));
+		else
+			printf("note: no AVX; register test skipped\n");
+		kill_proc(&p);
+		return;
+	}
+	CHECK(probes_advance(&p), "the register workload does not run");
+	call_timeout_ms = timeout_ms;
+	rc = forced_inject(p.pid, SYS_nanosleep, so, msg, sizeof(msg), &ms);
+	call_timeout_ms = 5000;
+	CHECK(gave_up ? rc == INJECT_FAILED : rc == INJECT_LOADED,
+	      "register workload: got %d \"%s\"", rc, msg);
+	while (gave_up && access(done, F_OK) != 0 && probes_advance(&p))
+		;
+	CHECK(probes_advance(&p), "the borrowed thread did not come back");
+	rc = stop_target(&p);
+	CHECK(rc == 0 && strstr(read_text(p.out), "\ndone ") != NULL &&
+	      changed_probes(read_text(p.out), false) == 0,
+	      "after %s: registers changed: exit %d:\n%s", gave_up ?
+	      "a timed-out call" : "a call", rc, read_text(p.out));
+}
+
+static void test_registers_come_back(void)
+{
+	char so[PATH_MAX + 32], done[PATH_MAX + 32];
+	char body[2 * PATH_MAX];
+
+	build_library("clobber", "__asm__ volatile(\"vzeroall\");", so,
+		      sizeof(so));
+	registers_after(so, NULL, 5000);
+	snprintf(done, sizeof(done), "%s/clobber-slow-done", tmp);
+	snprintf(body, sizeof(body), "usleep(600000); close(creat(\"%s\", 0644)); "
+		 "__asm__ volatile(\"vzeroall\");", done);
+	build_library("clobber-slow", body, so, sizeof(so));
+	registers_after(so, done, 200);
+}
+
 static int cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -1054,6 +1147,7 @@ int main(void)
 
 	find_paths("/tmp/qsptop-inject-XXXXXX", "wl_inject_target");
 	join(workload_cancel, build, "/tests/wl_cancel_target");
+	join(workload_regs, build, "/tests/wl_regs_target");
 	chmod(tmp, 0755);
 	copy_library();
 	signal(SIGPIPE, SIG_IGN);
@@ -1071,6 +1165,7 @@ int main(void)
 	test_qsptop_killed_inside_dlopen();
 	test_cancel_during_call();
 	test_keeps_ignored_segv();
+	test_registers_come_back();
 	test_repeated_fresh_targets();
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmp);
 	if (system(cmd) != 0)

@@ -79,6 +79,8 @@ struct borrow {
 	struct iovec xstate;
 	int xstate_type;		/* NT_X86_XSTATE, or NT_PRFPREG */
 	uint64_t mask;			/* blocked signals as interrupted */
+	uint64_t errno_at;		/* the thread's errno, or 0: unknown */
+	int32_t saved_errno;
 	uint64_t slot;			/* our calls' return address: __restore_rt */
 	uint64_t path;			/* lib, on the thread's stack */
 };
@@ -445,8 +447,8 @@ static enum call_result call(const struct target *t, struct borrow *b,
 
 /*
  * At the rt_sigreturn stop: mask, FP state and registers as interrupted,
- * the rt_sigreturn skipped (orig_rax -1), then let go. In this order,
- * dying halfway still lets rt_sigreturn finish the job.
+ * the rt_sigreturn skipped (orig_rax -1), errno as it was, then let go.
+ * In this order, dying halfway still lets rt_sigreturn finish the job.
  */
 static void put_back(struct borrow *b)
 {
@@ -457,6 +459,8 @@ static void put_back(struct borrow *b)
 	ptrace(PTRACE_SETREGSET, b->tid, (void *)(uintptr_t)b->xstate_type,
 	       &b->xstate);
 	ptrace(PTRACE_SETREGS, b->tid, 0, &r);
+	if (b->errno_at != 0)
+		put(b, b->errno_at, &b->saved_errno, sizeof(b->saved_errno));
 	ptrace(PTRACE_DETACH, b->tid, 0, 0);
 }
 
@@ -497,12 +501,28 @@ static void dl_error_text(const struct target *t, const struct borrow *b,
 		 res.errcode ? ": " : "", res.errcode ? strerror(res.errcode) : "");
 }
 
+/* Where the thread's errno is, and its value; 0 when libc will not say. */
+static void save_errno(const struct target *t, struct borrow *b)
+{
+	int64_t off;
+
+	b->errno_at = 0;
+	if (!t->errno_known || t->dlerror_got == 0 ||
+	    get(b, t->dlerror_got, &off, 8) < 0)
+		return;
+	b->errno_at = b->regs.fs_base + (uint64_t)off - t->tls_dlerror +
+		      t->tls_errno;
+	if (get(b, b->errno_at, &b->saved_errno, sizeof(b->saved_errno)) < 0)
+		b->errno_at = 0;
+}
+
 /* Everything put_back needs, and the frame on the thread's stack. */
 static int prepare(const struct target *t, struct borrow *b)
 {
 	if (ptrace(PTRACE_GETSIGMASK, b->tid, (void *)sizeof(b->mask),
 		   &b->mask) < 0 || save_fpu(b) < 0 || build_frame(t, b) < 0)
 		return -1;
+	save_errno(t, b);
 	return 0;
 }
 

@@ -322,8 +322,11 @@ int preflight(struct target *t, const char *lib, char *msg, size_t len)
 	       check_maps(t, msg, len) < 0 ? -1 : 0;
 }
 
-/* A defined symbol's default version in .dynsym (dlopen@@GLIBC_2.34). */
-static uint64_t dynsym_value(Elf *e, const char *name, int type)
+/*
+ * A defined symbol's default version in .dynsym (dlopen@@GLIBC_2.34):
+ * true with its value, false when absent.
+ */
+static bool dynsym_find(Elf *e, const char *name, int type, uint64_t *value)
 {
 	Elf_Scn *scn = NULL;
 	Elf_Data *syms = NULL, *vers = NULL;
@@ -356,9 +359,10 @@ static uint64_t dynsym_value(Elf *e, const char *name, int type)
 		if (vers != NULL && gelf_getversym(vers, (int)i, &v) != NULL &&
 		    (v & VERSYM_HIDDEN))
 			continue;
-		return s.st_value;
+		*value = s.st_value;
+		return true;
 	}
-	return 0;
+	return false;
 }
 
 /* The r_offset of a TPOFF64 relocation of symbol name, or 0. */
@@ -395,16 +399,21 @@ static uint64_t tpoff_reloc(Elf *e, const char *name)
 }
 
 /*
- * Where libc keeps dlerror's record for each thread: the GOT slot the
- * loader filled with its offset from the thread pointer. Left 0 when not
- * found: the injection then gives no dlerror text.
+ * Where libc keeps dlerror's record and errno for each thread: the GOT
+ * slot the loader filled with the record's offset from the thread
+ * pointer, and both variables' offsets in libc's TLS block. Whatever is
+ * not found stays unknown: the injection then gives no dlerror text, or
+ * does not restore errno.
  */
 static void find_tls(Elf *e, struct target *t, uint64_t bias)
 {
 	uint64_t got = tpoff_reloc(e, "__libc_dlerror_result");
 
-	if (got != 0)
-		t->dlerror_got = bias + got;
+	if (got == 0 || !dynsym_find(e, "__libc_dlerror_result", STT_TLS,
+				     &t->tls_dlerror))
+		return;
+	t->dlerror_got = bias + got;
+	t->errno_known = dynsym_find(e, "errno", STT_TLS, &t->tls_errno);
 }
 
 /*
@@ -458,8 +467,8 @@ int resolve_libc(struct target *t, char *msg, size_t len)
 	e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	if (e != NULL && scan_segments(e, &lowest, &restore_rt) == 0) {
 		bias = t->libc_start - (lowest & ~0xfffULL);
-		o = dynsym_value(e, "dlopen", STT_FUNC);
-		if (o != 0 && restore_rt != 0) {
+		if (dynsym_find(e, "dlopen", STT_FUNC, &o) && o != 0 &&
+		    restore_rt != 0) {
 			t->dlopen = bias + o;
 			t->restore_rt = bias + restore_rt;
 			find_tls(e, t, bias);

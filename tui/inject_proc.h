@@ -23,9 +23,11 @@ struct target {
 	char libc[PATH_MAX + 64];	/* the target's libc, openable by us */
 	uint64_t libc_start;		/* start of libc's offset-0 mapping */
 	uint64_t dlopen, restore_rt;
-	/* libc's thread-local dlerror record: the GOT slot that holds its
-	 * offset from the thread pointer (0: unknown). */
-	uint64_t dlerror_got;
+	/* libc's thread-local dlerror record and errno: the GOT slot that
+	 * holds the record's offset from the thread pointer (0: unknown),
+	 * and both variables' offsets in libc's TLS block. */
+	uint64_t dlerror_got, tls_dlerror, tls_errno;
+	bool errno_known;
 	bool already;			/* a file named like lib is mapped */
 	char warning[256];
 };

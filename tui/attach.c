@@ -215,10 +215,12 @@ static int connect_when_ready(const struct sockaddr_un *addr)
 }
 
 /* Load the collector into pid with ptrace and connect to it. */
-static int inject_and_connect(pid_t pid, const struct sockaddr_un *addr)
+static int inject_and_connect(pid_t pid, const struct sockaddr_un *addr,
+			      bool force)
 {
 	char msg[512];
-	int rc = inject_collector(pid, attach_library_path(), msg, sizeof(msg));
+	int rc = inject_collector(pid, attach_library_path(), force, msg,
+				  sizeof(msg));
 	int fd;
 
 	if (rc == INJECT_FAILED)
@@ -235,7 +237,8 @@ static int inject_and_connect(pid_t pid, const struct sockaddr_un *addr)
 	return fd;
 }
 
-void attach_connect(struct attach *a, pid_t pid, unsigned interval_ms)
+void attach_connect(struct attach *a, pid_t pid, unsigned interval_ms,
+		    bool force)
 {
 	struct sockaddr_un addr = { .sun_family = AF_UNIX };
 	long euid = process_euid(pid);
@@ -252,7 +255,7 @@ void attach_connect(struct attach *a, pid_t pid, unsigned interval_ms)
 		fatal("not permitted to connect to PID %d (%s): it runs as another "
 		      "user", (int)pid, addr.sun_path);
 	if (fd < 0) {
-		fd = inject_and_connect(pid, &addr);
+		fd = inject_and_connect(pid, &addr, force);
 		a->mode = "injected";
 	}
 	greet(fd, interval_ms);

@@ -635,9 +635,10 @@ static int run_job(struct job *j)
 	return j->result;
 }
 
-int inject_collector(pid_t pid, const char *lib_path, char *msg, size_t len)
+int inject_collector(pid_t pid, const char *lib_path, bool force, char *msg,
+		     size_t len)
 {
-	struct target t = { .pid = pid };
+	struct target t = { .pid = pid, .force = force };
 	struct job *j;
 	int rc;
 

@@ -194,6 +194,11 @@ int check_status(struct target *t, char *msg, size_t len)
 	if (atoi(v) == 1)
 		return fail(msg, len, "PID %d runs in strict seccomp mode: "
 			    "loading a library would kill it", pid);
+	if (atoi(v) == 2 && !t->force)
+		return fail(msg, len, "PID %d runs under a seccomp filter: if "
+			    "it forbids a system call of the collector, the "
+			    "process is killed; use --force to load it anyway",
+			    pid);
 	if (atoi(v) == 2)
 		snprintf(t->warning, sizeof(t->warning), "PID %d runs under a "
 			 "seccomp filter: if it forbids the collector's system "

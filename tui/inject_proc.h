@@ -29,6 +29,7 @@ struct target {
 	uint64_t dlerror_got, tls_dlerror, tls_errno;
 	bool errno_known;
 	bool already;			/* a file named like lib is mapped */
+	bool force;			/* even under a seccomp filter */
 	char warning[256];
 };
 

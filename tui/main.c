@@ -219,7 +219,8 @@ static void attach(struct app *a, bool live, char *log, size_t size)
 	int log_fd = -1;
 
 	if (a->opt.pid) {
-		attach_connect(&a->attach, a->opt.pid, interval_ms);
+		attach_connect(&a->attach, a->opt.pid, interval_ms,
+			       a->opt.force);
 		return;
 	}
 	if (live)

@@ -20,6 +20,7 @@ struct options {
 	size_t nwrappers;
 	const char *theme;	/* -t; NULL = "default" */
 	pid_t pid;		/* -p; 0 when launching */
+	bool force;		/* --force: -p even under a seccomp filter */
 	char **command;		/* after --; NULL with -p */
 };
 

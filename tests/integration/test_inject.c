@@ -13,7 +13,10 @@
 
 #include <grp.h>
 #include <libgen.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <poll.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 
@@ -224,7 +227,7 @@ static int timed_inject(pid_t pid, const char *lib, char *msg, size_t len,
 	int rc;
 
 	clock_gettime(CLOCK_MONOTONIC, &a);
-	rc = inject_collector(pid, lib, msg, len);
+	rc = inject_collector(pid, lib, false, msg, len);
 	clock_gettime(CLOCK_MONOTONIC, &b);
 	*ms = (double)(b.tv_sec - a.tv_sec) * 1e3 +
 	      (double)(b.tv_nsec - a.tv_nsec) / 1e6;
@@ -292,7 +295,7 @@ static void test_loads_into_running_target(void)
 		CHECK(write(fd, "this is not an ELF file at all\n", 31) == 31,
 		      "write");
 	close(fd);
-	rc = inject_collector(p.pid, junk, msg, sizeof(msg));
+	rc = inject_collector(p.pid, junk, false, msg, sizeof(msg));
 	snprintf(want, sizeof(want), "dlopen failed in PID %d: ", (int)p.pid);
 	CHECK(rc == INJECT_FAILED && starts_with(msg, want) &&
 	      strstr(msg, "invalid ELF header") != NULL,
@@ -313,7 +316,7 @@ static void test_loads_into_running_target(void)
 	CHECK(all_threads_progress(&p), "threads stalled after the injection");
 
 	/* Twice: the library is there, nothing is loaded again. */
-	rc = inject_collector(p.pid, library, msg, sizeof(msg));
+	rc = inject_collector(p.pid, library, false, msg, sizeof(msg));
 	CHECK(rc == INJECT_ALREADY, "second inject: expected INJECT_ALREADY, "
 	      "got %d \"%s\"", rc, msg);
 	CHECK(count_mapped(p.pid, "/libqsptop.so") == maps,
@@ -330,7 +333,7 @@ static void test_loads_into_running_target(void)
 static void expect_refusal(pid_t pid, const char *lib, const char *want)
 {
 	char msg[512];
-	int rc = inject_collector(pid, lib, msg, sizeof(msg));
+	int rc = inject_collector(pid, lib, false, msg, sizeof(msg));
 
 	CHECK(rc == INJECT_FAILED && starts_with(msg, want),
 	      "PID %d: expected \"%s...\", got %d \"%s\"", (int)pid, want, rc,
@@ -457,7 +460,8 @@ static void test_refuses_other_user(void)
 		close(fds[0]);
 		if (setgroups(0, NULL) == 0 && setresgid(65534, 65534, 65534) == 0 &&
 		    setresuid(65534, 65534, 65534) == 0)
-			rc = inject_collector(p.pid, library, msg, sizeof(msg));
+			rc = inject_collector(p.pid, library, false, msg,
+					      sizeof(msg));
 		if (write(fds[1], &rc, sizeof(rc)) < 0 ||
 		    write(fds[1], msg, strlen(msg) + 1) < 0)
 			_exit(1);
@@ -502,7 +506,7 @@ static void test_root_loads_into_other_user(void)
 		kill_proc(&p);
 		return;
 	}
-	rc = inject_collector(p.pid, library, msg, sizeof(msg));
+	rc = inject_collector(p.pid, library, false, msg, sizeof(msg));
 	CHECK(rc == INJECT_LOADED, "expected INJECT_LOADED, got %d \"%s\"", rc,
 	      msg);
 	CHECK(collector_says_hello_as(p.pid, 65534),
@@ -769,7 +773,7 @@ static void test_target_exits_during_call(void)
 		kill(p.pid, SIGKILL);
 		_exit(0);
 	}
-	rc = inject_collector(p.pid, so, msg, sizeof(msg));
+	rc = inject_collector(p.pid, so, false, msg, sizeof(msg));
 	waitpid(child, NULL, 0);
 	snprintf(want, sizeof(want), "process %d exited during attach",
 		 (int)p.pid);
@@ -844,12 +848,12 @@ static const char *thread_states(pid_t pid)
 	return out;
 }
 
-/* Run qsptop -b -n 1 -p pid to its end; its exit status. */
-static int qsptop_once(pid_t pid, struct proc *q)
+/* Run qsptop [option] -b -n 1 -p pid to its end; its exit status. */
+static int qsptop_with(const char *option, pid_t pid, struct proc *q)
 {
 	char pidstr[16];
 	char *argv[] = { qsptop, "-b", "-n", "1", "-d", "0.2", "-p", pidstr,
-			 NULL };
+			 (char *)option, NULL };
 
 	snprintf(pidstr, sizeof(pidstr), "%d", (int)pid);
 	spawn(q, argv, "qsptop");
@@ -900,7 +904,7 @@ static void qsptop_during_slow_dlopen(const char *so, bool kill_it)
 	CHECK(all_threads_progress(&p), "threads stalled after qsptop %s: %s",
 	      kill_it ? "was killed" : "loaded", thread_states(p.pid));
 	if (kill_it) {
-		rc = qsptop_once(p.pid, &q);
+		rc = qsptop_with(NULL, p.pid, &q);
 		CHECK(rc == 0, "qsptop -p after a killed one: exit %d: %s", rc,
 		      read_text(q.out));
 	}
@@ -996,7 +1000,7 @@ static void test_keeps_ignored_segv(void)
 		kill_proc(&p);
 		return;
 	}
-	rc = inject_collector(p.pid, library, msg, sizeof(msg));
+	rc = inject_collector(p.pid, library, false, msg, sizeof(msg));
 	CHECK(rc == INJECT_LOADED, "expected INJECT_LOADED, got %d \"%s\"", rc,
 	      msg);
 	CHECK(ignores_segv(p.pid), "the injection reset PID %d's ignored "
@@ -1102,6 +1106,69 @@ static void test_registers_come_back(void)
 	registers_after(so, done, 200);
 }
 
+/* Start the workload under a seccomp filter that allows everything. */
+static bool start_filtered_target(struct proc *p)
+{
+	static struct sock_filter allow[] = {
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = { 1, allow };
+
+	snprintf(p->out, sizeof(p->out), "%s/filtered.out", tmp);
+	p->pid = fork();
+	if (p->pid == 0) {
+		int fd = open(p->out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+		dup2(fd, 1);
+		dup2(fd, 2);
+		if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 &&
+		    prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) == 0)
+			execl(workload, workload, (char *)NULL);
+		_exit(126);
+	}
+	return wait_output(p, "ready\n", READY_MS);
+}
+
+/* Under a seccomp filter -p refuses in one line, unless --force is given. */
+static void test_seccomp_needs_force(void)
+{
+	char want[128];
+	struct proc p, q;
+	int rc;
+
+	if (!start_filtered_target(&p)) {
+		CHECK(0, "filtered workload did not start: %s", read_text(p.out));
+		kill_proc(&p);
+		return;
+	}
+	rc = qsptop_with(NULL, p.pid, &q);
+	snprintf(want, sizeof(want), "qsptop: PID %d runs under a seccomp "
+		 "filter", (int)p.pid);
+	CHECK(rc == 1 && starts_with(read_text(q.out), want) &&
+	      strstr(read_text(q.out), "--force") != NULL &&
+	      strchr(read_text(q.out), '\n') == strrchr(read_text(q.out), '\n'),
+	      "qsptop -p on a filtered process: expected exit 1 and one line "
+	      "\"%s...--force...\", got %d: %s", want, rc, read_text(q.out));
+	CHECK(count_mapped(p.pid, "/libqsptop.so") == 0,
+	      "the refusal loaded the collector anyway");
+	{
+		char *argv[] = { qsptop, "--help", NULL };
+
+		spawn(&q, argv, "help");
+		rc = wait_status(q.pid, EXIT_MS);
+		CHECK(rc == 0 && strstr(read_text(q.out), "--force") != NULL,
+		      "--help documents --force: %s", read_text(q.out));
+	}
+	rc = qsptop_with("--force", p.pid, &q);
+	CHECK(rc == 0 && strstr(read_text(q.out), "(injected)") != NULL,
+	      "qsptop --force -p on a filtered process: exit %d: %s", rc,
+	      read_text(q.out));
+	CHECK(all_threads_progress(&p), "threads stalled after --force");
+	rc = stop_target(&p);
+	CHECK(rc == 0, "filtered workload after --force: exit %d:\n%s", rc,
+	      read_text(p.out));
+}
+
 static int cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -1168,6 +1235,7 @@ int main(void)
 	test_cancel_during_call();
 	test_keeps_ignored_segv();
 	test_registers_come_back();
+	test_seccomp_needs_force();
 	test_repeated_fresh_targets();
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmp);
 	if (system(cmd) != 0)

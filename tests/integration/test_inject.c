@@ -1169,6 +1169,172 @@ static void test_seccomp_needs_force(void)
 	      read_text(p.out));
 }
 
+/* Become uid (and gid uid) for good; false if not permitted. */
+static bool become(uid_t uid)
+{
+	return setgroups(0, NULL) == 0 && setresgid(uid, uid, uid) == 0 &&
+	       setresuid(uid, uid, uid) == 0;
+}
+
+/* Start /bin/sleep as uid; its pid. */
+static pid_t sleep_as(uid_t uid)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		if (become(uid))
+			execl("/bin/sleep", "sleep", "30", (char *)NULL);
+		_exit(126);
+	}
+	return pid;
+}
+
+/*
+ * A process of uid (0: stay root) that serves path as a fake collector:
+ * it binds and listens there (making the directory first when mkdir),
+ * says so on ready, sends one HELLO to whoever connects, and exits.
+ */
+static pid_t fake_collector(uid_t uid, const char *path, bool mkdir_first,
+			    int ready)
+{
+	struct sockaddr_un addr = { .sun_family = AF_UNIX };
+	pid_t pid = fork();
+
+	if (pid != 0)
+		return pid;
+	alarm(20);
+	snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", path);
+	if (uid == 0 || become(uid)) {
+		struct proto_hello h = { .magic = PROTO_MAGIC,
+					 .version = PROTO_VERSION };
+		int fd = socket(AF_UNIX, SOCK_STREAM, 0), c;
+		struct wbuf b = { 0 };
+		char dir[sizeof(addr.sun_path)];
+
+		snprintf(dir, sizeof(dir), "%s", path);
+		if (mkdir_first)
+			mkdir(dirname(dir), 0700);
+		if (bind(fd, (struct sockaddr *)&addr, sizeof(addr)) == 0 &&
+		    listen(fd, 1) == 0 && write(ready, "r", 1) == 1 &&
+		    (c = accept(fd, NULL, NULL)) >= 0) {
+			proto_put_hello(&b, &h);
+			if (write(c, b.data, b.len) < 0)
+				_exit(1);
+			usleep(100000);
+		}
+	}
+	_exit(0);
+}
+
+/* Start a fake collector at path and wait until it listens. */
+static pid_t fake_collector_ready(uid_t uid, const char *path, bool mkdir_first)
+{
+	int fds[2];
+	char c = 0;
+	pid_t pid;
+
+	if (pipe(fds) < 0)
+		return -1;
+	pid = fake_collector(uid, path, mkdir_first, fds[1]);
+	close(fds[1]);
+	{
+		struct pollfd pfd = { .fd = fds[0], .events = POLLIN };
+
+		if (poll(&pfd, 1, READY_MS) != 1 || read(fds[0], &c, 1) != 1)
+			c = 0;
+	}
+	close(fds[0]);
+	CHECK(c == 'r', "the fake collector at %s did not start", path);
+	return pid;
+}
+
+/* qsptop -p pid must refuse in one line that names path and says why. */
+static void expect_socket_refused(pid_t pid, const char *path, const char *why)
+{
+	struct proc q;
+	const char *err;
+	int rc = qsptop_with(NULL, pid, &q);
+
+	err = read_text(q.out);
+	CHECK(rc == 1 && starts_with(err, "qsptop: refusing ") &&
+	      strstr(err, path) != NULL && strstr(err, why) != NULL &&
+	      strchr(err, '\n') == strrchr(err, '\n'),
+	      "expected one line refusing %s (%s...), got %d: %s", path, why,
+	      rc, err);
+}
+
+static void end_pid(pid_t pid)
+{
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+}
+
+/*
+ * Another local user made /tmp/qsptop-UID of the target's user (or it is
+ * a symlink, or open to others) and listens where the collector would:
+ * qsptop -p must not talk to it.
+ */
+static void test_refuses_foreign_socket_directory(void)
+{
+	/* Users no one has, distinct for each run of this test. */
+	uid_t victim = 2000000000u + (uid_t)(getpid() % 100000) * 2;
+	uid_t other = victim + 1;
+	char dir[108], path[108], cmd[256], why[128], elsewhere[PATH_MAX + 16];
+	pid_t target, fake;
+
+	if (geteuid() != 0) {
+		printf("note: not root; socket directory test skipped\n");
+		return;
+	}
+	target = sleep_as(victim);
+	wait_state(target, 'S');
+	sockpath_dir(dir, sizeof(dir), victim);
+	sockpath_target(path, sizeof(path), victim, target);
+
+	fake = fake_collector_ready(other, path, true);	/* other's dir */
+	snprintf(why, sizeof(why), "belongs to uid %u", (unsigned)other);
+	expect_socket_refused(target, path, why);
+	end_pid(fake);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	CHECK(system(cmd) == 0, "%s", cmd);
+
+	mkdir(dir, 0777);		/* the right owner, open to all */
+	CHECK(chown(dir, victim, victim) == 0 && chmod(dir, 0777) == 0,
+	      "chown/chmod %s", dir);
+	fake = fake_collector_ready(other, path, false);
+	expect_socket_refused(target, path, "open to other users");
+	end_pid(fake);
+	CHECK(system(cmd) == 0, "%s", cmd);
+
+	snprintf(elsewhere, sizeof(elsewhere), "%s/elsewhere", tmp);
+	mkdir(elsewhere, 0700);		/* a symlink to a good-looking dir */
+	CHECK(chown(elsewhere, victim, victim) == 0 &&
+	      symlink(elsewhere, dir) == 0, "symlink %s", dir);
+	fake = fake_collector_ready(0, path, false);
+	expect_socket_refused(target, path, "symbolic link");
+	end_pid(fake);
+	unlink(dir);
+	end_pid(target);
+}
+
+/* A process other than the target listens at its socket path. */
+static void test_refuses_listener_not_target(void)
+{
+	char path[108], why[128];
+	pid_t target = sleep_as(geteuid()), fake;
+
+	wait_state(target, 'S');
+	sockpath_target(path, sizeof(path), geteuid(), target);
+	fake = fake_collector_ready(0, path, false);
+	snprintf(why, sizeof(why), "served by PID %d", (int)fake);
+	expect_socket_refused(target, path, why);
+	CHECK(count_mapped(target, "/libqsptop.so") == 0,
+	      "the refusal loaded the collector");
+	end_pid(fake);
+	unlink(path);
+	end_pid(target);
+}
+
 static int cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -1236,6 +1402,8 @@ int main(void)
 	test_keeps_ignored_segv();
 	test_registers_come_back();
 	test_seccomp_needs_force();
+	test_refuses_foreign_socket_directory();
+	test_refuses_listener_not_target();
 	test_repeated_fresh_targets();
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmp);
 	if (system(cmd) != 0)

@@ -231,7 +231,7 @@ stopped:
 		return exited(t, j->msg, j->len);
 	a[0] = b->regs.rdi, a[1] = b->regs.rsi, a[2] = b->regs.rdx;
 	a[3] = b->regs.r10, a[4] = b->regs.r8, a[5] = b->regs.r9;
-	room = stack_room(t->pid, b->regs.rsp);
+	room = stack_room(t->pid, b->regs.rsp, b->regs.fs_base);
 	if ((long)b->regs.orig_rax < 0 || room < MIN_STACK_ROOM ||
 	    syscall_rank(t->pid, (long)b->regs.orig_rax, a) < rank ||
 	    (inject_only_syscall >= 0 &&

@@ -148,21 +148,30 @@ static int maps_each(pid_t pid, void (*fn)(const struct mapping *, void *),
 	return 0;
 }
 
-/* Bytes of stack below rsp in its mapping (the main stack grows). */
-struct room { uint64_t rsp, bytes; };
+/*
+ * Stack below rsp that is the thread's own: on the main stack (it grows),
+ * or in the anonymous mapping that also holds the thread's TCB (glibc puts
+ * it at the top of each thread's stack). Elsewhere (an alternate signal
+ * stack from the heap, a coroutine's stack) what lies below may be
+ * someone's data: none.
+ */
+struct room { uint64_t rsp, tcb, bytes; };
 
 static void note_room(const struct mapping *m, void *ctx)
 {
 	struct room *r = ctx;
 
-	if (r->rsp >= m->start && r->rsp < m->end)
-		r->bytes = strcmp(m->path, "[stack]") == 0 ? UINT64_MAX
-							   : r->rsp - m->start;
+	if (r->rsp < m->start || r->rsp >= m->end)
+		return;
+	if (strcmp(m->path, "[stack]") == 0)
+		r->bytes = UINT64_MAX;
+	else if (m->path[0] == '\0' && r->tcb >= m->start && r->tcb < m->end)
+		r->bytes = r->rsp - m->start;
 }
 
-uint64_t stack_room(pid_t pid, uint64_t rsp)
+uint64_t stack_room(pid_t pid, uint64_t rsp, uint64_t tcb)
 {
-	struct room room = { rsp, 0 };
+	struct room room = { rsp, tcb, 0 };
 
 	maps_each(pid, note_room, &room);
 	return room.bytes;

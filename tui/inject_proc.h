@@ -55,8 +55,8 @@ int preflight(struct target *t, const char *lib, char *msg, size_t len);
 int resolve_libc(struct target *t, char *msg, size_t len);
 /* The library t->lib is mapped in the target now. */
 bool lib_mapped(const struct target *t);
-/* Bytes of stack below rsp in its mapping (the main stack grows). */
-uint64_t stack_room(pid_t pid, uint64_t rsp);
+/* Bytes of the thread's own stack below rsp (tcb: its fs base); 0: none. */
+uint64_t stack_room(pid_t pid, uint64_t rsp, uint64_t tcb);
 /* How safe it is to borrow a thread parked in system call nr: 3 to 0. */
 int syscall_rank(pid_t pid, long nr, const uint64_t a[6]);
 /* The safest thread to borrow, rescanning a while for a best one; 0: none. */

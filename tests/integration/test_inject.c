@@ -30,8 +30,9 @@
 #define EXIT_MS 15000
 #define REPEATS 10
 
-/* The workload whose worker gets cancelled, the one checking registers. */
+/* Workloads: a worker to cancel, registers checked, a heap altstack. */
 static char workload_cancel[PATH_MAX], workload_regs[PATH_MAX];
+static char workload_altstack[PATH_MAX];
 
 /* A started program and the file holding its output. */
 struct proc {
@@ -1335,6 +1336,33 @@ static void test_refuses_listener_not_target(void)
 	end_pid(target);
 }
 
+/*
+ * A thread inside a signal handler on a small alternate stack from the
+ * heap, parked in pause(): the heap below that stack is not stack room,
+ * so the thread is not borrowed and the heap stays as it was.
+ */
+static void test_skips_thread_on_heap_stack(void)
+{
+	char *argv[] = { workload_altstack, NULL }, msg[512];
+	struct proc p;
+	double ms;
+	int rc;
+
+	spawn(&p, argv, "altstack");
+	if (!wait_output(&p, "in handler\n", READY_MS)) {
+		CHECK(0, "altstack workload did not start: %s", read_text(p.out));
+		kill_proc(&p);
+		return;
+	}
+	rc = forced_inject(p.pid, SYS_pause, library, msg, sizeof(msg), &ms);
+	CHECK(rc == INJECT_FAILED, "a thread on a heap alternate stack was "
+	      "borrowed: %d \"%s\"", rc, msg);
+	rc = stop_target(&p);
+	CHECK(rc == 0 && strstr(read_text(p.out), "canary ok") != NULL,
+	      "the heap below the alternate stack: exit %d: %s", rc,
+	      read_text(p.out));
+}
+
 static int cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -1383,6 +1411,7 @@ int main(void)
 	find_paths("/tmp/qsptop-inject-XXXXXX", "wl_inject_target");
 	join(workload_cancel, build, "/tests/wl_cancel_target");
 	join(workload_regs, build, "/tests/wl_regs_target");
+	join(workload_altstack, build, "/tests/wl_altstack_target");
 	chmod(tmp, 0755);
 	copy_library();
 	signal(SIGPIPE, SIG_IGN);
@@ -1404,6 +1433,7 @@ int main(void)
 	test_seccomp_needs_force();
 	test_refuses_foreign_socket_directory();
 	test_refuses_listener_not_target();
+	test_skips_thread_on_heap_stack();
 	test_repeated_fresh_targets();
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmp);
 	if (system(cmd) != 0)

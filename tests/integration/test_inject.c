@@ -783,8 +783,11 @@ static void test_target_exits_during_call(void)
 	kill_proc(&p);
 }
 
-/* A thread of pid traced by someone and waiting on a lock (FUTEX_WAIT), or 0. */
-static pid_t traced_lock_waiter(pid_t pid)
+/*
+ * A thread of pid that is traced by someone and parked in system call nr
+ * (a futex call: with operation FUTEX_WAIT, the way locks wait), or 0.
+ */
+static pid_t traced_in(pid_t pid, long nr)
 {
 	char path[320], text[8192], v[32];
 	pid_t found = 0;
@@ -795,7 +798,7 @@ static pid_t traced_lock_waiter(pid_t pid)
 	d = opendir(path);
 	while (d != NULL && found == 0 && (e = readdir(d)) != NULL) {
 		uint64_t op = 0;
-		long nr = -1;
+		long in = -1;
 
 		if (e->d_name[0] == '.')
 			continue;
@@ -807,13 +810,24 @@ static pid_t traced_lock_waiter(pid_t pid)
 		snprintf(path, sizeof(path), "/proc/%d/task/%s/syscall",
 			 (int)pid, e->d_name);
 		if (slurp(path, text, sizeof(text)) > 0 &&
-		    sscanf(text, "%ld %*x %" SCNx64, &nr, &op) == 2 &&
-		    nr == SYS_futex && (op & FUTEX_CMD_MASK) == FUTEX_WAIT)
+		    sscanf(text, "%ld %*x %" SCNx64, &in, &op) == 2 && in == nr &&
+		    (nr != SYS_futex || (op & FUTEX_CMD_MASK) == FUTEX_WAIT))
 			found = (pid_t)atoi(e->d_name);
 	}
 	if (d != NULL)
 		closedir(d);
 	return found;
+}
+
+/* Poll up to ms for traced_in(pid, nr); the thread, or 0. */
+static pid_t wait_traced_in(pid_t pid, long nr, int ms)
+{
+	int64_t deadline = now_ms() + ms;
+	pid_t tid;
+
+	while ((tid = traced_in(pid, nr)) == 0 && now_ms() < deadline)
+		usleep(2000);
+	return tid;
 }
 
 /* "TID:STATE:SYSCALL" for each thread of pid, for failure messages. */
@@ -872,7 +886,6 @@ static void qsptop_during_slow_dlopen(const char *so, bool kill_it)
 {
 	char pidstr[16];
 	struct proc p, q;
-	int64_t deadline;
 	pid_t waiter = 0;
 	int rc;
 	char *argv[] = { workload, (char *)so, NULL };
@@ -887,14 +900,12 @@ static void qsptop_during_slow_dlopen(const char *so, bool kill_it)
 	}
 	snprintf(pidstr, sizeof(pidstr), "%d", (int)p.pid);
 	spawn(&q, qargv, "qsptop");
-	deadline = now_ms() + 1500;
-	while (kill_it && (waiter = traced_lock_waiter(p.pid)) == 0 &&
-	       now_ms() < deadline)
-		usleep(2000);
 	if (kill_it) {
+		waiter = wait_traced_in(p.pid, SYS_futex, 2500);
 		usleep(300000);
-		CHECK(waiter != 0 && traced_lock_waiter(p.pid) == waiter,
-		      "qsptop never waited inside dlopen in PID %d", (int)p.pid);
+		CHECK(waiter != 0 && traced_in(p.pid, SYS_futex) == waiter,
+		      "qsptop never waited inside dlopen in PID %d: %s",
+		      (int)p.pid, thread_states(p.pid));
 		kill(q.pid, SIGKILL);
 	}
 	rc = wait_status(q.pid, EXIT_MS);
@@ -920,7 +931,7 @@ static void test_qsptop_killed_inside_dlopen(void)
 	char so[PATH_MAX + 32];
 
 	/* A futex wait: qsptop does not borrow the thread holding the lock. */
-	build_library("locker", "struct timespec t = { 2, 0 }; int w = 0; "
+	build_library("locker", "struct timespec t = { 3, 0 }; int w = 0; "
 		      "syscall(SYS_futex, &w, FUTEX_WAIT, 0, &t, 0, 0);", so,
 		      sizeof(so));
 	qsptop_during_slow_dlopen(so, false);	/* the control */
@@ -951,8 +962,9 @@ static void cancel_during_call(int ctor_ms, int timeout_ms)
 	}
 	child = fork();
 	if (child == 0) {
-		usleep(100000);
-		kill(p.pid, SIGUSR1);	/* main cancels the worker */
+		/* Once the borrowed worker sleeps in the constructor. */
+		if (wait_traced_in(p.pid, SYS_clock_nanosleep, 5000) != 0)
+			kill(p.pid, SIGUSR1);	/* main cancels the worker */
 		_exit(0);
 	}
 	call_timeout_ms = timeout_ms;

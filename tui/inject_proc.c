@@ -379,36 +379,46 @@ static bool dynsym_find(Elf *e, const char *name, int type, uint64_t *value)
 	return false;
 }
 
+/* In one SHT_RELA section, the r_offset of a TPOFF64 of name, or 0. */
+static uint64_t rela_tpoff(Elf *e, Elf_Scn *scn, const GElf_Shdr *sh,
+			   const char *name)
+{
+	Elf_Scn *symscn = elf_getscn(e, sh->sh_link);
+	Elf_Data *rels = elf_getdata(scn, NULL);
+	Elf_Data *syms = symscn ? elf_getdata(symscn, NULL) : NULL;
+	GElf_Shdr symsh;
+
+	if (rels == NULL || syms == NULL || sh->sh_entsize == 0 ||
+	    gelf_getshdr(symscn, &symsh) == NULL)
+		return 0;
+	for (size_t i = 0; i < sh->sh_size / sh->sh_entsize; i++) {
+		const char *n;
+		GElf_Rela r;
+		GElf_Sym s;
+
+		if (gelf_getrela(rels, (int)i, &r) == NULL ||
+		    GELF_R_TYPE(r.r_info) != R_X86_64_TPOFF64 ||
+		    GELF_R_SYM(r.r_info) == 0 ||
+		    gelf_getsym(syms, (int)GELF_R_SYM(r.r_info), &s) == NULL)
+			continue;
+		n = elf_strptr(e, symsh.sh_link, s.st_name);
+		if (n != NULL && strcmp(n, name) == 0)
+			return r.r_offset;
+	}
+	return 0;
+}
+
 /* The r_offset of a TPOFF64 relocation of symbol name, or 0. */
 static uint64_t tpoff_reloc(Elf *e, const char *name)
 {
 	Elf_Scn *scn = NULL;
+	uint64_t at;
 	GElf_Shdr sh;
 
-	while ((scn = elf_nextscn(e, scn)) != NULL) {
-		Elf_Data *d = elf_getdata(scn, NULL);
-		GElf_Shdr link;
-		GElf_Rela r;
-		GElf_Sym s;
-
-		if (gelf_getshdr(scn, &sh) == NULL || sh.sh_type != SHT_RELA ||
-		    d == NULL || sh.sh_entsize == 0 ||
-		    gelf_getshdr(elf_getscn(e, sh.sh_link), &link) == NULL)
-			continue;
-		for (size_t i = 0; i < sh.sh_size / sh.sh_entsize; i++) {
-			const char *n;
-
-			if (gelf_getrela(d, (int)i, &r) == NULL ||
-			    GELF_R_TYPE(r.r_info) != R_X86_64_TPOFF64 ||
-			    GELF_R_SYM(r.r_info) == 0 ||
-			    gelf_getsym(elf_getdata(elf_getscn(e, sh.sh_link), NULL),
-					(int)GELF_R_SYM(r.r_info), &s) == NULL)
-				continue;
-			n = elf_strptr(e, link.sh_link, s.st_name);
-			if (n != NULL && strcmp(n, name) == 0)
-				return r.r_offset;
-		}
-	}
+	while ((scn = elf_nextscn(e, scn)) != NULL)
+		if (gelf_getshdr(scn, &sh) != NULL && sh.sh_type == SHT_RELA &&
+		    (at = rela_tpoff(e, scn, &sh, name)) != 0)
+			return at;
 	return 0;
 }
 

@@ -4,12 +4,13 @@
  * back exactly as it was; the other threads never stop. FACTS.md
  * ("Injection into a running process") has the recipe and its traps.
  *
- * Every call we make the thread run returns into libc's __restore_rt
- * above a signal frame holding the thread's own registers, signal mask
- * and FP/SSE/AVX state. We see it get there at the rt_sigreturn system
- * call stop and put the thread back ourselves; if we are gone by then
- * (killed, or given up waiting), rt_sigreturn puts it back without us.
- * Nothing we do ever raises a signal in the target.
+ * The thread runs a chain of calls laid out on its stack as signal
+ * frames: each call returns into libc's __restore_rt, whose rt_sigreturn
+ * starts the next, and the last frame holds the thread's own registers,
+ * signal mask and FP/SSE/AVX state. We see it get there at the
+ * rt_sigreturn system call stop and put the thread back ourselves; if we
+ * are gone by then (killed, or given up waiting), rt_sigreturn puts it
+ * back without us. Nothing we do ever raises a signal in the target.
  *
  * The ptrace work runs on a short-lived thread of ours: if a tracee cannot
  * be waited for (stuck in an uninterruptible sleep), that thread gives up
@@ -45,8 +46,6 @@
 #define MAX_ATTEMPTS 5
 #define XSTATE_MAX 32768
 #define RTLD_NOW_FLAG 2
-#define SIGCANCEL 32		/* glibc's pthread_cancel signal */
-#define SIGCANCEL_BIT (1ULL << (SIGCANCEL - 1))
 #define SYSCALL_STOP (SIGTRAP | 0x80)	/* with PTRACE_O_TRACESYSGOOD */
 #define SYSCALL_INSN_LEN 2
 #define SPIN_US 500
@@ -71,6 +70,9 @@ static int release_timeout_ms = 1000;
 static pid_t inject_last_tid;
 static long inject_last_syscall;
 
+/* The steps of the chain, by the frame a call returns into. */
+enum { TO_DLOPEN, TO_RESTORE_STATE, TO_THREAD, CHAIN };
+
 /* One borrowed thread and everything needed to put it back. */
 struct borrow {
 	pid_t tid;
@@ -81,8 +83,13 @@ struct borrow {
 	uint64_t mask;			/* blocked signals as interrupted */
 	uint64_t errno_at;		/* the thread's errno, or 0: unknown */
 	int32_t saved_errno;
-	uint64_t slot;			/* our calls' return address: __restore_rt */
 	uint64_t path;			/* lib, on the thread's stack */
+	/* The chain (build_chain): the return slot of each call, holding
+	 * __restore_rt over the frame of the next step, and where the
+	 * first call leaves the thread's cancel state for the last. */
+	uint64_t slot[CHAIN];
+	uint64_t old_state_at;
+	bool dlopen_returned;
 };
 
 /* struct _fpx_sw_bytes of <asm/sigcontext.h>, which clashes with glibc's. */
@@ -146,15 +153,19 @@ static int wait_tid(pid_t tid, int *status, int64_t deadline)
 	}
 }
 
-/* The thread stops entering the rt_sigreturn of its return slot. */
-static bool at_return(const struct target *t, const struct borrow *b)
+/* The step whose frame the stopped thread's rt_sigreturn enters, or -1. */
+static int entering(const struct target *t, const struct borrow *b)
 {
 	struct user_regs_struct r;
 
-	return ptrace(PTRACE_GETREGS, b->tid, 0, &r) == 0 &&
-	       r.orig_rax == SYS_rt_sigreturn && (long)r.rax == -ENOSYS &&
-	       r.rip == t->restore_rt + RESTORE_RT_SYSCALL + SYSCALL_INSN_LEN &&
-	       r.rsp == b->slot + 8;
+	if (ptrace(PTRACE_GETREGS, b->tid, 0, &r) < 0 ||
+	    r.orig_rax != SYS_rt_sigreturn || (long)r.rax != -ENOSYS ||
+	    r.rip != t->restore_rt + RESTORE_RT_SYSCALL + SYSCALL_INSN_LEN)
+		return -1;
+	for (int i = 0; i < CHAIN; i++)
+		if (r.rsp == b->slot[i] + 8)
+			return i;
+	return -1;
 }
 
 /* The next stop of the borrowed thread; *sig is the signal to pass on. */
@@ -175,8 +186,11 @@ static enum stop next_stop(const struct target *t, struct borrow *b,
 		return STOP_SIGNAL;
 	}
 	if (*sig == SYSCALL_STOP) {
+		int step = entering(t, b);
+
 		*sig = 0;
-		return at_return(t, b) ? STOP_RETURNED : STOP_SYSCALL;
+		b->dlopen_returned |= step == TO_RESTORE_STATE;
+		return step == TO_THREAD ? STOP_RETURNED : STOP_SYSCALL;
 	}
 	return STOP_SIGNAL;
 }
@@ -345,35 +359,67 @@ static int put_fpstate(const struct borrow *b, uint64_t fx)
 	return put(b, fx + FP_SW_BYTES, &sw, sizeof(sw));
 }
 
-/*
- * Below the red zone, keeping the SysV alignment: the library path, the
- * FP state and ucontext of a signal frame holding the thread as
- * interrupted, and under them the return slot of our calls, where the
- * kernel expects the frame's return address: __restore_rt. Whatever our
- * calls end with, returning makes rt_sigreturn put the thread back.
- */
-static int build_frame(const struct target *t, struct borrow *b)
+/* Make c, a copy of the thread's frame, call fn(a0, a1) returning to slot. */
+static void set_call(ucontext_t *c, uint64_t fn, uint64_t a0, uint64_t a1,
+		     uint64_t slot)
 {
-	uint64_t top = (b->regs.rsp - RED_ZONE) & ~15ULL, fx, uc;
-	size_t n = strlen(t->lib) + 1;
-	ucontext_t c;
+	greg_t *g = c->uc_mcontext.gregs;
 
-	b->path = (top - n) & ~15ULL;
-	fx = (b->path - b->xstate.iov_len - sizeof(uint32_t)) & ~63ULL;
-	uc = (fx - sizeof(c)) & ~15ULL;
-	b->slot = uc - 8;
-	fill_ucontext(&c, b, fx);
-	return put(b, b->path, t->lib, n) < 0 || put_fpstate(b, fx) < 0 ||
-	       put(b, uc, &c, sizeof(c)) < 0 ||
-	       put(b, b->slot, &t->restore_rt, sizeof(t->restore_rt)) < 0 ? -1 : 0;
+	g[REG_RIP] = (greg_t)fn, g[REG_RDI] = (greg_t)a0;
+	g[REG_RSI] = (greg_t)a1, g[REG_RSP] = (greg_t)slot, g[REG_RAX] = 0;
 }
 
 /*
- * The call did not return in time: the thread may wait for a lock inside
+ * Below the red zone, keeping the SysV alignment: the library path, the
+ * FP state, and three signal frames, each under the return slot (holding
+ * __restore_rt) of the call before it:
+ *   pthread_setcancelstate(DISABLE, &B's rdi) returns into A,
+ *   A: dlopen(path, RTLD_NOW) returns into B,
+ *   B: pthread_setcancelstate(old state, NULL) returns into C,
+ *   C: the thread as interrupted, its system call restarted (or EINTR).
+ * A call's own stack lies below its slot, over frames already used. Once
+ * the thread runs the first call it gets back through C, watched or not.
+ * A pthread_cancel acted on inside dlopen (at a cancellation point of a
+ * constructor, say) would unwind it holding the loader lock: disabled,
+ * cancellation waits (no SIGCANCEL is even sent), and restoring the old
+ * state acts on it once dlopen is done, as the thread's own call would.
+ */
+static int build_chain(const struct target *t, struct borrow *b)
+{
+	uint64_t top = (b->regs.rsp - RED_ZONE) & ~15ULL, fx, uc = 0;
+	size_t n = strlen(t->lib) + 1;
+	ucontext_t c[CHAIN];
+
+	b->path = (top - n) & ~15ULL;
+	fx = (b->path - b->xstate.iov_len - sizeof(uint32_t)) & ~63ULL;
+	fill_ucontext(&c[TO_THREAD], b, fx);
+	c[TO_DLOPEN] = c[TO_RESTORE_STATE] = c[TO_THREAD];
+	for (int i = CHAIN - 1; i >= 0; i--) {
+		uc = ((i == CHAIN - 1 ? fx : b->slot[i + 1]) - sizeof(c[i])) & ~15ULL;
+		b->slot[i] = uc - 8;
+		if (i == TO_RESTORE_STATE)
+			b->old_state_at = uc + offsetof(ucontext_t,
+						       uc_mcontext.gregs[REG_RDI]);
+	}
+	set_call(&c[TO_RESTORE_STATE], t->setcancelstate, PTHREAD_CANCEL_DISABLE,
+		 0, b->slot[TO_THREAD]);
+	set_call(&c[TO_DLOPEN], t->dlopen, b->path, RTLD_NOW_FLAG,
+		 b->slot[TO_RESTORE_STATE]);
+	if (put(b, b->path, t->lib, n) < 0 || put_fpstate(b, fx) < 0)
+		return -1;
+	for (int i = 0; i < CHAIN; i++)
+		if (put(b, b->slot[i] + 8, &c[i], sizeof(c[i])) < 0 ||
+		    put(b, b->slot[i], &t->restore_rt, sizeof(t->restore_rt)) < 0)
+			return -1;
+	return 0;
+}
+
+/*
+ * The chain did not end in time: the thread may wait for a lock inside
  * dlopen (the loader lock, say). Restoring its registers now would leave
  * that dlopen half done, holding the loader lock: the process deadlocks
- * later. Its return slot already leads to rt_sigreturn, so we just let
- * go: whenever dlopen returns, the thread gets back by itself.
+ * later. The chain needs no one to finish, so we just let go: whenever
+ * dlopen returns, the thread gets back by itself.
  */
 static enum call_result abandon(const struct target *t, struct borrow *b)
 {
@@ -399,27 +445,22 @@ static enum call_result abandon(const struct target *t, struct borrow *b)
 }
 
 /*
- * Run fn(a0, a1) on the borrowed thread until it returns into its frame.
- * Registers go first: were we killed right after, the thread would run
- * the call and return through the frame. SIGCANCEL stays blocked during
- * the call, pending: a cancellation acted on inside dlopen would unwind
- * it halfway, holding the loader lock. rt_sigreturn, or put_back,
- * restores the mask and the kernel delivers it then.
+ * Run the chain on the borrowed thread until it enters its last frame.
+ * Its registers are the only thing we set: were we killed right after,
+ * the thread would run the chain by itself.
  */
-static enum call_result call(const struct target *t, struct borrow *b,
-			     uint64_t fn, uint64_t a0, uint64_t a1)
+static enum call_result run_chain(const struct target *t, struct borrow *b)
 {
 	int64_t deadline = now_ms() + call_timeout_ms;
 	struct user_regs_struct r = b->regs;
-	uint64_t hold = b->mask | SIGCANCEL_BIT;
 	int sig = 0;
 
-	r.rip = fn, r.rdi = a0, r.rsi = a1, r.rax = 0, r.rsp = b->slot;
+	r.rip = t->setcancelstate, r.rdi = PTHREAD_CANCEL_DISABLE;
+	r.rsi = b->old_state_at, r.rax = 0, r.rsp = b->slot[TO_DLOPEN];
 	/* Not in a system call any more: else the kernel "restarts" it at
-	 * fn - 2 when we continue (SIGILL, reproduced). */
+	 * rip - 2 when we continue (SIGILL, reproduced). */
 	r.orig_rax = (unsigned long long)-1;
 	if (ptrace(PTRACE_SETREGS, b->tid, 0, &r) < 0 ||
-	    ptrace(PTRACE_SETSIGMASK, b->tid, (void *)sizeof(hold), &hold) < 0 ||
 	    ptrace(PTRACE_SYSCALL, b->tid, 0, 0) < 0)
 		return CALL_EXITED;
 	for (;;) {
@@ -446,9 +487,10 @@ static enum call_result call(const struct target *t, struct borrow *b,
 }
 
 /*
- * At the rt_sigreturn stop: mask, FP state and registers as interrupted,
- * the rt_sigreturn skipped (orig_rax -1), errno as it was, then let go.
- * In this order, dying halfway still lets rt_sigreturn finish the job.
+ * At the last frame's rt_sigreturn stop: mask, FP state and registers as
+ * interrupted, the rt_sigreturn skipped (orig_rax -1), errno as it was,
+ * then let go. In this order, dying halfway still lets rt_sigreturn
+ * finish the job.
  */
 static void put_back(struct borrow *b)
 {
@@ -520,7 +562,7 @@ static void save_errno(const struct target *t, struct borrow *b)
 static int prepare(const struct target *t, struct borrow *b)
 {
 	if (ptrace(PTRACE_GETSIGMASK, b->tid, (void *)sizeof(b->mask),
-		   &b->mask) < 0 || save_fpu(b) < 0 || build_frame(t, b) < 0)
+		   &b->mask) < 0 || save_fpu(b) < 0 || build_chain(t, b) < 0)
 		return -1;
 	save_errno(t, b);
 	return 0;
@@ -541,7 +583,11 @@ static int load(struct job *j, struct borrow *b)
 	}
 	inject_last_tid = b->tid;
 	inject_last_syscall = (long)b->regs.orig_rax;
-	rc = call(t, b, t->dlopen, b->path, RTLD_NOW_FLAG);
+	rc = run_chain(t, b);
+	/* Gone after dlopen: a pthread_cancel acted on when its cancel
+	 * state came back, as it would have in its system call. */
+	if (rc == CALL_EXITED && b->dlopen_returned && lib_mapped(t))
+		return INJECT_LOADED;
 	if (rc == CALL_EXITED)
 		return exited(t, j->msg, j->len);
 	if (rc == CALL_ABANDONED)

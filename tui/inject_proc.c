@@ -476,11 +476,11 @@ static int scan_segments(Elf *e, uint64_t *lowest, uint64_t *restore_rt)
 	return *lowest == UINT64_MAX ? -1 : 0;
 }
 
-/* dlopen, __restore_rt and libc's TLS layout, as the target sees them. */
+/* dlopen, pthread_setcancelstate, __restore_rt, libc's TLS, in the target. */
 int resolve_libc(struct target *t, char *msg, size_t len)
 {
 	int fd = open(t->libc, O_RDONLY | O_CLOEXEC);
-	uint64_t lowest, restore_rt, bias, o;
+	uint64_t lowest, restore_rt, bias, o, c;
 	Elf *e;
 	int rc = -1;
 
@@ -492,8 +492,10 @@ int resolve_libc(struct target *t, char *msg, size_t len)
 	if (e != NULL && scan_segments(e, &lowest, &restore_rt) == 0) {
 		bias = t->libc_start - (lowest & ~0xfffULL);
 		if (dynsym_find(e, "dlopen", STT_FUNC, &o) && o != 0 &&
-		    restore_rt != 0) {
+		    dynsym_find(e, "pthread_setcancelstate", STT_FUNC, &c) &&
+		    c != 0 && restore_rt != 0) {
 			t->dlopen = bias + o;
+			t->setcancelstate = bias + c;
 			t->restore_rt = bias + restore_rt;
 			find_tls(e, t, bias);
 			rc = 0;
@@ -502,8 +504,8 @@ int resolve_libc(struct target *t, char *msg, size_t len)
 	elf_end(e);
 	close(fd);
 	if (rc < 0)
-		fail(msg, len, "cannot find dlopen and __restore_rt "
-		     "in PID %d's libc %s (glibc older than 2.34?)",
+		fail(msg, len, "cannot find dlopen, pthread_setcancelstate and "
+		     "__restore_rt in PID %d's libc %s (glibc older than 2.34?)",
 		     (int)t->pid, t->libc);
 	return rc;
 }

@@ -22,7 +22,7 @@ struct target {
 	char lib[PATH_MAX];		/* the collector, absolute */
 	char libc[PATH_MAX + 64];	/* the target's libc, openable by us */
 	uint64_t libc_start;		/* start of libc's offset-0 mapping */
-	uint64_t dlopen, restore_rt;
+	uint64_t dlopen, setcancelstate, restore_rt;
 	/* libc's thread-local dlerror record and errno: the GOT slot that
 	 * holds the record's offset from the thread pointer (0: unknown),
 	 * and both variables' offsets in libc's TLS block. */
@@ -51,7 +51,7 @@ bool process_alive(pid_t pid);
 int check_status(struct target *t, char *msg, size_t len);
 /* All checks before attaching: 0 with t filled in, -1 with msg. */
 int preflight(struct target *t, const char *lib, char *msg, size_t len);
-/* dlopen, __restore_rt and libc's TLS layout, as the target sees them. */
+/* dlopen, pthread_setcancelstate, __restore_rt, libc's TLS, in the target. */
 int resolve_libc(struct target *t, char *msg, size_t len);
 /* The library t->lib is mapped in the target now. */
 bool lib_mapped(const struct target *t);

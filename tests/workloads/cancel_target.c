@@ -1,14 +1,17 @@
 /*
  * A worker thread parked in pause(), for the injection tests: on SIGUSR1
  * the main thread cancels it and waits up to 5 s for it to end. Prints
- * "cancelled" and exits 0 when the cancellation took effect, "not
- * cancelled" and exits 1 otherwise.
+ * "cancelled" when the cancellation took effect, "not cancelled"
+ * otherwise; then, unless the worker was cancelled inside dlopen with the
+ * loader lock held, loads a library (within 5 s) and prints "loader ok".
+ * Exits 0 when both went right.
  *
  * The first pthread_cancel of a process dlopens libgcc_s (for unwinding),
  * which waits for the loader lock: a throwaway thread is cancelled at
  * start, so the real cancellation signal goes out at once, even while
  * another thread is inside dlopen.
  */
+#include <dlfcn.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -24,6 +27,26 @@ static void *worker(void *arg)
 	for (;;)
 		pause();
 	return NULL;
+}
+
+/* dlopen works: the loader lock is free. On a thread, with a deadline. */
+static void *load_one(void *arg)
+{
+	(void)arg;
+	return dlopen("libm.so.6", RTLD_NOW);
+}
+
+static int loader_works(void)
+{
+	struct timespec until;
+	void *handle = NULL;
+	pthread_t t;
+
+	if (pthread_create(&t, NULL, load_one, NULL) != 0)
+		return 0;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += JOIN_S;
+	return pthread_timedjoin_np(t, &handle, &until) == 0 && handle != NULL;
 }
 
 /* Cancel a thread once, so that libgcc_s is loaded. */
@@ -60,5 +83,10 @@ int main(void)
 	rc = pthread_timedjoin_np(w, &ret, &until);
 	printf("%s\n", rc == 0 && ret == PTHREAD_CANCELED ? "cancelled"
 							 : "not cancelled");
+	if (!loader_works()) {
+		printf("loader stuck\n");
+		_exit(1);	/* exit() would wait for the loader lock */
+	}
+	printf("loader ok\n");
 	return rc == 0 ? 0 : 1;
 }

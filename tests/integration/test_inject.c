@@ -984,6 +984,8 @@ static void cancel_during_call(const char *name, const char *body,
 	waitpid(child, NULL, 0);
 	CHECK(gives_up ? rc == INJECT_FAILED : rc == INJECT_LOADED,
 	      "%s: got %d \"%s\"", name, rc, msg);
+	wait_output(&p, "\nloader ", EXIT_MS);
+	kill(p.pid, SIGTERM);
 	rc = wait_status(p.pid, EXIT_MS);
 	CHECK(rc == 0 && strstr(read_text(p.out), "\ncancelled\n") != NULL &&
 	      strstr(read_text(p.out), "\nloader ok\n") != NULL,

@@ -4,7 +4,7 @@
  * "cancelled" when the cancellation took effect, "not cancelled"
  * otherwise; then, unless the worker was cancelled inside dlopen with the
  * loader lock held, loads a library (within 5 s) and prints "loader ok".
- * Exits 0 when both went right.
+ * Then it waits for SIGTERM and exits 0 when both went right.
  *
  * The first pthread_cancel of a process dlopens libgcc_s (for unwinding),
  * which waits for the loader lock: a throwaway thread is cancelled at
@@ -71,7 +71,9 @@ int main(void)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	sigemptyset(&usr1);
 	sigaddset(&usr1, SIGUSR1);
+	sigaddset(&usr1, SIGTERM);
 	pthread_sigmask(SIG_BLOCK, &usr1, NULL);
+	sigdelset(&usr1, SIGTERM);
 	if (warm_up_cancel() != 0 || pthread_create(&w, NULL, worker, NULL) != 0)
 		return 2;
 	printf("ready\n");
@@ -88,5 +90,9 @@ int main(void)
 		_exit(1);	/* exit() would wait for the loader lock */
 	}
 	printf("loader ok\n");
+	sigemptyset(&usr1);
+	sigaddset(&usr1, SIGTERM);
+	if (sigtimedwait(&usr1, NULL, &limit) != SIGTERM)
+		return 3;
 	return rc == 0 ? 0 : 1;
 }

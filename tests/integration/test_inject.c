@@ -1251,6 +1251,7 @@ static pid_t fake_collector(uid_t uid, const char *path, bool mkdir_first,
 		snprintf(dir, sizeof(dir), "%s", path);
 		if (mkdir_first)
 			mkdir(dirname(dir), 0700);
+		unlink(path);	/* left by a killed process of that PID */
 		if (bind(fd, (struct sockaddr *)&addr, sizeof(addr)) == 0 &&
 		    listen(fd, 1) == 0 && write(ready, "r", 1) == 1 &&
 		    (c = accept(fd, NULL, NULL)) >= 0) {

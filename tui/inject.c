@@ -20,7 +20,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -48,6 +47,7 @@
 #define RTLD_NOW_FLAG 2
 #define SYSCALL_STOP (SIGTRAP | 0x80)	/* with PTRACE_O_TRACESYSGOOD */
 #define SYSCALL_INSN_LEN 2
+#define BUSY_US 50
 #define SPIN_US 500
 /* The signal frame's FP state: a legacy fxsave area whose software bytes
  * (464..511) say an xsave image follows, closed by a second magic word. */
@@ -127,11 +127,13 @@ static int64_t now_us(void)
 /*
  * Wait for tid to stop or go: 1, 0 at the deadline, -1 when gone. A call
  * stops at each of its system calls, a few microseconds apart: poll
- * without sleeping for a moment, then back off.
+ * without a pause for a moment, then with the shortest sleeps (a sleeper
+ * gets the CPU back sooner than a yielder beside a busy process), then
+ * back off.
  */
 static int wait_tid(pid_t tid, int *status, int64_t deadline)
 {
-	int64_t spin_until = now_us() + SPIN_US;
+	int64_t start = now_us(), waited;
 	useconds_t nap = 20;
 
 	for (;;) {
@@ -143,8 +145,11 @@ static int wait_tid(pid_t tid, int *status, int64_t deadline)
 			return -1;
 		if (now_ms() >= deadline)
 			return 0;
-		if (now_us() < spin_until) {
-			sched_yield();
+		waited = now_us() - start;
+		if (waited < BUSY_US)
+			continue;
+		if (waited < SPIN_US) {
+			usleep(1);
 			continue;
 		}
 		usleep(nap);

@@ -200,24 +200,85 @@ static long process_euid(pid_t pid)
 	return euid;
 }
 
-/* Connect to a Unix socket; the descriptor, or -1 with errno set. */
-static int try_connect(const struct sockaddr_un *addr)
+/*
+ * Refuse a socket whose directory another user could have made: it must
+ * be a real directory (not a symlink) of the process's user or root,
+ * closed to everyone else. A missing one is fine: no collector of that
+ * user has listened yet, and the collector makes it private.
+ */
+static void check_socket_dir(const char *sock, uid_t euid)
 {
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	char dir[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	struct stat st;
 
+	if (sockpath_dir(dir, sizeof(dir), euid) < 0)
+		fatal("socket path too long");
+	if (lstat(dir, &st) < 0) {
+		if (errno == ENOENT)
+			return;
+		fatal("refusing %s: cannot check %s: %s", sock, dir,
+		      strerror(errno));
+	}
+	if (S_ISLNK(st.st_mode))
+		fatal("refusing %s: %s is a symbolic link", sock, dir);
+	if (!S_ISDIR(st.st_mode))
+		fatal("refusing %s: %s is not a directory", sock, dir);
+	if (st.st_uid != euid && st.st_uid != 0)
+		fatal("refusing %s: %s belongs to uid %u, not to the process's "
+		      "user (%u) or root", sock, dir, (unsigned)st.st_uid,
+		      (unsigned)euid);
+	if (st.st_mode & 077)
+		fatal("refusing %s: %s is open to other users (mode %03o)",
+		      sock, dir, (unsigned)(st.st_mode & 0777));
+}
+
+/* Refuse a socket not served by the process itself, as its user. */
+static void check_peer(int fd, const char *sock, pid_t pid, uid_t euid)
+{
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
+		fatal("refusing %s: cannot tell who serves it: %s", sock,
+		      strerror(errno));
+	if (cred.pid != pid || cred.uid != euid)
+		fatal("refusing %s: it is served by PID %d (uid %u), not by "
+		      "PID %d (uid %u)", sock, (int)cred.pid,
+		      (unsigned)cred.uid, (int)pid, (unsigned)euid);
+}
+
+/* Where a process's collector would listen, and whom to expect there. */
+struct rendezvous {
+	struct sockaddr_un addr;
+	pid_t pid;
+	uid_t euid;
+};
+
+/*
+ * Connect to the collector of r's process, trusting nothing about the
+ * path: the descriptor, or -1 with errno set when nothing listens.
+ */
+static int try_connect(const struct rendezvous *r)
+{
+	int fd;
+
+	check_socket_dir(r->addr.sun_path, r->euid);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		fatal("cannot create a socket: %s", strerror(errno));
-	if (connect(fd, (const struct sockaddr *)addr, sizeof(*addr)) == 0)
+	if (connect(fd, (const struct sockaddr *)&r->addr, sizeof(r->addr)) == 0) {
+		check_peer(fd, r->addr.sun_path, r->pid, r->euid);
 		return fd;
+	}
 	close(fd);
 	return -1;
 }
 
 /* Wait for a freshly injected collector to listen; -1 after the deadline. */
-static int connect_when_ready(const struct sockaddr_un *addr)
+static int connect_when_ready(const struct rendezvous *r)
 {
 	for (int waited = 0; waited < INJECT_LISTEN_MS; waited += 10) {
-		int fd = try_connect(addr);
+		int fd = try_connect(r);
 
 		if (fd >= 0)
 			return fd;
@@ -226,45 +287,48 @@ static int connect_when_ready(const struct sockaddr_un *addr)
 	return -1;
 }
 
-/* Load the collector into pid with ptrace and connect to it. */
-static int inject_and_connect(pid_t pid, const struct sockaddr_un *addr)
+/* Load the collector into r's process with ptrace and connect to it. */
+static int inject_and_connect(const struct rendezvous *r, bool force)
 {
 	char msg[512];
-	int rc = inject_collector(pid, attach_library_path(), msg, sizeof(msg));
+	int rc = inject_collector(r->pid, attach_library_path(), force, msg,
+				  sizeof(msg));
 	int fd;
 
 	if (rc == INJECT_FAILED)
 		fatal("%s", msg);
 	if (msg[0])
 		warning("%s", msg);
-	fd = connect_when_ready(addr);
+	fd = connect_when_ready(r);
 	if (fd < 0 && rc == INJECT_ALREADY)
 		fatal("process %d has qsptop's collector loaded, but it does not "
-		      "answer on %s", (int)pid, addr->sun_path);
+		      "answer on %s", (int)r->pid, r->addr.sun_path);
 	if (fd < 0)
 		fatal("the collector loaded into process %d did not open %s within "
-		      "%d ms", (int)pid, addr->sun_path, INJECT_LISTEN_MS);
+		      "%d ms", (int)r->pid, r->addr.sun_path, INJECT_LISTEN_MS);
 	return fd;
 }
 
-void attach_connect(struct attach *a, pid_t pid, unsigned interval_ms)
+void attach_connect(struct attach *a, pid_t pid, unsigned interval_ms,
+		    bool force)
 {
-	struct sockaddr_un addr = { .sun_family = AF_UNIX };
+	struct rendezvous r = { .addr = { .sun_family = AF_UNIX }, .pid = pid };
 	long euid = process_euid(pid);
 	int fd;
 
 	if (euid < 0)
 		fatal("no process with PID %d", (int)pid);
-	if (sockpath_target(addr.sun_path, sizeof(addr.sun_path), (uid_t)euid,
+	r.euid = (uid_t)euid;
+	if (sockpath_target(r.addr.sun_path, sizeof(r.addr.sun_path), r.euid,
 			    pid) < 0)
 		fatal("socket path too long");
 	a->mode = "connected";
-	fd = try_connect(&addr);
+	fd = try_connect(&r);
 	if (fd < 0 && (errno == EACCES || errno == EPERM))
 		fatal("not permitted to connect to PID %d (%s): it runs as another "
-		      "user", (int)pid, addr.sun_path);
+		      "user", (int)pid, r.addr.sun_path);
 	if (fd < 0) {
-		fd = inject_and_connect(pid, &addr);
+		fd = inject_and_connect(&r, force);
 		a->mode = "injected";
 	}
 	greet(fd, interval_ms);

@@ -2,6 +2,7 @@
 #ifndef QSPTOP_ATTACH_H
 #define QSPTOP_ATTACH_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -24,10 +25,12 @@ void attach_launch(struct attach *a, char **argv, unsigned interval_ms,
 
 /*
  * Connect to the collector of a running process, loading it into the
- * process with ptrace first when it has none. Exits with a one-line error
- * when that cannot be done; the process is left running.
+ * process with ptrace first when it has none (under a seccomp filter only
+ * with force). Exits with a one-line error when that cannot be done; the
+ * process is left running.
  */
-void attach_connect(struct attach *a, pid_t pid, unsigned interval_ms);
+void attach_connect(struct attach *a, pid_t pid, unsigned interval_ms,
+		    bool force);
 
 /*
  * The memory cap of the collector in the target, in MiB (0: its default):

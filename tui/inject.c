@@ -4,6 +4,14 @@
  * back exactly as it was; the other threads never stop. FACTS.md
  * ("Injection into a running process") has the recipe and its traps.
  *
+ * The thread runs a chain of calls laid out on its stack as signal
+ * frames: each call returns into libc's __restore_rt, whose rt_sigreturn
+ * starts the next, and the last frame holds the thread's own registers,
+ * signal mask and FP/SSE/AVX state. We see it get there at the
+ * rt_sigreturn system call stop and put the thread back ourselves; if we
+ * are gone by then (killed, or given up waiting), rt_sigreturn puts it
+ * back without us. Nothing we do ever raises a signal in the target.
+ *
  * The ptrace work runs on a short-lived thread of ours: if a tracee cannot
  * be waited for (stuck in an uninterruptible sleep), that thread gives up
  * and exits, and the kernel detaches its tracees.
@@ -20,10 +28,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ptrace.h>
+#include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/uio.h>
 #include <sys/user.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <ucontext.h>
 #include <unistd.h>
 
@@ -35,7 +45,16 @@
 #define MAX_ATTEMPTS 5
 #define XSTATE_MAX 32768
 #define RTLD_NOW_FLAG 2
-#define SIGCANCEL 32		/* glibc's pthread_cancel signal */
+#define SYSCALL_STOP (SIGTRAP | 0x80)	/* with PTRACE_O_TRACESYSGOOD */
+#define SYSCALL_INSN_LEN 2
+#define BUSY_US 50
+#define SPIN_US 500
+/* The signal frame's FP state: a legacy fxsave area whose software bytes
+ * (464..511) say an xsave image follows, closed by a second magic word. */
+#define FP_SW_BYTES 464
+#define FP_XSTATE_BV 512
+#define FP_MAGIC1 0x46505853U
+#define FP_MAGIC2 0x46505845U
 /* The kernel's internal "restart me" results, as seen in rax at a stop. */
 #define ERESTARTSYS 512
 #define ERESTARTNOINTR 513
@@ -51,18 +70,33 @@ static int release_timeout_ms = 1000;
 static pid_t inject_last_tid;
 static long inject_last_syscall;
 
+/* The steps of the chain, by the frame a call returns into. */
+enum { TO_DLOPEN, TO_RESTORE_STATE, TO_THREAD, CHAIN };
+
 /* One borrowed thread and everything needed to put it back. */
 struct borrow {
 	pid_t tid;
 	int mem;			/* /proc/PID/mem */
 	struct user_regs_struct regs;	/* as interrupted */
-	struct user_fpregs_struct fp;
 	struct iovec xstate;
 	int xstate_type;		/* NT_X86_XSTATE, or NT_PRFPREG */
-	bool segv_blocked;
-	int deferred;			/* a signal to deliver at detach */
-	uint64_t slot;			/* the return address of our calls */
+	uint64_t mask;			/* blocked signals as interrupted */
+	uint64_t errno_at;		/* the thread's errno, or 0: unknown */
+	int32_t saved_errno;
 	uint64_t path;			/* lib, on the thread's stack */
+	/* The chain (build_chain): the return slot of each call, holding
+	 * __restore_rt over the frame of the next step, and where the
+	 * first call leaves the thread's cancel state for the last. */
+	uint64_t slot[CHAIN];
+	uint64_t old_state_at;
+	bool dlopen_returned;
+};
+
+/* struct _fpx_sw_bytes of <asm/sigcontext.h>, which clashes with glibc's. */
+struct fp_sw_bytes {
+	uint32_t magic1, extended_size;
+	uint64_t xfeatures;
+	uint32_t xstate_size, padding[7];
 };
 
 struct job {
@@ -75,11 +109,31 @@ struct job {
 
 enum { RETRY = -2 };
 enum call_result { CALL_DONE, CALL_ABANDONED, CALL_EXITED };
-enum stop { STOP_TIMEOUT, STOP_GONE, STOP_RETURNED, STOP_EVENT, STOP_SIGNAL };
+enum stop {
+	STOP_TIMEOUT, STOP_GONE,
+	STOP_RETURNED,	/* at the rt_sigreturn our call returns into */
+	STOP_SYSCALL,	/* another system call stop */
+	STOP_EVENT, STOP_SIGNAL,
+};
 
-/* Wait for tid to stop or go: 1, 0 at the deadline, -1 when gone. */
+static int64_t now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/*
+ * Wait for tid to stop or go: 1, 0 at the deadline, -1 when gone. A call
+ * stops at each of its system calls, a few microseconds apart: poll
+ * without a pause for a moment, then with the shortest sleeps (a sleeper
+ * gets the CPU back sooner than a yielder beside a busy process), then
+ * back off.
+ */
 static int wait_tid(pid_t tid, int *status, int64_t deadline)
 {
+	int64_t start = now_us(), waited;
 	useconds_t nap = 20;
 
 	for (;;) {
@@ -91,17 +145,38 @@ static int wait_tid(pid_t tid, int *status, int64_t deadline)
 			return -1;
 		if (now_ms() >= deadline)
 			return 0;
+		waited = now_us() - start;
+		if (waited < BUSY_US)
+			continue;
+		if (waited < SPIN_US) {
+			usleep(1);
+			continue;
+		}
 		usleep(nap);
 		if (nap < 2000)
 			nap *= 2;
 	}
 }
 
-/* The next stop of the borrowed thread; *ret is rax when it returned. */
-static enum stop next_stop(struct borrow *b, int64_t deadline, int *sig,
-			   uint64_t *ret)
+/* The step whose frame the stopped thread's rt_sigreturn enters, or -1. */
+static int entering(const struct target *t, const struct borrow *b)
 {
 	struct user_regs_struct r;
+
+	if (ptrace(PTRACE_GETREGS, b->tid, 0, &r) < 0 ||
+	    r.orig_rax != SYS_rt_sigreturn || (long)r.rax != -ENOSYS ||
+	    r.rip != t->restore_rt + RESTORE_RT_SYSCALL + SYSCALL_INSN_LEN)
+		return -1;
+	for (int i = 0; i < CHAIN; i++)
+		if (r.rsp == b->slot[i] + 8)
+			return i;
+	return -1;
+}
+
+/* The next stop of the borrowed thread; *sig is the signal to pass on. */
+static enum stop next_stop(const struct target *t, struct borrow *b,
+			   int64_t deadline, int *sig)
+{
 	int st, w = wait_tid(b->tid, &st, deadline);
 
 	if (w == 0)
@@ -115,10 +190,12 @@ static enum stop next_stop(struct borrow *b, int64_t deadline, int *sig,
 		*sig = 0;	/* an event we did not ask for */
 		return STOP_SIGNAL;
 	}
-	if (*sig == SIGSEGV && ptrace(PTRACE_GETREGS, b->tid, 0, &r) == 0 &&
-	    r.rip == FAKE_RETURN && r.rsp == b->slot + 8) {
-		*ret = r.rax;
-		return STOP_RETURNED;
+	if (*sig == SYSCALL_STOP) {
+		int step = entering(t, b);
+
+		*sig = 0;
+		b->dlopen_returned |= step == TO_RESTORE_STATE;
+		return step == TO_THREAD ? STOP_RETURNED : STOP_SYSCALL;
 	}
 	return STOP_SIGNAL;
 }
@@ -131,10 +208,10 @@ static int borrow_thread(struct job *j, struct borrow *b, int rank)
 {
 	const struct target *t = j->t;
 	int64_t deadline = now_ms() + stop_timeout_ms;
-	uint64_t a[6], room, unused;
+	uint64_t a[6], room;
 	int sig = 0;
 
-	if (ptrace(PTRACE_SEIZE, b->tid, 0, 0) < 0) {
+	if (ptrace(PTRACE_SEIZE, b->tid, 0, PTRACE_O_TRACESYSGOOD) < 0) {
 		if (errno == EPERM && check_status(j->t, j->msg, j->len) < 0)
 			return -1;	/* traced by someone since */
 		if (errno == EPERM)
@@ -144,7 +221,7 @@ static int borrow_thread(struct job *j, struct borrow *b, int rank)
 	if (ptrace(PTRACE_INTERRUPT, b->tid, 0, 0) < 0)
 		return process_alive(t->pid) ? RETRY : exited(t, j->msg, j->len);
 	for (;;) {
-		switch (next_stop(b, deadline, &sig, &unused)) {
+		switch (next_stop(t, b, deadline, &sig)) {
 		case STOP_TIMEOUT:
 			/* Stuck in an uninterruptible sleep: a tracee can
 			 * only be detached when stopped, so our thread's
@@ -162,6 +239,7 @@ static int borrow_thread(struct job *j, struct borrow *b, int rank)
 			return fail(j->msg, j->len, "PID %d was stopped during "
 				    "attach", (int)t->pid);
 		case STOP_RETURNED:
+		case STOP_SYSCALL:
 		case STOP_SIGNAL:	/* a signal came first: deliver it */
 			ptrace(PTRACE_CONT, b->tid, 0, sig);
 			break;
@@ -172,7 +250,7 @@ stopped:
 		return exited(t, j->msg, j->len);
 	a[0] = b->regs.rdi, a[1] = b->regs.rsi, a[2] = b->regs.rdx;
 	a[3] = b->regs.r10, a[4] = b->regs.r8, a[5] = b->regs.r9;
-	room = stack_room(t->pid, b->regs.rsp);
+	room = stack_room(t->pid, b->regs.rsp, b->regs.fs_base);
 	if ((long)b->regs.orig_rax < 0 || room < MIN_STACK_ROOM ||
 	    syscall_rank(t->pid, (long)b->regs.orig_rax, a) < rank ||
 	    (inject_only_syscall >= 0 &&
@@ -183,19 +261,17 @@ stopped:
 	return 0;
 }
 
-/* Save the FP/SSE/AVX state as a whole, and the legacy part for abandon. */
+/* Save the FP/SSE/AVX state as a whole (the legacy part without XSAVE). */
 static int save_fpu(struct borrow *b)
 {
 	b->xstate_type = NT_X86_XSTATE;
 	if (ptrace(PTRACE_GETREGSET, b->tid, (void *)(uintptr_t)NT_X86_XSTATE,
-		   &b->xstate) < 0) {
-		b->xstate_type = NT_PRFPREG;
-		b->xstate.iov_len = sizeof(b->fp);
-		if (ptrace(PTRACE_GETREGSET, b->tid, (void *)(uintptr_t)NT_PRFPREG,
-			   &b->xstate) < 0)
-			return -1;
-	}
-	return ptrace(PTRACE_GETFPREGS, b->tid, 0, &b->fp) < 0 ? -1 : 0;
+		   &b->xstate) == 0)
+		return 0;
+	b->xstate_type = NT_PRFPREG;
+	b->xstate.iov_len = sizeof(struct user_fpregs_struct);
+	return ptrace(PTRACE_GETREGSET, b->tid, (void *)(uintptr_t)NT_PRFPREG,
+		      &b->xstate) < 0 ? -1 : 0;
 }
 
 static int put(const struct borrow *b, uint64_t addr, const void *buf,
@@ -204,98 +280,168 @@ static int put(const struct borrow *b, uint64_t addr, const void *buf,
 	return pwrite(b->mem, buf, n, (off_t)addr) == (ssize_t)n ? 0 : -1;
 }
 
-/*
- * The registers rt_sigreturn gives the thread if it has to get back on
- * its own: those it was interrupted with, its system call restarted as
- * the kernel would after a signal without handler (a nanosleep cannot be
- * restarted after sigreturn and returns EINTR).
- */
-static void fill_ucontext(ucontext_t *c, const struct user_regs_struct *r,
-			  uint64_t fx)
+static int get(const struct borrow *b, uint64_t addr, void *buf, size_t n)
 {
+	return pread(b->mem, buf, n, (off_t)addr) == (ssize_t)n ? 0 : -1;
+}
+
+/*
+ * The registers that resume the thread's system call as the kernel
+ * would after a stop: restarted where it asked to be, else returning what
+ * it returned. A restart block (nanosleep's remaining time) only survives
+ * when no signal handler ran in between; rt_sigreturn always ends it, so
+ * for a frame (frame true) such a call returns EINTR instead.
+ */
+static struct user_regs_struct resumed(const struct user_regs_struct *in,
+				       bool frame)
+{
+	struct user_regs_struct r = *in;
+	long rax = (long)r.rax;
+
+	if (rax == -ERESTARTSYS || rax == -ERESTARTNOINTR ||
+	    rax == -ERESTARTNOHAND) {
+		r.rax = r.orig_rax;
+		r.rip -= SYSCALL_INSN_LEN;	/* back onto syscall */
+	} else if (rax == -ERESTART_RESTARTBLOCK && !frame) {
+		r.rax = SYS_restart_syscall;
+		r.rip -= SYSCALL_INSN_LEN;
+	} else if (rax == -ERESTART_RESTARTBLOCK) {
+		r.rax = (unsigned long long)-EINTR;
+	}
+	return r;
+}
+
+/* The ucontext rt_sigreturn puts the thread back with, FP state at fx. */
+static void fill_ucontext(ucontext_t *c, const struct borrow *b, uint64_t fx)
+{
+	struct user_regs_struct r = resumed(&b->regs, true);
 	greg_t *g = c->uc_mcontext.gregs;
-	long rax = (long)r->rax;
 
 	memset(c, 0, sizeof(*c));
 	/* An invalid mode: rt_sigreturn then leaves the altstack alone. */
 	c->uc_stack.ss_flags = SS_ONSTACK | SS_DISABLE;
-	g[REG_R8] = (greg_t)r->r8, g[REG_R9] = (greg_t)r->r9;
-	g[REG_R10] = (greg_t)r->r10, g[REG_R11] = (greg_t)r->r11;
-	g[REG_R12] = (greg_t)r->r12, g[REG_R13] = (greg_t)r->r13;
-	g[REG_R14] = (greg_t)r->r14, g[REG_R15] = (greg_t)r->r15;
-	g[REG_RDI] = (greg_t)r->rdi, g[REG_RSI] = (greg_t)r->rsi;
-	g[REG_RBP] = (greg_t)r->rbp, g[REG_RBX] = (greg_t)r->rbx;
-	g[REG_RDX] = (greg_t)r->rdx, g[REG_RAX] = (greg_t)r->rax;
-	g[REG_RCX] = (greg_t)r->rcx, g[REG_RSP] = (greg_t)r->rsp;
-	g[REG_RIP] = (greg_t)r->rip, g[REG_EFL] = (greg_t)r->eflags;
-	g[REG_CSGSFS] = (greg_t)((r->cs & 0xffff) | (r->gs & 0xffff) << 16 |
-				 (r->fs & 0xffff) << 32 | (r->ss & 0xffff) << 48);
-	if (rax == -ERESTARTSYS || rax == -ERESTARTNOINTR ||
-	    rax == -ERESTARTNOHAND) {
-		g[REG_RAX] = (greg_t)r->orig_rax;
-		g[REG_RIP] = (greg_t)(r->rip - 2);	/* back onto syscall */
-	} else if (rax == -ERESTART_RESTARTBLOCK) {
-		g[REG_RAX] = -EINTR;
-	}
+	g[REG_R8] = (greg_t)r.r8, g[REG_R9] = (greg_t)r.r9;
+	g[REG_R10] = (greg_t)r.r10, g[REG_R11] = (greg_t)r.r11;
+	g[REG_R12] = (greg_t)r.r12, g[REG_R13] = (greg_t)r.r13;
+	g[REG_R14] = (greg_t)r.r14, g[REG_R15] = (greg_t)r.r15;
+	g[REG_RDI] = (greg_t)r.rdi, g[REG_RSI] = (greg_t)r.rsi;
+	g[REG_RBP] = (greg_t)r.rbp, g[REG_RBX] = (greg_t)r.rbx;
+	g[REG_RDX] = (greg_t)r.rdx, g[REG_RAX] = (greg_t)r.rax;
+	g[REG_RCX] = (greg_t)r.rcx, g[REG_RSP] = (greg_t)r.rsp;
+	g[REG_RIP] = (greg_t)r.rip, g[REG_EFL] = (greg_t)r.eflags;
+	g[REG_CSGSFS] = (greg_t)((r.cs & 0xffff) | (r.gs & 0xffff) << 16 |
+				 (r.fs & 0xffff) << 32 | (r.ss & 0xffff) << 48);
 	c->uc_mcontext.fpregs = (fpregset_t)(uintptr_t)fx;
+	memcpy(&c->uc_sigmask, &b->mask, sizeof(b->mask));
 }
 
 /*
- * Below the red zone, keeping the SysV alignment: the library path, a
- * signal frame (FP state and ucontext) that abandon() can point the thread
- * at, and the return slot of our calls, where the kernel expects the
- * frame's return address.
+ * The FP state as a signal frame holds it: the xsave image the kernel
+ * gave us, its software bytes saying so and the closing magic word, so
+ * that rt_sigreturn restores AVX and the rest, not only the legacy part.
+ * Without XSAVE, the fxsave image alone (software bytes zero).
  */
-static int build_frame(const struct target *t, struct borrow *b)
+static int put_fpstate(const struct borrow *b, uint64_t fx)
 {
-	uint64_t top = (b->regs.rsp - RED_ZONE) & ~15ULL, fx, uc;
+	const uint8_t *img = b->xstate.iov_base;
+	uint32_t n = (uint32_t)b->xstate.iov_len, magic2 = FP_MAGIC2;
+	struct fp_sw_bytes sw = { 0 };
+	uint64_t xcr0, bv;
+
+	if (put(b, fx, img, n) < 0)
+		return -1;
+	if (b->xstate_type == NT_X86_XSTATE && n > FP_XSTATE_BV + 8) {
+		/* ptrace leaves XCR0 in the software bytes. */
+		memcpy(&xcr0, img + FP_SW_BYTES, sizeof(xcr0));
+		memcpy(&bv, img + FP_XSTATE_BV, sizeof(bv));
+		sw = (struct fp_sw_bytes){ .magic1 = FP_MAGIC1,
+					   .extended_size = n + sizeof(magic2),
+					   .xfeatures = xcr0 & bv,
+					   .xstate_size = n };
+		if (put(b, fx + n, &magic2, sizeof(magic2)) < 0)
+			return -1;
+	}
+	return put(b, fx + FP_SW_BYTES, &sw, sizeof(sw));
+}
+
+/* Make c, a copy of the thread's frame, call fn(a0, a1) returning to slot. */
+static void set_call(ucontext_t *c, uint64_t fn, uint64_t a0, uint64_t a1,
+		     uint64_t slot)
+{
+	greg_t *g = c->uc_mcontext.gregs;
+
+	g[REG_RIP] = (greg_t)fn, g[REG_RDI] = (greg_t)a0;
+	g[REG_RSI] = (greg_t)a1, g[REG_RSP] = (greg_t)slot, g[REG_RAX] = 0;
+}
+
+/*
+ * Below the red zone, keeping the SysV alignment: the library path, the
+ * FP state, and three signal frames, each under the return slot (holding
+ * __restore_rt) of the call before it:
+ *   pthread_setcancelstate(DISABLE, &B's rdi) returns into A,
+ *   A: dlopen(path, RTLD_NOW) returns into B,
+ *   B: pthread_setcancelstate(old state, NULL) returns into C,
+ *   C: the thread as interrupted, its system call restarted (or EINTR).
+ * A call's own stack lies below its slot, over frames already used. Once
+ * the thread runs the first call it gets back through C, watched or not.
+ * A pthread_cancel acted on inside dlopen (at a cancellation point of a
+ * constructor, say) would unwind it holding the loader lock: disabled,
+ * cancellation waits (no SIGCANCEL is even sent), and restoring the old
+ * state acts on it once dlopen is done, as the thread's own call would.
+ */
+static int build_chain(const struct target *t, struct borrow *b)
+{
+	uint64_t top = (b->regs.rsp - RED_ZONE) & ~15ULL, fx, uc = 0;
 	size_t n = strlen(t->lib) + 1;
-	struct user_fpregs_struct fp = b->fp;
-	ucontext_t c;
+	ucontext_t c[CHAIN];
 
 	b->path = (top - n) & ~15ULL;
-	fx = (b->path - sizeof(fp)) & ~63ULL;
-	uc = (fx - sizeof(c)) & ~15ULL;
-	b->slot = uc - 8;
-	/* No xsave magic: rt_sigreturn restores the legacy (fxsave) part. */
-	memset((char *)&fp + 464, 0, sizeof(fp) - 464);
-	fill_ucontext(&c, &b->regs, fx);
-	return put(b, b->path, t->lib, n) < 0 || put(b, fx, &fp, sizeof(fp)) < 0 ||
-	       put(b, uc, &c, sizeof(c)) < 0 ? -1 : 0;
+	fx = (b->path - b->xstate.iov_len - sizeof(uint32_t)) & ~63ULL;
+	fill_ucontext(&c[TO_THREAD], b, fx);
+	c[TO_DLOPEN] = c[TO_RESTORE_STATE] = c[TO_THREAD];
+	for (int i = CHAIN - 1; i >= 0; i--) {
+		uc = ((i == CHAIN - 1 ? fx : b->slot[i + 1]) - sizeof(c[i])) & ~15ULL;
+		b->slot[i] = uc - 8;
+		if (i == TO_RESTORE_STATE)
+			b->old_state_at = uc + offsetof(ucontext_t,
+						       uc_mcontext.gregs[REG_RDI]);
+	}
+	set_call(&c[TO_RESTORE_STATE], t->setcancelstate, PTHREAD_CANCEL_DISABLE,
+		 0, b->slot[TO_THREAD]);
+	set_call(&c[TO_DLOPEN], t->dlopen, b->path, RTLD_NOW_FLAG,
+		 b->slot[TO_RESTORE_STATE]);
+	if (put(b, b->path, t->lib, n) < 0 || put_fpstate(b, fx) < 0)
+		return -1;
+	for (int i = 0; i < CHAIN; i++)
+		if (put(b, b->slot[i] + 8, &c[i], sizeof(c[i])) < 0 ||
+		    put(b, b->slot[i], &t->restore_rt, sizeof(t->restore_rt)) < 0)
+			return -1;
+	return 0;
 }
 
 /*
- * The call did not return in time: the thread may wait for a lock inside
+ * The chain did not end in time: the thread may wait for a lock inside
  * dlopen (the loader lock, say). Restoring its registers now would leave
  * that dlopen half done, holding the loader lock: the process deadlocks
- * later. Detaching as is would crash it when dlopen returns to the fake
- * address. So the return slot now points at libc's __restore_rt above the
- * signal frame built with the call: whenever dlopen returns, rt_sigreturn
- * puts back the thread's registers, signal mask and FP/SSE state, and it
- * returns to its system call (restarted, or EINTR). Then we let go.
+ * later. The chain needs no one to finish, so we just let go: whenever
+ * dlopen returns, the thread gets back by itself.
  */
-static enum call_result abandon(const struct target *t, struct borrow *b,
-				uint64_t *ret)
+static enum call_result abandon(const struct target *t, struct borrow *b)
 {
 	int64_t deadline = now_ms() + release_timeout_ms;
-	uint64_t back = t->restore_rt, mask = blocked_signals(t->pid, b->tid);
 	int sig = 0;
 
-	if (put(b, b->slot + 8 + offsetof(ucontext_t, uc_sigmask), &mask,
-		sizeof(mask)) < 0 ||
-	    put(b, b->slot, &back, sizeof(back)) < 0 ||
-	    ptrace(PTRACE_INTERRUPT, b->tid, 0, 0) < 0)
+	if (ptrace(PTRACE_INTERRUPT, b->tid, 0, 0) < 0)
 		return CALL_EXITED;
-	switch (next_stop(b, deadline, &sig, ret)) {
+	switch (next_stop(t, b, deadline, &sig)) {
 	case STOP_RETURNED:
 		return CALL_DONE;	/* it returned just before the switch */
 	case STOP_GONE:
 		return CALL_EXITED;
 	case STOP_TIMEOUT:
 		return CALL_ABANDONED;	/* our thread's exit detaches it */
+	case STOP_SYSCALL:
 	case STOP_EVENT:
-		sig = 0;
-		break;
 	case STOP_SIGNAL:
 		break;
 	}
@@ -303,111 +449,161 @@ static enum call_result abandon(const struct target *t, struct borrow *b,
 	return CALL_ABANDONED;
 }
 
-/* Run fn(a0, a1) on the borrowed thread; *ret is what it returned. */
-static enum call_result call(const struct target *t, struct borrow *b,
-			     uint64_t fn, uint64_t a0, uint64_t a1,
-			     uint64_t *ret)
+/*
+ * Run the chain on the borrowed thread until it enters its last frame.
+ * Its registers are the only thing we set: were we killed right after,
+ * the thread would run the chain by itself.
+ */
+static enum call_result run_chain(const struct target *t, struct borrow *b)
 {
 	int64_t deadline = now_ms() + call_timeout_ms;
 	struct user_regs_struct r = b->regs;
-	uint64_t fake = FAKE_RETURN;
 	int sig = 0;
 
-	r.rip = fn, r.rdi = a0, r.rsi = a1, r.rax = 0, r.rsp = b->slot;
+	r.rip = t->setcancelstate, r.rdi = PTHREAD_CANCEL_DISABLE;
+	r.rsi = b->old_state_at, r.rax = 0, r.rsp = b->slot[TO_DLOPEN];
 	/* Not in a system call any more: else the kernel "restarts" it at
-	 * fn - 2 when we continue (SIGILL, reproduced). */
+	 * rip - 2 when we continue (SIGILL, reproduced). */
 	r.orig_rax = (unsigned long long)-1;
-	if (put(b, b->slot, &fake, sizeof(fake)) < 0 ||
-	    ptrace(PTRACE_SETREGS, b->tid, 0, &r) < 0 ||
-	    ptrace(PTRACE_CONT, b->tid, 0, 0) < 0)
+	if (ptrace(PTRACE_SETREGS, b->tid, 0, &r) < 0 ||
+	    ptrace(PTRACE_SYSCALL, b->tid, 0, 0) < 0)
 		return CALL_EXITED;
 	for (;;) {
-		switch (next_stop(b, deadline, &sig, ret)) {
+		switch (next_stop(t, b, deadline, &sig)) {
 		case STOP_RETURNED:
 			return CALL_DONE;
 		case STOP_GONE:
 			return CALL_EXITED;
 		case STOP_TIMEOUT:
-			return abandon(t, b, ret);
+			return abandon(t, b);
 		case STOP_EVENT:
 			/* Someone stops the process: the thread must still
 			 * finish (it may hold the loader lock); it stops
 			 * with the others when we detach. */
 			sig = 0;
 			break;
+		case STOP_SYSCALL:
 		case STOP_SIGNAL:
-			/* Cancellation would unwind dlopen halfway (the
-			 * thread was in a cancellable call): hold it. */
-			if (sig == SIGCANCEL) {
-				b->deferred = sig;
-				sig = 0;
-			}
 			break;
 		}
-		if (ptrace(PTRACE_CONT, b->tid, 0, sig) < 0)
+		if (ptrace(PTRACE_SYSCALL, b->tid, 0, sig) < 0)
 			return CALL_EXITED;
 	}
 }
 
-/* Registers and FP state as interrupted, then let go: the system call
- * restarts (or returns EINTR where the kernel never restarts it). */
+/*
+ * At the last frame's rt_sigreturn stop: mask, FP state and registers as
+ * interrupted, the rt_sigreturn skipped (orig_rax -1), errno as it was,
+ * then let go. In this order, dying halfway still lets rt_sigreturn
+ * finish the job.
+ */
 static void put_back(struct borrow *b)
 {
-	uint64_t mask;
+	struct user_regs_struct r = resumed(&b->regs, false);
 
+	r.orig_rax = (unsigned long long)-1;
+	ptrace(PTRACE_SETSIGMASK, b->tid, (void *)sizeof(b->mask), &b->mask);
 	ptrace(PTRACE_SETREGSET, b->tid, (void *)(uintptr_t)b->xstate_type,
 	       &b->xstate);
-	ptrace(PTRACE_SETREGS, b->tid, 0, &b->regs);
-	/* The fault unblocked SIGSEGV (its handler is the default). */
-	if (b->segv_blocked &&
-	    ptrace(PTRACE_GETSIGMASK, b->tid, (void *)sizeof(mask), &mask) == 0) {
-		mask |= SIGSEGV_BIT;
-		ptrace(PTRACE_SETSIGMASK, b->tid, (void *)sizeof(mask), &mask);
-	}
-	ptrace(PTRACE_DETACH, b->tid, 0, b->deferred);
+	ptrace(PTRACE_SETREGS, b->tid, 0, &r);
+	if (b->errno_at != 0)
+		put(b, b->errno_at, &b->saved_errno, sizeof(b->saved_errno));
+	ptrace(PTRACE_DETACH, b->tid, 0, 0);
 }
 
-/* The C string at addr in the target. */
+/* The C string at addr in the target, "" when unreadable. */
 static void read_string(const struct borrow *b, uint64_t addr, char *out,
 			size_t n)
 {
 	ssize_t got = addr ? pread(b->mem, out, n - 1, (off_t)addr) : -1;
 
 	out[got > 0 ? got : 0] = '\0';
-	if (got <= 0)
-		snprintf(out, n, "(no error text)");
 }
 
-/* dlopen in the borrowed thread, dlerror if it fails, then put it back. */
+/*
+ * What dlerror() would say after the thread's failed dlopen, read from
+ * libc's thread-local error record (struct dl_action_result of glibc
+ * 2.34+) instead of calling dlerror: a call returning into __restore_rt
+ * cannot hand back a pointer, and every call is a risk.
+ */
+static void dl_error_text(const struct target *t, const struct borrow *b,
+			  char *out, size_t n)
+{
+	struct { int32_t errcode; uint8_t source, returned;
+		 uint64_t objname, errstring; } res;
+	char obj[256], text[256];
+	uint64_t at;
+	int64_t off;
+
+	snprintf(out, n, "(no error text)");
+	if (t->dlerror_got == 0 || get(b, t->dlerror_got, &off, 8) < 0 ||
+	    get(b, b->regs.fs_base + (uint64_t)off, &at, 8) < 0 || at == 0 ||
+	    at == UINT64_MAX || get(b, at, &res, sizeof(res)) < 0)
+		return;
+	read_string(b, res.objname, obj, sizeof(obj));
+	read_string(b, res.errstring, text, sizeof(text));
+	if (text[0] == '\0')
+		return;
+	snprintf(out, n, "%s%s%s%s%s", obj, obj[0] ? ": " : "", text,
+		 res.errcode ? ": " : "", res.errcode ? strerror(res.errcode) : "");
+}
+
+/* Where the thread's errno is, and its value; 0 when libc will not say. */
+static void save_errno(const struct target *t, struct borrow *b)
+{
+	int64_t off;
+
+	b->errno_at = 0;
+	if (!t->errno_known || t->dlerror_got == 0 ||
+	    get(b, t->dlerror_got, &off, 8) < 0)
+		return;
+	b->errno_at = b->regs.fs_base + (uint64_t)off - t->tls_dlerror +
+		      t->tls_errno;
+	if (get(b, b->errno_at, &b->saved_errno, sizeof(b->saved_errno)) < 0)
+		b->errno_at = 0;
+}
+
+/* Everything put_back needs, and the frame on the thread's stack. */
+static int prepare(const struct target *t, struct borrow *b)
+{
+	if (ptrace(PTRACE_GETSIGMASK, b->tid, (void *)sizeof(b->mask),
+		   &b->mask) < 0 || save_fpu(b) < 0 || build_chain(t, b) < 0)
+		return -1;
+	save_errno(t, b);
+	return 0;
+}
+
+/* dlopen in the borrowed thread, then put it back. */
 static int load(struct job *j, struct borrow *b)
 {
 	const struct target *t = j->t;
-	uint64_t handle = 0, text = 0, mask = 0;
 	enum call_result rc;
-	char why[512];
+	char why[600];
+	bool loaded;
 
-	if (ptrace(PTRACE_GETSIGMASK, b->tid, (void *)sizeof(mask), &mask) < 0 ||
-	    save_fpu(b) < 0 || build_frame(t, b) < 0) {
+	if (prepare(t, b) < 0) {
 		ptrace(PTRACE_DETACH, b->tid, 0, 0);	/* nothing changed */
 		return fail(j->msg, j->len, "cannot prepare thread %d of PID "
 			    "%d: %s", (int)b->tid, (int)t->pid, strerror(errno));
 	}
-	b->segv_blocked = mask & SIGSEGV_BIT;
 	inject_last_tid = b->tid;
 	inject_last_syscall = (long)b->regs.orig_rax;
-	rc = call(t, b, t->dlopen, b->path, RTLD_NOW_FLAG, &handle);
-	if (rc == CALL_DONE && handle == 0)
-		rc = call(t, b, t->dlerror, 0, 0, &text);
+	rc = run_chain(t, b);
+	/* Gone after dlopen: a pthread_cancel acted on when its cancel
+	 * state came back, as it would have in its system call. */
+	if (rc == CALL_EXITED && b->dlopen_returned && lib_mapped(t))
+		return INJECT_LOADED;
 	if (rc == CALL_EXITED)
 		return exited(t, j->msg, j->len);
 	if (rc == CALL_ABANDONED)
 		return fail(j->msg, j->len, "timed out waiting for a thread to "
 			    "return from dlopen in PID %d (it resumes by itself "
 			    "when dlopen returns)", (int)t->pid);
-	if (handle == 0)
-		read_string(b, text, why, sizeof(why));
+	loaded = lib_mapped(t);
+	if (!loaded)
+		dl_error_text(t, b, why, sizeof(why));
 	put_back(b);
-	if (handle == 0)
+	if (!loaded)
 		return fail(j->msg, j->len, "dlopen failed in PID %d: %s",
 			    (int)t->pid, why);
 	return INJECT_LOADED;
@@ -464,8 +660,8 @@ static void *inject_thread(void *arg)
 
 /*
  * Run the ptrace part on its own thread, holding the signals that would
- * end qsptop: dying halfway would leave the target's thread at our fake
- * return address.
+ * end qsptop: dying halfway is safe, but the injection then ends in a
+ * timeout's state, the collector loading when dlopen can finish.
  */
 static int run_job(struct job *j)
 {
@@ -490,9 +686,10 @@ static int run_job(struct job *j)
 	return j->result;
 }
 
-int inject_collector(pid_t pid, const char *lib_path, char *msg, size_t len)
+int inject_collector(pid_t pid, const char *lib_path, bool force, char *msg,
+		     size_t len)
 {
-	struct target t = { .pid = pid };
+	struct target t = { .pid = pid, .force = force };
 	struct job *j;
 	int rc;
 

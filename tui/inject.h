@@ -2,6 +2,7 @@
 #ifndef QSPTOP_INJECT_H
 #define QSPTOP_INJECT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -13,9 +14,11 @@ enum inject_result {
 
 /*
  * Check PID from /proc, then make one of its threads dlopen(lib_path) and
- * put the thread back as it was. On INJECT_FAILED msg holds a one-line
- * error; otherwise msg holds a warning to show the user, or "".
+ * put the thread back as it was. A process under a seccomp filter is
+ * refused unless force. On INJECT_FAILED msg holds a one-line error;
+ * otherwise msg holds a warning to show the user, or "".
  */
-int inject_collector(pid_t pid, const char *lib_path, char *msg, size_t len);
+int inject_collector(pid_t pid, const char *lib_path, bool force, char *msg,
+		     size_t len);
 
 #endif

@@ -1,8 +1,8 @@
 /*
  * What injection learns before touching the target, from /proc and ELF
- * files: whether it can be traced at all, where dlopen, dlerror and
- * __restore_rt are in its libc, and which of its threads is safest to
- * borrow.
+ * files: whether it can be traced at all, where dlopen, __restore_rt and
+ * libc's thread-local variables are, and which of its threads is safest
+ * to borrow.
  */
 #include <dirent.h>
 #include <elf.h>
@@ -81,14 +81,6 @@ static bool field(const char *text, const char *key, char *out, size_t n)
 	return false;
 }
 
-static bool mask_has_segv(const char *text, const char *key)
-{
-	char v[32];
-
-	return field(text, key, v, sizeof(v)) &&
-	       (strtoull(v, NULL, 16) & SIGSEGV_BIT);
-}
-
 int not_permitted(const struct target *t, char *msg, size_t len)
 {
 	char scope[16] = "0";
@@ -156,21 +148,30 @@ static int maps_each(pid_t pid, void (*fn)(const struct mapping *, void *),
 	return 0;
 }
 
-/* Bytes of stack below rsp in its mapping (the main stack grows). */
-struct room { uint64_t rsp, bytes; };
+/*
+ * Stack below rsp that is the thread's own: on the main stack (it grows),
+ * or in the anonymous mapping that also holds the thread's TCB (glibc puts
+ * it at the top of each thread's stack). Elsewhere (an alternate signal
+ * stack from the heap, a coroutine's stack) what lies below may be
+ * someone's data: none.
+ */
+struct room { uint64_t rsp, tcb, bytes; };
 
 static void note_room(const struct mapping *m, void *ctx)
 {
 	struct room *r = ctx;
 
-	if (r->rsp >= m->start && r->rsp < m->end)
-		r->bytes = strcmp(m->path, "[stack]") == 0 ? UINT64_MAX
-							   : r->rsp - m->start;
+	if (r->rsp < m->start || r->rsp >= m->end)
+		return;
+	if (strcmp(m->path, "[stack]") == 0)
+		r->bytes = UINT64_MAX;
+	else if (m->path[0] == '\0' && r->tcb >= m->start && r->tcb < m->end)
+		r->bytes = r->rsp - m->start;
 }
 
-uint64_t stack_room(pid_t pid, uint64_t rsp)
+uint64_t stack_room(pid_t pid, uint64_t rsp, uint64_t tcb)
 {
-	struct room room = { rsp, 0 };
+	struct room room = { rsp, tcb, 0 };
 
 	maps_each(pid, note_room, &room);
 	return room.bytes;
@@ -202,13 +203,16 @@ int check_status(struct target *t, char *msg, size_t len)
 	if (atoi(v) == 1)
 		return fail(msg, len, "PID %d runs in strict seccomp mode: "
 			    "loading a library would kill it", pid);
+	if (atoi(v) == 2 && !t->force)
+		return fail(msg, len, "PID %d runs under a seccomp filter: if "
+			    "it forbids a system call of the collector, the "
+			    "process is killed; use --force to load it anyway",
+			    pid);
 	if (atoi(v) == 2)
 		snprintf(t->warning, sizeof(t->warning), "PID %d runs under a "
 			 "seccomp filter: if it forbids the collector's system "
 			 "calls, the collector stays silent or the process is "
 			 "killed", pid);
-	t->segv_handled = mask_has_segv(text, "SigCgt") ||
-			  mask_has_segv(text, "SigIgn");
 	return 0;
 }
 
@@ -297,8 +301,6 @@ static void note_mapping(const struct mapping *m, void *ctx)
 	struct target *t = ctx;
 	const char *lib = strrchr(t->lib, '/') + 1;
 
-	if (FAKE_RETURN >= m->start && FAKE_RETURN < m->end)
-		t->fake_mapped = true;
 	if (strcmp(m->name, lib) == 0)
 		t->already = true;
 	if (t->libc_start != 0 || m->offset != 0)
@@ -324,9 +326,6 @@ static int check_maps(struct target *t, char *msg, size_t len)
 	if (t->libc_start == 0)
 		return fail(msg, len, "PID %d has no libc.so.6 mapped: only "
 			    "glibc programs are supported", (int)t->pid);
-	if (t->fake_mapped)
-		return fail(msg, len, "PID %d has memory at qsptop's fake "
-			    "return address %#llx", (int)t->pid, FAKE_RETURN);
 	return 0;
 }
 
@@ -337,8 +336,11 @@ int preflight(struct target *t, const char *lib, char *msg, size_t len)
 	       check_maps(t, msg, len) < 0 ? -1 : 0;
 }
 
-/* A defined function's default version in .dynsym (dlopen@@GLIBC_2.34). */
-static uint64_t dynsym_value(Elf *e, const char *name)
+/*
+ * A defined symbol's default version in .dynsym (dlopen@@GLIBC_2.34):
+ * true with its value, false when absent.
+ */
+static bool dynsym_find(Elf *e, const char *name, int type, uint64_t *value)
 {
 	Elf_Scn *scn = NULL;
 	Elf_Data *syms = NULL, *vers = NULL;
@@ -363,7 +365,7 @@ static uint64_t dynsym_value(Elf *e, const char *name)
 
 		if (gelf_getsym(syms, (int)i, &s) == NULL ||
 		    s.st_shndx == SHN_UNDEF ||
-		    GELF_ST_TYPE(s.st_info) != STT_FUNC)
+		    GELF_ST_TYPE(s.st_info) != type)
 			continue;
 		n = elf_strptr(e, strndx, s.st_name);
 		if (n == NULL || strcmp(n, name) != 0)
@@ -371,15 +373,77 @@ static uint64_t dynsym_value(Elf *e, const char *name)
 		if (vers != NULL && gelf_getversym(vers, (int)i, &v) != NULL &&
 		    (v & VERSYM_HIDDEN))
 			continue;
-		return s.st_value;
+		*value = s.st_value;
+		return true;
+	}
+	return false;
+}
+
+/* In one SHT_RELA section, the r_offset of a TPOFF64 of name, or 0. */
+static uint64_t rela_tpoff(Elf *e, Elf_Scn *scn, const GElf_Shdr *sh,
+			   const char *name)
+{
+	Elf_Scn *symscn = elf_getscn(e, sh->sh_link);
+	Elf_Data *rels = elf_getdata(scn, NULL);
+	Elf_Data *syms = symscn ? elf_getdata(symscn, NULL) : NULL;
+	GElf_Shdr symsh;
+
+	if (rels == NULL || syms == NULL || sh->sh_entsize == 0 ||
+	    gelf_getshdr(symscn, &symsh) == NULL)
+		return 0;
+	for (size_t i = 0; i < sh->sh_size / sh->sh_entsize; i++) {
+		const char *n;
+		GElf_Rela r;
+		GElf_Sym s;
+
+		if (gelf_getrela(rels, (int)i, &r) == NULL ||
+		    GELF_R_TYPE(r.r_info) != R_X86_64_TPOFF64 ||
+		    GELF_R_SYM(r.r_info) == 0 ||
+		    gelf_getsym(syms, (int)GELF_R_SYM(r.r_info), &s) == NULL)
+			continue;
+		n = elf_strptr(e, symsh.sh_link, s.st_name);
+		if (n != NULL && strcmp(n, name) == 0)
+			return r.r_offset;
 	}
 	return 0;
+}
+
+/* The r_offset of a TPOFF64 relocation of symbol name, or 0. */
+static uint64_t tpoff_reloc(Elf *e, const char *name)
+{
+	Elf_Scn *scn = NULL;
+	uint64_t at;
+	GElf_Shdr sh;
+
+	while ((scn = elf_nextscn(e, scn)) != NULL)
+		if (gelf_getshdr(scn, &sh) != NULL && sh.sh_type == SHT_RELA &&
+		    (at = rela_tpoff(e, scn, &sh, name)) != 0)
+			return at;
+	return 0;
+}
+
+/*
+ * Where libc keeps dlerror's record and errno for each thread: the GOT
+ * slot the loader filled with the record's offset from the thread
+ * pointer, and both variables' offsets in libc's TLS block. Whatever is
+ * not found stays unknown: the injection then gives no dlerror text, or
+ * does not restore errno.
+ */
+static void find_tls(Elf *e, struct target *t, uint64_t bias)
+{
+	uint64_t got = tpoff_reloc(e, "__libc_dlerror_result");
+
+	if (got == 0 || !dynsym_find(e, "__libc_dlerror_result", STT_TLS,
+				     &t->tls_dlerror))
+		return;
+	t->dlerror_got = bias + got;
+	t->errno_known = dynsym_find(e, "errno", STT_TLS, &t->tls_errno);
 }
 
 /*
  * The lowest PT_LOAD address (the load bias is the mapping start minus
  * it) and libc's __restore_rt, found by its code in an executable segment:
- * it is not exported, and it is how a timed-out thread gets back (abandon).
+ * it is not exported, and every call we make returns into it.
  */
 static int scan_segments(Elf *e, uint64_t *lowest, uint64_t *restore_rt)
 {
@@ -412,11 +476,11 @@ static int scan_segments(Elf *e, uint64_t *lowest, uint64_t *restore_rt)
 	return *lowest == UINT64_MAX ? -1 : 0;
 }
 
-/* dlopen, dlerror and __restore_rt at their addresses in the target. */
+/* dlopen, pthread_setcancelstate, __restore_rt, libc's TLS, in the target. */
 int resolve_libc(struct target *t, char *msg, size_t len)
 {
 	int fd = open(t->libc, O_RDONLY | O_CLOEXEC);
-	uint64_t lowest, restore_rt, bias, o, r;
+	uint64_t lowest, restore_rt, bias, o, c;
 	Elf *e;
 	int rc = -1;
 
@@ -427,22 +491,39 @@ int resolve_libc(struct target *t, char *msg, size_t len)
 	e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	if (e != NULL && scan_segments(e, &lowest, &restore_rt) == 0) {
 		bias = t->libc_start - (lowest & ~0xfffULL);
-		o = dynsym_value(e, "dlopen");
-		r = dynsym_value(e, "dlerror");
-		if (o != 0 && r != 0 && restore_rt != 0) {
+		if (dynsym_find(e, "dlopen", STT_FUNC, &o) && o != 0 &&
+		    dynsym_find(e, "pthread_setcancelstate", STT_FUNC, &c) &&
+		    c != 0 && restore_rt != 0) {
 			t->dlopen = bias + o;
-			t->dlerror = bias + r;
+			t->setcancelstate = bias + c;
 			t->restore_rt = bias + restore_rt;
+			find_tls(e, t, bias);
 			rc = 0;
 		}
 	}
 	elf_end(e);
 	close(fd);
 	if (rc < 0)
-		fail(msg, len, "cannot find dlopen, dlerror and __restore_rt "
-		     "in PID %d's libc %s (glibc older than 2.34?)",
+		fail(msg, len, "cannot find dlopen, pthread_setcancelstate and "
+		     "__restore_rt in PID %d's libc %s (glibc older than 2.34?)",
 		     (int)t->pid, t->libc);
 	return rc;
+}
+
+struct lib_search { const char *path; bool found; };
+
+static void note_lib(const struct mapping *m, void *ctx)
+{
+	struct lib_search *s = ctx;
+
+	s->found |= strcmp(m->path, s->path) == 0;
+}
+
+bool lib_mapped(const struct target *t)
+{
+	struct lib_search s = { t->lib, false };
+
+	return maps_each(t->pid, note_lib, &s) == 0 && s.found;
 }
 
 /* An open file that is not a regular file (or cannot be looked at). */
@@ -456,6 +537,36 @@ static bool fd_is_file(pid_t pid, uint64_t fd)
 }
 
 /*
+ * The call runs with a signal mask of its own, the thread's saved until
+ * it returns (sigsuspend; ppoll, pselect6, epoll_pwait with a mask).
+ * Setting the mask of such a thread through ptrace drops the saved one:
+ * the call's mask would stay the thread's for good.
+ */
+static bool temporary_mask(pid_t pid, long nr, const uint64_t a[6])
+{
+	char path[64];
+	uint64_t set = 1;
+	int fd;
+
+	if (nr == SYS_rt_sigsuspend)
+		return true;
+	if (nr == SYS_ppoll)
+		return a[3] != 0;
+	if (nr == SYS_epoll_pwait || nr == SYS_epoll_pwait2)
+		return a[4] != 0;
+	if (nr != SYS_pselect6 || a[5] == 0)
+		return false;
+	/* pselect6 passes { const sigset_t *set; size_t size } */
+	snprintf(path, sizeof(path), "/proc/%d/mem", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0 && pread(fd, &set, sizeof(set), (off_t)a[5]) != sizeof(set))
+		set = 1;
+	if (fd >= 0)
+		close(fd);
+	return set != 0;
+}
+
+/*
  * How safe it is to borrow a thread parked in system call nr: 3 best,
  * 1 last resort, 0 never. The loader and malloc never wait in these calls,
  * so a thread parked in one holds none of their locks; dlopen in it cannot
@@ -463,7 +574,7 @@ static bool fd_is_file(pid_t pid, uint64_t fd)
  * so a read of a regular file does not count; futex waits of
  * pthread_cond_wait, pthread_join and semaphores (FUTEX_WAIT_BITSET) are
  * fine; plain FUTEX_WAIT is also how glibc's internal locks wait, so only
- * as a last resort.
+ * as a last resort. Never a thread waiting under a temporary signal mask.
  */
 int syscall_rank(pid_t pid, long nr, const uint64_t a[6])
 {
@@ -472,12 +583,13 @@ int syscall_rank(pid_t pid, long nr, const uint64_t a[6])
 		SYS_epoll_pwait, SYS_epoll_pwait2, SYS_nanosleep,
 		SYS_clock_nanosleep, SYS_read, SYS_recvfrom, SYS_recvmsg,
 		SYS_recvmmsg, SYS_accept, SYS_accept4, SYS_wait4, SYS_waitid,
-		SYS_pause, SYS_rt_sigsuspend, SYS_rt_sigtimedwait,
+		SYS_pause, SYS_rt_sigtimedwait,
 	};
 
 	if (nr == SYS_futex)
 		return (a[1] & FUTEX_CMD_MASK) == FUTEX_WAIT_BITSET ? 2 : 1;
-	if (nr == SYS_read && fd_is_file(pid, a[0]))
+	if ((nr == SYS_read && fd_is_file(pid, a[0])) ||
+	    temporary_mask(pid, nr, a))
 		return 0;
 	for (size_t i = 0; i < sizeof(safe) / sizeof(safe[0]); i++)
 		if (safe[i] == nr)
@@ -485,12 +597,7 @@ int syscall_rank(pid_t pid, long nr, const uint64_t a[6])
 	return 0;
 }
 
-/*
- * A thread's rank from /proc (see syscall_rank). Our calls end in a
- * SIGSEGV; when SIGSEGV is blocked the kernel resets its handler to the
- * default, so a thread blocking it is never borrowed when the process
- * handles SIGSEGV.
- */
+/* A thread's rank from /proc (see syscall_rank). */
 static int thread_rank(const struct target *t, pid_t tid)
 {
 	char path[80], text[8192];
@@ -505,12 +612,6 @@ static int thread_rank(const struct target *t, pid_t tid)
 		   &a[4], &a[5]) != 7)
 		return 0;	/* "running", or not in a system call */
 	if (inject_only_syscall >= 0 && nr != inject_only_syscall)
-		return 0;
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/status", (int)t->pid,
-		 (int)tid);
-	if (t->segv_handled &&
-	    (slurp(path, text, sizeof(text)) < 0 ||
-	     mask_has_segv(text, "SigBlk")))
 		return 0;
 	return syscall_rank(t->pid, nr, a);
 }
@@ -556,17 +657,4 @@ pid_t pick_thread(const struct target *t, const pid_t *skip, int nskip,
 			return best;
 		usleep(20000);
 	}
-}
-
-uint64_t blocked_signals(pid_t pid, pid_t tid)
-{
-	char path[80], text[8192], v[32];
-	uint64_t mask = 0;
-
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/status", (int)pid,
-		 (int)tid);
-	if (slurp(path, text, sizeof(text)) > 0 &&
-	    field(text, "SigBlk", v, sizeof(v)))
-		mask = strtoull(v, NULL, 16);
-	return mask;
 }

@@ -13,9 +13,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-/* Where our calls return: canonical, so the fault comes after the ret. */
-#define FAKE_RETURN 0x717370746f70ULL	/* "qsptop" */
-#define SIGSEGV_BIT (1ULL << (SIGSEGV - 1))
+/* The syscall instruction in __restore_rt (mov $15,%rax; syscall). */
+#define RESTORE_RT_SYSCALL 7
 
 /* What the checks learn about the process to inject into. */
 struct target {
@@ -23,10 +22,14 @@ struct target {
 	char lib[PATH_MAX];		/* the collector, absolute */
 	char libc[PATH_MAX + 64];	/* the target's libc, openable by us */
 	uint64_t libc_start;		/* start of libc's offset-0 mapping */
-	uint64_t dlopen, dlerror, restore_rt;
+	uint64_t dlopen, setcancelstate, restore_rt;
+	/* libc's thread-local dlerror record and errno: the GOT slot that
+	 * holds the record's offset from the thread pointer (0: unknown),
+	 * and both variables' offsets in libc's TLS block. */
+	uint64_t dlerror_got, tls_dlerror, tls_errno;
+	bool errno_known;
 	bool already;			/* a file named like lib is mapped */
-	bool fake_mapped;
-	bool segv_handled;		/* SIGSEGV caught or ignored */
+	bool force;			/* even under a seccomp filter */
 	char warning[256];
 };
 
@@ -48,12 +51,12 @@ bool process_alive(pid_t pid);
 int check_status(struct target *t, char *msg, size_t len);
 /* All checks before attaching: 0 with t filled in, -1 with msg. */
 int preflight(struct target *t, const char *lib, char *msg, size_t len);
-/* dlopen, dlerror and __restore_rt at their addresses in the target. */
+/* dlopen, pthread_setcancelstate, __restore_rt, libc's TLS, in the target. */
 int resolve_libc(struct target *t, char *msg, size_t len);
-/* Bytes of stack below rsp in its mapping (the main stack grows). */
-uint64_t stack_room(pid_t pid, uint64_t rsp);
-/* The blocked signals of thread tid, from /proc; 0 when unreadable. */
-uint64_t blocked_signals(pid_t pid, pid_t tid);
+/* The library t->lib is mapped in the target now. */
+bool lib_mapped(const struct target *t);
+/* Bytes of the thread's own stack below rsp (tcb: its fs base); 0: none. */
+uint64_t stack_room(pid_t pid, uint64_t rsp, uint64_t tcb);
 /* How safe it is to borrow a thread parked in system call nr: 3 to 0. */
 int syscall_rank(pid_t pid, long nr, const uint64_t a[6]);
 /* The safest thread to borrow, rescanning a while for a best one; 0: none. */

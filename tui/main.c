@@ -220,7 +220,8 @@ static void attach(struct app *a, bool live, char *log, size_t size)
 
 	attach_set_memory_cap(a->opt.max_memory_mb);
 	if (a->opt.pid) {
-		attach_connect(&a->attach, a->opt.pid, interval_ms);
+		attach_connect(&a->attach, a->opt.pid, interval_ms,
+			       a->opt.force);
 		return;
 	}
 	if (live)

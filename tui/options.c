@@ -12,7 +12,7 @@
 #include "xalloc.h"
 
 /* Long options without a letter. */
-enum { OPT_FOLDED = 0x100, OPT_WRAPPER, OPT_MAX_MEMORY };
+enum { OPT_FOLDED = 0x100, OPT_WRAPPER, OPT_MAX_MEMORY, OPT_FORCE };
 
 static const char usage_text[] =
 	"Usage: qsptop [options] -p PID\n"
@@ -21,6 +21,9 @@ static const char usage_text[] =
 	"\n"
 	"  -p, --pid PID          watch a running process (the collector is loaded\n"
 	"                         into it with ptrace if it has none)\n"
+	"      --force            with -p, load the collector even into a process\n"
+	"                         under a seccomp filter (which kills the process\n"
+	"                         if it forbids a system call the collector makes)\n"
 	"  -- CMD [ARG...]        run CMD with the collector; stop when it exits and\n"
 	"                         exit with its status\n"
 	"  -d, --delay SECS       refresh interval (default 1)\n"
@@ -131,6 +134,7 @@ static const struct option long_options[] = {
 	{ "json", required_argument, NULL, 'j' },
 	{ "folded", required_argument, NULL, OPT_FOLDED },
 	{ "wrapper", required_argument, NULL, OPT_WRAPPER },
+	{ "force", no_argument, NULL, OPT_FORCE },
 	{ "theme", required_argument, NULL, 't' },
 	{ "max-memory", required_argument, NULL, OPT_MAX_MEMORY },
 	{ "help", no_argument, NULL, 'h' },
@@ -157,6 +161,7 @@ static void apply(struct options *o, int c, const char *arg)
 	case 'j': o->json_path = arg; break;
 	case OPT_FOLDED: o->folded_path = arg; break;
 	case OPT_WRAPPER: add_wrapper(o, arg); break;
+	case OPT_FORCE: o->force = true; break;
 	case 't': o->theme = arg; break;
 	case OPT_MAX_MEMORY:
 		o->max_memory_mb = (unsigned)parse_count(arg, "--max-memory: expected "

@@ -21,6 +21,7 @@ struct options {
 	const char *theme;	/* -t; NULL = "default" */
 	unsigned max_memory_mb;	/* --max-memory; 0: the collector's default */
 	pid_t pid;		/* -p; 0 when launching */
+	bool force;		/* --force: -p even under a seccomp filter */
 	char **command;		/* after --; NULL with -p */
 };
 

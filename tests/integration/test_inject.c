@@ -4,14 +4,19 @@
  * loads into a workload that never preloaded it, the workload's parked
  * threads keep working and its results stay exact, every refusal says why
  * and leaves the target running, and a dlopen that does not return in time
- * gives its thread back anyway.
+ * gives its thread back anyway, as it does when qsptop is killed mid-call.
+ * Signals sent meanwhile (a pthread_cancel) are not lost, no signal
+ * disposition changes, and the borrowed thread's registers come back.
  */
 #include "../../tui/inject.c"
 #include "../../tui/inject_proc.c"
 
 #include <grp.h>
 #include <libgen.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <poll.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 
@@ -24,6 +29,10 @@
 #define PROGRESS_MS 3000
 #define EXIT_MS 15000
 #define REPEATS 10
+
+/* Workloads: a worker to cancel, registers checked, a heap altstack. */
+static char workload_cancel[PATH_MAX], workload_regs[PATH_MAX];
+static char workload_altstack[PATH_MAX];
 
 /* A started program and the file holding its output. */
 struct proc {
@@ -219,7 +228,7 @@ static int timed_inject(pid_t pid, const char *lib, char *msg, size_t len,
 	int rc;
 
 	clock_gettime(CLOCK_MONOTONIC, &a);
-	rc = inject_collector(pid, lib, msg, len);
+	rc = inject_collector(pid, lib, false, msg, len);
 	clock_gettime(CLOCK_MONOTONIC, &b);
 	*ms = (double)(b.tv_sec - a.tv_sec) * 1e3 +
 	      (double)(b.tv_nsec - a.tv_nsec) / 1e6;
@@ -243,6 +252,23 @@ static void test_syscall_ranks(void)
 	a[0] = (uint64_t)file;				/* the loader's kind */
 	CHECK_U64(syscall_rank(getpid(), SYS_read, a), 0);
 	CHECK_U64(syscall_rank(getpid(), SYS_mmap, a), 0);
+	{
+		/* Waits under a mask of their own are never borrowed. */
+		sigset_t set;
+		uint64_t arg[2] = { 0, 8 };	/* pselect6's { set, size } */
+		uint64_t b[6] = { 0 };
+
+		CHECK_U64(syscall_rank(getpid(), SYS_rt_sigsuspend, b), 0);
+		CHECK_U64(syscall_rank(getpid(), SYS_ppoll, b), 3);
+		b[3] = (uint64_t)(uintptr_t)&set;
+		CHECK_U64(syscall_rank(getpid(), SYS_ppoll, b), 0);
+		b[3] = 0, b[5] = (uint64_t)(uintptr_t)arg;
+		CHECK_U64(syscall_rank(getpid(), SYS_pselect6, b), 3);
+		arg[0] = (uint64_t)(uintptr_t)&set;
+		CHECK_U64(syscall_rank(getpid(), SYS_pselect6, b), 0);
+		b[5] = 0, b[4] = (uint64_t)(uintptr_t)&set;
+		CHECK_U64(syscall_rank(getpid(), SYS_epoll_pwait, b), 0);
+	}
 	close(pipefd[0]);
 	close(pipefd[1]);
 	close(file);
@@ -270,7 +296,7 @@ static void test_loads_into_running_target(void)
 		CHECK(write(fd, "this is not an ELF file at all\n", 31) == 31,
 		      "write");
 	close(fd);
-	rc = inject_collector(p.pid, junk, msg, sizeof(msg));
+	rc = inject_collector(p.pid, junk, false, msg, sizeof(msg));
 	snprintf(want, sizeof(want), "dlopen failed in PID %d: ", (int)p.pid);
 	CHECK(rc == INJECT_FAILED && starts_with(msg, want) &&
 	      strstr(msg, "invalid ELF header") != NULL,
@@ -291,7 +317,7 @@ static void test_loads_into_running_target(void)
 	CHECK(all_threads_progress(&p), "threads stalled after the injection");
 
 	/* Twice: the library is there, nothing is loaded again. */
-	rc = inject_collector(p.pid, library, msg, sizeof(msg));
+	rc = inject_collector(p.pid, library, false, msg, sizeof(msg));
 	CHECK(rc == INJECT_ALREADY, "second inject: expected INJECT_ALREADY, "
 	      "got %d \"%s\"", rc, msg);
 	CHECK(count_mapped(p.pid, "/libqsptop.so") == maps,
@@ -308,7 +334,7 @@ static void test_loads_into_running_target(void)
 static void expect_refusal(pid_t pid, const char *lib, const char *want)
 {
 	char msg[512];
-	int rc = inject_collector(pid, lib, msg, sizeof(msg));
+	int rc = inject_collector(pid, lib, false, msg, sizeof(msg));
 
 	CHECK(rc == INJECT_FAILED && starts_with(msg, want),
 	      "PID %d: expected \"%s...\", got %d \"%s\"", (int)pid, want, rc,
@@ -435,7 +461,8 @@ static void test_refuses_other_user(void)
 		close(fds[0]);
 		if (setgroups(0, NULL) == 0 && setresgid(65534, 65534, 65534) == 0 &&
 		    setresuid(65534, 65534, 65534) == 0)
-			rc = inject_collector(p.pid, library, msg, sizeof(msg));
+			rc = inject_collector(p.pid, library, false, msg,
+					      sizeof(msg));
 		if (write(fds[1], &rc, sizeof(rc)) < 0 ||
 		    write(fds[1], msg, strlen(msg) + 1) < 0)
 			_exit(1);
@@ -480,7 +507,7 @@ static void test_root_loads_into_other_user(void)
 		kill_proc(&p);
 		return;
 	}
-	rc = inject_collector(p.pid, library, msg, sizeof(msg));
+	rc = inject_collector(p.pid, library, false, msg, sizeof(msg));
 	CHECK(rc == INJECT_LOADED, "expected INJECT_LOADED, got %d \"%s\"", rc,
 	      msg);
 	CHECK(collector_says_hello_as(p.pid, 65534),
@@ -547,23 +574,36 @@ static void test_refuses_thread_and_hidden_library(void)
 static const long parked[] = { SYS_clock_nanosleep, SYS_epoll_wait, SYS_poll,
 			       SYS_futex };
 
-/* A library NAME whose constructor sleeps ms and then leaves a file. */
-static void build_slow_library(const char *name, int ms, char *so, char *done,
-			       size_t n)
+/* A library NAME whose constructor runs the C statements body. */
+static void build_library(const char *name, const char *body, char *so,
+			  size_t n)
 {
 	char src[PATH_MAX + 32], cmd[4 * PATH_MAX];
 	FILE *f;
 
 	snprintf(src, sizeof(src), "%s/%s.c", tmp, name);
 	snprintf(so, n, "%s/lib%s.so", tmp, name);
-	snprintf(done, n, "%s/%s-done", tmp, name);
 	f = fopen(src, "w");
-	fprintf(f, "#include <fcntl.h>\n#include <unistd.h>\n"
-		"__attribute__((constructor)) static void slow(void)\n"
-		"{ usleep(%d000); close(creat(\"%s\", 0644)); }\n", ms, done);
+	fprintf(f, "#include <errno.h>\n#include <fcntl.h>\n#include <linux/futex.h>\n"
+		"#include <pthread.h>\n#include <signal.h>\n"
+		"#include <sys/syscall.h>\n#include <time.h>\n#include <unistd.h>\n"
+		"__attribute__((constructor)) static void ctor(void)\n{ %s }\n",
+		body);
 	fclose(f);
 	snprintf(cmd, sizeof(cmd), "cc -shared -fPIC -o %s %s", so, src);
 	CHECK(system(cmd) == 0, "cannot build %s", so);
+}
+
+/* A library NAME whose constructor sleeps ms and then leaves a file. */
+static void build_slow_library(const char *name, int ms, char *so, char *done,
+			       size_t n)
+{
+	char body[PATH_MAX + 128];
+
+	snprintf(done, n, "%s/%s-done", tmp, name);
+	snprintf(body, sizeof(body), "usleep(%d000); close(creat(\"%s\", 0644));",
+		 ms, done);
+	build_library(name, body, so, n);
 }
 
 /* The thread of pid parked in system call nr (looking for 5 s), or 0. */
@@ -735,13 +775,629 @@ static void test_target_exits_during_call(void)
 		kill(p.pid, SIGKILL);
 		_exit(0);
 	}
-	rc = inject_collector(p.pid, so, msg, sizeof(msg));
+	rc = inject_collector(p.pid, so, false, msg, sizeof(msg));
 	waitpid(child, NULL, 0);
 	snprintf(want, sizeof(want), "process %d exited during attach",
 		 (int)p.pid);
 	CHECK(rc == INJECT_FAILED && check_streq(msg, want),
 	      "expected \"%s\", got %d \"%s\"", want, rc, msg);
 	kill_proc(&p);
+}
+
+/*
+ * A thread of pid that is traced by someone and parked in system call nr
+ * (a futex call: with operation FUTEX_WAIT, the way locks wait), or 0.
+ */
+static pid_t traced_in(pid_t pid, long nr)
+{
+	char path[320], text[8192], v[32];
+	pid_t found = 0;
+	struct dirent *e;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	d = opendir(path);
+	while (d != NULL && found == 0 && (e = readdir(d)) != NULL) {
+		uint64_t op = 0;
+		long in = -1;
+
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%s/status", (int)pid,
+			 e->d_name);
+		if (slurp(path, text, sizeof(text)) <= 0 ||
+		    !field(text, "TracerPid", v, sizeof(v)) || atoi(v) == 0)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%s/syscall",
+			 (int)pid, e->d_name);
+		if (slurp(path, text, sizeof(text)) > 0 &&
+		    sscanf(text, "%ld %*x %" SCNx64, &in, &op) == 2 && in == nr &&
+		    (nr != SYS_futex || (op & FUTEX_CMD_MASK) == FUTEX_WAIT))
+			found = (pid_t)atoi(e->d_name);
+	}
+	if (d != NULL)
+		closedir(d);
+	return found;
+}
+
+/* Poll up to ms for traced_in(pid, nr); the thread, or 0. */
+static pid_t wait_traced_in(pid_t pid, long nr, int ms)
+{
+	int64_t deadline = now_ms() + ms;
+	pid_t tid;
+
+	while ((tid = traced_in(pid, nr)) == 0 && now_ms() < deadline)
+		usleep(2000);
+	return tid;
+}
+
+/* "TID:STATE:SYSCALL" for each thread of pid, for failure messages. */
+static const char *thread_states(pid_t pid)
+{
+	static char out[1024];
+	char path[320], text[8192], state[32];
+	struct dirent *e;
+	size_t used = 0;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	d = opendir(path);
+	out[0] = '\0';
+	while (d != NULL && (e = readdir(d)) != NULL && used < sizeof(out) - 64) {
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%s/status", (int)pid,
+			 e->d_name);
+		if (slurp(path, text, sizeof(text)) <= 0 ||
+		    !field(text, "State", state, sizeof(state)))
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%s/syscall",
+			 (int)pid, e->d_name);
+		if (slurp(path, text, sizeof(text)) <= 0)
+			text[0] = '\0';
+		used += (size_t)snprintf(out + used, sizeof(out) - used,
+					 "%s:%c:%.*s ", e->d_name, state[0],
+					 (int)strcspn(text, " \n"), text);
+	}
+	if (d != NULL)
+		closedir(d);
+	return out;
+}
+
+/* Run qsptop [option] -b -n 1 -p pid to its end; its exit status. */
+static int qsptop_with(const char *option, pid_t pid, struct proc *q)
+{
+	char pidstr[16];
+	char *argv[] = { qsptop, "-b", "-n", "1", "-d", "0.2", "-p", pidstr,
+			 (char *)option, NULL };
+
+	snprintf(pidstr, sizeof(pidstr), "%d", (int)pid);
+	spawn(q, argv, "qsptop");
+	return wait_status(q->pid, EXIT_MS);
+}
+
+/*
+ * Another thread of the target is inside a slow constructor, holding the
+ * loader lock, so the dlopen qsptop -p makes the borrowed thread call
+ * waits. With kill_it, qsptop is SIGKILLed then: the kernel lets go of the
+ * borrowed thread mid-call, and when the dlopen finishes it must return to
+ * where it was, not crash the target. Without, qsptop waits and loads.
+ */
+static void qsptop_during_slow_dlopen(const char *so, bool kill_it)
+{
+	char pidstr[16];
+	struct proc p, q;
+	pid_t waiter = 0;
+	int rc;
+	char *argv[] = { workload, (char *)so, NULL };
+	char *qargv[] = { qsptop, "-b", "-n", "1", "-d", "0.2", "-p", pidstr,
+			  NULL };
+
+	spawn(&p, argv, "locked");
+	if (!wait_output(&p, "loading\n", READY_MS)) {
+		CHECK(0, "workload did not start its dlopen: %s", read_text(p.out));
+		kill_proc(&p);
+		return;
+	}
+	snprintf(pidstr, sizeof(pidstr), "%d", (int)p.pid);
+	spawn(&q, qargv, "qsptop");
+	if (kill_it) {
+		waiter = wait_traced_in(p.pid, SYS_futex, 2500);
+		usleep(300000);
+		CHECK(waiter != 0 && traced_in(p.pid, SYS_futex) == waiter,
+		      "qsptop never waited inside dlopen in PID %d: %s",
+		      (int)p.pid, thread_states(p.pid));
+		kill(q.pid, SIGKILL);
+	}
+	rc = wait_status(q.pid, EXIT_MS);
+	CHECK(kill_it ? rc == 128 + SIGKILL : rc == 0,
+	      "qsptop -p beside a slow dlopen: exit %d: %s", rc, read_text(q.out));
+	CHECK(wait_output(&p, "loaded\n", 5000), "the slow dlopen did not end: "
+	      "%s", read_text(p.out));
+	CHECK(all_threads_progress(&p), "threads stalled after qsptop %s: %s",
+	      kill_it ? "was killed" : "loaded", thread_states(p.pid));
+	if (kill_it) {
+		rc = qsptop_with(NULL, p.pid, &q);
+		CHECK(rc == 0, "qsptop -p after a killed one: exit %d: %s", rc,
+		      read_text(q.out));
+	}
+	rc = stop_target(&p);
+	CHECK(rc == 0 && strstr(read_text(p.out), "\nok ") != NULL,
+	      "target after qsptop %s: expected exit 0 and \"ok\", got %d:\n%s",
+	      kill_it ? "was killed in dlopen" : "loaded", rc, read_text(p.out));
+}
+
+static void test_qsptop_killed_inside_dlopen(void)
+{
+	char so[PATH_MAX + 32];
+
+	/* A futex wait: qsptop does not borrow the thread holding the lock. */
+	build_library("locker", "struct timespec t = { 3, 0 }; int w = 0; "
+		      "syscall(SYS_futex, &w, FUTEX_WAIT, 0, &t, 0, 0);", so,
+		      sizeof(so));
+	qsptop_during_slow_dlopen(so, false);	/* the control */
+	qsptop_during_slow_dlopen(so, true);
+}
+
+/*
+ * pthread_cancel reaches the borrowed thread while it runs dlopen: the
+ * cancellation waits until dlopen is done, then acts, whether the
+ * injection completes or was given up (and the cancel came after), even
+ * when the constructor sleeps (a cancellation point) or sets its signal
+ * mask (pthread_sigmask always unblocks SIGCANCEL), as the collector's
+ * does. Acted on inside dlopen, it would end the thread holding the
+ * loader lock: the workload's next dlopen would hang.
+ */
+static void cancel_during_call(const char *name, const char *body,
+			       int timeout_ms, bool gives_up)
+{
+	bool after = strstr(name, "after") != NULL;
+	char so[PATH_MAX + 32], msg[512];
+	char *argv[] = { workload_cancel, NULL };
+	struct proc p;
+	pid_t child;
+	double ms;
+	int rc;
+
+	build_library(name, body, so, sizeof(so));
+	spawn(&p, argv, "cancel");
+	if (!wait_output(&p, "ready\n", READY_MS)) {
+		CHECK(0, "cancel workload did not start: %s", read_text(p.out));
+		kill_proc(&p);
+		return;
+	}
+	child = fork();
+	if (child == 0) {
+		/* Once the borrowed worker sleeps in the constructor, or
+		 * (after) once qsptop let go of it there. */
+		pid_t tid = wait_traced_in(p.pid, SYS_clock_nanosleep, 5000);
+
+		while (after && tid != 0 && traced_in(p.pid, SYS_clock_nanosleep))
+			usleep(2000);
+		if (tid != 0)
+			kill(p.pid, SIGUSR1);	/* main cancels the worker */
+		_exit(0);
+	}
+	call_timeout_ms = timeout_ms;
+	rc = forced_inject(p.pid, SYS_pause, so, msg, sizeof(msg), &ms);
+	call_timeout_ms = 5000;
+	waitpid(child, NULL, 0);
+	CHECK(gives_up ? rc == INJECT_FAILED : rc == INJECT_LOADED,
+	      "%s: got %d \"%s\"", name, rc, msg);
+	wait_output(&p, "\nloader ", EXIT_MS);
+	kill(p.pid, SIGTERM);
+	rc = wait_status(p.pid, EXIT_MS);
+	CHECK(rc == 0 && strstr(read_text(p.out), "\ncancelled\n") != NULL &&
+	      strstr(read_text(p.out), "\nloader ok\n") != NULL,
+	      "%s: pthread_cancel during the call: expected \"cancelled\" and "
+	      "\"loader ok\", got exit %d:\n%s", name, rc, read_text(p.out));
+}
+
+static void test_cancel_during_call(void)
+{
+	/* As the collector's constructor does around pthread_create. */
+	const char *unmask = "sigset_t all, old; sigfillset(&all); "
+			     "pthread_sigmask(SIG_SETMASK, &all, &old); "
+			     "pthread_sigmask(SIG_SETMASK, &old, 0); ";
+	char body[256];
+
+	/* The injection gives up or completes; the constructor unmasks. */
+	cancel_during_call("cancel-late", "usleep(1500000);", 300, true);
+	cancel_during_call("cancel", "usleep(400000);", 5000, false);
+	snprintf(body, sizeof(body), "%susleep(400000);", unmask);
+	cancel_during_call("cancel-unmasked", body, 5000, false);
+	snprintf(body, sizeof(body), "%susleep(1500000);", unmask);
+	cancel_during_call("cancel-after-give-up-unmasked", body, 300, true);
+}
+
+/* The SIGSEGV mask bit is set in the SigIgn line of pid's status. */
+static bool ignores_segv(pid_t pid)
+{
+	char path[64], text[8192], v[32];
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	return slurp(path, text, sizeof(text)) > 0 &&
+	       field(text, "SigIgn", v, sizeof(v)) &&
+	       (strtoull(v, NULL, 16) & (1ULL << (SIGSEGV - 1)));
+}
+
+/* Injection never changes how the process handles a signal. */
+static void test_keeps_ignored_segv(void)
+{
+	char msg[512];
+	struct proc p;
+	bool started;
+	int rc;
+
+	signal(SIGSEGV, SIG_IGN);	/* inherited across exec */
+	started = start_target(&p);
+	signal(SIGSEGV, SIG_DFL);
+	if (!started || !ignores_segv(p.pid)) {
+		CHECK(0, "workload did not start ignoring SIGSEGV");
+		kill_proc(&p);
+		return;
+	}
+	rc = inject_collector(p.pid, library, false, msg, sizeof(msg));
+	CHECK(rc == INJECT_LOADED, "expected INJECT_LOADED, got %d \"%s\"", rc,
+	      msg);
+	CHECK(ignores_segv(p.pid), "the injection reset PID %d's ignored "
+	      "SIGSEGV to the default", (int)p.pid);
+	CHECK(all_threads_progress(&p), "threads stalled");
+	rc = stop_target(&p);
+	CHECK(rc == 0, "workload ignoring SIGSEGV: exit %d:\n%s", rc,
+	      read_text(p.out));
+}
+
+/* The last "probes N" count of the register workload, or -1. */
+static long last_probes(const struct proc *p)
+{
+	const char *text = read_text(p->out), *at = NULL, *s = text;
+	long n = -1;
+
+	while ((s = strstr(s, "probes ")) != NULL)
+		at = s++;
+	if (at != NULL)
+		sscanf(at, "probes %ld", &n);
+	return n;
+}
+
+/* Wait until the register workload has made 100 more probes. */
+static bool probes_advance(const struct proc *p)
+{
+	int64_t deadline = now_ms() + 5000;
+	long from = last_probes(p);
+
+	while (last_probes(p) < from + 100) {
+		if (now_ms() >= deadline)
+			return false;
+		usleep(10000);
+	}
+	return true;
+}
+
+/* Probes of the register workload that found registers (or errno) changed. */
+static int changed_probes(const char *text, bool count_errno)
+{
+	int n = 0, gpr, vec, err;
+
+	for (const char *s = text; (s = strstr(s, "\nbad ")) != NULL; s++)
+		if (sscanf(s, "\nbad %*d gpr=%d vec=%d errno=%d", &gpr, &vec,
+			   &err) == 3)
+			n += gpr > 0 || vec > 0 || (count_errno && err > 0);
+	return n;
+}
+
+/*
+ * The borrowed thread's general and FP/AVX registers are back as they
+ * were once it returns to its system call, whether the call completes or
+ * is given up, though the library's constructor clobbers them; so is its
+ * errno when the call completes (after a give-up nobody is there to put
+ * it back).
+ */
+static void registers_after(const char *so, const char *done, int timeout_ms)
+{
+	char *argv[] = { workload_regs, NULL }, msg[512];
+	bool gave_up = done != NULL;
+	struct proc p;
+	double ms;
+	int rc;
+
+	spawn(&p, argv, "regs");
+	if (!wait_output(&p, "ready\n", READY_MS)) {
+		if (strstr(read_text(p.out), "no AVX") == NULL)
+			CHECK(0, "register workload did not start: %s",
+			      read_text(p.out));
+		else
+			printf("note: no AVX; register test skipped\n");
+		kill_proc(&p);
+		return;
+	}
+	CHECK(probes_advance(&p), "the register workload does not run");
+	call_timeout_ms = timeout_ms;
+	rc = forced_inject(p.pid, SYS_nanosleep, so, msg, sizeof(msg), &ms);
+	call_timeout_ms = 5000;
+	CHECK(gave_up ? rc == INJECT_FAILED : rc == INJECT_LOADED,
+	      "register workload: got %d \"%s\"", rc, msg);
+	while (gave_up && access(done, F_OK) != 0 && probes_advance(&p))
+		;
+	CHECK(probes_advance(&p), "the borrowed thread did not come back");
+	rc = stop_target(&p);
+	CHECK(rc == 0 && strstr(read_text(p.out), "\ndone ") != NULL &&
+	      changed_probes(read_text(p.out), !gave_up) == 0,
+	      "after %s: registers changed: exit %d:\n%s", gave_up ?
+	      "a timed-out call" : "a call", rc, read_text(p.out));
+}
+
+static void test_registers_come_back(void)
+{
+	char so[PATH_MAX + 32], done[PATH_MAX + 32];
+	char body[2 * PATH_MAX];
+
+	build_library("clobber", "__asm__ volatile(\"vzeroall\"); errno = EIO;",
+		      so, sizeof(so));
+	registers_after(so, NULL, 5000);
+	snprintf(done, sizeof(done), "%s/clobber-slow-done", tmp);
+	snprintf(body, sizeof(body), "usleep(600000); close(creat(\"%s\", 0644)); "
+		 "__asm__ volatile(\"vzeroall\"); errno = EIO;", done);
+	build_library("clobber-slow", body, so, sizeof(so));
+	registers_after(so, done, 200);
+}
+
+/* Start the workload under a seccomp filter that allows everything. */
+static bool start_filtered_target(struct proc *p)
+{
+	static struct sock_filter allow[] = {
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = { 1, allow };
+
+	snprintf(p->out, sizeof(p->out), "%s/filtered.out", tmp);
+	p->pid = fork();
+	if (p->pid == 0) {
+		int fd = open(p->out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+		dup2(fd, 1);
+		dup2(fd, 2);
+		if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 &&
+		    prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) == 0)
+			execl(workload, workload, (char *)NULL);
+		_exit(126);
+	}
+	return wait_output(p, "ready\n", READY_MS);
+}
+
+/* Under a seccomp filter -p refuses in one line, unless --force is given. */
+static void test_seccomp_needs_force(void)
+{
+	char want[128];
+	struct proc p, q;
+	int rc;
+
+	if (!start_filtered_target(&p)) {
+		CHECK(0, "filtered workload did not start: %s", read_text(p.out));
+		kill_proc(&p);
+		return;
+	}
+	rc = qsptop_with(NULL, p.pid, &q);
+	snprintf(want, sizeof(want), "qsptop: PID %d runs under a seccomp "
+		 "filter", (int)p.pid);
+	CHECK(rc == 1 && starts_with(read_text(q.out), want) &&
+	      strstr(read_text(q.out), "--force") != NULL &&
+	      strchr(read_text(q.out), '\n') == strrchr(read_text(q.out), '\n'),
+	      "qsptop -p on a filtered process: expected exit 1 and one line "
+	      "\"%s...--force...\", got %d: %s", want, rc, read_text(q.out));
+	CHECK(count_mapped(p.pid, "/libqsptop.so") == 0,
+	      "the refusal loaded the collector anyway");
+	{
+		char *argv[] = { qsptop, "--help", NULL };
+
+		spawn(&q, argv, "help");
+		rc = wait_status(q.pid, EXIT_MS);
+		CHECK(rc == 0 && strstr(read_text(q.out), "--force") != NULL,
+		      "--help documents --force: %s", read_text(q.out));
+	}
+	rc = qsptop_with("--force", p.pid, &q);
+	CHECK(rc == 0 && strstr(read_text(q.out), "(injected)") != NULL,
+	      "qsptop --force -p on a filtered process: exit %d: %s", rc,
+	      read_text(q.out));
+	CHECK(all_threads_progress(&p), "threads stalled after --force");
+	rc = stop_target(&p);
+	CHECK(rc == 0, "filtered workload after --force: exit %d:\n%s", rc,
+	      read_text(p.out));
+}
+
+/* Become uid (and gid uid) for good; false if not permitted. */
+static bool become(uid_t uid)
+{
+	return setgroups(0, NULL) == 0 && setresgid(uid, uid, uid) == 0 &&
+	       setresuid(uid, uid, uid) == 0;
+}
+
+/* Start /bin/sleep as uid; its pid. */
+static pid_t sleep_as(uid_t uid)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		if (become(uid))
+			execl("/bin/sleep", "sleep", "30", (char *)NULL);
+		_exit(126);
+	}
+	return pid;
+}
+
+/*
+ * A process of uid (0: stay root) that serves path as a fake collector:
+ * it binds and listens there (making the directory first when mkdir),
+ * says so on ready, sends one HELLO to whoever connects, and exits.
+ */
+static pid_t fake_collector(uid_t uid, const char *path, bool mkdir_first,
+			    int ready)
+{
+	struct sockaddr_un addr = { .sun_family = AF_UNIX };
+	pid_t pid = fork();
+
+	if (pid != 0)
+		return pid;
+	alarm(20);
+	snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", path);
+	if (uid == 0 || become(uid)) {
+		struct proto_hello h = { .magic = PROTO_MAGIC,
+					 .version = PROTO_VERSION };
+		int fd = socket(AF_UNIX, SOCK_STREAM, 0), c;
+		struct wbuf b = { 0 };
+		char dir[sizeof(addr.sun_path)];
+
+		snprintf(dir, sizeof(dir), "%s", path);
+		if (mkdir_first)
+			mkdir(dirname(dir), 0700);
+		unlink(path);	/* left by a killed process of that PID */
+		if (bind(fd, (struct sockaddr *)&addr, sizeof(addr)) == 0 &&
+		    listen(fd, 1) == 0 && write(ready, "r", 1) == 1 &&
+		    (c = accept(fd, NULL, NULL)) >= 0) {
+			proto_put_hello(&b, &h);
+			if (write(c, b.data, b.len) < 0)
+				_exit(1);
+			usleep(100000);
+		}
+	}
+	_exit(0);
+}
+
+/* Start a fake collector at path and wait until it listens. */
+static pid_t fake_collector_ready(uid_t uid, const char *path, bool mkdir_first)
+{
+	int fds[2];
+	char c = 0;
+	pid_t pid;
+
+	if (pipe(fds) < 0)
+		return -1;
+	pid = fake_collector(uid, path, mkdir_first, fds[1]);
+	close(fds[1]);
+	{
+		struct pollfd pfd = { .fd = fds[0], .events = POLLIN };
+
+		if (poll(&pfd, 1, READY_MS) != 1 || read(fds[0], &c, 1) != 1)
+			c = 0;
+	}
+	close(fds[0]);
+	CHECK(c == 'r', "the fake collector at %s did not start", path);
+	return pid;
+}
+
+/* qsptop -p pid must refuse in one line that names path and says why. */
+static void expect_socket_refused(pid_t pid, const char *path, const char *why)
+{
+	struct proc q;
+	const char *err;
+	int rc = qsptop_with(NULL, pid, &q);
+
+	err = read_text(q.out);
+	CHECK(rc == 1 && starts_with(err, "qsptop: refusing ") &&
+	      strstr(err, path) != NULL && strstr(err, why) != NULL &&
+	      strchr(err, '\n') == strrchr(err, '\n'),
+	      "expected one line refusing %s (%s...), got %d: %s", path, why,
+	      rc, err);
+}
+
+static void end_pid(pid_t pid)
+{
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+}
+
+/*
+ * Another local user made /tmp/qsptop-UID of the target's user (or it is
+ * a symlink, or open to others) and listens where the collector would:
+ * qsptop -p must not talk to it.
+ */
+static void test_refuses_foreign_socket_directory(void)
+{
+	/* Users no one has, distinct for each run of this test. */
+	uid_t victim = 2000000000u + (uid_t)(getpid() % 100000) * 2;
+	uid_t other = victim + 1;
+	char dir[108], path[108], cmd[256], why[128], elsewhere[PATH_MAX + 16];
+	pid_t target, fake;
+
+	if (geteuid() != 0) {
+		printf("note: not root; socket directory test skipped\n");
+		return;
+	}
+	target = sleep_as(victim);
+	wait_state(target, 'S');
+	sockpath_dir(dir, sizeof(dir), victim);
+	sockpath_target(path, sizeof(path), victim, target);
+
+	fake = fake_collector_ready(other, path, true);	/* other's dir */
+	snprintf(why, sizeof(why), "belongs to uid %u", (unsigned)other);
+	expect_socket_refused(target, path, why);
+	end_pid(fake);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	CHECK(system(cmd) == 0, "%s", cmd);
+
+	mkdir(dir, 0777);		/* the right owner, open to all */
+	CHECK(chown(dir, victim, victim) == 0 && chmod(dir, 0777) == 0,
+	      "chown/chmod %s", dir);
+	fake = fake_collector_ready(other, path, false);
+	expect_socket_refused(target, path, "open to other users");
+	end_pid(fake);
+	CHECK(system(cmd) == 0, "%s", cmd);
+
+	snprintf(elsewhere, sizeof(elsewhere), "%s/elsewhere", tmp);
+	mkdir(elsewhere, 0700);		/* a symlink to a good-looking dir */
+	CHECK(chown(elsewhere, victim, victim) == 0 &&
+	      symlink(elsewhere, dir) == 0, "symlink %s", dir);
+	fake = fake_collector_ready(0, path, false);
+	expect_socket_refused(target, path, "symbolic link");
+	end_pid(fake);
+	unlink(dir);
+	end_pid(target);
+}
+
+/* A process other than the target listens at its socket path. */
+static void test_refuses_listener_not_target(void)
+{
+	char path[108], why[128];
+	pid_t target = sleep_as(geteuid()), fake;
+
+	wait_state(target, 'S');
+	sockpath_target(path, sizeof(path), geteuid(), target);
+	fake = fake_collector_ready(0, path, false);
+	snprintf(why, sizeof(why), "served by PID %d", (int)fake);
+	expect_socket_refused(target, path, why);
+	CHECK(count_mapped(target, "/libqsptop.so") == 0,
+	      "the refusal loaded the collector");
+	end_pid(fake);
+	unlink(path);
+	end_pid(target);
+}
+
+/*
+ * A thread inside a signal handler on a small alternate stack from the
+ * heap, parked in pause(): the heap below that stack is not stack room,
+ * so the thread is not borrowed and the heap stays as it was.
+ */
+static void test_skips_thread_on_heap_stack(void)
+{
+	char *argv[] = { workload_altstack, NULL }, msg[512];
+	struct proc p;
+	double ms;
+	int rc;
+
+	spawn(&p, argv, "altstack");
+	if (!wait_output(&p, "in handler\n", READY_MS)) {
+		CHECK(0, "altstack workload did not start: %s", read_text(p.out));
+		kill_proc(&p);
+		return;
+	}
+	rc = forced_inject(p.pid, SYS_pause, library, msg, sizeof(msg), &ms);
+	CHECK(rc == INJECT_FAILED, "a thread on a heap alternate stack was "
+	      "borrowed: %d \"%s\"", rc, msg);
+	rc = stop_target(&p);
+	CHECK(rc == 0 && strstr(read_text(p.out), "canary ok") != NULL,
+	      "the heap below the alternate stack: exit %d: %s", rc,
+	      read_text(p.out));
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -790,6 +1446,9 @@ int main(void)
 	char cmd[PATH_MAX + 16];
 
 	find_paths("/tmp/qsptop-inject-XXXXXX", "wl_inject_target");
+	join(workload_cancel, build, "/tests/wl_cancel_target");
+	join(workload_regs, build, "/tests/wl_regs_target");
+	join(workload_altstack, build, "/tests/wl_altstack_target");
 	chmod(tmp, 0755);
 	copy_library();
 	signal(SIGPIPE, SIG_IGN);
@@ -804,6 +1463,14 @@ int main(void)
 	test_timeout_gives_thread_back();
 	test_signals_during_call();
 	test_target_exits_during_call();
+	test_qsptop_killed_inside_dlopen();
+	test_cancel_during_call();
+	test_keeps_ignored_segv();
+	test_registers_come_back();
+	test_seccomp_needs_force();
+	test_refuses_foreign_socket_directory();
+	test_refuses_listener_not_target();
+	test_skips_thread_on_heap_stack();
 	test_repeated_fresh_targets();
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmp);
 	if (system(cmd) != 0)

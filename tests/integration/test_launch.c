@@ -999,48 +999,59 @@ static void test_attach_running(void)
 	CHECK(status == 0, "the process attached to finished its work correctly: %d", status);
 }
 
-/* Listen where the collector of pid would, as an impostor. */
-static int fake_listener(pid_t pid)
+/*
+ * A process that listens where its own collector would and sends bytes to
+ * whoever connects: a collector gone bad, inside its process (qsptop
+ * refuses a socket served by anyone else).
+ */
+static pid_t impostor(const void *bytes, size_t len)
 {
 	struct sockaddr_un addr = { .sun_family = AF_UNIX };
-	char dir[108];
-	int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+	int ready[2], fd, cfd;
+	char dir[108], c = 0;
+	pid_t pid;
 
+	if (pipe(ready) < 0)
+		return -1;
+	pid = fork();
+	if (pid != 0) {
+		close(ready[1]);
+		if (read(ready[0], &c, 1) != 1)
+			perror("impostor");
+		close(ready[0]);
+		return pid;
+	}
+	alarm(30);
+	fd = socket(AF_UNIX, SOCK_STREAM, 0);
 	sockpath_dir(dir, sizeof(dir), geteuid());
 	sockpath_make_private(dir);
-	sockpath_target(addr.sun_path, sizeof(addr.sun_path), geteuid(), pid);
+	sockpath_self(addr.sun_path, sizeof(addr.sun_path));
 	unlink(addr.sun_path);
-	if (bind(fd, (struct sockaddr *)&addr, sizeof(addr)) < 0 || listen(fd, 1) < 0)
-		perror("fake listener");
-	return fd;
+	if (bind(fd, (struct sockaddr *)&addr, sizeof(addr)) < 0 ||
+	    listen(fd, 1) < 0 || write(ready[1], "r", 1) != 1)
+		_exit(1);
+	cfd = accept(fd, NULL, NULL);
+	if (send(cfd, bytes, len, MSG_NOSIGNAL) < 0)
+		_exit(1);
+	pause();
+	_exit(0);
 }
 
 /* qsptop -p against an impostor that sends bytes; returns qsptop's stderr. */
 static char *against_impostor(const void *bytes, size_t len, int *status)
 {
-	pid_t sleeper = fork();
+	pid_t target = impostor(bytes, len);
 	char pidstr[16], path[108];
 	char *out = tmp_path("fake.out"), *err = tmp_path("fake.err");
-	int lfd, cfd;
 	pid_t q;
 
-	if (sleeper == 0) {
-		execl("/bin/sleep", "sleep", "30", (char *)NULL);
-		_exit(126);
-	}
-	snprintf(pidstr, sizeof(pidstr), "%d", (int)sleeper);
-	lfd = fake_listener(sleeper);
+	snprintf(pidstr, sizeof(pidstr), "%d", (int)target);
 	q = start((char *[]){ qsptop, "-b", "-p", pidstr, NULL }, out, err);
-	cfd = accept(lfd, NULL, NULL);
-	if (send(cfd, bytes, len, MSG_NOSIGNAL) < 0)
-		perror("send");
 	*status = wait_status(q, 10000);
-	close(cfd);
-	close(lfd);
-	sockpath_target(path, sizeof(path), geteuid(), sleeper);
+	sockpath_target(path, sizeof(path), geteuid(), target);
 	unlink(path);
-	kill(sleeper, SIGKILL);
-	waitpid(sleeper, NULL, 0);
+	kill(target, SIGKILL);
+	waitpid(target, NULL, 0);
 	return slurp_file(err, "");
 }
 

@@ -5,7 +5,10 @@
  * thread's progress. On SIGTERM it stops feeding, checks that every item
  * reached its thread, prints "ok ..." and exits 0 (1 on a mismatch).
  * Interrupted waits (EINTR) are retried and counted, and so are SIGUSR1s.
+ * With an argument, one more thread dlopens that library after "ready",
+ * printing "loading" before and "loaded" after.
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
@@ -134,6 +137,17 @@ static void produce(void)
 	__atomic_add_fetch(&produced, 1, __ATOMIC_RELAXED);
 }
 
+/* dlopen the library at arg, saying when it starts and ends. */
+static void *loader(void *arg)
+{
+	printf("loading\n");
+	if (dlopen(arg, RTLD_NOW) == NULL)
+		printf("dlopen failed: %s\n", dlerror());
+	else
+		printf("loaded\n");
+	return NULL;
+}
+
 static void tick(long n)
 {
 	printf("tick %ld sleep0=%ld sleep1=%ld epoll=%ld poll=%ld cond=%ld\n", n,
@@ -144,9 +158,9 @@ static void tick(long n)
 	       __atomic_load_n(&consumed, __ATOMIC_RELAXED));
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
-	pthread_t th[5];
+	pthread_t th[5], ld;
 	time_t start = time(NULL);
 	struct sigaction sa = { .sa_handler = on_term };
 	struct sigaction su = { .sa_handler = on_usr1 };
@@ -164,6 +178,8 @@ int main(void)
 	pthread_create(&th[3], NULL, poller, NULL);
 	pthread_create(&th[4], NULL, consumer, NULL);
 	printf("ready\n");
+	if (argc > 1 && pthread_create(&ld, NULL, loader, argv[1]) == 0)
+		pthread_detach(ld);
 	for (long i = 1; !stop_requested; i++) {
 		produce();
 		nap_ms(2);

@@ -62,8 +62,11 @@ static __attribute__((noinline)) struct thread_table *enter_slow(void)
 	int saved_errno = errno;
 
 	if (s->depth) {
+		/* A signal handler's call while this thread is inside a hook. */
 		if (s->table)
 			__atomic_add_fetch(&s->table->nested, 1, __ATOMIC_RELAXED);
+		else
+			table_count_claim_drop();	/* inside its claim */
 		return NULL;
 	}
 	if (s->never || !collector_recording())

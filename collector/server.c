@@ -102,42 +102,30 @@ static void fill_hello(int launched)
 }
 
 /*
- * Whether a socket file is stale: nothing listens on it. A live one is
- * another process's (after exec, our old PID's), and is never removed.
- */
-static bool stale_socket(const struct sockaddr_un *addr)
-{
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	bool stale;
-
-	if (fd < 0)
-		return false;
-	stale = connect(fd, (const struct sockaddr *)addr, sizeof(*addr)) < 0 &&
-		errno == ECONNREFUSED;
-	close(fd);
-	return stale;
-}
-
-/*
  * Listen on the per-user socket. The directory must be ours and private,
  * or we do not listen at all: someone else's directory could hand our
- * counts, or our clients, to them.
+ * counts, or our clients, to them. A live socket of our name (after exec,
+ * our old PID's) is never replaced; a stale one is.
  */
 static void open_listener(void)
 {
 	struct sockaddr_un addr = { .sun_family = AF_UNIX };
 	char dir[sizeof(addr.sun_path)];
-	int fd;
+	int fd, state;
 
 	if (sockpath_dir(dir, sizeof(dir), geteuid()) < 0 ||
 	    sockpath_make_private(dir) < 0 ||
 	    sockpath_self(srv.path, sizeof(srv.path)) < 0)
 		return;
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (fd < 0)
+	state = sockpath_state(srv.path);
+	fd = state == SOCKPATH_LIVE ? -1 :
+	     socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0) {
+		srv.path[0] = '\0';
 		return;
+	}
 	strcpy(addr.sun_path, srv.path);
-	if (stale_socket(&addr))
+	if (state == SOCKPATH_STALE)
 		unlink(srv.path);
 	if (bind(fd, (struct sockaddr *)&addr, sizeof(addr)) < 0 ||
 	    chmod(srv.path, 0600) < 0 || listen(fd, 8) < 0) {

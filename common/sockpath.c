@@ -4,7 +4,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "sockpath.h"
@@ -94,4 +96,23 @@ int sockpath_make_private(const char *dir)
 		return -1;
 	}
 	return 0;
+}
+
+int sockpath_state(const char *path)
+{
+	struct sockaddr_un addr = { .sun_family = AF_UNIX };
+	int fd, state;
+
+	if (strlen(path) >= sizeof(addr.sun_path))
+		return SOCKPATH_LIVE;
+	strcpy(addr.sun_path, path);
+	if (access(path, F_OK) < 0 && errno == ENOENT)
+		return SOCKPATH_ABSENT;
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return SOCKPATH_LIVE;
+	state = connect(fd, (struct sockaddr *)&addr, sizeof(addr)) < 0 &&
+		errno == ECONNREFUSED ? SOCKPATH_STALE : SOCKPATH_LIVE;
+	close(fd);
+	return state;
 }

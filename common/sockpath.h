@@ -29,4 +29,13 @@ int sockpath_target(char *out, size_t size, uid_t uid, pid_t pid);
  */
 int sockpath_make_private(const char *dir);
 
+enum { SOCKPATH_ABSENT, SOCKPATH_STALE, SOCKPATH_LIVE };
+
+/*
+ * Whether a socket path is absent, stale (connecting to it is refused:
+ * its process died without removing it) or live. A socket bound but not
+ * yet listening looks stale too: only its own process may remove it.
+ */
+int sockpath_state(const char *path);
+
 #endif

@@ -1,4 +1,5 @@
 /* Launching a command under the collector, or connecting to one. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
@@ -198,6 +199,72 @@ static long process_euid(pid_t pid)
 	}
 	fclose(f);
 	return euid;
+}
+
+static int compare_names(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/*
+ * The names of the sockets bound under dir (listening or about to), sorted,
+ * from /proc/net/unix: our network namespace's sockets.
+ */
+static char **bound_names(const char *dir, size_t *count)
+{
+	char line[512], **names = NULL;
+	size_t n = 0, dir_len = strlen(dir);
+	FILE *f = fopen("/proc/net/unix", "re");
+
+	while (f && fgets(line, sizeof(line), f)) {
+		char *p = strchr(line, '/');
+
+		if (p && strncmp(p, dir, dir_len) == 0 && p[dir_len] == '/') {
+			p[strcspn(p, "\n")] = '\0';
+			names = xreallocarray(names, n + 1, sizeof(*names));
+			names[n++] = xstrdup(p + dir_len + 1);
+		}
+	}
+	if (f)
+		fclose(f);
+	qsort(names, n, sizeof(*names), compare_names);
+	*count = n;
+	return names;
+}
+
+/*
+ * Remove the sockets left by killed processes: a name nothing in our
+ * network namespace is bound to, and that refuses connections (a live one
+ * of another network namespace accepts). A live collector is never
+ * connected to here: every connection would start a session in it.
+ */
+void attach_sweep_sockets(void)
+{
+	char dir[sizeof(((struct sockaddr_un *)0)->sun_path)], path[PATH_MAX];
+	char **bound;
+	size_t nbound;
+	struct dirent *e;
+	DIR *d;
+
+	if (sockpath_dir(dir, sizeof(dir), geteuid()) < 0 ||
+	    (d = opendir(dir)) == NULL)
+		return;
+	bound = bound_names(dir, &nbound);
+	while ((e = readdir(d)) != NULL) {
+		size_t len = strlen(e->d_name);
+		char *name = e->d_name;
+
+		if (len > 5 && strcmp(name + len - 5, ".sock") == 0 &&
+		    !bsearch(&name, bound, nbound, sizeof(*bound), compare_names) &&
+		    snprintf(path, sizeof(path), "%s/%s", dir, name) <
+			    (int)sizeof(path) &&
+		    sockpath_state(path) == SOCKPATH_STALE)
+			unlink(path);
+	}
+	closedir(d);
+	for (size_t i = 0; i < nbound; i++)
+		free(bound[i]);
+	free(bound);
 }
 
 /*

@@ -38,6 +38,9 @@ void attach_connect(struct attach *a, pid_t pid, unsigned interval_ms,
  */
 void attach_set_memory_cap(unsigned mb);
 
+/* Remove our user's sockets left behind by killed processes (stale ones). */
+void attach_sweep_sockets(void);
+
 /* Where the collector library is: beside the executable, else installed. */
 const char *attach_library_path(void);
 

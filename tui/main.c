@@ -219,6 +219,7 @@ static void attach(struct app *a, bool live, char *log, size_t size)
 	int log_fd = -1;
 
 	attach_set_memory_cap(a->opt.max_memory_mb);
+	attach_sweep_sockets();
 	if (a->opt.pid) {
 		attach_connect(&a->attach, a->opt.pid, interval_ms,
 			       a->opt.force);

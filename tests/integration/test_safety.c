@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <dirent.h>
+#include <sys/stat.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -98,38 +98,92 @@ static void test_fork_during_walks(void)
 	free(text);
 }
 
-/* Files in our socket directory. */
-static int socket_files(void)
+/* Whether the socket a process of our PID namespace would own exists. */
+static bool socket_of(long pid)
 {
-	char dir[108];
-	DIR *d;
-	struct dirent *e;
-	int n = 0;
+	char dir[108], path[200];
+	struct stat ns;
 
 	sockpath_dir(dir, sizeof(dir), geteuid());
-	d = opendir(dir);
-	while (d && (e = readdir(d)) != NULL)
-		n += e->d_name[0] != '.';
-	if (d)
-		closedir(d);
-	return n;
+	if (stat("/proc/self/ns/pid", &ns) < 0)
+		return false;
+	snprintf(path, sizeof(path), "%s/%ld-%lu.sock", dir, pid,
+		 (unsigned long)ns.st_ino);
+	return access(path, F_OK) == 0;
 }
 
 /* Forked children that lock, then exit or exec, leave no socket behind. */
 static void test_children_leave_nothing(void)
 {
 	char *res = tmp_path("children.res");
-	int before = socket_files(), after;
-	char *text;
+	char *text, *line;
+	long pid, i;
+	int children = 0, left = 0;
 
 	CHECK(launch("0.1", NULL, (char *[]){ "children", "20", NULL }, res) == 0,
 	      "children: qsptop and the host exit 0");
 	text = result_of(res);
-	after = socket_files();
-	CHECK(strncmp(text, "done 20", 7) == 0, "children: all 20 ran: %s", text);
-	CHECK(after <= before, "children: no socket file left: %d before, %d after",
-	      before, after);
+	CHECK(strstr(text, "done 20") != NULL, "children: all 20 ran: %s", text);
+	for (line = text; line && sscanf(line, "child %ld %ld", &pid, &i) == 2;
+	     line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+		children++;
+		left += socket_of(pid);
+	}
+	CHECK(children == 20 && left == 0,
+	      "children: no socket file left: %d of %d children left one", left,
+	      children);
 	free(text);
+}
+
+/* A socket in our directory named name; listening, or left stale. */
+static int make_socket(const char *name, bool listening, char *path)
+{
+	struct sockaddr_un addr = { .sun_family = AF_UNIX };
+	char dir[64];
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+
+	sockpath_dir(dir, sizeof(dir), geteuid());
+	sockpath_make_private(dir);
+	snprintf(addr.sun_path, sizeof(addr.sun_path), "%s/%s", dir, name);
+	strcpy(path, addr.sun_path);
+	unlink(path);
+	if (fd < 0 || bind(fd, (struct sockaddr *)&addr, sizeof(addr)) < 0 ||
+	    (listening && listen(fd, 1) < 0)) {
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	if (!listening) {
+		close(fd);
+		return 0;
+	}
+	return fd;
+}
+
+/* qsptop removes the sockets of killed processes, and no live one. */
+static void test_stale_sockets_swept(void)
+{
+	char stale[108], live[108], *res = tmp_path("sweep.res");
+	int fd;
+
+	CHECK(make_socket("999999998-1.sock", false, stale) == 0 &&
+	      access(stale, F_OK) == 0, "sweep: a stale socket made");
+	fd = make_socket("999999999-1.sock", true, live);
+	CHECK(fd >= 0, "sweep: a live socket made");
+	CHECK(launch("0.1", NULL, (char *[]){ "children", "1", NULL }, res) == 0,
+	      "sweep: qsptop runs");
+	CHECK(access(stale, F_OK) < 0, "sweep: the stale socket is gone");
+	CHECK(access(live, F_OK) == 0, "sweep: the live socket is kept");
+	if (fd >= 0) {
+		int c = accept4(fd, NULL, NULL, SOCK_NONBLOCK);
+
+		CHECK(c < 0, "sweep: nobody connected to the live socket");
+		if (c >= 0)
+			close(c);
+		close(fd);
+	}
+	unlink(live);
+	unlink(stale);
 }
 
 /* The condvar row of the wait_forever function, from a snapshot. */
@@ -424,6 +478,7 @@ int main(void)
 	test_einval_side_by_side();
 	test_cancelled_waits_count();
 	test_children_leave_nothing();
+	test_stale_sockets_swept();
 	test_fork_during_walks();
 	test_allocator_that_locks();
 	test_descriptors_reused_by_host();

@@ -8,7 +8,8 @@
  *   wl_safety forks N RESULT     N children fork, walk the modules, dlopen
  *                                and exit, while the collector walks them
  *                                too: "hung K of N"
- *   wl_safety children N RESULT  N children lock, then half _exit, half exec
+ *   wl_safety children N RESULT  N children lock, then half _exit, half exec:
+ *                                "child PID I" for each, then "done N"
  *   wl_safety cancel N RESULT    N threads cancelled in pthread_cond_wait
  *   wl_safety keys RESULT        40 pthread keys and a malloc of its own,
  *                                guarded by a pthread mutex; on SIGUSR1,
@@ -228,6 +229,7 @@ static void mode_children(long n)
 			_exit(0);
 		}
 		reap_or_kill(pid, 5000);
+		say("child %ld %ld\n", pid, i);
 	}
 	say("done %ld %ld\n", n, 0);
 }

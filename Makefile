@@ -59,7 +59,7 @@ SANITIZE      := -fsanitize=address,undefined -fno-sanitize-recover=all \
 COLLECTOR_UNIT := tests/unit/test_unwind.c tests/unit/test_table.c
 COLLECTOR_UNIT_SRC := collector/table.c collector/arena.c collector/rows.c \
 		 collector/stacks.c collector/unwind.c collector/frames.c \
-		 collector/ehframe.c collector/cfi.c collector/modules.c
+		 collector/ehframe.c common/cfi.c collector/modules.c
 ASAN_BIN      := $(patsubst tests/unit/%.c,$(BUILD)/asan/%,$(UNIT_SRC))
 # The library's own copy of common/, with hidden symbols like the rest of it.
 LIB_COMMON_OBJ := $(patsubst %.c,$(BUILD)/obj/lib/%.o,$(COMMON_SRC))
@@ -150,6 +150,21 @@ $(BUILD)/tests/wl_%: tests/workloads/%.c | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 -D_GNU_SOURCE -g -O1 -fno-inline -Wall -o $@ $< -lpthread
 
+# The wrapper workload calls one wrapper in a library of its own. Its
+# stripped twins (PIE, and not) are for the address forms of --wrapper.
+WRAP_CC = $(CC) -std=gnu11 -D_GNU_SOURCE -g -O1 -fno-inline -Wall
+WRAP_BIN := $(addprefix $(BUILD)/tests/,libwl_wrap.so wl_wrap wl_wrap_nopie \
+	wl_wrap_stripped wl_wrap_nopie_stripped)
+$(BUILD)/tests/libwl_wrap.so: tests/workloads/wrap.c | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(WRAP_CC) -DWRAP_LIB -shared -fPIC -o $@ $< -lpthread
+$(BUILD)/tests/wl_wrap: tests/workloads/wrap.c $(BUILD)/tests/libwl_wrap.so
+	$(WRAP_CC) -o $@ $< -L$(BUILD)/tests -lwl_wrap -Wl,-rpath,'$$ORIGIN' -lpthread
+$(BUILD)/tests/wl_wrap_nopie: tests/workloads/wrap.c $(BUILD)/tests/libwl_wrap.so
+	$(WRAP_CC) -no-pie -o $@ $< -L$(BUILD)/tests -lwl_wrap -Wl,-rpath,'$$ORIGIN' -lpthread
+$(BUILD)/tests/%_stripped: $(BUILD)/tests/%
+	strip --strip-all -o $@ $<
+
 $(BUILD)/tests/wl_%: tests/workloads/%.cc | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CXX) -std=c++17 -g -O1 -Wall -o $@ $< -lpthread
@@ -174,15 +189,15 @@ $(patsubst tests/unit/%.c,$(BUILD)/asan/%,$(COLLECTOR_UNIT)): $(BUILD)/asan/%: t
 # collector's flags; like the other unit tests, again under the sanitizers.
 UNWINDER_FLAGS = $(ALL_CFLAGS) -fvisibility=hidden -ftls-model=initial-exec $(PKG_CFLAGS)
 $(BUILD)/tests/test_cfi $(BUILD)/asan/test_cfi: $(BUILD)/%/test_cfi: \
-	tests/unit/test_cfi.c collector/cfi.c collector/cfi.h | $(DEPS_STAMP)
+	tests/unit/test_cfi.c common/cfi.c common/cfi.h | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(UNWINDER_FLAGS) $(if $(filter asan,$*),$(SANITIZE)) -o $@ \
 		$(filter %.c,$^) -ldl
 
 # test_frames compares captures with libunwind's unw_backtrace(), and
 # dlopens a C++ module.
-FRAMES_SRC := collector/frames.c collector/ehframe.c collector/cfi.c
-FRAMES_HDR := collector/frames.h collector/ehframe.h collector/cfi.h collector/pages.h
+FRAMES_SRC := collector/frames.c collector/ehframe.c common/cfi.c
+FRAMES_HDR := collector/frames.h collector/ehframe.h common/cfi.h collector/pages.h
 FRAMES_MOD := $(BUILD)/tests/libframes_mod.so
 $(FRAMES_MOD): tests/unit/frames_mod.cc | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
@@ -247,7 +262,7 @@ $(BUILD)/tests/test_fuzz_%: $(BUILD)/fuzz/fuzz_% $(BUILD)/fuzz/proto_seeds \
 		'$(CURDIR)' '$(abspath $(BUILD))' '$*' '$(FUZZ_CHECK_SECONDS)' >$@
 	@chmod +x $@
 
-check: all $(UNIT_BIN) $(ASAN_BIN) $(WORKLOAD_BIN) $(INTEG_BIN) \
+check: all $(UNIT_BIN) $(ASAN_BIN) $(WORKLOAD_BIN) $(WRAP_BIN) $(INTEG_BIN) \
 	$(BUILD)/tsan/test_stress $(BUILD)/tests/test_bench $(FUZZ_TESTS)
 	@FUZZ_SECONDS=$(FUZZ_CHECK_TIME) tests/run $(BUILD)
 

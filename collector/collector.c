@@ -25,6 +25,7 @@
 #include "table.h"
 
 #define FINAL_FLUSH_MS 5000
+#define WRAPPERS_WAIT_MS 3000
 
 enum thread_phase { THREAD_NONE, THREAD_STARTING, THREAD_RUNNING, THREAD_FAILED };
 
@@ -174,6 +175,8 @@ static void pin_self(void)
 
 __attribute__((constructor)) static void collector_init(void)
 {
+	bool launched;
+
 	injected = !hooks_interposed();
 	if (hooks_resolve() < 0)
 		return;
@@ -197,7 +200,16 @@ __attribute__((constructor)) static void collector_init(void)
 	}
 	pthread_atfork(NULL, NULL, on_fork_child);
 	collector_set_recording(true);
+	launched = launch_fd >= 0;
 	collector_start();
+	/*
+	 * Launched: the program waits (a moment, bounded) until qsptop said
+	 * which code is lock wrappers, so that its first lock calls count on
+	 * their callers already.
+	 */
+	if (launched && __atomic_load_n(&thread_state, __ATOMIC_ACQUIRE) ==
+			THREAD_RUNNING)
+		server_wait_wrappers(WRAPPERS_WAIT_MS);
 }
 
 __attribute__((destructor)) static void collector_fini(void)

@@ -6,7 +6,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "cfi.h"
+#include "../common/cfi.h"
 #include "ehframe.h"
 #include "pages.h"
 

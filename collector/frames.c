@@ -1,7 +1,7 @@
 /* Stack capture from prepared unwind tables, and their registry. */
 #include <string.h>
 
-#include "cfi.h"
+#include "../common/cfi.h"
 #include "ehframe.h"
 #include "frames.h"
 #include "pages.h"
@@ -73,9 +73,18 @@ struct regs {
 	uint64_t pc, sp, bp;
 };
 
+/* The code ranges of lock wrappers, sorted: what is published to hooks. */
+struct wrapset {
+	struct block b;
+	uint32_t n;
+	uint64_t r[];		/* lo, hi, lo, hi, ... */
+};
+
 /* Read by captures on any thread. */
 static struct set *published;
+static struct wrapset *wrappers;
 static uint64_t global_epoch = 1;
+uint32_t frames_wrappers_gen;
 
 /* The collector thread's own. */
 static struct block *retired;
@@ -441,6 +450,89 @@ void frames_reclaim(uint64_t (*oldest)(void *ctx), void *ctx)
 			pp = &b->next;
 		}
 	}
+}
+
+/* Sort n (lo, hi) pairs by lo: sets are small and set rarely. */
+static void sort_ranges(uint64_t *r, uint32_t n)
+{
+	for (uint32_t i = 1; i < n; i++) {
+		uint64_t lo = r[2 * i], hi = r[2 * i + 1];
+		uint32_t j = i;
+
+		for (; j > 0 && r[2 * (j - 1)] > lo; j--) {
+			r[2 * j] = r[2 * (j - 1)];
+			r[2 * j + 1] = r[2 * (j - 1) + 1];
+		}
+		r[2 * j] = lo;
+		r[2 * j + 1] = hi;
+	}
+}
+
+int frames_set_wrappers(const uint64_t *ranges, uint32_t n)
+{
+	size_t len = sizeof(struct wrapset) + (size_t)n * 2 * sizeof(uint64_t);
+	struct wrapset *w = NULL, *old = wrappers;
+
+	if (n > 0) {
+		w = pages_map(len);
+		if (w == NULL)
+			return -1;
+		w->b.len = pages_round(len);
+		w->n = n;
+		memcpy(w->r, ranges, (size_t)n * 2 * sizeof(uint64_t));
+		sort_ranges(w->r, n);
+	}
+	__atomic_store_n(&wrappers, w, __ATOMIC_SEQ_CST);
+	__atomic_add_fetch(&frames_wrappers_gen, 1, __ATOMIC_RELEASE);
+	if (old != NULL) {
+		retire(&old->b);
+		__atomic_add_fetch(&global_epoch, 1, __ATOMIC_SEQ_CST);
+	}
+	return 0;
+}
+
+/* Whether pc lies in one of the ranges of w. */
+static int in_wrapper(const struct wrapset *w, uint64_t pc)
+{
+	uint32_t lo = 0, hi = w ? w->n : 0;
+
+	while (lo < hi) {
+		uint32_t mid = (lo + hi) / 2;
+
+		if (pc < w->r[2 * mid])
+			hi = mid;
+		else if (pc >= w->r[2 * mid + 1])
+			lo = mid + 1;
+		else
+			return 1;
+	}
+	return 0;
+}
+
+/*
+ * A return address into a wrapper: the wrapper's CFA at that call is its
+ * stack pointer (the CFA of the function it called) plus the rule's
+ * offset, and its caller's return address lies just below that CFA.
+ */
+int32_t frames_wrapper_step(struct frames_reader *rd, uint64_t site)
+{
+	struct hints h = { NULL, NULL };
+	const struct mod *m;
+	int32_t step = 0;
+	uint32_t rule;
+	int nested;
+	const struct set *s = enter(rd, &nested);
+	const struct wrapset *w = __atomic_load_n(&wrappers, __ATOMIC_SEQ_CST);
+
+	if (in_wrapper(w, site - 1)) {
+		step = FRAMES_STEP_UNWIND;
+		m = s ? module_of(s, &h, site - 1) : NULL;
+		rule = m ? rule_at(m, (uint32_t)(site - 1 - m->base)) : CFI_STOP;
+		if (cfi_kind(rule) == CFI_RSP && cfi_cfa_off(rule) >= 8)
+			step = (int32_t)cfi_cfa_off(rule) + 1;
+	}
+	leave(rd, nested);
+	return step;
 }
 
 uint64_t frames_epoch(void)

@@ -38,6 +38,26 @@ void frames_reclaim(uint64_t (*oldest)(void *ctx), void *ctx);
  */
 uint32_t frames_capture(struct frames_reader *r, uint64_t site, uint64_t *frames, uint32_t max);
 
+/*
+ * Lock wrappers. The collector thread publishes the code ranges [lo, hi)
+ * of the functions the front end calls wrappers (n pairs, any order; none
+ * to count them as the call sites they are); frames_wrappers_gen changes
+ * with every set, so that a verdict on a site can be kept until it does.
+ */
+int frames_set_wrappers(const uint64_t *ranges, uint32_t n);
+extern uint32_t frames_wrappers_gen;
+
+#define FRAMES_STEP_UNWIND (-1)
+
+/*
+ * Any thread: how to get from site, a return address, to its caller's
+ * return address when site lies in a wrapper. 0: it does not; 1 + k: the
+ * caller's return address is at cfa + k - 8, where cfa is the CFA of the
+ * function site returns from (the wrapper's CFA is cfa + k);
+ * FRAMES_STEP_UNWIND: only an unwind finds it (frames_capture()).
+ */
+int32_t frames_wrapper_step(struct frames_reader *r, uint64_t site);
+
 /* Collector thread: the epoch a capture starting now would hold. */
 uint64_t frames_epoch(void);
 

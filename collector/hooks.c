@@ -26,6 +26,7 @@
 
 #define EXPORT __attribute__((visibility("default")))
 #define CALLER ((uint64_t)(uintptr_t)__builtin_return_address(0))
+#define HOOK_CFA ((uint64_t)(uintptr_t)__builtin_dwarf_cfa())
 #define likely(x) __builtin_expect(!!(x), 1)
 #define unlikely(x) __builtin_expect(!!(x), 0)
 
@@ -102,11 +103,16 @@ static inline void leave(void)
 	unguard(&tls_self);
 }
 
-/* The slot of a key; a key with no room is counted as dropped. */
-static inline struct obj_slot *slot_for(struct thread_table *t, uint64_t key,
-					const void *obj)
+/*
+ * The slot of a key; a key with no room is counted as dropped. A call from
+ * inside a lock wrapper counts on its caller's key, which *key becomes;
+ * cfa is the hook's own (__builtin_dwarf_cfa()), where its caller's stack
+ * pointer will be again.
+ */
+static inline struct obj_slot *slot_for(struct thread_table *t, uint64_t *key,
+					const void *obj, uint64_t cfa)
 {
-	struct obj_slot *x = table_slot(t, key, (uintptr_t)obj);
+	struct obj_slot *x = table_slot(t, key, (uintptr_t)obj, cfa);
 
 	if (unlikely(x == NULL))
 		table_add(&t->dropped, 1);
@@ -207,7 +213,7 @@ static __attribute__((noinline)) void wait_end(struct wait *w, int rc)
 		return;
 	guard(s);
 	if (acquired) {
-		count_free(table_slot(w->table, w->key, w->object));
+		count_free(table_slot_of(w->table, w->key, w->object));
 		table_add(&e->contended, 1);
 	} else {
 		table_add(&e->failed, 1);
@@ -242,7 +248,7 @@ static __attribute__((noinline)) void wait_end(struct wait *w, int rc)
 		int rc_;                                                   \
 		if (t_ == NULL)                                            \
 			return pass_call;                                  \
-		x_ = slot_for(t_, key_, obj);                              \
+		x_ = slot_for(t_, &key_, obj, HOOK_CFA);                   \
 		rc_ = try_call;                                            \
 		if (likely(rc_ == 0)) {                                    \
 			count_free(x_);                                    \
@@ -270,7 +276,7 @@ static __attribute__((noinline)) void wait_end(struct wait *w, int rc)
 		int rc_;                                                   \
 		if (t_ == NULL)                                            \
 			return try_call;                                   \
-		x_ = slot_for(t_, key_, obj);                              \
+		x_ = slot_for(t_, &key_, obj, HOOK_CFA);                   \
 		rc_ = try_call;                                            \
 		if (rc_ == 0 || rc_ == EOWNERDEAD)                         \
 			count_free(x_);                                    \
@@ -422,11 +428,13 @@ static void cond_cancelled(void *arg)
 	do {                                                               \
 		struct thread_table *t_ = enter();                         \
 		uint64_t key_ = KEY(CALLER, LOCK_CONDVAR);                 \
+		struct obj_slot *x_;                                       \
 		struct wait w_;                                            \
 		int rc_;                                                   \
 		if (t_ == NULL)                                            \
 			return pass_call;                                  \
-		wait_begin(&w_, t_, key_, slot_for(t_, key_, c));          \
+		x_ = slot_for(t_, &key_, c, HOOK_CFA);                     \
+		wait_begin(&w_, t_, key_, x_);                             \
 		pthread_cleanup_push(cond_cancelled, &w_);                 \
 		rc_ = wait_call;                                           \
 		pthread_cleanup_pop(0);                                    \

@@ -149,9 +149,9 @@ static void scan_entry(struct scan *sc, const struct thread_table *t,
 			   &e->nostack_row, nostack_count, nostack_wait, sc->dead);
 }
 
-/* Add one site's object table. */
+/* Add one site's object table; via is the site's (see struct site_slot). */
 static void scan_objects(struct scan *sc, struct thread_table *t,
-			 struct obj_table *o)
+			 struct obj_table *o, uint64_t via)
 {
 	struct rows *rs = sc->rs;
 	uint64_t site = KEY_SITE(o->key);
@@ -165,8 +165,11 @@ static void scan_objects(struct scan *sc, struct thread_table *t,
 
 		if (object == 0)
 			continue;
-		if (*r == 0 || *r > rs->n)
+		if (*r == 0 || *r > rs->n) {
 			*r = row_id(rs, site, object == OBJECT_FOLDED ? 0 : object, type);
+			if (*r != 0 && rs->v[*r - 1].via == 0)
+				rs->v[*r - 1].via = via;
+		}
 		if (*r == 0) {
 			drop(sc, acq + (e ? table_load(&e->failed) : 0));
 			continue;
@@ -192,7 +195,9 @@ static void scan_table(struct scan *sc, struct thread_table *t)
 
 		if (key)
 			scan_objects(sc, t, __atomic_load_n(&si->slot[i].objects,
-							    __ATOMIC_ACQUIRE));
+							    __ATOMIC_ACQUIRE),
+				     __atomic_load_n(&si->slot[i].via,
+						     __ATOMIC_RELAXED));
 	}
 	stacks_scan_table(&sc->rs->stacks, t, sc->dead);
 	drop(sc, dropped);

@@ -33,6 +33,8 @@ struct row_waits {
 
 struct row {
 	uint64_t site;
+	uint64_t via;			/* the call site inside lock wrappers
+					   the calls went through; 0: none */
 	uint64_t object;		/* 0: several objects (folded) */
 	uint32_t type;
 	uint32_t unused;

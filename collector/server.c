@@ -54,6 +54,8 @@ static struct server {
 	struct own_fd launch;		/* qsptop's socket, until adopted */
 	int finishing;
 	sem_t finished;
+	sem_t wrappers_ready;		/* posted once wrappers are known */
+	bool wrappers_posted;
 	struct proto_hello hello;
 	struct session *sessions[SESSIONS_MAX];
 	struct rows rows;
@@ -306,13 +308,24 @@ static void update_sessions(uint64_t now, bool force)
  */
 static void send_baselines(void)
 {
+	uint64_t now = clock_now_ns();
 	struct proto_tick tick;
 	bool scanned = false;
 
 	for (int i = 0; i < SESSIONS_MAX; i++) {
 		struct session *s = srv.sessions[i];
 
-		if (s == NULL || !session_wants_baseline(s))
+		if (s == NULL)
+			continue;
+		if (session_awaits_wrappers(s, now)) {
+			/* It needs the modules to name its wrappers. */
+			modules_refresh(&srv.modules);
+			session_send_modules(s, &srv.modules);
+			if (!session_write(s))
+				end_session(i);
+			continue;
+		}
+		if (!session_wants_baseline(s, now))
 			continue;
 		if (s->memory_cap_mb)
 			arena_set_cap((size_t)s->memory_cap_mb << 20);
@@ -372,6 +385,26 @@ static bool scan_due(uint64_t now)
 			return true;
 	}
 	return false;
+}
+
+/*
+ * Let a launched program go once the launching qsptop said which code is
+ * lock wrappers, or said nothing and left: its first lock call then
+ * counts where it belongs (collector_init() waits for this).
+ */
+static void post_wrappers_known(void)
+{
+	if (srv.wrappers_posted)
+		return;
+	for (int i = 0; i < SESSIONS_MAX; i++) {
+		const struct session *s = srv.sessions[i];
+
+		if (s && (s->wrappers_known || s->closing || s->dead)) {
+			srv.wrappers_posted = true;
+			sem_post(&srv.wrappers_ready);
+			return;
+		}
+	}
 }
 
 /* Read, write and expire sessions after poll(). */
@@ -439,6 +472,7 @@ static void serve_once(void)
 		activate();
 	else if (srv.grace_ns && now >= srv.grace_ns)
 		deactivate();
+	post_wrappers_known();
 	send_baselines();
 	if (scan_due(now)) {
 		scan(now);
@@ -536,6 +570,7 @@ int server_prepare(int launch_fd)
 	own_fd_take(&srv.wake_in, wake[0]);
 	own_fd_take(&srv.wake_out, wake[1]);
 	sem_init(&srv.finished, 0, 0);
+	sem_init(&srv.wrappers_ready, 0, 0);
 	/*
 	 * Adopt qsptop's socket now, before main() runs: by the time the
 	 * collector thread gets to it the host may have closed the number.
@@ -547,6 +582,30 @@ int server_prepare(int launch_fd)
 	return 0;
 }
 
+/* A CLOCK_MONOTONIC deadline timeout_ms from now. */
+static struct timespec deadline_in(int timeout_ms)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	ts.tv_sec += timeout_ms / 1000;
+	ts.tv_nsec += (timeout_ms % 1000) * 1000000L;
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	return ts;
+}
+
+void server_wait_wrappers(int timeout_ms)
+{
+	struct timespec ts = deadline_in(timeout_ms);
+
+	while (sem_clockwait(&srv.wrappers_ready, CLOCK_MONOTONIC, &ts) < 0 &&
+	       errno == EINTR)
+		;
+}
+
 void server_finish(int timeout_ms)
 {
 	struct timespec ts;
@@ -555,13 +614,7 @@ void server_finish(int timeout_ms)
 	if (own_fd_valid(&srv.wake_out) && write(srv.wake_out.fd, "x", 1) < 0) {
 		/* The pipe is full: the thread is awake already. */
 	}
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	ts.tv_sec += timeout_ms / 1000;
-	ts.tv_nsec += (timeout_ms % 1000) * 1000000L;
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
+	ts = deadline_in(timeout_ms);
 	while (sem_clockwait(&srv.finished, CLOCK_MONOTONIC, &ts) < 0 &&
 	       errno == EINTR)
 		;

@@ -8,6 +8,12 @@ int server_prepare(int launch_fd);
 /* The collector thread's body. */
 void *server_main(void *arg);
 
+/*
+ * Wait at most timeout_ms until the launching qsptop said which code is
+ * lock wrappers (or left).
+ */
+void server_wait_wrappers(int timeout_ms);
+
 /* Ask the thread for the final flush and wait for it, at most timeout_ms. */
 void server_finish(int timeout_ms);
 

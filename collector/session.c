@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "arena.h"
+#include "frames.h"
 #include "session.h"
 
 #define IN_MAX (64 * 1024)
@@ -64,6 +65,7 @@ static void on_client_hello(void *ctx, const struct proto_client_hello *m)
 		return;
 	}
 	in->s->greeted = true;
+	in->s->greeted_ns = in->now_ns;
 	in->s->memory_cap_mb = m->memory_cap_mb;
 	in->s->due_ns = in->now_ns;
 }
@@ -80,6 +82,25 @@ static void on_set_interval(void *ctx, uint32_t ms)
 	in->s->due_ns = in->now_ns + ms * 1000000ull;
 }
 
+/*
+ * The lock wrappers a client skips: from now on their callers count what
+ * the hooks see called from inside them (the last set any client sent).
+ */
+static void on_wrappers(void *ctx, uint32_t count, const uint8_t *ranges)
+{
+	struct input *in = ctx;
+	size_t size = (size_t)count * 2 * sizeof(uint64_t);
+	uint64_t *v = count ? arena_alloc(size) : NULL;
+
+	in->s->wrappers_known = true;
+	if (count && v == NULL)
+		return;
+	for (uint32_t i = 0; i < count; i++)
+		proto_wrapper_range(ranges, i, &v[2 * i], &v[2 * i + 1]);
+	frames_set_wrappers(v, count);
+	arena_free(v, size);
+}
+
 static void on_detach(void *ctx)
 {
 	struct input *in = ctx;
@@ -91,6 +112,7 @@ static const struct proto_visitor input_visitor = {
 	.client_hello = on_client_hello,
 	.set_interval = on_set_interval,
 	.detach = on_detach,
+	.wrappers = on_wrappers,
 };
 
 /* Act on every whole frame in the input buffer. */
@@ -165,9 +187,22 @@ bool session_write(struct session *s)
 	return !s->dead && !(s->closing && s->out.len == 0);
 }
 
-bool session_wants_baseline(const struct session *s)
+bool session_awaits_wrappers(const struct session *s, uint64_t now_ns)
 {
-	return s->greeted && !s->baseline_sent && !s->closing;
+	return s->greeted && !s->wrappers_known && !s->closing &&
+	       now_ns < s->greeted_ns + SESSION_WRAPPERS_WAIT_NS;
+}
+
+bool session_wants_baseline(const struct session *s, uint64_t now_ns)
+{
+	return s->greeted && !s->baseline_sent && !s->closing &&
+	       !session_awaits_wrappers(s, now_ns);
+}
+
+void session_send_modules(struct session *s, const struct modules *ms)
+{
+	for (; s->modules_sent < ms->n; s->modules_sent++)
+		proto_put_module(&s->out, &ms->v[s->modules_sent]);
 }
 
 /* Send definitions of rows new to this session. */
@@ -177,7 +212,8 @@ static void define_rows(struct session *s, const struct rows *rs)
 		const struct row *row = &rs->v[s->rows_defined];
 		struct proto_row m = { .id = s->rows_defined,
 				       .type = (uint8_t)row->type,
-				       .site = row->site, .object = row->object };
+				       .site = row->site, .via = row->via,
+				       .object = row->object };
 
 		proto_put_row(&s->out, &m);
 	}
@@ -256,12 +292,11 @@ void session_update(struct session *s, struct rows *rs,
 {
 	struct proto_tick t = *tick;
 
-	if (!s->greeted || s->closing)
+	if (!s->greeted || s->closing || (!s->baseline_sent && !force))
 		return;
 	if (!force && (tick->monotonic_ns < s->due_ns || s->out.len > 0))
 		return;
-	for (; s->modules_sent < ms->n; s->modules_sent++)
-		proto_put_module(&s->out, &ms->v[s->modules_sent]);
+	session_send_modules(s, ms);
 	define_rows(s, rs);
 	put_counts(s, rs);
 	define_stacks(s, &rs->stacks);

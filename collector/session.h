@@ -19,6 +19,7 @@ struct session {
 	struct own_fd fd;
 	unsigned slot;			/* its index among the sessions */
 	bool greeted;			/* CLIENT_HELLO received */
+	bool wrappers_known;		/* WRAPPERS received */
 	bool baseline_sent;		/* its first update is out */
 	bool closing;			/* close once out is written */
 	bool dead;			/* write failed: nothing more is sent */
@@ -26,6 +27,7 @@ struct session {
 	uint32_t memory_cap_mb;		/* asked for in CLIENT_HELLO; 0: none */
 	uint64_t due_ns;		/* next update */
 	uint64_t hello_deadline_ns;
+	uint64_t greeted_ns;
 	struct wbuf out;
 	uint8_t *in;
 	size_t in_len;
@@ -56,8 +58,25 @@ bool session_read(struct session *s, uint64_t now_ns);
  */
 bool session_write(struct session *s);
 
-/* Whether the session waits for its baseline (greeted, nothing sent). */
-bool session_wants_baseline(const struct session *s);
+/*
+ * How long a session waits, after it greets us, for the lock wrappers it
+ * skips before its counts start anyway (an old or silent client).
+ */
+#define SESSION_WRAPPERS_WAIT_NS (3ull * 1000000000)
+
+/*
+ * Whether the session is ready for its baseline now: greeted, nothing
+ * sent yet, and its wrappers known (so that from its first count on, a
+ * call from inside a wrapper counts on its caller) or waited for long
+ * enough.
+ */
+bool session_wants_baseline(const struct session *s, uint64_t now_ns);
+
+/* Whether it still waits for its wrappers: it has been sent the modules. */
+bool session_awaits_wrappers(const struct session *s, uint64_t now_ns);
+
+/* Queue the modules the session was not sent yet. */
+void session_send_modules(struct session *s, const struct modules *ms);
 
 /*
  * Queue an update if due and not backed up (always when force): new

@@ -9,6 +9,7 @@
 #include "lfstack.h"
 #include "table.h"
 #include "unwind.h"
+#include "frames.h"
 
 __thread struct thread_state tls_self __attribute__((tls_model("initial-exec")));
 uint32_t table_epoch;
@@ -110,16 +111,19 @@ static struct obj_table *new_obj_table(uint64_t key, uint32_t slots)
 	return o;
 }
 
-/* Put a site in an index with room for it. */
-static struct site_slot *place_site(struct site_index *si, uint64_t key,
-				    struct obj_table *o)
+/* Put a copy of site in an index with room for it. */
+static struct site_slot *place_site(struct site_index *si,
+				    const struct site_slot *site)
 {
-	uint32_t i = table_hash(key) & si->mask;
+	uint32_t i = table_hash(site->key) & si->mask;
 
 	while (si->slot[i].key != 0)
 		i = (i + 1) & si->mask;
-	si->slot[i].objects = o;
-	__atomic_store_n(&si->slot[i].key, key, __ATOMIC_RELEASE);
+	si->slot[i].objects = site->objects;
+	si->slot[i].step = site->step;
+	si->slot[i].gen = site->gen;
+	si->slot[i].via = site->via;
+	__atomic_store_n(&si->slot[i].key, site->key, __ATOMIC_RELEASE);
 	si->used++;
 	return &si->slot[i];
 }
@@ -133,38 +137,106 @@ static bool grow_sites(struct thread_table *t)
 		return false;
 	for (uint32_t i = 0; i <= old->mask; i++) {
 		if (old->slot[i].key)
-			place_site(si, old->slot[i].key, old->slot[i].objects);
+			place_site(si, &old->slot[i]);
 	}
 	__atomic_store_n(&t->sites, si, __ATOMIC_RELEASE);
 	retire(old);
 	return true;
 }
 
-/* What table_add_site() does; errno is the caller's to keep. */
-static struct obj_slot *add_site(struct thread_table *t, uint64_t key,
-				 uint64_t object)
+/*
+ * What table_add_site() does; errno is the caller's to keep. Its verdict
+ * on wrappers waits for its first use (gen 0 is never current once a set
+ * was published; before, no site is in a wrapper).
+ */
+static struct site_slot *add_site(struct thread_table *t, uint64_t key)
 {
 	struct site_index *si = t->sites;
-	struct obj_table *o;
+	struct site_slot site = { .key = key };
 
 	if ((si->used + 1) * 2 > si->mask + 1 && !grow_sites(t) &&
 	    (si->used + 1) * 4 > (si->mask + 1) * 3)
 		return NULL;
-	o = new_obj_table(key, OBJECTS_FIRST);
-	if (o == NULL)
+	site.objects = new_obj_table(key, OBJECTS_FIRST);
+	if (site.objects == NULL)
 		return NULL;
-	return table_add_object(t, place_site(t->sites, key, o), object);
+	return place_site(t->sites, &site);
 }
 
 /* Adding may map memory: errno, which a failed mmap sets, is kept. */
-struct obj_slot *table_add_site(struct thread_table *t, uint64_t key,
-				uint64_t object)
+struct site_slot *table_add_site(struct thread_table *t, uint64_t key)
 {
 	int saved_errno = errno;
-	struct obj_slot *x = add_site(t, key, object);
+	struct site_slot *s = add_site(t, key);
 
 	errno = saved_errno;
-	return x;
+	return s;
+}
+
+/* A word of this thread's stack, read past any sanitizer's checks. */
+static inline uint64_t stack_word(uint64_t at)
+{
+	uint64_t v;
+
+	__asm__ volatile("movq (%1), %0" : "=r"(v) : "r"(at));
+	return v;
+}
+
+/* Bring a site's wrapper verdict up to date with the current set. */
+static void refresh_step(struct thread_table *t, struct site_slot *s)
+{
+	uint32_t gen = __atomic_load_n(&frames_wrappers_gen, __ATOMIC_ACQUIRE);
+
+	if (s->gen == gen)
+		return;
+	s->step = frames_wrapper_step(&t->reader, KEY_SITE(s->key));
+	s->gen = gen;
+}
+
+/* Wrappers nested deeper than this are taken as the caller. */
+#define WRAP_HOPS 8
+
+/*
+ * From a site inside wrappers to the first caller outside them: one load
+ * per wrapper of fixed frame size (the offset its unwind rule gives),
+ * a full unwind from here for the others.
+ */
+struct obj_slot *table_wrapped_slot(struct thread_table *t, uint64_t *key,
+				    uint64_t object, uint64_t cfa)
+{
+	uint64_t frames[WRAP_HOPS + 1], first = KEY_SITE(*key);
+	uint32_t type = KEY_TYPE(*key), n = 0;
+	struct site_slot *s;
+
+	for (uint32_t hop = 0; hop < WRAP_HOPS; hop++) {
+		uint64_t caller;
+
+		if ((s = table_site(t, *key)) == NULL)
+			return NULL;
+		refresh_step(t, s);
+		if (s->step == 0)
+			break;
+		if (s->step > 0 && n == 0) {
+			cfa += (uint64_t)(s->step - 1);
+			caller = stack_word(cfa - 8);
+		} else {
+			if (n == 0)
+				n = frames_capture(&t->reader, first, frames,
+						   WRAP_HOPS + 1);
+			if (hop + 1 >= n)
+				break;
+			caller = frames[hop + 1];
+		}
+		if (caller == 0)
+			break;
+		*key = KEY(caller, type);
+	}
+	s = table_site(t, *key);
+	if (s == NULL)
+		return NULL;
+	if (s->via == 0 && KEY_SITE(*key) != first)
+		__atomic_store_n(&s->via, first, __ATOMIC_RELAXED);
+	return table_object(t, s, object);
 }
 
 /* Put an object in a table with room for it; its index. */

@@ -79,9 +79,19 @@ struct obj_table {
 	struct obj_slot slot[];
 };
 
+/*
+ * A call site of the thread. One inside a lock wrapper counts nothing of
+ * its own: step says how to find its caller (frames_wrapper_step()), as
+ * of the wrapper set of generation gen.
+ */
 struct site_slot {
 	uint64_t key;		/* 0: empty; written last, with release */
 	struct obj_table *objects;
+	int32_t step;		/* 0: not in a wrapper */
+	uint32_t gen;		/* frames_wrappers_gen when step was found */
+	uint64_t via;		/* the call site inside the wrappers its calls
+				   went through; 0: none (written before key
+				   or, later, once and read by the collector) */
 };
 
 struct site_index {
@@ -182,35 +192,34 @@ static inline uint32_t *obj_rows(struct obj_table *o)
 	return (uint32_t *)&obj_entries(o)[o->mask + 1];
 }
 
-/* Slow parts of table_slot(): add a site or an object; NULL when no room. */
-struct obj_slot *table_add_site(struct thread_table *t, uint64_t key,
-				uint64_t object);
+/* Slow parts of the lookups below: add a site or an object; NULL when no room. */
+struct site_slot *table_add_site(struct thread_table *t, uint64_t key);
 struct obj_slot *table_add_object(struct thread_table *t, struct site_slot *s,
 				  uint64_t object);
 
-/*
- * The calling thread's slot for a key, added when new; NULL when there is
- * no room at all (the caller counts a drop). Owner thread only, inside the
- * collector (tls_self.depth set): a signal handler's lock calls then pass
- * through instead of interleaving with a table change.
- */
-static inline struct obj_slot *table_slot(struct thread_table *t, uint64_t key,
-					  uint64_t object)
+/* The site slot of key in the calling thread, added when new; NULL if no room. */
+static inline struct site_slot *table_site(struct thread_table *t, uint64_t key)
 {
 	struct site_index *si = t->sites;
 	uint32_t i = table_hash(key) & si->mask;
-	struct site_slot *s;
-	struct obj_table *o;
 
 	for (;; i = (i + 1) & si->mask) {
-		s = &si->slot[i];
+		struct site_slot *s = &si->slot[i];
+
 		if (s->key == key)
-			break;
+			return s;
 		if (s->key == 0)
-			return table_add_site(t, key, object);
+			return table_add_site(t, key);
 	}
-	o = s->objects;
-	for (i = table_hash(object) & o->mask;; i = (i + 1) & o->mask) {
+}
+
+/* The slot of object at site s, added when new; NULL when there is no room. */
+static inline struct obj_slot *table_object(struct thread_table *t,
+					    struct site_slot *s, uint64_t object)
+{
+	struct obj_table *o = s->objects;
+
+	for (uint32_t i = table_hash(object) & o->mask;; i = (i + 1) & o->mask) {
 		struct obj_slot *x = &o->slot[i];
 
 		if (x->object == object)
@@ -218,6 +227,44 @@ static inline struct obj_slot *table_slot(struct thread_table *t, uint64_t key,
 		if (x->object == 0)
 			return table_add_object(t, s, object);
 	}
+}
+
+/*
+ * The slot of a site inside a lock wrapper (or one whose verdict is
+ * stale): *key becomes that of the first caller outside every wrapper,
+ * whose slot is returned. cfa is the CFA of the hook called from *key.
+ */
+struct obj_slot *table_wrapped_slot(struct thread_table *t, uint64_t *key,
+				    uint64_t object, uint64_t cfa);
+
+/*
+ * The calling thread's slot for a key, added when new; NULL when there is
+ * no room at all (the caller counts a drop). A call from inside a lock
+ * wrapper counts on its caller's key, which *key becomes. Owner thread
+ * only, inside the collector (tls_self.depth set): a signal handler's
+ * lock calls then pass through instead of interleaving with a table
+ * change.
+ */
+static inline struct obj_slot *table_slot(struct thread_table *t, uint64_t *key,
+					  uint64_t object, uint64_t cfa)
+{
+	struct site_slot *s = table_site(t, *key);
+
+	if (s == NULL)
+		return NULL;
+	if (__builtin_expect(s->step != 0 || s->gen != __atomic_load_n(
+			     &frames_wrappers_gen, __ATOMIC_RELAXED), 0))
+		return table_wrapped_slot(t, key, object, cfa);
+	return table_object(t, s, object);
+}
+
+/* The slot of a key already resolved past its wrappers, added when new. */
+static inline struct obj_slot *table_slot_of(struct thread_table *t,
+					     uint64_t key, uint64_t object)
+{
+	struct site_slot *s = table_site(t, key);
+
+	return s ? table_object(t, s, object) : NULL;
 }
 
 /*

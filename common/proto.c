@@ -214,6 +214,7 @@ void proto_put_row(struct wbuf *b, const struct proto_row *m)
 	put_u32(b, m->id);
 	put_u8(b, m->type);
 	put_u64(b, m->site);
+	put_u64(b, m->via);
 	put_u64(b, m->object);
 	end_frame(b, off);
 }
@@ -333,6 +334,18 @@ void proto_close_run(struct wbuf *b, size_t *frame_off)
 	*frame_off = SIZE_MAX;
 }
 
+void proto_put_wrappers(struct wbuf *b, const uint64_t *ranges, uint32_t count)
+{
+	size_t off = begin_frame(b, MSG_WRAPPERS);
+
+	if (count > PROTO_WRAPPERS_MAX)
+		count = PROTO_WRAPPERS_MAX;
+	put_u32(b, count);
+	for (uint32_t i = 0; i < 2 * count; i++)
+		put_u64(b, ranges[i]);
+	end_frame(b, off);
+}
+
 void proto_put_stack_row(struct wbuf *b, const struct proto_stack_row *m)
 {
 	size_t off = begin_frame(b, MSG_STACK_ROW);
@@ -402,6 +415,15 @@ static uint8_t get_u8(struct rbuf *r) { return (uint8_t)get_le(r, 1); }
 static uint16_t get_u16(struct rbuf *r) { return (uint16_t)get_le(r, 2); }
 static uint32_t get_u32(struct rbuf *r) { return (uint32_t)get_le(r, 4); }
 static uint64_t get_u64(struct rbuf *r) { return get_le(r, 8); }
+
+void proto_wrapper_range(const uint8_t *ranges, uint32_t i, uint64_t *lo,
+			 uint64_t *hi)
+{
+	struct rbuf r = { .p = ranges + 16 * (size_t)i, .len = 16 };
+
+	*lo = get_u64(&r);
+	*hi = get_u64(&r);
+}
 
 /* A varint of at most 64 bits; longer or truncated ones are malformed. */
 static uint64_t get_varint(struct rbuf *r)
@@ -499,6 +521,7 @@ static void decode_row(struct rbuf *r, struct proto_row *m)
 	m->id = get_u32(r);
 	m->type = get_u8(r);
 	m->site = get_u64(r);
+	m->via = get_u64(r);
 	m->object = get_u64(r);
 	if (m->type >= LOCK_TYPE_COUNT)
 		r->err = true;
@@ -597,6 +620,10 @@ union proto_any {
 	struct proto_goodbye goodbye;
 	struct proto_stack stack;
 	struct proto_stack_row stack_row;
+	struct {
+		uint32_t count;
+		const uint8_t *ranges;
+	} wrappers;
 	uint32_t interval_ms;
 };
 
@@ -611,6 +638,15 @@ static void decode_one(struct rbuf *r, uint16_t type, union proto_any *m)
 	case MSG_GOODBYE: m->goodbye.reason = get_u8(r); break;
 	case MSG_STACK: decode_stack(r, &m->stack); break;
 	case MSG_STACK_ROW: decode_stack_row(r, &m->stack_row); break;
+	case MSG_WRAPPERS:
+		m->wrappers.count = get_u32(r);
+		m->wrappers.ranges = r->p + r->off;
+		if (!r->err && (m->wrappers.count > PROTO_WRAPPERS_MAX ||
+				(r->len - r->off) / 16 != m->wrappers.count ||
+				(r->len - r->off) % 16 != 0))
+			r->err = true;
+		r->off = r->err ? r->off : r->len;
+		break;
 	case MSG_SET_INTERVAL: m->interval_ms = get_u32(r); break;
 	case MSG_DETACH: break;
 	}
@@ -639,13 +675,17 @@ static void dispatch(uint16_t type, const union proto_any *m,
 			v->set_interval(ctx, m->interval_ms);
 		break;
 	case MSG_DETACH: if (v->detach) v->detach(ctx); break;
+	case MSG_WRAPPERS:
+		if (v->wrappers)
+			v->wrappers(ctx, m->wrappers.count, m->wrappers.ranges);
+		break;
 	}
 }
 
 static bool known_type(uint16_t type)
 {
 	return (type >= MSG_HELLO && type <= MSG_STACK_ROW) ||
-	       (type >= MSG_CLIENT_HELLO && type <= MSG_DETACH);
+	       (type >= MSG_CLIENT_HELLO && type <= MSG_WRAPPERS);
 }
 
 int proto_decode(const struct proto_frame *f, const struct proto_visitor *v,

@@ -52,7 +52,11 @@ enum proto_type {
 	MSG_CLIENT_HELLO = 64,
 	MSG_SET_INTERVAL = 65,
 	MSG_DETACH = 66,
+	MSG_WRAPPERS = 67,
 };
+
+/* Code ranges a WRAPPERS message can carry. */
+#define PROTO_WRAPPERS_MAX ((PROTO_MAX_PAYLOAD - 4) / 16)
 
 /* How the collector came to be in the target. */
 enum proto_mode { MODE_PRELOAD, MODE_LAUNCH, MODE_INJECTED };
@@ -96,6 +100,9 @@ struct proto_row {
 	uint8_t type;
 	uint64_t site;		/* return address into the caller */
 	uint64_t object;	/* lock address; 0 = several objects */
+	uint64_t via;		/* when the call went through lock wrappers:
+				   the return address into the innermost one;
+				   0 otherwise */
 };
 
 /*
@@ -210,7 +217,16 @@ struct proto_visitor {
 	void (*stack)(void *ctx, const struct proto_stack *m);
 	void (*stack_row)(void *ctx, const struct proto_stack_row *m);
 	void (*stack_counts)(void *ctx, const struct proto_stack_counts *m);
+	/*
+	 * The code ranges of the lock wrappers the client skips: count of
+	 * them, read with proto_wrapper_range() from ranges, checked.
+	 */
+	void (*wrappers)(void *ctx, uint32_t count, const uint8_t *ranges);
 };
+
+/* Range i of a WRAPPERS message (i < its count). */
+void proto_wrapper_range(const uint8_t *ranges, uint32_t i, uint64_t *lo,
+			 uint64_t *hi);
 
 /*
  * The memory behind every wbuf, by default realloc and free. The collector
@@ -235,6 +251,9 @@ void proto_put_set_interval(struct wbuf *b, uint32_t interval_ms);
 void proto_put_detach(struct wbuf *b);
 void proto_put_stack(struct wbuf *b, const struct proto_stack *m);
 void proto_put_stack_row(struct wbuf *b, const struct proto_stack_row *m);
+
+/* The code ranges [lo, hi) of lock wrappers: count pairs lo, hi (any order). */
+void proto_put_wrappers(struct wbuf *b, const uint64_t *ranges, uint32_t count);
 
 /*
  * Append one entry to the COUNTS frame open at the end of b, opening a new

@@ -1,6 +1,7 @@
 /* Facts about a run derived from its parts. */
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 
@@ -23,6 +24,28 @@ double app_elapsed_s(const struct app *a)
 	if (!c->have_hello || to < from)
 		return 0;
 	return (double)(to - from) / 1e9;
+}
+
+/*
+ * The collector counts every call from inside a wrapper on its caller,
+ * and says which wrapper call site it went through: whether wrappers are
+ * skipped or shown is then the model's choice alone, for past counts too.
+ */
+void app_sync_wrappers(struct app *a)
+{
+	size_t modules = symbols_modules(a->symbols);
+	uint64_t *ranges = NULL;
+	size_t n = 0;
+
+	if (!a->client.have_hello || modules == 0 ||
+	    (a->wrappers_sent && modules == a->wrapper_modules))
+		return;
+	if (a->wrappers)
+		n = wrappers_ranges(a->wrappers, &ranges);
+	client_send_wrappers(&a->client, ranges, n);
+	free(ranges);
+	a->wrappers_sent = true;
+	a->wrapper_modules = modules;
 }
 
 void app_reset(struct app *a)

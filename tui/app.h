@@ -18,12 +18,20 @@ struct app {
 	struct wrappers *wrappers;	/* built-in and --wrapper patterns */
 	struct model_query query;	/* current sort, coalesce, filter */
 	uint64_t reset_ns;		/* collector clock at the last reset */
+	size_t wrapper_modules;		/* modules known when ranges were sent */
+	bool wrappers_sent;		/* the collector knows our wrappers */
 	bool child_reaped;		/* the launched command has ended */
 	int child_status;		/* its wait status, once reaped */
 };
 
 /* Seconds the counts cover: from the collector's start (or reset) to now. */
 double app_elapsed_s(const struct app *a);
+
+/*
+ * Tell the collector which code is lock wrappers when that may have
+ * changed (modules were added). Call after each read.
+ */
+void app_sync_wrappers(struct app *a);
 
 /* Count from now on: a new baseline, never touching the target. */
 void app_reset(struct app *a);

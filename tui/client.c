@@ -292,6 +292,28 @@ int client_poll(struct client *c, int timeout_ms)
 	return c->fd < 0 ? -1 : 0;
 }
 
+/*
+ * Send a whole frame, however long: waiting for room a moment at most.
+ * A gone collector needs no telling.
+ */
+static void send_whole(struct client *c, const struct wbuf *b)
+{
+	size_t off = 0;
+
+	while (c->fd >= 0 && !b->failed && off < b->len) {
+		struct pollfd p = { .fd = c->fd, .events = POLLOUT };
+		ssize_t n = send(c->fd, b->data + off, b->len - off,
+				 MSG_NOSIGNAL | MSG_DONTWAIT);
+
+		if (n > 0)
+			off += (size_t)n;
+		else if (n < 0 && errno != EAGAIN && errno != EINTR)
+			return;
+		else if (poll(&p, 1, 1000) <= 0)
+			return;
+	}
+}
+
 /* Send a short control frame; a gone collector needs no telling. */
 static void send_frame(struct client *c, const struct wbuf *b)
 {
@@ -307,6 +329,16 @@ void client_set_interval(struct client *c, unsigned interval_ms)
 
 	proto_put_set_interval(&b, interval_ms);
 	send_frame(c, &b);
+	wbuf_free(&b);
+}
+
+void client_send_wrappers(struct client *c, const uint64_t *ranges, size_t n)
+{
+	struct wbuf b = { 0 };
+
+	proto_put_wrappers(&b, ranges, n > PROTO_WRAPPERS_MAX ?
+			   PROTO_WRAPPERS_MAX : (uint32_t)n);
+	send_whole(c, &b);
 	wbuf_free(&b);
 }
 

@@ -60,6 +60,13 @@ int client_poll(struct client *c, int timeout_ms);
 /* Ask the collector for updates every interval_ms. */
 void client_set_interval(struct client *c, unsigned interval_ms);
 
+/*
+ * Tell the collector the code ranges (pairs lo, hi) of the lock wrappers
+ * to count past: calls from inside them count on their callers. None: calls
+ * count where they are made.
+ */
+void client_send_wrappers(struct client *c, const uint64_t *ranges, size_t n);
+
 /* Tell the collector we leave, and close. */
 void client_detach(struct client *c);
 

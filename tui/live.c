@@ -77,6 +77,7 @@ int live_run(struct app *a, const char *theme, volatile sig_atomic_t *stop)
 		term_show(s);
 		wait_input(a);
 		rc = client_poll(&a->client, 0);
+		app_sync_wrappers(a);
 		if (rc == 1 || (rc < 0 && !ended))
 			ui_refresh(&ui);
 		ended = rc < 0;

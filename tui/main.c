@@ -56,6 +56,8 @@ static void run_batch(struct app *a)
 	while (!stop_requested) {
 		int rc = client_poll(&a->client, POLL_MS);
 
+		app_sync_wrappers(a);
+
 		if (rc == 1) {
 			batch_print(stdout, a);
 			if (a->opt.iterations && ++shown >= a->opt.iterations)

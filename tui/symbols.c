@@ -11,6 +11,7 @@
  * out point into module records and into libdw's loaded files, both kept
  * until symbols_free().
  */
+#include "../common/cfi.h"
 #include "symbols.h"
 #include "xalloc.h"
 
@@ -64,6 +65,9 @@ struct module {
 	size_t nsyms;
 	char *names;		/* syms' names stripped of a default version */
 	bool syms_built;
+	struct cfi_fde *fdes;	/* its unwind entries by address, for */
+	size_t nfdes;		/* functions without a symbol */
+	bool fdes_built;
 };
 
 struct cache_entry {
@@ -113,6 +117,7 @@ void symbols_free(struct symbols *s)
 		free(m->build_id);
 		free(m->syms);
 		free(m->names);
+		free(m->fdes);
 	}
 	free(s->mods);
 	free(s->cache);
@@ -678,4 +683,120 @@ void symbols_resolve(struct symbols *s, uint64_t address, int is_return,
 	}
 	*out = e->info;
 	cache_grow(s);
+}
+
+size_t symbols_modules(const struct symbols *s)
+{
+	return s->nmods;
+}
+
+void symbols_each_function(struct symbols *s, size_t module,
+			   void (*fn)(void *ctx, const char *name,
+				      uint64_t start, uint64_t end),
+			   void *ctx)
+{
+	struct module *m;
+
+	if (module >= s->nmods)
+		return;
+	m = &s->mods[module];
+	if (m->dwfl_mod == NULL)
+		return;
+	if (!m->syms_built)
+		module_build_syms(m);
+	for (size_t i = 0; i < m->nsyms; i++)
+		fn(ctx, sym_name(&m->syms[i]), m->syms[i].start, m->syms[i].end);
+}
+
+/* A section of elf by name: its data and address; NULL if none. */
+static Elf_Data *section(Elf *elf, const char *name, uint64_t *addr)
+{
+	size_t shstrndx;
+	Elf_Scn *scn = NULL;
+
+	if (elf_getshdrstrndx(elf, &shstrndx) != 0)
+		return NULL;
+	while ((scn = elf_nextscn(elf, scn)) != NULL) {
+		GElf_Shdr sh;
+		const char *n;
+
+		if (gelf_getshdr(scn, &sh) == NULL ||
+		    (n = elf_strptr(elf, shstrndx, sh.sh_name)) == NULL ||
+		    strcmp(n, name) != 0 || sh.sh_type == SHT_NOBITS)
+			continue;
+		*addr = sh.sh_addr;
+		return elf_getdata(scn, NULL);
+	}
+	return NULL;
+}
+
+/* Index the unwind entries of m's file: each starts a function. */
+static void module_build_fdes(struct module *m)
+{
+	Dwarf_Addr bias;
+	Elf *elf;
+	Elf_Data *hdr, *eh;
+	uint64_t hdr_addr = 0, eh_addr = 0;
+	struct cfi_input in;
+	size_t n;
+
+	m->fdes_built = true;
+	elf = m->dwfl_mod ? dwfl_module_getelf(m->dwfl_mod, &bias) : NULL;
+	if (elf == NULL || (hdr = section(elf, ".eh_frame_hdr", &hdr_addr)) == NULL ||
+	    (eh = section(elf, ".eh_frame", &eh_addr)) == NULL)
+		return;
+	in = (struct cfi_input){ hdr->d_buf, hdr->d_size, hdr_addr + m->base,
+				 eh->d_buf, eh->d_size, eh_addr + m->base, m->base };
+	n = cfi_count_fdes(&in);
+	m->fdes = xreallocarray(NULL, n ? n : 1, sizeof *m->fdes);
+	m->nfdes = cfi_index(&in, m->fdes, n);
+}
+
+/*
+ * The extent of the function holding address: its symbol's, or where the
+ * module has none (stripped), from the unwind entry (FDE) that starts the
+ * function to the next one.
+ */
+bool symbols_function_at(struct symbols *s, uint64_t address, uint64_t *lo,
+			 uint64_t *hi)
+{
+	struct module *m = module_find(s, address);
+	struct sym *sym;
+	size_t a = 0, b;
+	uint64_t pc;
+
+	if (m == NULL || m->dwfl_mod == NULL)
+		return false;
+	if ((sym = module_sym(m, address)) != NULL) {
+		*lo = sym->start;
+		*hi = sym->end;
+		return true;
+	}
+	if (!m->fdes_built)
+		module_build_fdes(m);
+	pc = address - m->base;
+	for (b = m->nfdes; a < b;) {
+		size_t mid = a + (b - a) / 2;
+
+		if (m->fdes[mid].pc <= pc)
+			a = mid + 1;
+		else
+			b = mid;
+	}
+	if (a == 0)
+		return false;
+	*lo = m->base + m->fdes[a - 1].pc;
+	*hi = a < m->nfdes ? m->base + m->fdes[a].pc : (m->end ? m->end : *lo + 1);
+	return *hi > *lo;
+}
+
+uint64_t symbols_module_base(const struct symbols *s, const char *name)
+{
+	for (size_t i = 0; i < s->nmods; i++) {
+		const char *path = s->mods[i].path, *slash = strrchr(path, '/');
+
+		if (strcmp(path, name) == 0 || (slash && strcmp(slash + 1, name) == 0))
+			return s->mods[i].base;
+	}
+	return 0;
 }

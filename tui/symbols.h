@@ -6,6 +6,7 @@
 #ifndef QSPTOP_SYMBOLS_H
 #define QSPTOP_SYMBOLS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -39,5 +40,24 @@ void symbols_add_module(struct symbols *s, const char *path, uint64_t base,
  */
 void symbols_resolve(struct symbols *s, uint64_t address, int is_return,
 		     struct frame_info *out);
+
+/* How many modules have been added: the modules are 0 .. that - 1. */
+size_t symbols_modules(const struct symbols *s);
+
+/*
+ * Call fn with every function of module number module (names demangled),
+ * at their addresses in the target.
+ */
+void symbols_each_function(struct symbols *s, size_t module,
+			   void (*fn)(void *ctx, const char *name,
+				      uint64_t start, uint64_t end),
+			   void *ctx);
+
+/* The extent [lo, hi) of the function holding address; false if unknown. */
+bool symbols_function_at(struct symbols *s, uint64_t address, uint64_t *lo,
+			 uint64_t *hi);
+
+/* The load bias of the module whose path, or file name, is name; 0 if none. */
+uint64_t symbols_module_base(const struct symbols *s, const char *name);
 
 #endif

@@ -8,6 +8,7 @@
 
 #define CACHE_MIN 256
 #define NAME_MAX_LEN 1024
+#define PATH_MAX_LEN 4096
 
 const char *const wrappers_builtin_globs[] = {
 	/* libstdc++'s out-of-line lock functions (and their -O0 helpers). */
@@ -45,9 +46,15 @@ struct cache_entry {
 struct wrappers {
 	struct symbols *symbols;
 	char **globs;
+	char **needles;		/* each glob's longest run of plain characters */
 	size_t nglobs;
+	char **addresses;	/* "0xADDR" and "MODULE+0xOFFSET" patterns */
+	size_t naddresses;
 	struct cache_entry *cache;
 	size_t cache_cap, cache_used;	/* cache_cap is a power of two */
+	uint64_t *ranges;	/* the code of the named wrappers: lo, hi, ... */
+	size_t nranges, ranges_cap;
+	size_t modules_done;	/* modules whose functions were matched */
 };
 
 struct wrappers *wrappers_new(struct symbols *s)
@@ -64,10 +71,17 @@ void wrappers_free(struct wrappers *w)
 {
 	if (!w)
 		return;
-	for (size_t i = 0; i < w->nglobs; i++)
+	for (size_t i = 0; i < w->nglobs; i++) {
 		free(w->globs[i]);
+		free(w->needles[i]);
+	}
+	for (size_t i = 0; i < w->naddresses; i++)
+		free(w->addresses[i]);
 	free(w->globs);
+	free(w->needles);
+	free(w->addresses);
 	free(w->cache);
+	free(w->ranges);
 	free(w);
 }
 
@@ -78,11 +92,63 @@ static void cache_clear(struct wrappers *w)
 	w->cache_used = 0;
 }
 
+/* The longest run of a glob without a wildcard, which any match contains. */
+static char *needle_of(const char *glob)
+{
+	size_t best = 0, best_len = 0, run = 0;
+
+	for (size_t i = 0;; i++) {
+		bool plain = glob[i] && !strchr("*?[]\\", glob[i]);
+
+		if (plain) {
+			run++;
+			continue;
+		}
+		if (run > best_len) {
+			best_len = run;
+			best = i - run;
+		}
+		run = 0;
+		if (glob[i] == '\0')
+			break;
+	}
+	return xstrndup(glob + best, best_len);
+}
+
+/* Whether a pattern names an address: "0xADDR" or "MODULE+0xOFFSET". */
+static bool is_address(const char *pattern)
+{
+	const char *hex = strncmp(pattern, "0x", 2) == 0 ? pattern :
+			  strstr(pattern, "+0x");
+
+	if (hex == NULL)
+		return false;
+	hex += hex == pattern ? 2 : 3;
+	return *hex && strspn(hex, "0123456789abcdefABCDEF") == strlen(hex);
+}
+
+/* Forget what was worked out from the patterns: they changed. */
+static void patterns_changed(struct wrappers *w)
+{
+	cache_clear(w);
+	w->nranges = 0;
+	w->modules_done = 0;
+}
+
 void wrappers_add(struct wrappers *w, const char *glob)
 {
-	w->globs = xrealloc(w->globs, (w->nglobs + 1) * sizeof *w->globs);
-	w->globs[w->nglobs++] = xstrdup(glob);
-	cache_clear(w);
+	if (is_address(glob)) {
+		w->addresses = xreallocarray(w->addresses, w->naddresses + 1,
+					     sizeof *w->addresses);
+		w->addresses[w->naddresses++] = xstrdup(glob);
+	} else {
+		w->globs = xreallocarray(w->globs, w->nglobs + 1, sizeof *w->globs);
+		w->needles = xreallocarray(w->needles, w->nglobs + 1,
+					   sizeof *w->needles);
+		w->globs[w->nglobs] = xstrdup(glob);
+		w->needles[w->nglobs++] = needle_of(glob);
+	}
+	patterns_changed(w);
 }
 
 void wrappers_builtin(struct wrappers *w)
@@ -93,7 +159,7 @@ void wrappers_builtin(struct wrappers *w)
 
 size_t wrappers_count(const struct wrappers *w)
 {
-	return w->nglobs;
+	return w->nglobs + w->naddresses;
 }
 
 /* Cut "(args)" (and a trailing " const") off a demangled name in place. */
@@ -133,6 +199,15 @@ static const char *skip_return_type(const char *name)
 	return after;
 }
 
+/* Whether some glob's plain part occurs in name: a match needs one. */
+static bool any_needle(const struct wrappers *w, const char *name)
+{
+	for (size_t i = 0; i < w->nglobs; i++)
+		if (strstr(name, w->needles[i]) != NULL)
+			return true;
+	return false;
+}
+
 static bool any_glob(const struct wrappers *w, const char *name)
 {
 	for (size_t i = 0; i < w->nglobs; i++)
@@ -150,7 +225,7 @@ bool wrappers_name_matches(const struct wrappers *w, const char *name)
 	char bare[NAME_MAX_LEN];
 	char *dot;
 
-	if (name == NULL || w->nglobs == 0)
+	if (name == NULL || w->nglobs == 0 || !any_needle(w, name))
 		return false;
 	if (any_glob(w, name))
 		return true;
@@ -203,6 +278,36 @@ static void cache_grow(struct wrappers *w)
 	free(old);
 }
 
+/* The address a "0xADDR" or "MODULE+0xOFFSET" pattern names; 0 if unknown. */
+static uint64_t pattern_address(const struct wrappers *w, const char *pattern)
+{
+	const char *plus = strstr(pattern, "+0x");
+	char module[PATH_MAX_LEN];
+	uint64_t base;
+
+	if (plus == NULL)
+		return strtoull(pattern, NULL, 16);
+	if ((size_t)(plus - pattern) >= sizeof(module))
+		return 0;
+	memcpy(module, pattern, (size_t)(plus - pattern));
+	module[plus - pattern] = '\0';
+	base = symbols_module_base(w->symbols, module);
+	return base ? base + strtoull(plus + 1, NULL, 16) : 0;
+}
+
+/* Whether pc lies in a function that an address pattern names. */
+static bool in_named_address(const struct wrappers *w, uint64_t pc)
+{
+	for (size_t i = 0; i < w->naddresses; i++) {
+		uint64_t a = pattern_address(w, w->addresses[i]), lo, hi;
+
+		if (a && symbols_function_at(w->symbols, a, &lo, &hi) &&
+		    pc >= lo && pc < hi)
+			return true;
+	}
+	return false;
+}
+
 /*
  * Only addresses inside a known module are cached: one outside every
  * module may still fall into a module reported later.
@@ -214,17 +319,60 @@ bool wrappers_match(void *ctx, uint64_t address)
 	struct frame_info fi;
 	bool hit;
 
-	if (w == NULL || w->nglobs == 0 || address == 0)
+	if (w == NULL || wrappers_count(w) == 0 || address == 0)
 		return false;
 	e = cache_slot(w->cache, w->cache_cap, address);
 	if (e->used)
 		return e->is_wrapper;
 	symbols_resolve(w->symbols, address, 1, &fi);
-	hit = wrappers_name_matches(w, fi.symbol);
+	hit = wrappers_name_matches(w, fi.symbol) || in_named_address(w, address - 1);
 	if (fi.module == NULL)
 		return hit;
 	*e = (struct cache_entry){ address, true, hit };
 	w->cache_used++;
 	cache_grow(w);
 	return hit;
+}
+
+/* Append [lo, hi) to the ranges. */
+static void add_range(struct wrappers *w, uint64_t lo, uint64_t hi)
+{
+	if (hi <= lo)
+		return;
+	if (w->nranges == w->ranges_cap) {
+		w->ranges_cap = w->ranges_cap ? 2 * w->ranges_cap : 64;
+		w->ranges = xreallocarray(w->ranges, w->ranges_cap, 2 * sizeof *w->ranges);
+	}
+	w->ranges[2 * w->nranges] = lo;
+	w->ranges[2 * w->nranges + 1] = hi;
+	w->nranges++;
+}
+
+static void match_function(void *ctx, const char *name, uint64_t start,
+			   uint64_t end)
+{
+	struct wrappers *w = ctx;
+
+	if (wrappers_name_matches(w, name))
+		add_range(w, start, end);
+}
+
+size_t wrappers_ranges(struct wrappers *w, uint64_t **ranges)
+{
+	size_t named, total;
+
+	for (; w->modules_done < symbols_modules(w->symbols); w->modules_done++)
+		symbols_each_function(w->symbols, w->modules_done, match_function, w);
+	named = w->nranges;
+	for (size_t i = 0; i < w->naddresses; i++) {
+		uint64_t a = pattern_address(w, w->addresses[i]), lo, hi;
+
+		if (a && symbols_function_at(w->symbols, a, &lo, &hi))
+			add_range(w, lo, hi);
+	}
+	total = w->nranges;
+	*ranges = xreallocarray(NULL, total ? total : 1, 2 * sizeof **ranges);
+	memcpy(*ranges, w->ranges, total * 2 * sizeof **ranges);
+	w->nranges = named;	/* address patterns: worked out afresh each time */
+	return total;
 }

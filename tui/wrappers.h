@@ -23,7 +23,7 @@ extern const char *const wrappers_builtin_globs[];
 struct wrappers *wrappers_new(struct symbols *s);
 void wrappers_free(struct wrappers *w);
 
-/* Add one glob pattern. */
+/* Add one pattern: a glob, "0xADDR" or "MODULE+0xOFFSET". */
 void wrappers_add(struct wrappers *w, const char *glob);
 
 /* Add the built-in patterns. */
@@ -40,5 +40,14 @@ bool wrappers_name_matches(const struct wrappers *w, const char *name);
  * wrappers (the signature of model_query.is_wrapper). Cached per address.
  */
 bool wrappers_match(void *w, uint64_t address);
+
+/*
+ * The code ranges of every wrapper function known now: pairs lo, hi in
+ * *ranges (caller frees); their count. The functions of modules added
+ * since the last call are matched then; "0xADDR" and "MODULE+0xOFFSET"
+ * patterns name the function holding that address (its symbol's extent,
+ * or in a stripped module its unwind entry's).
+ */
+size_t wrappers_ranges(struct wrappers *w, uint64_t **ranges);
 
 #endif

@@ -72,7 +72,13 @@ void *xreallocarray(void *p, size_t n, size_t size)
 
 char *xstrdup(const char *s)
 {
-	size_t n = strlen(s) + 1;
+	return xstrndup(s, strlen(s));
+}
 
-	return memcpy(xmalloc(n), s, n);
+char *xstrndup(const char *s, size_t n)
+{
+	char *p = memcpy(xmalloc(n + 1), s, n);
+
+	p[n] = '\0';
+	return p;
 }

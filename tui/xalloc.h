@@ -10,6 +10,8 @@ void *xrealloc(void *p, size_t size);
 /* Resize p to n elements of size bytes, refusing sizes that overflow. */
 void *xreallocarray(void *p, size_t n, size_t size);
 char *xstrdup(const char *s);
+/* The first n bytes of s (which has at least n), terminated. */
+char *xstrndup(const char *s, size_t n);
 
 /* Print "qsptop: MESSAGE" on stderr, restoring the terminal first, and exit 1. */
 void fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));

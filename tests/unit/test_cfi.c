@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <sys/mman.h>
 
-#include "../../collector/cfi.h"
+#include "../../common/cfi.h"
 #include "check.h"
 
 /* Where the hand-built sections pretend to live. */

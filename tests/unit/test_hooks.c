@@ -21,6 +21,16 @@
 /* What hooks.c needs from collector.c. */
 int collector_recording_flag = 1;
 
+/* No lock wrappers here. */
+uint32_t frames_wrappers_gen;
+
+int32_t frames_wrapper_step(struct frames_reader *r, uint64_t site)
+{
+	(void)r;
+	(void)site;
+	return 0;
+}
+
 /* The capture the hooks call: slow when asked, and able to be interrupted. */
 static int capture_ms;
 static int capture_signal;

@@ -125,7 +125,8 @@ static void test_small_messages_round_trip(void)
 					 .memory_cap_mb = 96 };
 	struct proto_module mod = { .base = 0x7f0000001000ull, .build_id_len = 20 };
 	struct proto_row row = { .id = 77, .type = LOCK_RWLOCK_WRITE,
-				 .site = 0x401234, .object = 0x55d0c0a8e040ull };
+				 .site = 0x401234, .via = 0x405678,
+				 .object = 0x55d0c0a8e040ull };
 	struct proto_tick tick = { .seq = 9, .monotonic_ns = 123, .threads_seen = 5,
 				   .threads_live = 3, .dropped = 11, .folded = 12,
 				   .memory_used = 1u << 20, .memory_cap = 64u << 20,
@@ -156,6 +157,7 @@ static void test_small_messages_round_trip(void)
 	CHECK_U64(s.row.id, 77);
 	CHECK_U64(s.row.type, LOCK_RWLOCK_WRITE);
 	CHECK_U64(s.row.site, 0x401234);
+	CHECK_U64(s.row.via, 0x405678);
 	CHECK_U64(s.row.object, 0x55d0c0a8e040ull);
 	CHECK_U64(s.tick.seq, 9);
 	CHECK_U64(s.tick.threads_live, 3);
@@ -290,9 +292,13 @@ static const struct bad_case bad_cases[] = {
 	{ "empty row", MSG_ROW, { 0 }, 0 },
 	{ "row cut short", MSG_ROW, { 1, 0, 0, 0, 0, 1, 2, 3 }, 8 },
 	{ "row with unknown lock type", MSG_ROW,
-	  { 1, 0, 0, 0, 99, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0 }, 21 },
+	  { 1, 0, 0, 0, 99, 1, 0, 0, 0, 0, 0, 0, 0, [21] = 1 }, 29 },
 	{ "row with trailing bytes", MSG_ROW,
-	  { 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 9 }, 22 },
+	  { 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, [21] = 1, [29] = 9 }, 30 },
+	{ "wrappers counting more ranges than they hold", MSG_WRAPPERS,
+	  { 2, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0 }, 20 },
+	{ "wrappers with a partial range", MSG_WRAPPERS,
+	  { 0, 0, 0, 0, 1 }, 5 },
 	{ "string longer than the frame", MSG_CLIENT_HELLO,
 	  { 0x51, 0x53, 0x50, 0x54, 1, 0, 200, 0, 'a', 'b' }, 10 },
 	{ "string with a NUL inside", MSG_CLIENT_HELLO,
@@ -358,6 +364,44 @@ static void test_bad_counts_apply_nothing(void)
 	b.data[0] = (uint8_t)(b.data[0] - 1);	/* shorten the payload by one */
 	CHECK(decode_all(b.data, b.len - 1, &s, err) == -1, "cut counts refused");
 	CHECK_U64(s.counts, 0);
+	wbuf_free(&b);
+}
+
+/* Wrapper ranges round-trip; none is a message too. */
+static void test_wrappers_round_trip(void)
+{
+	uint64_t ranges[6] = { 0x1000, 0x1040, 0x7f0000002000ull, 0x7f0000002100ull,
+			       0x400, 0x500 };
+	struct wbuf b = { 0 };
+	char err[128];
+	size_t off = 0;
+	int frames = 0;
+
+	proto_put_wrappers(&b, ranges, 3);
+	proto_put_wrappers(&b, NULL, 0);
+	while (off < b.len) {
+		struct proto_frame f;
+		long n = proto_split(b.data + off, b.len - off, &f, err, sizeof(err));
+
+		CHECK(n > 0 && f.type == MSG_WRAPPERS, "a wrappers frame splits");
+		if (n <= 0)
+			break;
+		if (frames == 0) {
+			uint64_t lo, hi;
+
+			CHECK_U64(f.len, 4 + 3 * 16);
+			proto_wrapper_range(f.payload + 4, 1, &lo, &hi);
+			CHECK_U64(lo, 0x7f0000002000ull);
+			CHECK_U64(hi, 0x7f0000002100ull);
+		} else {
+			CHECK_U64(f.len, 4);
+		}
+		CHECK(proto_decode(&f, &visitor, &(struct seen){ 0 }, err, sizeof(err)) == 0,
+		      "wrappers decode: %s", err);
+		off += (size_t)n;
+		frames++;
+	}
+	CHECK_U64(frames, 2);
 	wbuf_free(&b);
 }
 
@@ -445,6 +489,7 @@ int main(void)
 	test_malformed_payloads();
 	test_bad_counts_apply_nothing();
 	test_other_version_hello();
+	test_wrappers_round_trip();
 	test_split_headers();
 	test_unknown_type_is_skipped();
 	test_random_bytes();

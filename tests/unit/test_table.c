@@ -38,7 +38,9 @@ static struct thread_table *claim_here(void)
 static struct obj_slot *slot(struct thread_table *t, uint64_t site,
 			     uint64_t object)
 {
-	return table_slot(t, KEY(site, LOCK_MUTEX), object);
+	uint64_t key = KEY(site, LOCK_MUTEX);
+
+	return table_slot(t, &key, object, 0);
 }
 
 static void test_claim(void)
@@ -60,7 +62,7 @@ static void test_keys_found_again(void)
 
 	CHECK(a && b && c && a != b && a != c && b != c, "three keys, three slots");
 	CHECK(slot(t, 0x401000, 0x1000) == a, "a key finds its slot again");
-	CHECK(table_slot(t, KEY(0x401000, LOCK_SPIN), 0x1000) != a,
+	CHECK(table_slot_of(t, KEY(0x401000, LOCK_SPIN), 0x1000) != a,
 	      "the same site and object with another type is another key");
 	table_add(&a->acquisitions, 5);
 	CHECK_U64(slot(t, 0x401000, 0x1000)->acquisitions, 5);

@@ -29,10 +29,10 @@ static char export_path[256];
 
 /* Rows: A (3 acquisitions/s heavy), B, and C on two objects of one site. */
 static const struct proto_row rows[] = {
-	{ 0, LOCK_MUTEX, 0x401000, 0x7000 },
-	{ 1, LOCK_MUTEX, 0x402000, 0x7100 },
-	{ 2, LOCK_RWLOCK_WRITE, 0x403000, 0x7200 },
-	{ 3, LOCK_RWLOCK_WRITE, 0x403000, 0x7300 },
+	{ 0, LOCK_MUTEX, 0x401000, 0x7000, 0 },
+	{ 1, LOCK_MUTEX, 0x402000, 0x7100, 0 },
+	{ 2, LOCK_RWLOCK_WRITE, 0x403000, 0x7200, 0 },
+	{ 3, LOCK_RWLOCK_WRITE, 0x403000, 0x7300, 0 },
 };
 
 static void add(uint32_t row, uint64_t acq, uint64_t wait_ns)

@@ -66,7 +66,10 @@ struct model_stats {
 	struct counts total;	/* all rows, since reset */
 };
 
-/* Returns the label used to sort and filter by call site. */
+/*
+ * Returns the label used to sort and filter by call site. A view asks once
+ * per distinct site: the label must depend on the site alone.
+ */
 typedef const char *(*site_label_fn)(void *ctx, uint64_t site);
 
 /* Whether a return address lies in a lock wrapper function. */
@@ -87,6 +90,23 @@ struct model_query {
 	 */
 	bool skip_wrappers;
 	is_wrapper_fn is_wrapper;
+};
+
+/*
+ * A part of a view: its lines [offset, offset + limit) in sorted order,
+ * built without building the others. Optionally it finds the line of a
+ * key (the first in sorted order when several have it) and moves the
+ * part so that it holds that line.
+ */
+struct view_window {
+	size_t offset;
+	size_t limit;		/* 0: to the end */
+	bool follow;		/* find the line of (type, site, object) */
+	enum lock_type type;
+	uint64_t site;
+	uint64_t object;
+	size_t total;		/* out: lines in the whole view */
+	size_t found;		/* out: the followed line, or SIZE_MAX */
 };
 
 /* One stack of a row's drill-down, since reset. */
@@ -139,6 +159,16 @@ void model_reset(struct model *m);
 /* Build the sorted, filtered, coalesced table; caller frees *rows. */
 size_t model_view(const struct model *m, const struct model_query *q,
 		  struct view_row **rows);
+
+/*
+ * Build the lines of w (offset updated when it moved to a followed line)
+ * of model_view()'s table, the same lines in the same order, and fill in
+ * w->total and w->found. Returns how many were built; caller frees *rows
+ * (NULL when none). The whole view is sorted by compact keys: only the
+ * lines returned get their histogram and trend.
+ */
+size_t model_view_window(const struct model *m, const struct model_query *q,
+			 struct view_window *w, struct view_row **rows);
 
 /*
  * The stacks behind a line of the table built with the same query: all

@@ -34,8 +34,8 @@ static void parts_push(struct part **p, size_t *n, size_t *cap, uint32_t id,
 		*cap = *cap ? *cap * 2 : 16;
 		*p = xreallocarray(*p, *cap, sizeof **p);
 	}
-	(*p)[(*n)++] = (struct part){ id, e->count - e->base_count,
-				      e->wait - e->base_wait };
+	(*p)[(*n)++] = (struct part){ id, e->count,
+				      e->wait };
 }
 
 /*
@@ -155,4 +155,5 @@ size_t model_row_threads(const struct model *m, const struct model_query *q,
 	free(p);
 	return n;
 }
+
 

@@ -183,6 +183,30 @@ size_t model_row_stacks(const struct model *m, const struct model_query *q,
 size_t model_row_threads(const struct model *m, const struct model_query *q,
 			 const struct view_row *r, struct thread_view **out);
 
+/* What model_row_stacks() and model_row_threads() give for one line. */
+struct line_drill {
+	struct stack_view *stacks;
+	size_t n_stacks;
+	struct thread_view *threads;
+	size_t n_threads;
+};
+
+/* The stacks and threads behind the lines of a table. */
+struct drill {
+	struct line_drill *line;	/* per line */
+	struct stack_view *stacks;	/* what the lines point into */
+	struct thread_view *threads;
+};
+
+/*
+ * The stacks and threads behind each of n lines of a table built with q,
+ * equal to model_row_stacks() and model_row_threads() line by line, found
+ * in one pass over the model. Free with model_drill_free().
+ */
+void model_drill(const struct model *m, const struct model_query *q,
+		 const struct view_row *rows, size_t n, struct drill *out);
+void model_drill_free(struct drill *d);
+
 /* Header totals since reset and for the last interval. */
 void model_stats(const struct model *m, struct model_stats *s);
 

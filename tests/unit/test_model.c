@@ -1634,6 +1634,71 @@ static void test_window_equals_full_view(void)
 	model_free(m);
 }
 
+/* Whether stacks a and b hold the same n entries. */
+static bool same_stacks(const struct stack_view *a, const struct stack_view *b,
+			size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (a[i].stack != b[i].stack || a[i].depth != b[i].depth ||
+		    a[i].frames != b[i].frames || a[i].count != b[i].count ||
+		    a[i].wait_ns != b[i].wait_ns)
+			return false;
+	}
+	return true;
+}
+
+/* Whether threads a and b hold the same n entries. */
+static bool same_threads(const struct thread_view *a,
+			 const struct thread_view *b, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (a[i].tid != b[i].tid || a[i].count != b[i].count ||
+		    a[i].wait_ns != b[i].wait_ns)
+			return false;
+	}
+	return true;
+}
+
+/*
+ * The stacks and threads of every line found in one pass equal those
+ * model_row_stacks() and model_row_threads() find line by line, for every
+ * coalescing and wrapper setting (duplicate keys included).
+ */
+static void test_drill_equals_per_line(void)
+{
+	struct model *m = mixed_fixture();
+
+	for (unsigned i = 0; i < 6; i++) {
+		struct model_query q = combo(i);
+		struct view_row *v;
+		size_t n = model_view(m, &q, &v), bad = 0, stacked = 0;
+		struct drill d;
+
+		model_drill(m, &q, v, n, &d);
+		for (size_t j = 0; j < n; j++) {
+			struct stack_view *sv;
+			struct thread_view *tv;
+			size_t ns = model_row_stacks(m, &q, &v[j], &sv);
+			size_t nt = model_row_threads(m, &q, &v[j], &tv);
+			const struct line_drill *l = &d.line[j];
+
+			bad += ns != l->n_stacks || nt != l->n_threads ||
+			       !same_stacks(sv, l->stacks, ns) ||
+			       !same_threads(tv, l->threads, nt) ||
+			       (ns == 0) != (l->stacks == NULL) ||
+			       (nt == 0) != (l->threads == NULL);
+			stacked += ns > 0;
+			free(sv);
+			free(tv);
+		}
+		CHECK(bad == 0 && stacked > 20, "%s: %zu of %zu lines differ "
+		      "(%zu with stacks)", combo_name(&q), bad, n, stacked);
+		model_drill_free(&d);
+		free(v);
+	}
+	model_free(m);
+}
+
 /* The header's totals equal the sums over the rows, histogram included. */
 static void test_stats_sum_rows(void)
 {
@@ -1743,6 +1808,7 @@ int main(void)
 	test_stack_many();
 	test_window_equals_full_view();
 	test_stats_sum_rows();
+	test_drill_equals_per_line();
 	test_window_at_scale();
 	return check_summary();
 }

@@ -97,6 +97,32 @@ static uint64_t growth(uint64_t now, uint64_t before)
 	return now > before ? now - before : 0;
 }
 
+/* Whether any bucket of a histogram holds a count. */
+static bool hist_any(const uint64_t *hist)
+{
+	uint64_t any = 0;
+
+	for (unsigned i = 0; i < HIST_BUCKETS; i++)
+		any |= hist[i];
+	return any != 0;
+}
+
+/* The growth of a row's histogram; a row that never waited has none. */
+static void take_hist(struct row_last *l, const struct proto_counts *m,
+		      struct proto_delta *d)
+{
+	if (l->hist == NULL && !hist_any(m->hist)) {
+		memset(d->hist, 0, sizeof(d->hist));
+		return;
+	}
+	if (l->hist == NULL)
+		l->hist = xcalloc(HIST_BUCKETS, sizeof(*l->hist));
+	for (unsigned i = 0; i < HIST_BUCKETS; i++) {
+		d->hist[i] = growth(m->hist[i], l->hist[i]);
+		l->hist[i] = m->hist[i];
+	}
+}
+
 /* The growth of a row since its last counts; remember the new ones. */
 static void take_counts(struct row_last *l, const struct proto_counts *m,
 			struct proto_delta *d)
@@ -111,13 +137,7 @@ static void take_counts(struct row_last *l, const struct proto_counts *m,
 	l->contended = m->contended;
 	l->wait_ns = m->wait_ns;
 	l->failed = m->failed;
-	for (unsigned i = 0; i < HIST_BUCKETS; i++) {
-		if (m->hist[i] && l->hist == NULL)
-			l->hist = xcalloc(HIST_BUCKETS, sizeof(*l->hist));
-		d->hist[i] = l->hist ? growth(m->hist[i], l->hist[i]) : 0;
-		if (l->hist)
-			l->hist[i] = m->hist[i];
-	}
+	take_hist(l, m, d);
 }
 
 static void on_counts(void *ctx, const struct proto_counts *m)
@@ -224,13 +244,17 @@ static const struct proto_visitor visitor = {
 	.stack_counts = on_stack_counts,
 };
 
-/* Apply every whole frame in the buffer. */
+/*
+ * Apply the whole frames in the buffer, up to the end of an interval:
+ * each interval is shown before the next one is read.
+ */
 static void apply_frames(struct client *c)
 {
+	uint64_t ticks = c->ticks;
 	size_t off = 0;
 	char err[160], why[200];
 
-	while (c->fd >= 0) {
+	while (c->fd >= 0 && c->ticks == ticks) {
 		struct proto_frame f;
 		long n = proto_split(c->in + off, c->in_len - off, &f, err,
 				     sizeof(err));
@@ -273,6 +297,15 @@ static bool read_some(struct client *c)
 	return c->fd >= 0;
 }
 
+bool client_buffered(const struct client *c)
+{
+	struct proto_frame f;
+	char err[160];
+
+	return c->fd >= 0 &&
+	       proto_split(c->in, c->in_len, &f, err, sizeof(err)) != 0;
+}
+
 int client_poll(struct client *c, int timeout_ms)
 {
 	uint64_t ticks = c->ticks;
@@ -280,8 +313,11 @@ int client_poll(struct client *c, int timeout_ms)
 
 	if (c->fd < 0)
 		return -1;
-	if (poll(&pfd, 1, timeout_ms) > 0) {
-		while (read_some(c) && c->in_len < IN_CAP) {
+	apply_frames(c);
+	if (c->ticks != ticks)
+		return 1;
+	if (c->fd >= 0 && poll(&pfd, 1, timeout_ms) > 0) {
+		while (read_some(c) && c->ticks == ticks && c->in_len < IN_CAP) {
 			pfd.revents = 0;
 			if (poll(&pfd, 1, 0) <= 0)
 				break;

@@ -100,31 +100,34 @@ static uint64_t growth(uint64_t now, uint64_t before)
 /* Whether any bucket of a histogram holds a count. */
 static bool hist_any(const uint64_t *hist)
 {
-	uint64_t any = 0;
+	static const uint64_t zero[HIST_BUCKETS];
 
-	for (unsigned i = 0; i < HIST_BUCKETS; i++)
-		any |= hist[i];
-	return any != 0;
+	return memcmp(hist, zero, sizeof(zero)) != 0;
 }
 
-/* The growth of a row's histogram; a row that never waited has none. */
-static void take_hist(struct row_last *l, const struct proto_counts *m,
+/*
+ * The growth of a row's histogram into d's, which is all zero before; a
+ * row that never waited has none and leaves it so. Whether it wrote.
+ */
+static bool take_hist(struct row_last *l, const struct proto_counts *m,
 		      struct proto_delta *d)
 {
-	if (l->hist == NULL && !hist_any(m->hist)) {
-		memset(d->hist, 0, sizeof(d->hist));
-		return;
-	}
+	if (l->hist == NULL && !hist_any(m->hist))
+		return false;
 	if (l->hist == NULL)
 		l->hist = xcalloc(HIST_BUCKETS, sizeof(*l->hist));
 	for (unsigned i = 0; i < HIST_BUCKETS; i++) {
 		d->hist[i] = growth(m->hist[i], l->hist[i]);
 		l->hist[i] = m->hist[i];
 	}
+	return true;
 }
 
-/* The growth of a row since its last counts; remember the new ones. */
-static void take_counts(struct row_last *l, const struct proto_counts *m,
+/*
+ * The growth of a row since its last counts; remember the new ones.
+ * Whether d's histogram was written (it is all zero otherwise).
+ */
+static bool take_counts(struct row_last *l, const struct proto_counts *m,
 			struct proto_delta *d)
 {
 	d->row = m->row;
@@ -137,22 +140,25 @@ static void take_counts(struct row_last *l, const struct proto_counts *m,
 	l->contended = m->contended;
 	l->wait_ns = m->wait_ns;
 	l->failed = m->failed;
-	take_hist(l, m, d);
+	return take_hist(l, m, d);
 }
 
 static void on_counts(void *ctx, const struct proto_counts *m)
 {
 	struct client *c = ctx;
-	struct proto_delta d;
+	struct proto_delta *d = &c->delta;
+	bool hist;
 
 	if (!hold_index((void **)&c->last, &c->last_cap, m->row, ROW_IDS_MAX,
 			sizeof(*c->last))) {
 		end(c, TARGET_LOST, "collector sent a row id out of range");
 		return;
 	}
-	take_counts(&c->last[m->row], m, &d);
+	hist = take_counts(&c->last[m->row], m, d);
 	if (!c->in_baseline)
-		model_apply_delta(c->model, &d);
+		model_apply_delta(c->model, d);
+	if (hist)
+		memset(d->hist, 0, sizeof(d->hist));
 }
 
 static void on_stack(void *ctx, const struct proto_stack *m)

@@ -42,6 +42,8 @@ struct client {
 	enum target_state state;
 	uint64_t ticks;			/* TICK frames received */
 	uint64_t last_tick_ns;		/* collector clock of the last tick */
+	struct proto_delta delta;	/* reused; its histogram is zero
+					   between rows */
 	uint8_t *in;
 	size_t in_len;
 	char error[256];		/* why the connection ended badly */

@@ -38,9 +38,7 @@ static bool wait_input(const struct app *a)
 		{ .fd = a->client.fd, .events = POLLIN },
 		{ .fd = STDIN_FILENO, .events = POLLIN },
 	};
-	int timeout = client_buffered(&a->client) ? 0 : WAKE_MS;
-
-	int n = poll(pfd, 2, timeout);
+	int n = poll(pfd, 2, client_buffered(&a->client) ? 0 : WAKE_MS);
 
 	return n == 0 || (n < 0 && errno == EINTR);
 }

@@ -98,11 +98,9 @@ int model_define_row(struct model *m, const struct proto_row *r)
 /* Whether a delta carries waits: a wait time or a histogram count. */
 static bool delta_waited(const struct proto_delta *d)
 {
-	uint64_t any = d->wait_ns;
+	static const uint64_t zero[HIST_BUCKETS];
 
-	for (int i = 0; i < HIST_BUCKETS; i++)
-		any |= d->hist[i];
-	return any != 0;
+	return d->wait_ns != 0 || memcmp(d->hist, zero, sizeof zero) != 0;
 }
 
 /* The waits of a row, made empty when it has none yet. */
@@ -380,11 +378,6 @@ void model_reset(struct model *m)
 		}
 	}
 	memset(&m->since, 0, sizeof m->since);
-}
-
-double model_rate(const struct model *m, uint64_t amount)
-{
-	return m->interval_s > 0 ? (double)amount / m->interval_s : 0;
 }
 
 /*

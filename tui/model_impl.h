@@ -212,7 +212,10 @@ static inline const struct row_waits *row_waits(const struct model *m,
 const struct stack_def *model_stack(const struct model *m, uint32_t id);
 
 /* Amount per second over the last interval; 0 while its length is unknown. */
-double model_rate(const struct model *m, uint64_t amount);
+static inline double model_rate(const struct model *m, uint64_t amount)
+{
+	return m->interval_s > 0 ? (double)amount / m->interval_s : 0;
+}
 
 /*
  * The items of a view: one per row or, with wrappers skipped, wrapper rows

@@ -154,26 +154,87 @@ static void head_json(struct jsonw *w, const struct app *a,
 	memory_json(w, st);
 }
 
+/* Rows of a table built at a time, and rows written before sizing the text. */
+#define PART_ROWS 1024
+#define SAMPLE_ROWS 64
+
+/*
+ * The rows an export writes, with the stacks and threads of all of them
+ * found in one pass: rows built already, or a table built a part at a
+ * time (a big table whole is hundreds of megabytes of rows).
+ */
+struct source {
+	const struct view_row *rows;	/* all of them, or NULL */
+	struct model_table *table;
+	size_t n;
+	struct view_row *part;		/* lines [from, from + held) */
+	size_t from, held;
+	struct drill drill;
+};
+
+static void source_rows(struct source *s, const struct app *a,
+			const struct model_query *q,
+			const struct view_row *rows, size_t n)
+{
+	memset(s, 0, sizeof(*s));
+	s->rows = rows;
+	s->n = n;
+	model_drill(a->model, q, rows, n, &s->drill);
+}
+
+/* The rows of the view of q as it is now. */
+static void source_table(struct source *s, const struct app *a,
+			 const struct model_query *q)
+{
+	memset(s, 0, sizeof(*s));
+	s->table = model_table_new(a->model, q);
+	s->n = model_table_lines(s->table);
+	s->part = xreallocarray(NULL, PART_ROWS, sizeof(*s->part));
+	model_table_drill(s->table, &s->drill);
+}
+
+/* Row i; rows are asked for in order. */
+static const struct view_row *source_row(struct source *s, size_t i)
+{
+	if (s->rows)
+		return &s->rows[i];
+	if (i < s->from || i >= s->from + s->held) {
+		s->from = i;
+		s->held = model_table_rows(s->table, i, PART_ROWS, s->part);
+	}
+	return &s->part[i - s->from];
+}
+
+static void source_done(struct source *s)
+{
+	model_drill_free(&s->drill);
+	model_table_free(s->table);
+	free(s->part);
+}
+
 /*
  * The snapshot as text, a newline at the end. Written as it is built
  * (jsonw.c prints as cJSON_Print() would): a tree of a big table would
- * take gigabytes. The stacks and threads of all rows come in one pass.
+ * take gigabytes. Once some rows are written, the text gets the room
+ * the rest will take, as a guess, so it seldom moves.
  */
 static char *snapshot_text(const struct app *a, const struct model_query *q,
-			   const struct view_row *v, size_t n,
-			   const struct model_stats *st)
+			   struct source *src, const struct model_stats *st)
 {
 	struct jsonw w;
-	struct drill d;
+	size_t start;
 
 	jsonw_init(&w);
 	jsonw_object(&w, NULL);
 	head_json(&w, a, q, st);
 	jsonw_array(&w, "rows");
-	model_drill(a->model, q, v, n, &d);
-	for (size_t i = 0; i < n; i++)
-		row_json(&w, a, &v[i], &d.line[i]);
-	model_drill_free(&d);
+	start = w.len;
+	for (size_t i = 0; i < src->n; i++) {
+		if (i == SAMPLE_ROWS)
+			jsonw_reserve(&w, (w.len - start) / i * (src->n - i) *
+					  9 / 8);
+		row_json(&w, a, source_row(src, i), &src->drill.line[i]);
+	}
 	jsonw_end(&w);
 	jsonw_end(&w);
 	jsonw_raw(&w, "\n");
@@ -255,9 +316,13 @@ int export_rows(const struct app *a, const struct model_query *q,
 		const struct model_stats *st, const char *path, char *err,
 		size_t errlen)
 {
-	char *text = snapshot_text(a, q, rows, n, st);
+	struct source src;
+	char *text;
 	int rc;
 
+	source_rows(&src, a, q, rows, n);
+	text = snapshot_text(a, q, &src, st);
+	source_done(&src);
 	rc = write_text(path, text, err, errlen);
 	free(text);
 	return rc;
@@ -267,13 +332,16 @@ int export_json(const struct app *a, const struct model_query *q,
 		const char *path, char *err, size_t errlen)
 {
 	struct model_stats st;
-	struct view_row *rows;
-	size_t n = model_view(a->model, q, &rows);
+	struct source src;
+	char *text;
 	int rc;
 
+	source_table(&src, a, q);
 	model_stats(a->model, &st);
-	rc = export_rows(a, q, rows, n, &st, path, err, errlen);
-	free(rows);
+	text = snapshot_text(a, q, &src, &st);
+	source_done(&src);
+	rc = write_text(path, text, err, errlen);
+	free(text);
 	return rc;
 }
 
@@ -372,36 +440,49 @@ static void folded_line(struct text *t, struct symbols *s,
 	text_printf(t, " %" PRIu64 "\n", sv->wait_ns);
 }
 
+/* The folded stacks of the rows, a line per (row, stack) with a wait. */
+static char *folded_text(const struct app *a, struct source *src)
+{
+	struct text t = { xcalloc(1, 1), 0, 1 };
+
+	for (size_t i = 0; i < src->n; i++) {
+		const struct line_drill *l = &src->drill.line[i];
+
+		for (size_t j = 0; j < l->n_stacks; j++)
+			if (l->stacks[j].wait_ns > 0)
+				folded_line(&t, a->symbols, source_row(src, i),
+					    &l->stacks[j]);
+	}
+	return t.p;
+}
+
 int export_folded_rows(const struct app *a, const struct model_query *q,
 		       const struct view_row *rows, size_t n, const char *path,
 		       char *err, size_t errlen)
 {
-	struct text t = { xcalloc(1, 1), 0, 1 };
-	struct drill d;
+	struct source src;
+	char *text;
 	int rc;
 
-	model_drill(a->model, q, rows, n, &d);
-	for (size_t i = 0; i < n; i++) {
-		const struct line_drill *l = &d.line[i];
-
-		for (size_t j = 0; j < l->n_stacks; j++)
-			if (l->stacks[j].wait_ns > 0)
-				folded_line(&t, a->symbols, &rows[i],
-					    &l->stacks[j]);
-	}
-	model_drill_free(&d);
-	rc = write_text(path, t.p, err, errlen);
-	free(t.p);
+	source_rows(&src, a, q, rows, n);
+	text = folded_text(a, &src);
+	source_done(&src);
+	rc = write_text(path, text, err, errlen);
+	free(text);
 	return rc;
 }
 
 int export_folded(const struct app *a, const struct model_query *q,
 		  const char *path, char *err, size_t errlen)
 {
-	struct view_row *rows;
-	size_t n = model_view(a->model, q, &rows);
-	int rc = export_folded_rows(a, q, rows, n, path, err, errlen);
+	struct source src;
+	char *text;
+	int rc;
 
-	free(rows);
+	source_table(&src, a, q);
+	text = folded_text(a, &src);
+	source_done(&src);
+	rc = write_text(path, text, err, errlen);
+	free(text);
 	return rc;
 }

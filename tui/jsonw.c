@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "jsonw.h"
 #include "xalloc.h"
@@ -15,16 +16,36 @@ void jsonw_init(struct jsonw *w)
 	w->cap = 4096;
 	w->text = xmalloc(w->cap);
 	w->text[0] = '\0';
+	w->point = localeconv()->decimal_point[0];
 }
 
-/* Room for n more bytes and the terminator. */
+/* Room for n more bytes and the terminator, doubling as it grows. */
 static char *room(struct jsonw *w, size_t n)
 {
 	if (w->len + n + 1 > w->cap) {
-		w->cap = (w->len + n + 1) * 2;
+		w->cap = w->len + n + 1 > 2 * w->cap ? w->len + n + 1 :
+						       2 * w->cap;
 		w->text = xrealloc(w->text, w->cap);
 	}
 	return w->text + w->len;
+}
+
+/*
+ * A text of tens of megabytes is written once, page after page: each 4 KiB
+ * page's first touch is a fault, which costs microseconds in a VM. Asking
+ * for huge pages over the room not yet written (where the kernel grants
+ * them only on request) makes that a fault per 2 MiB.
+ */
+void jsonw_reserve(struct jsonw *w, size_t n)
+{
+	const uintptr_t huge = 2u << 20;
+	uintptr_t from, to;
+
+	room(w, n);
+	from = ((uintptr_t)(w->text + w->len) + huge - 1) & ~(huge - 1);
+	to = (uintptr_t)(w->text + w->cap) & ~(huge - 1);
+	if (to > from)
+		madvise((void *)from, to - from, MADV_HUGEPAGE);
 }
 
 static void put(struct jsonw *w, const char *s, size_t n)
@@ -48,6 +69,12 @@ static void tabs(struct jsonw *w, int n)
 	w->text[w->len] = '\0';
 }
 
+/* Whether cJSON escapes a byte of a string. */
+static bool escaped(unsigned char c)
+{
+	return c < 32 || c == '"' || c == '\\';
+}
+
 /*
  * A string as cJSON escapes it: quote, backslash and \b \f \n \r \t by
  * letter, other bytes below 32 as \u00xx, everything else as it is.
@@ -57,11 +84,16 @@ static void quoted(struct jsonw *w, const char *s)
 	static const char letter[32] = { ['\b'] = 'b', ['\f'] = 'f',
 		['\n'] = 'n', ['\r'] = 'r', ['\t'] = 't' };
 	const unsigned char *u = (const unsigned char *)s;
-	char *p = room(w, 6 * strlen(s) + 2);
+	size_t len = strlen(s), plain = 0;
+	char *p = room(w, 6 * len + 2);
 
+	while (plain < len && !escaped(u[plain]))
+		plain++;
 	*p++ = '"';
-	for (; *u; u++) {
-		if (*u > 31 && *u != '"' && *u != '\\') {
+	memcpy(p, s, plain);
+	p += plain;
+	for (u += plain; *u; u++) {
+		if (!escaped(*u)) {
 			*p++ = (char)*u;
 			continue;
 		}
@@ -194,9 +226,8 @@ static bool same_double(double a, double b)
  * locale says. Whole numbers below 1e15 are their digits (-0 included):
  * written directly, without the round trip.
  */
-static int number_text(char *buf, double d)
+static int number_text(char *buf, double d, char point)
 {
-	char point = localeconv()->decimal_point[0];
 	double back = 0;
 	int n;
 
@@ -217,7 +248,7 @@ static int number_text(char *buf, double d)
 void jsonw_number(struct jsonw *w, const char *key, double d)
 {
 	char buf[64];
-	int n = number_text(buf, d);
+	int n = number_text(buf, d, w->point);
 
 	value_start(w, key);
 	put(w, buf, (size_t)n);

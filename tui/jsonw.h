@@ -19,6 +19,7 @@ struct jsonw {
 	int depth;		/* containers open */
 	bool empty;		/* the innermost one has nothing yet */
 	uint64_t objects;	/* bit d: container d + 1 is an object */
+	char point;		/* the locale's decimal point, printed '.' */
 };
 
 /* An empty text. */
@@ -39,6 +40,9 @@ void jsonw_string(struct jsonw *w, const char *key, const char *s);
 void jsonw_number(struct jsonw *w, const char *key, double d);
 void jsonw_bool(struct jsonw *w, const char *key, bool b);
 void jsonw_null(struct jsonw *w, const char *key);
+
+/* Make room for n more bytes now, so the text need not move as it grows. */
+void jsonw_reserve(struct jsonw *w, size_t n);
 
 /* Append raw text (a newline after the outermost value). */
 void jsonw_raw(struct jsonw *w, const char *s);

@@ -171,6 +171,24 @@ size_t model_view_window(const struct model *m, const struct model_query *q,
 			 struct view_window *w, struct view_row **rows);
 
 /*
+ * The lines of model_view()'s table, sorted, built a part at a time: a
+ * big table is written out without all its rows in memory at once.
+ */
+struct model_table;
+
+struct model_table *model_table_new(const struct model *m,
+				    const struct model_query *q);
+
+/* How many lines the table has. */
+size_t model_table_lines(const struct model_table *t);
+
+/* Build lines [from, from + n) into rows; returns how many there were. */
+size_t model_table_rows(struct model_table *t, size_t from, size_t n,
+			struct view_row *rows);
+
+void model_table_free(struct model_table *t);
+
+/*
  * The stacks behind a line of the table built with the same query: all
  * member rows' stacks (only those attributed to the line's site when
  * wrappers are skipped), summed over threads, heaviest wait first, the
@@ -205,6 +223,10 @@ struct drill {
  */
 void model_drill(const struct model *m, const struct model_query *q,
 		 const struct view_row *rows, size_t n, struct drill *out);
+
+/* model_drill() of every line of a table, in its order. */
+void model_table_drill(const struct model_table *t, struct drill *out);
+
 void model_drill_free(struct drill *d);
 
 /* Header totals since reset and for the last interval. */

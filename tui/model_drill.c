@@ -194,7 +194,7 @@ static uint32_t *key_slot(const struct key_set *s, const uint64_t k[3])
 
 /* Number the keys of n lines; of[i] is line i's. */
 static void key_set_init(struct key_set *s, enum coalesce c,
-			 const struct view_row *rows, size_t n, uint32_t *of)
+			 const struct line_key *lines, size_t n, uint32_t *of)
 {
 	size_t slots = 2;
 
@@ -209,8 +209,7 @@ static void key_set_init(struct key_set *s, enum coalesce c,
 		uint64_t k[3];
 		uint32_t *slot;
 
-		line_key(c, rows[i].site, rows[i].object, (uint8_t)rows[i].type,
-			 k);
+		line_key(c, lines[i].site, lines[i].object, lines[i].type, k);
 		slot = key_slot(s, k);
 		if (*slot == EMPTY_SLOT) {
 			memcpy(s->key[s->n], k, sizeof k);
@@ -351,8 +350,8 @@ static void drill_key(const struct model *m, const struct key_part *p,
 							    tmp[i].wait };
 }
 
-void model_drill(const struct model *m, const struct model_query *q,
-		 const struct view_row *rows, size_t n, struct drill *out)
+void drill_keys(const struct model *m, const struct model_query *q,
+		const struct line_key *keys, size_t n, struct drill *out)
 {
 	uint32_t *of = xreallocarray(NULL, n ? n : 1, sizeof *of);
 	struct key_parts kp = { 0 };
@@ -362,7 +361,7 @@ void model_drill(const struct model *m, const struct model_query *q,
 	struct part *tmp;
 	size_t *at, ns = 0, nt = 0;
 
-	key_set_init(&s, q->coalesce, rows, n, of);
+	key_set_init(&s, q->coalesce, keys, n, of);
 	drill_parts(m, q, &s, &kp);
 	at = xreallocarray(NULL, s.n + 1, sizeof *at);
 	sorted = drill_by_key(&kp, s.n, at);
@@ -385,6 +384,18 @@ void model_drill(const struct model *m, const struct model_query *q,
 	free(s.key);
 	free(s.slots);
 	free(of);
+}
+
+void model_drill(const struct model *m, const struct model_query *q,
+		 const struct view_row *rows, size_t n, struct drill *out)
+{
+	struct line_key *keys = xreallocarray(NULL, n ? n : 1, sizeof *keys);
+
+	for (size_t i = 0; i < n; i++)
+		keys[i] = (struct line_key){ rows[i].site, rows[i].object,
+					     (uint8_t)rows[i].type };
+	drill_keys(m, q, keys, n, out);
+	free(keys);
 }
 
 void model_drill_free(struct drill *d)

@@ -248,6 +248,17 @@ static inline int order_cmp(const struct order *a, const struct order *b)
 	return 0;
 }
 
+/* What tells the lines of a table apart for a drill: a view row's key. */
+struct line_key {
+	uint64_t site;
+	uint64_t object;
+	uint8_t type;
+};
+
+/* model_drill() of the lines with these keys, in order. */
+void drill_keys(const struct model *m, const struct model_query *q,
+		const struct line_key *keys, size_t n, struct drill *out);
+
 /* The number of a site in s, a new one when it is new. */
 uint32_t site_set_add(struct site_set *s, uint64_t site);
 void site_set_free(struct site_set *s);

@@ -297,30 +297,103 @@ static void view_bounds(const struct view_window *w, size_t n, size_t *from,
 	*to = w->limit < n - *from ? *from + w->limit : n;
 }
 
+/* A view's lines, keyed; in order where order_range() has been. */
+struct model_table {
+	struct view_ctx vc;
+	struct item *items;
+	struct group *groups;
+	struct order *order;
+	size_t n;
+};
+
+/* Group, filter and key the lines of a view, in no order yet. */
+static struct model_table *table_build(const struct model *m,
+				       const struct model_query *q)
+{
+	struct model_table *t = xcalloc(1, sizeof *t);
+	size_t n_items = model_items(m, q, &t->items);
+
+	t->vc = (struct view_ctx){ .m = m, .q = q, .items = t->items };
+	t->n = view_lines(&t->vc, n_items, &t->groups, &t->order);
+	return t;
+}
+
+/* Build the table rows of lines [from, from + n), which are in order. */
+static void table_rows(struct model_table *t, size_t from, size_t n,
+		       struct view_row *rows)
+{
+	for (size_t i = 0; i < n; i++)
+		view_row_of(&t->vc, &t->groups[t->order[from + i].line],
+			    &rows[i]);
+}
+
+struct model_table *model_table_new(const struct model *m,
+				    const struct model_query *q)
+{
+	struct model_table *t = table_build(m, q);
+
+	order_range(t->order, t->n, 0, t->n);
+	return t;
+}
+
+size_t model_table_lines(const struct model_table *t)
+{
+	return t->n;
+}
+
+size_t model_table_rows(struct model_table *t, size_t from, size_t n,
+			struct view_row *rows)
+{
+	if (from >= t->n)
+		return 0;
+	if (n > t->n - from)
+		n = t->n - from;
+	table_rows(t, from, n, rows);
+	return n;
+}
+
+/* The line keys in order, as model_drill() takes them from view rows. */
+void model_table_drill(const struct model_table *t, struct drill *out)
+{
+	struct line_key *keys = xreallocarray(NULL, t->n ? t->n : 1,
+					      sizeof *keys);
+
+	for (size_t i = 0; i < t->n; i++) {
+		const uint64_t *k = t->order[i].key;
+
+		keys[i] = (struct line_key){ k[2], k[3], (uint8_t)(k[4] >> 32) };
+	}
+	drill_keys(t->vc.m, t->vc.q, keys, t->n, out);
+	free(keys);
+}
+
+void model_table_free(struct model_table *t)
+{
+	if (t == NULL)
+		return;
+	free(t->order);
+	free(t->groups);
+	free(t->vc.ids);
+	free(t->vc.match);
+	site_set_free(&t->vc.judged);
+	free(t->items);
+	free(t);
+}
+
 size_t model_view_window(const struct model *m, const struct model_query *q,
 			 struct view_window *w, struct view_row **rows)
 {
-	struct item *items;
-	size_t n_items = model_items(m, q, &items);
-	struct view_ctx vc = { .m = m, .q = q, .items = items };
-	struct group *groups;
-	struct order *order;
-	size_t n = view_lines(&vc, n_items, &groups, &order), from, to;
+	struct model_table *t = table_build(m, q);
+	size_t n = t->n, from, to;
 
 	w->total = n;
-	w->found = w->follow ? view_find(w, order, n) : SIZE_MAX;
+	w->found = w->follow ? view_find(w, t->order, n) : SIZE_MAX;
 	view_bounds(w, n, &from, &to);
 	w->offset = from;
-	order_range(order, n, from, to);
+	order_range(t->order, n, from, to);
 	*rows = to > from ? xreallocarray(NULL, to - from, sizeof **rows) : NULL;
-	for (size_t i = from; i < to; i++)
-		view_row_of(&vc, &groups[order[i].line], &(*rows)[i - from]);
-	free(order);
-	free(groups);
-	free(vc.ids);
-	free(vc.match);
-	site_set_free(&vc.judged);
-	free(items);
+	table_rows(t, from, to - from, *rows);
+	model_table_free(t);
 	return to - from;
 }
 

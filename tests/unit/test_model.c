@@ -1699,6 +1699,49 @@ static void test_drill_equals_per_line(void)
 	model_free(m);
 }
 
+/*
+ * A table built a part at a time holds the whole view's lines, and its
+ * drill is the drill of those lines.
+ */
+static void test_table_parts(void)
+{
+	struct model *m = mixed_fixture();
+
+	for (unsigned i = 0; i < COMBOS; i += 37) {
+		struct model_query q = combo(i);
+		struct view_row *full, part[7];
+		size_t n = model_view(m, &q, &full), bad = 0, k;
+		struct model_table *t = model_table_new(m, &q);
+		struct drill a, b;
+
+		CHECK(model_table_lines(t) == n, "%s: table of %zu lines, "
+		      "expected %zu", combo_name(&q), model_table_lines(t), n);
+		for (size_t from = 0; from < n; from += k) {
+			k = model_table_rows(t, from, 7, part);
+			bad += k == 0 || memcmp(part, full + from, k * sizeof *part);
+		}
+		CHECK(bad == 0 && model_table_rows(t, n, 7, part) == 0,
+		      "%s: %zu parts differ from the whole view", combo_name(&q),
+		      bad);
+		model_drill(m, &q, full, n, &a);
+		model_table_drill(t, &b);
+		for (size_t j = 0; j < n; j++)
+			bad += a.line[j].n_stacks != b.line[j].n_stacks ||
+			       a.line[j].n_threads != b.line[j].n_threads ||
+			       !same_stacks(a.line[j].stacks, b.line[j].stacks,
+					    a.line[j].n_stacks) ||
+			       !same_threads(a.line[j].threads, b.line[j].threads,
+					     a.line[j].n_threads);
+		CHECK(bad == 0, "%s: the table's drill differs in %zu lines",
+		      combo_name(&q), bad);
+		model_drill_free(&a);
+		model_drill_free(&b);
+		model_table_free(t);
+		free(full);
+	}
+	model_free(m);
+}
+
 /* The header's totals equal the sums over the rows, histogram included. */
 static void test_stats_sum_rows(void)
 {
@@ -1809,6 +1852,7 @@ int main(void)
 	test_window_equals_full_view();
 	test_stats_sum_rows();
 	test_drill_equals_per_line();
+	test_table_parts();
 	test_window_at_scale();
 	return check_summary();
 }

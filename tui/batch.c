@@ -5,10 +5,12 @@
 #include "batch.h"
 #include "format.h"
 
-static void print_header(FILE *out, const struct app *a)
+/* The header; with -N it says how many rows the table holds of how many. */
+static void print_header(FILE *out, const struct app *a, size_t shown,
+			 size_t total)
 {
 	struct model_stats st;
-	char wait[32], acq[32], losses[96];
+	char wait[32], acq[32], losses[96], rows[64] = "";
 
 	model_stats(a->model, &st);
 	format_losses(losses, sizeof(losses), &st);
@@ -17,11 +19,13 @@ static void print_header(FILE *out, const struct app *a)
 	fprintf(out, "qsptop %s - pid %d %s - %s (%s) - interval %.2fs\n",
 		QSPTOP_VERSION, (int)a->attach.pid, a->client.hello.command,
 		app_state_name(a), a->attach.mode, st.interval_s);
+	if (a->opt.rows)
+		snprintf(rows, sizeof(rows), " - rows %zu of %zu", shown, total);
 	fprintf(out, "threads %u seen, %u live - wait %s/s - acq %s/s - "
-		"%s - sort %s%s - coalesce %s\n\n",
+		"%s - sort %s%s - coalesce %s%s\n\n",
 		st.threads_seen, st.threads_live, wait, acq, losses,
 		a->query.ascending ? "-" : "", sort_key_name(a->query.sort),
-		coalesce_name(a->query.coalesce));
+		coalesce_name(a->query.coalesce), rows);
 }
 
 /* Batch lines are as wide as a wide terminal; CALL SITE gets the rest. */
@@ -58,16 +62,17 @@ static void print_row(FILE *out, const struct view_row *r,
 	print_cells(out, p, n, cells);
 }
 
+/* Only the first rows asked for (-N) are built: the rest are only sorted. */
 void batch_print(FILE *out, const struct app *a)
 {
 	struct format_ctx f = { .symbols = a->symbols, .site_style = SITE_BOTH };
+	struct view_window w = { .limit = a->opt.rows };
 	struct view_row *rows;
-	size_t n = model_view(a->model, &a->query, &rows);
-
+	size_t n = model_view_window(a->model, &a->query, &w, &rows);
 	struct column_place place[16];
 	size_t ncol = format_layout(BATCH_WIDTH, false, place);
 
-	print_header(out, a);
+	print_header(out, a, n, w.total);
 	print_titles(out, place, ncol);
 	for (size_t i = 0; i < n; i++)
 		print_row(out, &rows[i], &f, place, ncol);

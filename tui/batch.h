@@ -6,7 +6,7 @@
 
 #include "app.h"
 
-/* Print the header and the whole table as they are now. */
+/* Print the header and the table (its first -N rows) as they are now. */
 void batch_print(FILE *out, const struct app *a);
 
 #endif

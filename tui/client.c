@@ -97,8 +97,37 @@ static uint64_t growth(uint64_t now, uint64_t before)
 	return now > before ? now - before : 0;
 }
 
-/* The growth of a row since its last counts; remember the new ones. */
-static void take_counts(struct row_last *l, const struct proto_counts *m,
+/* Whether any bucket of a histogram holds a count. */
+static bool hist_any(const uint64_t *hist)
+{
+	static const uint64_t zero[HIST_BUCKETS];
+
+	return memcmp(hist, zero, sizeof(zero)) != 0;
+}
+
+/*
+ * The growth of a row's histogram into d's, which is all zero before; a
+ * row that never waited has none and leaves it so. Whether it wrote.
+ */
+static bool take_hist(struct row_last *l, const struct proto_counts *m,
+		      struct proto_delta *d)
+{
+	if (l->hist == NULL && !hist_any(m->hist))
+		return false;
+	if (l->hist == NULL)
+		l->hist = xcalloc(HIST_BUCKETS, sizeof(*l->hist));
+	for (unsigned i = 0; i < HIST_BUCKETS; i++) {
+		d->hist[i] = growth(m->hist[i], l->hist[i]);
+		l->hist[i] = m->hist[i];
+	}
+	return true;
+}
+
+/*
+ * The growth of a row since its last counts; remember the new ones.
+ * Whether d's histogram was written (it is all zero otherwise).
+ */
+static bool take_counts(struct row_last *l, const struct proto_counts *m,
 			struct proto_delta *d)
 {
 	d->row = m->row;
@@ -111,28 +140,25 @@ static void take_counts(struct row_last *l, const struct proto_counts *m,
 	l->contended = m->contended;
 	l->wait_ns = m->wait_ns;
 	l->failed = m->failed;
-	for (unsigned i = 0; i < HIST_BUCKETS; i++) {
-		if (m->hist[i] && l->hist == NULL)
-			l->hist = xcalloc(HIST_BUCKETS, sizeof(*l->hist));
-		d->hist[i] = l->hist ? growth(m->hist[i], l->hist[i]) : 0;
-		if (l->hist)
-			l->hist[i] = m->hist[i];
-	}
+	return take_hist(l, m, d);
 }
 
 static void on_counts(void *ctx, const struct proto_counts *m)
 {
 	struct client *c = ctx;
-	struct proto_delta d;
+	struct proto_delta *d = &c->delta;
+	bool hist;
 
 	if (!hold_index((void **)&c->last, &c->last_cap, m->row, ROW_IDS_MAX,
 			sizeof(*c->last))) {
 		end(c, TARGET_LOST, "collector sent a row id out of range");
 		return;
 	}
-	take_counts(&c->last[m->row], m, &d);
+	hist = take_counts(&c->last[m->row], m, d);
 	if (!c->in_baseline)
-		model_apply_delta(c->model, &d);
+		model_apply_delta(c->model, d);
+	if (hist)
+		memset(d->hist, 0, sizeof(d->hist));
 }
 
 static void on_stack(void *ctx, const struct proto_stack *m)
@@ -224,13 +250,17 @@ static const struct proto_visitor visitor = {
 	.stack_counts = on_stack_counts,
 };
 
-/* Apply every whole frame in the buffer. */
+/*
+ * Apply the whole frames in the buffer, up to the end of an interval:
+ * each interval is shown before the next one is read.
+ */
 static void apply_frames(struct client *c)
 {
+	uint64_t ticks = c->ticks;
 	size_t off = 0;
 	char err[160], why[200];
 
-	while (c->fd >= 0) {
+	while (c->fd >= 0 && c->ticks == ticks) {
 		struct proto_frame f;
 		long n = proto_split(c->in + off, c->in_len - off, &f, err,
 				     sizeof(err));
@@ -273,6 +303,15 @@ static bool read_some(struct client *c)
 	return c->fd >= 0;
 }
 
+bool client_buffered(const struct client *c)
+{
+	struct proto_frame f;
+	char err[160];
+
+	return c->fd >= 0 &&
+	       proto_split(c->in, c->in_len, &f, err, sizeof(err)) != 0;
+}
+
 int client_poll(struct client *c, int timeout_ms)
 {
 	uint64_t ticks = c->ticks;
@@ -280,8 +319,11 @@ int client_poll(struct client *c, int timeout_ms)
 
 	if (c->fd < 0)
 		return -1;
-	if (poll(&pfd, 1, timeout_ms) > 0) {
-		while (read_some(c) && c->in_len < IN_CAP) {
+	apply_frames(c);
+	if (c->ticks != ticks)
+		return 1;
+	if (c->fd >= 0 && poll(&pfd, 1, timeout_ms) > 0) {
+		while (read_some(c) && c->ticks == ticks && c->in_len < IN_CAP) {
 			pfd.revents = 0;
 			if (poll(&pfd, 1, 0) <= 0)
 				break;

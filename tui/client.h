@@ -42,6 +42,8 @@ struct client {
 	enum target_state state;
 	uint64_t ticks;			/* TICK frames received */
 	uint64_t last_tick_ns;		/* collector clock of the last tick */
+	struct proto_delta delta;	/* reused; its histogram is zero
+					   between rows */
 	uint8_t *in;
 	size_t in_len;
 	char error[256];		/* why the connection ended badly */
@@ -52,10 +54,16 @@ void client_init(struct client *c, int fd, struct model *m, struct symbols *s);
 
 /*
  * Wait up to timeout_ms (-1: forever) for the collector and apply what it
- * sent. Returns 1 when at least one interval closed, 0 when not, and -1 once
- * the connection is over (state and error say how).
+ * sent, up to the end of one interval. Returns 1 when an interval closed,
+ * 0 when not, and -1 once the connection is over (state and error say how).
  */
 int client_poll(struct client *c, int timeout_ms);
+
+/*
+ * Whether frames already read wait to be applied (an interval ended in
+ * the middle of what was read): the next client_poll() needs no waiting.
+ */
+bool client_buffered(const struct client *c);
 
 /* Ask the collector for updates every interval_ms. */
 void client_set_interval(struct client *c, unsigned interval_ms);

@@ -1,8 +1,7 @@
 /*
- * The JSON snapshot, built with cJSON, and the waited-on stacks in folded
- * form (flame graphs); user-given files are replaced atomically.
+ * The JSON snapshot, in cJSON_Print()'s format, and the waited-on stacks in
+ * folded form (flame graphs); user-given files are replaced atomically.
  */
-#include <cJSON.h>
 #include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -16,160 +15,231 @@
 #include <unistd.h>
 
 #include "export.h"
+#include "jsonw.h"
 #include "outfile.h"
 #include "xalloc.h"
 
 #define SCHEMA_VERSION 1
 
-static cJSON *hex(uint64_t v)
+/* A number as text: "0x55d0c0a8e040". */
+static void hex(struct jsonw *w, const char *key, uint64_t v)
 {
 	char buf[24];
 
 	snprintf(buf, sizeof(buf), "0x%" PRIx64, v);
-	return cJSON_CreateString(buf);
-}
-
-static cJSON *string_or_null(const char *s)
-{
-	return s ? cJSON_CreateString(s) : cJSON_CreateNull();
+	jsonw_string(w, key, buf);
 }
 
 /* One frame: address, symbol, offset, file, line, module. */
-static cJSON *frame_json(struct symbols *s, uint64_t address, int is_return)
+static void frame_json(struct jsonw *w, const char *key, struct symbols *s,
+		       uint64_t address, int is_return)
 {
-	cJSON *o = cJSON_CreateObject();
 	struct frame_info fi;
 
 	symbols_resolve(s, address, is_return, &fi);
-	cJSON_AddItemToObject(o, "address", hex(address));
-	cJSON_AddItemToObject(o, "symbol", string_or_null(fi.symbol));
-	cJSON_AddNumberToObject(o, "offset", (double)(fi.symbol ? fi.offset :
-						     fi.module_offset));
-	cJSON_AddItemToObject(o, "file", string_or_null(fi.file));
+	jsonw_object(w, key);
+	hex(w, "address", address);
+	jsonw_string(w, "symbol", fi.symbol);
+	jsonw_number(w, "offset", (double)(fi.symbol ? fi.offset :
+					   fi.module_offset));
+	jsonw_string(w, "file", fi.file);
 	if (fi.line > 0)
-		cJSON_AddNumberToObject(o, "line", fi.line);
+		jsonw_number(w, "line", fi.line);
 	else
-		cJSON_AddNullToObject(o, "line");
-	cJSON_AddItemToObject(o, "module", string_or_null(fi.module));
-	return o;
+		jsonw_null(w, "line");
+	jsonw_string(w, "module", fi.module);
+	jsonw_end(w);
 }
 
 /* One stack: its waits, and frames innermost first; none when not unwound. */
-static cJSON *stack_json(const struct stack_view *sv, struct symbols *s)
+static void stack_json(struct jsonw *w, const struct stack_view *sv,
+		       struct symbols *s)
 {
-	cJSON *o = cJSON_CreateObject();
-	cJSON *frames = cJSON_CreateArray();
-
-	cJSON_AddNumberToObject(o, "wait_ns", (double)sv->wait_ns);
-	cJSON_AddNumberToObject(o, "count", (double)sv->count);
-	cJSON_AddBoolToObject(o, "sampled", sv->stack == PROTO_NO_STACK);
+	jsonw_object(w, NULL);
+	jsonw_number(w, "wait_ns", (double)sv->wait_ns);
+	jsonw_number(w, "count", (double)sv->count);
+	jsonw_bool(w, "sampled", sv->stack == PROTO_NO_STACK);
+	jsonw_array(w, "frames");
 	for (unsigned i = 0; sv->frames && i < sv->depth; i++)
-		cJSON_AddItemToArray(frames, frame_json(s, sv->frames[i], 1));
-	cJSON_AddItemToObject(o, "frames", frames);
-	return o;
+		frame_json(w, NULL, s, sv->frames[i], 1);
+	jsonw_end(w);
+	jsonw_end(w);
 }
 
 /* The line's stacks, heaviest first, as model_row_stacks() gives them. */
-static cJSON *stacks_json(const struct app *a, const struct model_query *q,
-			  const struct view_row *r)
+static void stacks_json(struct jsonw *w, const struct app *a,
+			const struct line_drill *d)
 {
-	cJSON *arr = cJSON_CreateArray();
-	struct stack_view *sv;
-	size_t n = model_row_stacks(a->model, q, r, &sv);
-
-	for (size_t i = 0; i < n; i++)
-		cJSON_AddItemToArray(arr, stack_json(&sv[i], a->symbols));
-	free(sv);
-	return arr;
+	jsonw_array(w, "stacks");
+	for (size_t i = 0; i < d->n_stacks; i++)
+		stack_json(w, &d->stacks[i], a->symbols);
+	jsonw_end(w);
 }
 
 /* The threads that waited behind the line: tid, count, wait_ns. */
-static cJSON *threads_json(const struct app *a, const struct model_query *q,
-			   const struct view_row *r)
+static void threads_json(struct jsonw *w, const struct line_drill *d)
 {
-	cJSON *arr = cJSON_CreateArray();
-	struct thread_view *tv;
-	size_t n = model_row_threads(a->model, q, r, &tv);
+	jsonw_array(w, "threads");
+	for (size_t i = 0; i < d->n_threads; i++) {
+		const struct thread_view *tv = &d->threads[i];
 
-	for (size_t i = 0; i < n; i++) {
-		cJSON *o = cJSON_CreateObject();
-
-		cJSON_AddNumberToObject(o, "tid", tv[i].tid);
-		cJSON_AddNumberToObject(o, "count", (double)tv[i].count);
-		cJSON_AddNumberToObject(o, "wait_ns", (double)tv[i].wait_ns);
-		cJSON_AddItemToArray(arr, o);
+		jsonw_object(w, NULL);
+		jsonw_number(w, "tid", tv->tid);
+		jsonw_number(w, "count", (double)tv->count);
+		jsonw_number(w, "wait_ns", (double)tv->wait_ns);
+		jsonw_end(w);
 	}
-	free(tv);
-	return arr;
+	jsonw_end(w);
 }
 
 /* The collector's memory in the target: what it uses, and its cap. */
-static cJSON *memory_json(const struct model_stats *st)
+static void memory_json(struct jsonw *w, const struct model_stats *st)
 {
-	cJSON *o = cJSON_CreateObject();
-
-	cJSON_AddNumberToObject(o, "used", (double)st->memory_used);
-	cJSON_AddNumberToObject(o, "cap", (double)st->memory_cap);
-	return o;
+	jsonw_object(w, "collector_memory");
+	jsonw_number(w, "used", (double)st->memory_used);
+	jsonw_number(w, "cap", (double)st->memory_cap);
+	jsonw_end(w);
 }
 
-static cJSON *row_json(const struct app *a, const struct model_query *q,
-		       const struct view_row *r)
+static void row_json(struct jsonw *w, const struct app *a,
+		     const struct view_row *r, const struct line_drill *d)
 {
-	struct symbols *s = a->symbols;
-	cJSON *o = cJSON_CreateObject();
-	cJSON *hist = cJSON_CreateArray();
-
-	cJSON_AddStringToObject(o, "type", lock_type_name(r->type));
-	cJSON_AddItemToObject(o, "object", r->n_objects == 1 && r->object ?
-			      hex(r->object) : cJSON_CreateNull());
-	cJSON_AddNumberToObject(o, "n_objects", r->n_objects);
-	cJSON_AddNumberToObject(o, "n_sites", r->n_sites);
-	cJSON_AddItemToObject(o, "site", r->n_sites == 1 ?
-			      frame_json(s, r->site, 1) : cJSON_CreateNull());
-	cJSON_AddNumberToObject(o, "acquisitions", (double)r->c.acquisitions);
-	cJSON_AddNumberToObject(o, "contended", (double)r->c.contended);
-	cJSON_AddNumberToObject(o, "failed", (double)r->c.failed);
-	cJSON_AddNumberToObject(o, "wait_ns", (double)r->c.wait_ns);
-	cJSON_AddNumberToObject(o, "max_wait_ns", (double)r->max_wait_ns);
-	cJSON_AddNumberToObject(o, "avg_wait_ns", r->c.acquisitions ?
-				(double)r->c.wait_ns / (double)r->c.acquisitions : 0);
-	cJSON_AddNumberToObject(o, "wait_per_s_ns", r->wait_per_s);
+	jsonw_object(w, NULL);
+	jsonw_string(w, "type", lock_type_name(r->type));
+	if (r->n_objects == 1 && r->object)
+		hex(w, "object", r->object);
+	else
+		jsonw_null(w, "object");
+	jsonw_number(w, "n_objects", r->n_objects);
+	jsonw_number(w, "n_sites", r->n_sites);
+	if (r->n_sites == 1)
+		frame_json(w, "site", a->symbols, r->site, 1);
+	else
+		jsonw_null(w, "site");
+	jsonw_number(w, "acquisitions", (double)r->c.acquisitions);
+	jsonw_number(w, "contended", (double)r->c.contended);
+	jsonw_number(w, "failed", (double)r->c.failed);
+	jsonw_number(w, "wait_ns", (double)r->c.wait_ns);
+	jsonw_number(w, "max_wait_ns", (double)r->max_wait_ns);
+	jsonw_number(w, "avg_wait_ns", r->c.acquisitions ?
+		     (double)r->c.wait_ns / (double)r->c.acquisitions : 0);
+	jsonw_number(w, "wait_per_s_ns", r->wait_per_s);
+	jsonw_array(w, "wait_histogram");
 	for (int i = 0; i < HIST_BUCKETS; i++)
-		cJSON_AddItemToArray(hist, cJSON_CreateNumber((double)r->c.hist[i]));
-	cJSON_AddItemToObject(o, "wait_histogram", hist);
-	cJSON_AddItemToObject(o, "stacks", stacks_json(a, q, r));
-	cJSON_AddItemToObject(o, "threads", threads_json(a, q, r));
-	return o;
+		jsonw_number(w, NULL, (double)r->c.hist[i]);
+	jsonw_end(w);
+	stacks_json(w, a, d);
+	threads_json(w, d);
+	jsonw_end(w);
 }
 
-static cJSON *snapshot_json(const struct app *a, const struct model_query *q,
-			    const struct view_row *v, size_t n,
-			    const struct model_stats *st)
+/* The snapshot's fields before its rows. */
+static void head_json(struct jsonw *w, const struct app *a,
+		      const struct model_query *q, const struct model_stats *st)
 {
-	cJSON *o = cJSON_CreateObject();
-	cJSON *rows = cJSON_CreateArray();
-
-	cJSON_AddNumberToObject(o, "schema", SCHEMA_VERSION);
-	cJSON_AddStringToObject(o, "qsptop", QSPTOP_VERSION);
-	cJSON_AddNumberToObject(o, "pid", a->attach.pid);
-	cJSON_AddStringToObject(o, "command", a->client.hello.command);
-	cJSON_AddStringToObject(o, "state", a->client.state == TARGET_RUNNING ?
-				"running" : "exited");
-	cJSON_AddNumberToObject(o, "elapsed_s", app_elapsed_s(a));
-	cJSON_AddNumberToObject(o, "interval_s", a->opt.delay_s);
-	cJSON_AddStringToObject(o, "coalesce", coalesce_name(q->coalesce));
-	cJSON_AddStringToObject(o, "sort", sort_key_name(q->sort));
+	jsonw_number(w, "schema", SCHEMA_VERSION);
+	jsonw_string(w, "qsptop", QSPTOP_VERSION);
+	jsonw_number(w, "pid", a->attach.pid);
+	jsonw_string(w, "command", a->client.hello.command);
+	jsonw_string(w, "state", a->client.state == TARGET_RUNNING ?
+		     "running" : "exited");
+	jsonw_number(w, "elapsed_s", app_elapsed_s(a));
+	jsonw_number(w, "interval_s", a->opt.delay_s);
+	jsonw_string(w, "coalesce", coalesce_name(q->coalesce));
+	jsonw_string(w, "sort", sort_key_name(q->sort));
 	if (q->filter && *q->filter)
-		cJSON_AddStringToObject(o, "filter", q->filter);
-	cJSON_AddNumberToObject(o, "threads", st->threads_seen);
-	cJSON_AddNumberToObject(o, "dropped", (double)st->dropped);
-	cJSON_AddNumberToObject(o, "folded", (double)st->folded);
-	cJSON_AddItemToObject(o, "collector_memory", memory_json(st));
-	for (size_t i = 0; i < n; i++)
-		cJSON_AddItemToArray(rows, row_json(a, q, &v[i]));
-	cJSON_AddItemToObject(o, "rows", rows);
-	return o;
+		jsonw_string(w, "filter", q->filter);
+	jsonw_number(w, "threads", st->threads_seen);
+	jsonw_number(w, "dropped", (double)st->dropped);
+	jsonw_number(w, "folded", (double)st->folded);
+	memory_json(w, st);
+}
+
+/* Rows of a table built at a time, and rows written before sizing the text. */
+#define PART_ROWS 1024
+#define SAMPLE_ROWS 64
+
+/*
+ * The rows an export writes, with the stacks and threads of all of them
+ * found in one pass: rows built already, or a table built a part at a
+ * time (a big table whole is hundreds of megabytes of rows).
+ */
+struct source {
+	const struct view_row *rows;	/* all of them, or NULL */
+	struct model_table *table;
+	size_t n;
+	struct view_row *part;		/* lines [from, from + held) */
+	size_t from, held;
+	struct drill drill;
+};
+
+static void source_rows(struct source *s, const struct app *a,
+			const struct model_query *q,
+			const struct view_row *rows, size_t n)
+{
+	memset(s, 0, sizeof(*s));
+	s->rows = rows;
+	s->n = n;
+	model_drill(a->model, q, rows, n, &s->drill);
+}
+
+/* The rows of the view of q as it is now. */
+static void source_table(struct source *s, const struct app *a,
+			 const struct model_query *q)
+{
+	memset(s, 0, sizeof(*s));
+	s->table = model_table_new(a->model, q);
+	s->n = model_table_lines(s->table);
+	s->part = xreallocarray(NULL, PART_ROWS, sizeof(*s->part));
+	model_table_drill(s->table, &s->drill);
+}
+
+/* Row i; rows are asked for in order. */
+static const struct view_row *source_row(struct source *s, size_t i)
+{
+	if (s->rows)
+		return &s->rows[i];
+	if (i < s->from || i >= s->from + s->held) {
+		s->from = i;
+		s->held = model_table_rows(s->table, i, PART_ROWS, s->part);
+	}
+	return &s->part[i - s->from];
+}
+
+static void source_done(struct source *s)
+{
+	model_drill_free(&s->drill);
+	model_table_free(s->table);
+	free(s->part);
+}
+
+/*
+ * The snapshot as text, a newline at the end. Written as it is built
+ * (jsonw.c prints as cJSON_Print() would): a tree of a big table would
+ * take gigabytes. Once some rows are written, the text gets the room
+ * the rest will take, as a guess, so it seldom moves.
+ */
+static char *snapshot_text(const struct app *a, const struct model_query *q,
+			   struct source *src, const struct model_stats *st)
+{
+	struct jsonw w;
+	size_t start;
+
+	jsonw_init(&w);
+	jsonw_object(&w, NULL);
+	head_json(&w, a, q, st);
+	jsonw_array(&w, "rows");
+	start = w.len;
+	for (size_t i = 0; i < src->n; i++) {
+		if (i == SAMPLE_ROWS)
+			jsonw_reserve(&w, (w.len - start) / i * (src->n - i) *
+					  9 / 8);
+		row_json(&w, a, source_row(src, i), &src->drill.line[i]);
+	}
+	jsonw_end(&w);
+	jsonw_end(&w);
+	jsonw_raw(&w, "\n");
+	return w.text;
 }
 
 int export_check_path(const char *path, char *err, size_t errlen)
@@ -209,33 +279,35 @@ char *export_rows_json(const struct app *a, const struct model_query *q,
 		       const struct view_row *rows, size_t n,
 		       const struct model_stats *st)
 {
-	cJSON *doc = snapshot_json(a, q, rows, n, st);
-	char *text = cJSON_Print(doc);
-	size_t len;
+	struct source src;
+	char *text;
 
-	cJSON_Delete(doc);
-	if (text == NULL)
-		fatal("out of memory while writing JSON");
-	len = strlen(text);
-	text = xrealloc(text, len + 2);
-	memcpy(text + len, "\n", 2);
+	source_rows(&src, a, q, rows, n);
+	text = snapshot_text(a, q, &src, st);
+	source_done(&src);
+	return text;
+}
+
+char *export_table_json(const struct app *a, const struct model_query *q)
+{
+	struct model_stats st;
+	struct source src;
+	char *text;
+
+	source_table(&src, a, q);
+	model_stats(a->model, &st);
+	text = snapshot_text(a, q, &src, &st);
+	source_done(&src);
 	return text;
 }
 
 int export_json(const struct app *a, const struct model_query *q,
 		const char *path, char *err, size_t errlen)
 {
-	struct model_stats st;
-	struct view_row *rows;
-	size_t n = model_view(a->model, q, &rows);
-	char *text;
-	int rc;
+	char *text = export_table_json(a, q);
+	int rc = write_text(path, text, err, errlen);
 
-	model_stats(a->model, &st);
-	text = export_rows_json(a, q, rows, n, &st);
-	rc = write_text(path, text, err, errlen);
 	free(text);
-	free(rows);
 	return rc;
 }
 
@@ -334,32 +406,51 @@ static void folded_line(struct text *t, struct symbols *s,
 	text_printf(t, " %" PRIu64 "\n", sv->wait_ns);
 }
 
-char *export_rows_folded(const struct app *a, const struct model_query *q,
-			 const struct view_row *rows, size_t n)
+/* The folded stacks of the rows, a line per (row, stack) with a wait. */
+static char *folded_text(const struct app *a, struct source *src)
 {
 	struct text t = { xcalloc(1, 1), 0, 1 };
 
-	for (size_t i = 0; i < n; i++) {
-		struct stack_view *sv;
-		size_t k = model_row_stacks(a->model, q, &rows[i], &sv);
+	for (size_t i = 0; i < src->n; i++) {
+		const struct line_drill *l = &src->drill.line[i];
 
-		for (size_t j = 0; j < k; j++)
-			if (sv[j].wait_ns > 0)
-				folded_line(&t, a->symbols, &rows[i], &sv[j]);
-		free(sv);
+		for (size_t j = 0; j < l->n_stacks; j++)
+			if (l->stacks[j].wait_ns > 0)
+				folded_line(&t, a->symbols, source_row(src, i),
+					    &l->stacks[j]);
 	}
 	return t.p;
+}
+
+char *export_rows_folded(const struct app *a, const struct model_query *q,
+			 const struct view_row *rows, size_t n)
+{
+	struct source src;
+	char *text;
+
+	source_rows(&src, a, q, rows, n);
+	text = folded_text(a, &src);
+	source_done(&src);
+	return text;
+}
+
+char *export_table_folded(const struct app *a, const struct model_query *q)
+{
+	struct source src;
+	char *text;
+
+	source_table(&src, a, q);
+	text = folded_text(a, &src);
+	source_done(&src);
+	return text;
 }
 
 int export_folded(const struct app *a, const struct model_query *q,
 		  const char *path, char *err, size_t errlen)
 {
-	struct view_row *rows;
-	size_t n = model_view(a->model, q, &rows);
-	char *text = export_rows_folded(a, q, rows, n);
+	char *text = export_table_folded(a, q);
 	int rc = write_text(path, text, err, errlen);
 
 	free(text);
-	free(rows);
 	return rc;
 }

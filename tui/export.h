@@ -17,7 +17,10 @@ int export_check_path(const char *path, char *err, size_t errlen);
 int export_json(const struct app *a, const struct model_query *q,
 		const char *path, char *err, size_t errlen);
 
-/* The JSON snapshot (malloc'ed) of rows and stats already on screen. */
+/* The JSON snapshot (malloc'ed) of the rows q selects. */
+char *export_table_json(const struct app *a, const struct model_query *q);
+
+/* The JSON snapshot (malloc'ed) of rows and stats already built. */
 char *export_rows_json(const struct app *a, const struct model_query *q,
 		       const struct view_row *rows, size_t n,
 		       const struct model_stats *st);
@@ -30,7 +33,10 @@ char *export_rows_json(const struct app *a, const struct model_query *q,
 int export_folded(const struct app *a, const struct model_query *q,
 		  const char *path, char *err, size_t errlen);
 
-/* The folded stacks (malloc'ed) of rows already on screen. */
+/* The folded stacks (malloc'ed) of the rows q selects. */
+char *export_table_folded(const struct app *a, const struct model_query *q);
+
+/* The folded stacks (malloc'ed) of rows already built. */
 char *export_rows_folded(const struct app *a, const struct model_query *q,
 			 const struct view_row *rows, size_t n);
 

@@ -14,8 +14,8 @@
 
 #define WAKE_MS 500
 
-/* Note the launched command's end, for the header. */
-static void reap(struct app *a)
+/* Note the launched command's end, for the header; whether it just ended. */
+static bool reap(struct app *a)
 {
 	int status;
 
@@ -23,23 +23,30 @@ static void reap(struct app *a)
 	    waitpid(a->attach.child, &status, WNOHANG) == a->attach.child) {
 		a->child_reaped = true;
 		a->child_status = status;
+		return true;
 	}
+	return false;
 }
 
-/* Wait for the collector or the keyboard, at most WAKE_MS. */
-static void wait_input(const struct app *a)
+/*
+ * Wait for the collector or the keyboard, at most WAKE_MS; not at all
+ * while what was read holds another interval. Whether nothing came.
+ */
+static bool wait_input(const struct app *a)
 {
 	struct pollfd pfd[2] = {
 		{ .fd = a->client.fd, .events = POLLIN },
 		{ .fd = STDIN_FILENO, .events = POLLIN },
 	};
+	int n = poll(pfd, 2, client_buffered(&a->client) ? 0 : WAKE_MS);
 
-	if (poll(pfd, 2, WAKE_MS) < 0 && errno != EINTR)
-		return;
+	return n == 0 || (n < 0 && errno == EINTR);
 }
 
-static void read_keys(struct ui *ui, struct screen *s)
+/* Act on the keys typed; whether there were any. */
+static bool read_keys(struct ui *ui, struct screen *s)
 {
+	bool any = false;
 	int key, w, h;
 
 	while ((key = term_key()) != KEY_NONE) {
@@ -48,14 +55,16 @@ static void read_keys(struct ui *ui, struct screen *s)
 			screen_resize(s, w, h);
 		}
 		ui_key(ui, key);
+		any = true;
 	}
+	return any;
 }
 
 int live_run(struct app *a, const char *theme, volatile sig_atomic_t *stop)
 {
 	struct screen *s;
 	struct ui ui;
-	bool ended = false;
+	bool ended = false, dirty = true, idle;
 	long shown = 0;
 	int w, h, rc;
 
@@ -68,23 +77,31 @@ int live_run(struct app *a, const char *theme, volatile sig_atomic_t *stop)
 	term_size(&w, &h);
 	s = screen_new(w, h);
 	ui_refresh(&ui);
+	/*
+	 * Data arrives in many reads an interval: the screen is drawn when
+	 * something changed, and while idle every WAKE_MS (the target's state).
+	 */
 	while (!ui.quit && !*stop) {
 		if (ui.theme_changed) {
 			term_apply_theme(&ui.theme);
 			ui.theme_changed = false;
 		}
-		view_draw(s, &ui);
-		term_show(s);
-		wait_input(a);
+		if (dirty) {
+			view_draw(s, &ui);
+			term_show(s);
+		}
+		idle = wait_input(a);
 		rc = client_poll(&a->client, 0);
 		app_sync_wrappers(a);
-		if (rc == 1 || (rc < 0 && !ended))
+		dirty = rc == 1 || (rc < 0 && !ended);
+		if (dirty)
 			ui_refresh(&ui);
+		dirty |= idle;
 		ended = rc < 0;
 		if (rc == 1 && a->opt.iterations && ++shown >= a->opt.iterations)
 			break;
-		reap(a);
-		read_keys(&ui, s);
+		dirty |= reap(a);
+		dirty |= read_keys(&ui, s);
 	}
 	term_end();
 	ui_free(&ui);

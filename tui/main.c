@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <langinfo.h>
 #include <locale.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -270,6 +271,17 @@ static void check_output_paths(const struct options *o)
 		fatal("cannot write the folded stacks: %s", err);
 }
 
+/*
+ * glibc serves blocks of 32 MiB and more with fresh mmaps, and gives the
+ * top of the heap back past 128 KiB free: a view of a big table then costs
+ * page faults on every refresh. Keep big blocks in the heap for reuse.
+ */
+static void tune_malloc(void)
+{
+	mallopt(M_MMAP_THRESHOLD, 512 << 20);
+	mallopt(M_TRIM_THRESHOLD, 1024 << 20);
+}
+
 int main(int argc, char **argv)
 {
 	struct app a = { 0 };
@@ -277,6 +289,7 @@ int main(int argc, char **argv)
 	bool live;
 	int rc;
 
+	tune_malloc();
 	setlocale(LC_ALL, "");
 	format_set_utf8(strcmp(nl_langinfo(CODESET), "UTF-8") == 0);
 	options_parse(&a.opt, argc, argv);

@@ -1,9 +1,10 @@
 /*
  * The front end's data model: rows indexed by the collector's ids, totals
- * and a reset baseline per row, the last interval and a trend ring per row;
- * per row, the contended waits by (stack, thread), found through one hash
- * table over all rows. Views are built in model_view.c, drill-downs in
- * model_drill.c.
+ * since the last reset per row (a reset zeroes them, QSP's baseline without
+ * keeping the base), the last interval per row, and for rows that waited a
+ * histogram and a trend ring; per row, the contended waits by (stack,
+ * thread), found through one hash table over all rows. Views are built in
+ * model_view.c, drill-downs in model_drill.c.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -44,6 +45,7 @@ void model_free(struct model *m)
 	for (size_t i = 0; i < m->cap; i++)
 		free(m->rows[i].se);
 	free(m->rows);
+	free(m->waits);
 	free(m->stacks);
 	free(m->etab);
 	free(m);
@@ -85,11 +87,35 @@ int model_define_row(struct model *m, const struct proto_row *r)
 		return -1;
 	m->rows = grow_zeroed(m->rows, &m->cap, r->id, sizeof *m->rows);
 	row = &m->rows[r->id];
+	m->n_defined += !row->defined;
 	row->defined = true;
 	row->type = r->type;
 	row->site = r->site;
 	row->object = r->object;
 	return 0;
+}
+
+/* Whether a delta carries waits: a wait time or a histogram count. */
+static bool delta_waited(const struct proto_delta *d)
+{
+	static const uint64_t zero[HIST_BUCKETS];
+
+	return d->wait_ns != 0 || memcmp(d->hist, zero, sizeof zero) != 0;
+}
+
+/* The waits of a row, made empty when it has none yet. */
+static struct row_waits *row_waits_make(struct model *m, struct row *row)
+{
+	if (row->waits == 0) {
+		if (m->n_waits == m->waits_cap) {
+			m->waits_cap = m->waits_cap ? m->waits_cap * 2 : 64;
+			m->waits = xreallocarray(m->waits, m->waits_cap,
+						 sizeof *m->waits);
+		}
+		memset(&m->waits[m->n_waits], 0, sizeof *m->waits);
+		row->waits = (uint32_t)++m->n_waits;
+	}
+	return &m->waits[row->waits - 1];
 }
 
 void model_apply_delta(struct model *m, const struct proto_delta *d)
@@ -100,12 +126,22 @@ void model_apply_delta(struct model *m, const struct proto_delta *d)
 		m->unknown_rows++;
 		return;
 	}
-	row->total.acquisitions += d->acquisitions;
-	row->total.contended += d->contended;
-	row->total.wait_ns += d->wait_ns;
-	row->total.failed += d->failed;
-	for (int i = 0; i < HIST_BUCKETS; i++)
-		row->total.hist[i] += d->hist[i];
+	row->since.acquisitions += d->acquisitions;
+	row->since.contended += d->contended;
+	row->since.wait_ns += d->wait_ns;
+	row->since.failed += d->failed;
+	m->since.acquisitions += d->acquisitions;
+	m->since.contended += d->contended;
+	m->since.wait_ns += d->wait_ns;
+	m->since.failed += d->failed;
+	if (delta_waited(d)) {
+		struct row_waits *w = row_waits_make(m, row);
+
+		for (int i = 0; i < HIST_BUCKETS; i++) {
+			w->hist[i] += d->hist[i];
+			m->since.hist[i] += d->hist[i];
+		}
+	}
 	if (d->max_wait_ns > row->max_wait_ns)
 		row->max_wait_ns = d->max_wait_ns;
 	row->pending_acq += d->acquisitions;
@@ -225,14 +261,18 @@ void model_apply_stack_delta(struct model *m, const struct proto_stack_delta *d)
 
 /* ---- Intervals and reset ---- */
 
-/* Close the interval of one row; pos is the trend slot of this tick. */
+/*
+ * Close the interval of one row; pos is the trend slot of this tick. A row
+ * without waits has waited nothing in any interval: its trend is all 0.
+ */
 static void model_tick_row(struct model *m, struct row *row, size_t pos)
 {
 	row->prev_acq = row->last_acq;
 	row->prev_wait = row->last_wait;
 	row->last_acq = row->pending_acq;
 	row->last_wait = row->pending_wait;
-	row->trend[pos] = row->pending_wait;
+	if (row->waits)
+		m->waits[row->waits - 1].trend[pos] = row->pending_wait;
 	row->pending_acq = 0;
 	row->pending_wait = 0;
 	m->last_acq += row->last_acq;
@@ -278,12 +318,17 @@ void model_tick(struct model *m, const struct proto_tick *t)
 }
 
 /* Merge the last interval of a row into the one before it. */
-static void fold_row(struct row *row, size_t last, size_t before)
+static void fold_row(struct model *m, struct row *row, size_t last,
+		     size_t before)
 {
 	row->last_acq += row->prev_acq;
 	row->last_wait += row->prev_wait;
-	row->trend[before] += row->trend[last];
-	row->trend[last] = 0;
+	if (row->waits) {
+		uint64_t *trend = m->waits[row->waits - 1].trend;
+
+		trend[before] += trend[last];
+		trend[last] = 0;
+	}
 	for (uint32_t i = 0; i < row->n_se; i++) {
 		row->se[i].last_count += row->se[i].prev_count;
 		row->se[i].last_wait += row->se[i].prev_wait;
@@ -300,7 +345,7 @@ void model_fold_last_interval(struct model *m)
 		return;
 	for (size_t i = 0; i < m->cap; i++) {
 		if (m->rows[i].defined)
-			fold_row(&m->rows[i], (m->ticks - 1) % TREND_LEN,
+			fold_row(m, &m->rows[i], (m->ticks - 1) % TREND_LEN,
 				 (m->ticks - 2) % TREND_LEN);
 	}
 	m->interval_s += m->prev_interval_s;
@@ -322,38 +367,28 @@ void model_reset(struct model *m)
 	for (size_t i = 0; i < m->cap; i++) {
 		struct row *row = &m->rows[i];
 
-		row->base = row->total;
+		memset(&row->since, 0, sizeof row->since);
 		row->max_wait_ns = 0;
+		if (row->waits)
+			memset(m->waits[row->waits - 1].hist, 0,
+			       sizeof m->waits->hist);
 		for (uint32_t j = 0; j < row->n_se; j++) {
-			row->se[j].base_count = row->se[j].count;
-			row->se[j].base_wait = row->se[j].wait;
+			row->se[j].count = 0;
+			row->se[j].wait = 0;
 		}
 	}
+	memset(&m->since, 0, sizeof m->since);
 }
 
-double model_rate(const struct model *m, uint64_t amount)
-{
-	return m->interval_s > 0 ? (double)amount / m->interval_s : 0;
-}
-
-/* Add the since-reset counts of a row to c. */
-static void counts_add_since(struct counts *c, const struct row *row)
-{
-	c->acquisitions += row->total.acquisitions - row->base.acquisitions;
-	c->contended += row->total.contended - row->base.contended;
-	c->wait_ns += row->total.wait_ns - row->base.wait_ns;
-	c->failed += row->total.failed - row->base.failed;
-	for (int i = 0; i < HIST_BUCKETS; i++)
-		c->hist[i] += row->total.hist[i] - row->base.hist[i];
-}
-
+/*
+ * The totals of all rows since reset. Every delta applied goes to exactly
+ * one defined row, and a reset zeroes every row, so the sums kept beside
+ * the rows equal the sums over them.
+ */
 void model_stats(const struct model *m, struct model_stats *s)
 {
 	memset(s, 0, sizeof *s);
-	for (size_t i = 0; i < m->cap; i++) {
-		if (m->rows[i].defined)
-			counts_add_since(&s->total, &m->rows[i]);
-	}
+	s->total = m->since;
 	s->ticks = m->ticks;
 	s->threads_seen = m->threads_seen;
 	s->threads_live = m->threads_live;

@@ -66,7 +66,10 @@ struct model_stats {
 	struct counts total;	/* all rows, since reset */
 };
 
-/* Returns the label used to sort and filter by call site. */
+/*
+ * Returns the label used to sort and filter by call site. A view asks once
+ * per distinct site: the label must depend on the site alone.
+ */
 typedef const char *(*site_label_fn)(void *ctx, uint64_t site);
 
 /* Whether a return address lies in a lock wrapper function. */
@@ -87,6 +90,23 @@ struct model_query {
 	 */
 	bool skip_wrappers;
 	is_wrapper_fn is_wrapper;
+};
+
+/*
+ * A part of a view: its lines [offset, offset + limit) in sorted order,
+ * built without building the others. Optionally it finds the line of a
+ * key (the first in sorted order when several have it) and moves the
+ * part so that it holds that line.
+ */
+struct view_window {
+	size_t offset;
+	size_t limit;		/* 0: to the end */
+	bool follow;		/* find the line of (type, site, object) */
+	enum lock_type type;
+	uint64_t site;
+	uint64_t object;
+	size_t total;		/* out: lines in the whole view */
+	size_t found;		/* out: the followed line, or SIZE_MAX */
 };
 
 /* One stack of a row's drill-down, since reset. */
@@ -141,6 +161,34 @@ size_t model_view(const struct model *m, const struct model_query *q,
 		  struct view_row **rows);
 
 /*
+ * Build the lines of w (offset updated when it moved to a followed line)
+ * of model_view()'s table, the same lines in the same order, and fill in
+ * w->total and w->found. Returns how many were built; caller frees *rows
+ * (NULL when none). The whole view is sorted by compact keys: only the
+ * lines returned get their histogram and trend.
+ */
+size_t model_view_window(const struct model *m, const struct model_query *q,
+			 struct view_window *w, struct view_row **rows);
+
+/*
+ * The lines of model_view()'s table, sorted, built a part at a time: a
+ * big table is written out without all its rows in memory at once.
+ */
+struct model_table;
+
+struct model_table *model_table_new(const struct model *m,
+				    const struct model_query *q);
+
+/* How many lines the table has. */
+size_t model_table_lines(const struct model_table *t);
+
+/* Build lines [from, from + n) into rows; returns how many there were. */
+size_t model_table_rows(struct model_table *t, size_t from, size_t n,
+			struct view_row *rows);
+
+void model_table_free(struct model_table *t);
+
+/*
  * The stacks behind a line of the table built with the same query: all
  * member rows' stacks (only those attributed to the line's site when
  * wrappers are skipped), summed over threads, heaviest wait first, the
@@ -152,6 +200,34 @@ size_t model_row_stacks(const struct model *m, const struct model_query *q,
 /* The threads that waited behind a line of the table, heaviest first. */
 size_t model_row_threads(const struct model *m, const struct model_query *q,
 			 const struct view_row *r, struct thread_view **out);
+
+/* What model_row_stacks() and model_row_threads() give for one line. */
+struct line_drill {
+	struct stack_view *stacks;
+	size_t n_stacks;
+	struct thread_view *threads;
+	size_t n_threads;
+};
+
+/* The stacks and threads behind the lines of a table. */
+struct drill {
+	struct line_drill *line;	/* per line */
+	struct stack_view *stacks;	/* what the lines point into */
+	struct thread_view *threads;
+};
+
+/*
+ * The stacks and threads behind each of n lines of a table built with q,
+ * equal to model_row_stacks() and model_row_threads() line by line, found
+ * in one pass over the model. Free with model_drill_free().
+ */
+void model_drill(const struct model *m, const struct model_query *q,
+		 const struct view_row *rows, size_t n, struct drill *out);
+
+/* model_drill() of every line of a table, in its order. */
+void model_table_drill(const struct model_table *t, struct drill *out);
+
+void model_drill_free(struct drill *d);
 
 /* Header totals since reset and for the last interval. */
 void model_stats(const struct model *m, struct model_stats *s);

@@ -1,7 +1,8 @@
 /*
  * The model's insides, shared by model.c (storage, intervals, reset),
- * model_view.c (wrapper attribution, grouping, sorting) and model_drill.c
- * (the stacks and threads behind a line). Not for use outside them.
+ * model_items.c (wrapper attribution), model_view.c (grouping, building),
+ * model_order.c (sorting) and model_drill.c (the stacks and threads behind
+ * a line). Not for use outside them.
  */
 #ifndef QSPTOP_MODEL_IMPL_H
 #define QSPTOP_MODEL_IMPL_H
@@ -27,10 +28,8 @@
 struct stack_entry {
 	uint32_t stack;		/* or PROTO_NO_STACK */
 	uint32_t tid;
-	uint64_t count;		/* since monitoring began */
+	uint64_t count;		/* since reset */
 	uint64_t wait;
-	uint64_t base_count;	/* at the last reset */
-	uint64_t base_wait;
 	uint64_t pending_count;	/* since the last tick */
 	uint64_t pending_wait;
 	uint64_t last_count;	/* the last closed interval */
@@ -39,13 +38,27 @@ struct stack_entry {
 	uint64_t prev_wait;
 };
 
+/* A row's counts without the histogram, which only rows that waited keep. */
+struct tally {
+	uint64_t acquisitions;
+	uint64_t contended;
+	uint64_t wait_ns;
+	uint64_t failed;
+};
+
+/*
+ * What a row keeps of its waits, made on its first wait: most rows of a
+ * big process never wait, and each interval touches every row.
+ */
+struct row_waits {
+	uint64_t hist[HIST_BUCKETS];	/* since reset */
+	uint64_t trend[TREND_LEN];	/* ring, next slot is ticks % TREND_LEN */
+};
+
 struct row {
-	bool defined;
-	uint8_t type;
 	uint64_t site;
 	uint64_t object;
-	struct counts total;	/* since monitoring began */
-	struct counts base;	/* totals at the last reset */
+	struct tally since;	/* since reset */
 	uint64_t max_wait_ns;	/* since reset */
 	uint64_t pending_acq;	/* since the last tick */
 	uint64_t pending_wait;
@@ -53,10 +66,12 @@ struct row {
 	uint64_t last_wait;
 	uint64_t prev_acq;	/* the interval before it */
 	uint64_t prev_wait;
-	uint64_t trend[TREND_LEN]; /* ring, next slot is ticks % TREND_LEN */
 	struct stack_entry *se;	/* in order of arrival */
 	uint32_t n_se;
 	uint32_t cap_se;
+	uint32_t waits;		/* index in model.waits + 1; 0 = never waited */
+	bool defined;
+	uint8_t type;
 };
 
 struct stack_def {
@@ -73,8 +88,13 @@ struct entry_slot {
 struct model {
 	struct row *rows;
 	size_t cap;		/* rows allocated (defined or not) */
+	size_t n_defined;
 	struct stack_def *stacks;
 	size_t stacks_cap;	/* stacks allocated (defined or not) */
+	struct row_waits *waits; /* of the rows that waited */
+	size_t n_waits;
+	size_t waits_cap;
+	struct counts since;	/* all rows, since reset */
 	struct entry_slot *etab; /* open addressing, by (row, stack, tid) */
 	size_t etab_cap;	/* a power of two, at least twice n_entries */
 	size_t n_entries;
@@ -103,19 +123,52 @@ struct model {
 struct item {
 	uint64_t site;
 	uint64_t object;
-	uint8_t type;
-	bool keep;		/* a wrapper's remainder only when not empty */
-	uint32_t row;		/* the row lending failures, histogram, max
-				   and trend; NO_ROW for a caller only */
-	uint32_t row_id;	/* the row named for the line */
 	uint64_t acq;		/* since reset */
 	uint64_t contended;
 	uint64_t wait;
 	uint64_t last_acq;	/* the last interval */
 	uint64_t last_wait;
-	uint32_t from;		/* the wrapper row adding to it now */
-	uint64_t from_wait;	/* what that row has added */
-	uint64_t best_wait;	/* the most one wrapper row added */
+	uint64_t max_wait;	/* its row's since reset; 0 for a caller only */
+	uint32_t row;		/* the row lending failures, histogram, max
+				   and trend; NO_ROW for a caller only */
+	uint32_t row_id;	/* the row named for the line */
+	uint8_t type;
+	bool keep;		/* a wrapper's remainder only when not empty */
+};
+
+/* A line of a view before it is built: its members and its numbers. */
+struct line {
+	uint64_t site;		/* 0 when the line spans several sites */
+	uint64_t object;	/* 0 when it spans several objects */
+	uint64_t acq;		/* since reset */
+	uint64_t contended;
+	uint64_t wait;
+	uint64_t max_wait;
+	double wait_per_s;	/* last interval */
+	double acq_per_s;
+	uint32_t first;		/* its members: ids[first .. first + n) */
+	uint32_t n;
+	uint32_t row_id;
+	uint32_t n_objects;
+	uint32_t n_sites;
+	uint8_t type;
+};
+
+#define ORDER_WORDS 5
+
+/* What a line sorts by, word after word, smallest first. */
+struct order {
+	uint64_t key[ORDER_WORDS];
+	uint32_t line;
+};
+
+/* Distinct sites, numbered in order of first sight. */
+struct site_set {
+	uint64_t *site;
+	size_t n;
+	size_t cap;
+	uint32_t *slots;	/* number or EMPTY_SLOT; at least 2 * cap */
+	size_t mask;
 };
 
 #define ATTR_UNKNOWN 0xff
@@ -148,11 +201,67 @@ static inline int cmp_u64(uint64_t a, uint64_t b)
 /* The row of an id when it is defined, else NULL. */
 struct row *model_row(const struct model *m, uint32_t id);
 
+/* The waits of a row, or NULL while it has never waited. */
+static inline const struct row_waits *row_waits(const struct model *m,
+						const struct row *r)
+{
+	return r->waits ? &m->waits[r->waits - 1] : NULL;
+}
+
 /* The definition of a stack id, or NULL while it has none. */
 const struct stack_def *model_stack(const struct model *m, uint32_t id);
 
 /* Amount per second over the last interval; 0 while its length is unknown. */
-double model_rate(const struct model *m, uint64_t amount);
+static inline double model_rate(const struct model *m, uint64_t amount)
+{
+	return m->interval_s > 0 ? (double)amount / m->interval_s : 0;
+}
+
+/*
+ * The items of a view: one per row or, with wrappers skipped, wrapper rows
+ * split by their defined stacks, merged by (site, object, type). Caller
+ * frees *out.
+ */
+size_t model_items(const struct model *m, const struct model_query *q,
+		   struct item **out);
+
+/* The order key of line l, numbered i, under q. */
+void order_key(const struct model_query *q, const struct line *l,
+	       uint32_t i, struct order *out);
+
+/* Sorting by site, rank the sites of n keys by label, asked once a site. */
+void order_sites(const struct model_query *q, struct order *o, size_t n);
+
+/* Put in o[lo..hi) what a full sort of o[0..n) puts there, in order. */
+void order_range(struct order *o, size_t n, size_t lo, size_t hi);
+
+/* How many of o[0..n) sort before k. */
+size_t order_rank(const struct order *o, size_t n, const struct order *k);
+
+/* -1, 0 or 1 as a sorts before, with or after b. */
+static inline int order_cmp(const struct order *a, const struct order *b)
+{
+	for (int i = 0; i < ORDER_WORDS; i++) {
+		if (a->key[i] != b->key[i])
+			return a->key[i] < b->key[i] ? -1 : 1;
+	}
+	return 0;
+}
+
+/* What tells the lines of a table apart for a drill: a view row's key. */
+struct line_key {
+	uint64_t site;
+	uint64_t object;
+	uint8_t type;
+};
+
+/* model_drill() of the lines with these keys, in order. */
+void drill_keys(const struct model *m, const struct model_query *q,
+		const struct line_key *keys, size_t n, struct drill *out);
+
+/* The number of a site in s, a new one when it is new. */
+uint32_t site_set_add(struct site_set *s, uint64_t site);
+void site_set_free(struct site_set *s);
 
 /* Whether the query attributes wrapper rows to their callers. */
 bool attrib_skipping(const struct model_query *q);

@@ -1,279 +1,24 @@
 /*
- * Building a view: expand (attribute wrapper rows to their callers), group
- * (by sorting member items), filter, sort.
+ * Building a view: group the items (model_items.c) into lines, filter
+ * them, order them (model_order.c), and build the table rows of the lines
+ * asked for. Every line gets its numbers; only the lines returned get a
+ * histogram and a trend.
  */
-#include <inttypes.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "model_impl.h"
 #include "xalloc.h"
 
-bool attrib_skipping(const struct model_query *q)
-{
-	return q->skip_wrappers && q->is_wrapper != NULL;
-}
-
-void attrib_init(struct attrib *a, const struct model *m,
-		 const struct model_query *q)
-{
-	a->m = m;
-	a->q = q;
-	a->frame = NULL;
-	if (attrib_skipping(q) && m->stacks_cap > 0) {
-		a->frame = xreallocarray(NULL, m->stacks_cap, 1);
-		memset(a->frame, ATTR_UNKNOWN, m->stacks_cap);
-	}
-}
-
-void attrib_done(struct attrib *a)
-{
-	free(a->frame);
-	a->frame = NULL;
-}
-
-/* Whether the stacks of row r are attributed to their callers. */
-bool attrib_row(const struct attrib *a, const struct row *r)
-{
-	return attrib_skipping(a->q) && a->q->is_wrapper(a->q->ctx, r->site);
-}
-
-/*
- * The site where entry e of row r counts: for a wrapper row and a defined
- * stack, the first frame outside every wrapper (the row's own site when all
- * frames are wrappers); otherwise the row's site.
- */
-uint64_t attrib_site(struct attrib *a, const struct row *r, bool wrapper,
-		     const struct stack_entry *e)
-{
-	const struct stack_def *s = model_stack(a->m, e->stack);
-	uint8_t *f;
-
-	if (!wrapper || s == NULL)
-		return r->site;
-	f = &a->frame[e->stack];
-	if (*f == ATTR_UNKNOWN) {
-		*f = ATTR_ALL_WRAPPERS;
-		for (uint8_t i = 0; i < s->depth && *f == ATTR_ALL_WRAPPERS;
-		     i++) {
-			if (!a->q->is_wrapper(a->q->ctx, s->frames[i]))
-				*f = i;
-		}
-	}
-	return *f == ATTR_ALL_WRAPPERS ? r->site : s->frames[*f];
-}
-
-/* An item for the whole of row id. */
-static void item_of_row(const struct model *m, uint32_t id, struct item *it)
-{
-	const struct row *r = &m->rows[id];
-
-	memset(it, 0, sizeof *it);
-	it->site = r->site;
-	it->object = r->object;
-	it->type = r->type;
-	it->keep = true;
-	it->row = it->row_id = id;
-	it->from = NO_ROW;
-	it->acq = r->total.acquisitions - r->base.acquisitions;
-	it->contended = r->total.contended - r->base.contended;
-	it->wait = r->total.wait_ns - r->base.wait_ns;
-	it->last_acq = r->last_acq;
-	it->last_wait = r->last_wait;
-}
-
-/* Add the waits of an entry to an item, as contended acquisitions. */
-static void item_add_entry(struct item *it, const struct stack_entry *e)
-{
-	it->acq += e->count - e->base_count;
-	it->contended += e->count - e->base_count;
-	it->wait += e->wait - e->base_wait;
-	it->last_acq += e->last_count;
-	it->last_wait += e->last_wait;
-}
-
-static uint64_t sub_sat(uint64_t a, uint64_t b)
-{
-	return a > b ? a - b : 0;
-}
-
-/*
- * Take from the item of wrapper row r the waits of its defined stacks,
- * which are attributed elsewhere; what is left shows only when not empty.
- */
-static void item_remainder(const struct model *m, const struct row *r,
-			   struct item *it)
-{
-	struct item moved = { 0 };
-
-	for (uint32_t i = 0; i < r->n_se; i++) {
-		if (model_stack(m, r->se[i].stack) != NULL)
-			item_add_entry(&moved, &r->se[i]);
-	}
-	it->acq = sub_sat(it->acq, moved.acq);
-	it->contended = sub_sat(it->contended, moved.contended);
-	it->wait = sub_sat(it->wait, moved.wait);
-	it->last_acq = sub_sat(it->last_acq, moved.last_acq);
-	it->last_wait = sub_sat(it->last_wait, moved.last_wait);
-	it->keep = it->acq != 0 || it->contended != 0 || it->wait != 0 ||
-		   r->total.failed != r->base.failed;
-}
-
-/* Items under construction, the first of each key indexed by key. */
-struct expand {
-	struct attrib a;
-	bool *wrapper;		/* per row id */
-	struct item *items;
-	size_t n;
-	uint32_t *slots;	/* item index or EMPTY_SLOT */
-	size_t mask;
-};
-
-/* The slot of a key: holding the first item of that key, or free. */
-static uint32_t *expand_slot(struct expand *x, uint64_t site,
-			     uint64_t object, uint8_t type)
-{
-	size_t i = mix(site ^ mix(object ^ mix(type))) & x->mask;
-
-	for (;; i = (i + 1) & x->mask) {
-		const struct item *it;
-
-		if (x->slots[i] == EMPTY_SLOT)
-			return &x->slots[i];
-		it = &x->items[x->slots[i]];
-		if (it->site == site && it->object == object &&
-		    it->type == type)
-			return &x->slots[i];
-	}
-}
-
-/* Size the arrays for every row plus every stack of a wrapper row. */
-static void expand_init(struct expand *x, const struct model *m,
-			const struct model_query *q)
-{
-	size_t need = 1, nslots = 1;
-
-	memset(x, 0, sizeof *x);
-	attrib_init(&x->a, m, q);
-	x->wrapper = xcalloc(m->cap ? m->cap : 1, sizeof *x->wrapper);
-	for (size_t i = 0; i < m->cap; i++) {
-		if (!m->rows[i].defined)
-			continue;
-		x->wrapper[i] = attrib_row(&x->a, &m->rows[i]);
-		need += 1 + (x->wrapper[i] ? m->rows[i].n_se : 0);
-	}
-	while (nslots < 2 * need)
-		nslots *= 2;
-	x->items = xreallocarray(NULL, need, sizeof *x->items);
-	x->slots = xreallocarray(NULL, nslots, sizeof *x->slots);
-	memset(x->slots, 0xff, nslots * sizeof *x->slots);
-	x->mask = nslots - 1;
-}
-
-/* One item per row: whole, or a wrapper row's remainder. */
-static void expand_rows(struct expand *x, const struct model *m)
-{
-	for (uint32_t i = 0; i < m->cap; i++) {
-		struct item *it = &x->items[x->n];
-		uint32_t *slot;
-
-		if (!m->rows[i].defined)
-			continue;
-		item_of_row(m, i, it);
-		if (x->wrapper[i])
-			item_remainder(m, &m->rows[i], it);
-		slot = expand_slot(x, it->site, it->object, it->type);
-		if (*slot == EMPTY_SLOT)
-			*slot = (uint32_t)x->n;
-		x->n++;
-	}
-}
-
-/*
- * Add entry e of wrapper row id to the item of its attributed key, made
- * when new. A caller-only item is named after the wrapper row that gave it
- * the most wait (rows come in id order: the lowest id wins a tie).
- */
-static void expand_entry(struct expand *x, uint32_t id,
-			 const struct stack_entry *e)
-{
-	const struct row *r = &x->a.m->rows[id];
-	uint64_t site = attrib_site(&x->a, r, true, e);
-	uint32_t *slot = expand_slot(x, site, r->object, r->type);
-	struct item *it;
-
-	if (*slot == EMPTY_SLOT) {
-		*slot = (uint32_t)x->n++;
-		it = &x->items[*slot];
-		memset(it, 0, sizeof *it);
-		it->site = site;
-		it->object = r->object;
-		it->type = r->type;
-		it->row = NO_ROW;
-		it->row_id = id;
-		it->from = NO_ROW;
-	}
-	it = &x->items[*slot];
-	it->keep = true;
-	item_add_entry(it, e);
-	if (it->from != id) {
-		it->from = id;
-		it->from_wait = 0;
-	}
-	it->from_wait += e->wait - e->base_wait;
-	if (it->row == NO_ROW && it->from_wait > it->best_wait) {
-		it->best_wait = it->from_wait;
-		it->row_id = id;
-	}
-}
-
-/*
- * The items of the view: one per row or, with wrappers skipped, wrapper
- * rows split by their defined stacks, merged by (site, object, type).
- */
-static size_t view_items(const struct model *m, const struct model_query *q,
-			 struct item **out)
-{
-	struct expand x;
-	size_t n = 0;
-
-	expand_init(&x, m, q);
-	expand_rows(&x, m);
-	for (uint32_t i = 0; i < m->cap; i++) {
-		const struct row *r = &m->rows[i];
-
-		for (uint32_t j = 0; x.wrapper[i] && j < r->n_se; j++) {
-			if (model_stack(m, r->se[j].stack) != NULL)
-				expand_entry(&x, i, &r->se[j]);
-		}
-	}
-	for (size_t i = 0; i < x.n; i++) {
-		if (x.items[i].keep)
-			x.items[n++] = x.items[i];
-	}
-	attrib_done(&x.a);
-	free(x.wrapper);
-	free(x.slots);
-	*out = x.items;
-	return n;
-}
-
-/* ---- Building a view ---- */
-
-/* What the grouping and sorting comparators need. */
+/* What grouping and building need. */
 struct view_ctx {
 	const struct model *m;
 	const struct model_query *q;
 	const struct item *items;
-	const struct view_row *vr;
-	char **labels;		/* per view row, only for SORT_SITE */
+	uint32_t *ids;		/* item indices in group order */
+	struct site_set judged;	/* sites the filter has looked at */
+	bool *match;		/* per judged site: its label matches */
 };
-
-static int cmp_double(double a, double b)
-{
-	return (a > b) - (a < b);
-}
 
 /* The grouping key of an item (site or object) and the other one. */
 static uint64_t group_key(const struct item *it, enum coalesce c)
@@ -286,37 +31,55 @@ static uint64_t member_key(const struct item *it, enum coalesce c)
 	return c == COALESCE_OBJECT ? it->site : it->object;
 }
 
-/* Order item indices by group key, type, member key, index. */
-static int cmp_members(const void *pa, const void *pb, void *arg)
+/* An item's place in group order: group key, type, member key, index. */
+struct member {
+	uint64_t group;
+	uint64_t member;
+	uint32_t type;
+	uint32_t index;
+};
+
+static int cmp_member(const void *pa, const void *pb)
 {
-	const struct view_ctx *vc = arg;
-	uint32_t ia = *(const uint32_t *)pa, ib = *(const uint32_t *)pb;
-	const struct item *a = &vc->items[ia], *b = &vc->items[ib];
-	enum coalesce c = vc->q->coalesce;
+	const struct member *a = pa, *b = pb;
 	int r;
 
-	if ((r = cmp_u64(group_key(a, c), group_key(b, c))) != 0)
+	if ((r = cmp_u64(a->group, b->group)) != 0)
 		return r;
 	if ((r = cmp_u64(a->type, b->type)) != 0)
 		return r;
-	if ((r = cmp_u64(member_key(a, c), member_key(b, c))) != 0)
+	if ((r = cmp_u64(a->member, b->member)) != 0)
 		return r;
-	return cmp_u64(ia, ib);
+	return cmp_u64(a->index, b->index);
 }
 
 /* Indices of the n items, in group order. */
 static uint32_t *view_members(const struct view_ctx *vc, size_t n)
 {
+	enum coalesce c = vc->q->coalesce;
 	uint32_t *ids = xreallocarray(NULL, n ? n : 1, sizeof *ids);
+	struct member *mb;
 
+	if (c == COALESCE_NONE) {
+		for (size_t i = 0; i < n; i++)
+			ids[i] = (uint32_t)i;
+		return ids;
+	}
+	mb = xreallocarray(NULL, n ? n : 1, sizeof *mb);
+	for (size_t i = 0; i < n; i++) {
+		const struct item *it = &vc->items[i];
+
+		mb[i] = (struct member){ group_key(it, c), member_key(it, c),
+					 it->type, (uint32_t)i };
+	}
+	qsort(mb, n, sizeof *mb, cmp_member);
 	for (size_t i = 0; i < n; i++)
-		ids[i] = (uint32_t)i;
-	if (vc->q->coalesce != COALESCE_NONE)
-		qsort_r(ids, n, sizeof *ids, cmp_members, (void *)vc);
+		ids[i] = mb[i].index;
+	free(mb);
 	return ids;
 }
 
-/* Whether items a and b fall in the same view row. */
+/* Whether items a and b fall in the same line. */
 static bool same_group(const struct item *a, const struct item *b,
 		       enum coalesce c)
 {
@@ -325,246 +88,319 @@ static bool same_group(const struct item *a, const struct item *b,
 	return a->type == b->type && group_key(a, c) == group_key(b, c);
 }
 
-/* Whether the label of a site contains the query's filter. */
-static bool site_matches(const struct model_query *q, uint64_t site)
-{
-	const char *label = q->site_label(q->ctx, site);
-
-	return label != NULL && strcasestr(label, q->filter) != NULL;
-}
-
 static bool filter_active(const struct model_query *q)
 {
 	return q->filter != NULL && q->filter[0] != '\0' &&
 	       q->site_label != NULL;
 }
 
-/* Add the counts, rates and (through its row) the rest of an item to v. */
-static void view_add(const struct model *m, struct view_row *v,
+/* Whether the label of a site contains the filter; each site asked once. */
+static bool site_matches(struct view_ctx *vc, uint64_t site)
+{
+	const struct model_query *q = vc->q;
+	size_t before = vc->judged.n;
+	uint32_t i = site_set_add(&vc->judged, site);
+
+	if (vc->judged.n != before) {
+		const char *label = q->site_label(q->ctx, site);
+
+		vc->match = xreallocarray(vc->match, vc->judged.cap,
+					  sizeof *vc->match);
+		vc->match[i] = label != NULL &&
+			       strcasestr(label, q->filter) != NULL;
+	}
+	return vc->match[i];
+}
+
+/* Add the counts, rates and max of an item to l. */
+static void line_add(const struct model *m, struct line *l,
 		     const struct item *it)
 {
-	size_t oldest = m->ticks % TREND_LEN;
-	const struct row *r;
+	l->acq += it->acq;
+	l->contended += it->contended;
+	l->wait += it->wait;
+	l->wait_per_s += model_rate(m, it->last_wait);
+	l->acq_per_s += model_rate(m, it->last_acq);
+	if (it->max_wait > l->max_wait)
+		l->max_wait = it->max_wait;
+}
 
-	v->c.acquisitions += it->acq;
-	v->c.contended += it->contended;
-	v->c.wait_ns += it->wait;
-	v->wait_per_s += model_rate(m, it->last_wait);
-	v->acq_per_s += model_rate(m, it->last_acq);
-	if (it->row == NO_ROW)
-		return;
-	r = &m->rows[it->row];
-	v->c.failed += r->total.failed - r->base.failed;
-	for (int i = 0; i < HIST_BUCKETS; i++)
-		v->c.hist[i] += r->total.hist[i] - r->base.hist[i];
-	if (r->max_wait_ns > v->max_wait_ns)
-		v->max_wait_ns = r->max_wait_ns;
-	for (size_t i = 0; i < TREND_LEN; i++)
-		v->trend[i] += r->trend[(oldest + i) % TREND_LEN];
+/* Count objects or sites; a line of several has none of its own. */
+static void line_distinct(struct line *l, enum coalesce c, uint32_t distinct)
+{
+	l->n_objects = l->n_sites = 1;
+	if (c == COALESCE_SITE) {
+		l->n_objects = distinct;
+		l->object = distinct == 1 ? l->object : 0;
+	} else if (c == COALESCE_OBJECT) {
+		l->n_sites = distinct;
+		l->site = distinct == 1 ? l->site : 0;
+	}
 }
 
 /*
- * Fill v from the members ids[0..n), which share a group and are sorted by
- * member key. Returns whether any member's site passes the filter.
+ * Fill l from the members ids[first .. first + n), which share a group and
+ * are sorted by member key. Returns whether any member's site passes the
+ * filter.
  */
-static bool view_group(const struct view_ctx *vc, const uint32_t *ids,
-		       size_t n, struct view_row *v)
+static bool line_of(struct view_ctx *vc, uint32_t first, uint32_t n,
+		    struct line *l)
 {
-	const struct item *first = &vc->items[ids[0]], *prev = NULL;
+	const uint32_t *ids = vc->ids + first;
+	const struct item *it = &vc->items[ids[0]], *prev = NULL;
+	enum coalesce c = vc->q->coalesce;
 	bool match = !filter_active(vc->q);
 	uint32_t distinct = 0;
 	uint64_t heaviest = 0;
 
-	memset(v, 0, sizeof *v);
-	v->type = first->type;
-	v->site = first->site;
-	v->object = first->object;
-	v->row_id = first->row_id;
-	for (size_t i = 0; i < n; i++) {
-		const struct item *it = &vc->items[ids[i]];
-
-		view_add(vc->m, v, it);
+	memset(l, 0, sizeof *l);
+	l->type = it->type;
+	l->site = it->site;
+	l->object = it->object;
+	l->row_id = it->row_id;
+	l->first = first;
+	l->n = n;
+	for (uint32_t i = 0; i < n; i++, prev = it) {
+		it = &vc->items[ids[i]];
+		line_add(vc->m, l, it);
 		if (i == 0 || it->wait > heaviest ||
-		    (it->wait == heaviest && it->row_id < v->row_id)) {
+		    (it->wait == heaviest && it->row_id < l->row_id)) {
 			heaviest = it->wait;
-			v->row_id = it->row_id;
+			l->row_id = it->row_id;
 		}
-		if (prev == NULL || member_key(it, vc->q->coalesce) !=
-				    member_key(prev, vc->q->coalesce))
+		if (prev == NULL || member_key(it, c) != member_key(prev, c))
 			distinct++;
 		if (!match && (prev == NULL || it->site != prev->site))
-			match = site_matches(vc->q, it->site);
-		prev = it;
+			match = site_matches(vc, it->site);
 	}
-	v->n_objects = v->n_sites = 1;
-	if (vc->q->coalesce == COALESCE_SITE) {
-		v->n_objects = distinct;
-		v->object = distinct == 1 ? v->object : 0;
-	} else if (vc->q->coalesce == COALESCE_OBJECT) {
-		v->n_sites = distinct;
-		v->site = distinct == 1 ? v->site : 0;
-	}
+	line_distinct(l, c, distinct);
 	return match;
 }
 
-/* Group, filter and coalesce the n items into vr; returns the count. */
-static size_t view_build(const struct view_ctx *vc, size_t n,
-			 struct view_row **vr)
-{
-	uint32_t *ids = view_members(vc, n);
-	size_t out = 0;
+/* Where the members of a line are: ids[first .. first + n). */
+struct group {
+	uint32_t first;
+	uint32_t n;
+};
 
-	*vr = xreallocarray(NULL, n ? n : 1, sizeof **vr);
+/*
+ * Group, filter and coalesce the n items into lines, keeping of each its
+ * members and its order key; returns the count.
+ */
+static size_t view_lines(struct view_ctx *vc, size_t n, struct group **groups,
+			 struct order **order)
+{
+	size_t count = 0;
+	struct line l;
+
+	vc->ids = view_members(vc, n);
+	*groups = xreallocarray(NULL, n ? n : 1, sizeof **groups);
+	*order = xreallocarray(NULL, n ? n : 1, sizeof **order);
 	for (size_t i = 0, j; i < n; i = j) {
 		for (j = i + 1; j < n; j++) {
-			if (!same_group(&vc->items[ids[i]], &vc->items[ids[j]],
-					vc->q->coalesce))
+			if (!same_group(&vc->items[vc->ids[i]],
+					&vc->items[vc->ids[j]], vc->q->coalesce))
 				break;
 		}
-		if (view_group(vc, ids + i, j - i, &(*vr)[out]))
-			out++;
+		if (!line_of(vc, (uint32_t)i, (uint32_t)(j - i), &l))
+			continue;
+		(*groups)[count] = (struct group){ (uint32_t)i,
+						   (uint32_t)(j - i) };
+		order_key(vc->q, &l, (uint32_t)count, &(*order)[count]);
+		count++;
 	}
-	free(ids);
-	return out;
+	order_sites(vc->q, *order, count);
+	return count;
 }
 
-/* Average wait per acquisition; 0 without acquisitions. */
-static double view_avg(const struct view_row *v)
+/* Add what row r lends a line: failures, histogram, trend. */
+static void row_lend(const struct model *m, const struct row *r,
+		     struct view_row *v)
 {
-	if (v->c.acquisitions == 0)
-		return 0;
-	return (double)v->c.wait_ns / (double)v->c.acquisitions;
+	const struct row_waits *w = row_waits(m, r);
+	size_t oldest = m->ticks % TREND_LEN;
+
+	v->c.failed += r->since.failed;
+	if (w == NULL)
+		return;
+	for (int i = 0; i < HIST_BUCKETS; i++)
+		v->c.hist[i] += w->hist[i];
+	for (size_t i = 0; i < TREND_LEN; i++)
+		v->trend[i] += w->trend[(oldest + i) % TREND_LEN];
 }
 
-/* Compare two view rows on a numeric key, smallest first. */
-static int cmp_key(const struct view_row *a, const struct view_row *b,
-		   enum sort_key k)
+/* The table row of the line of group g: its numbers, what its rows lend. */
+static void view_row_of(struct view_ctx *vc, const struct group *g,
+			struct view_row *v)
 {
-	switch (k) {
-	case SORT_WAIT:
-		return cmp_double(a->wait_per_s, b->wait_per_s);
-	case SORT_TOTAL:
-		return cmp_u64(a->c.wait_ns, b->c.wait_ns);
-	case SORT_AVG:
-		return cmp_double(view_avg(a), view_avg(b));
-	case SORT_COUNT:
-		return cmp_u64(a->c.acquisitions, b->c.acquisitions);
-	case SORT_CONTENDED:
-		return cmp_u64(a->c.contended, b->c.contended);
-	case SORT_MAX:
-		return cmp_u64(a->max_wait_ns, b->max_wait_ns);
-	default:
-		return 0;
+	struct line l;
+
+	line_of(vc, g->first, g->n, &l);
+	memset(v, 0, sizeof *v);
+	v->type = l.type;
+	v->site = l.site;
+	v->object = l.object;
+	v->n_objects = l.n_objects;
+	v->n_sites = l.n_sites;
+	v->row_id = l.row_id;
+	v->c.acquisitions = l.acq;
+	v->c.contended = l.contended;
+	v->c.wait_ns = l.wait;
+	v->max_wait_ns = l.max_wait;
+	v->wait_per_s = l.wait_per_s;
+	v->acq_per_s = l.acq_per_s;
+	for (uint32_t i = 0; i < l.n; i++) {
+		const struct item *it = &vc->items[vc->ids[l.first + i]];
+
+		if (it->row != NO_ROW)
+			row_lend(vc->m, &vc->m->rows[it->row], v);
 	}
 }
 
 /*
- * Compare view rows a and b on the query's key: biggest first unless
- * ascending. The site label is the exception: its natural order is
- * alphabetical, so the default (ascending == false) sorts A to Z and
- * ascending == true sorts Z to A.
+ * The rank of the followed line: of the lines with its key (site, object
+ * and type are in their order keys), the one that sorts first. SIZE_MAX
+ * when none has it.
  */
-static int cmp_primary(const struct view_ctx *vc, uint32_t a, uint32_t b)
+static size_t view_find(const struct view_window *w,
+			const struct order *order, size_t n)
 {
-	int r;
-
-	if (vc->q->sort == SORT_SITE)
-		r = strcmp(vc->labels[a], vc->labels[b]);
-	else
-		r = -cmp_key(&vc->vr[a], &vc->vr[b], vc->q->sort);
-	return vc->q->ascending ? -r : r;
-}
-
-/*
- * Order view rows by the query, then by total wait (biggest first), site,
- * object, type and row id, so equal keys come out the same on every run.
- */
-static int cmp_view(const void *pa, const void *pb, void *arg)
-{
-	const struct view_ctx *vc = arg;
-	uint32_t ia = *(const uint32_t *)pa, ib = *(const uint32_t *)pb;
-	const struct view_row *a = &vc->vr[ia], *b = &vc->vr[ib];
-	int r;
-
-	if ((r = cmp_primary(vc, ia, ib)) != 0)
-		return r;
-	if ((r = -cmp_u64(a->c.wait_ns, b->c.wait_ns)) != 0)
-		return r;
-	if ((r = cmp_u64(a->site, b->site)) != 0)
-		return r;
-	if ((r = cmp_u64(a->object, b->object)) != 0)
-		return r;
-	if ((r = cmp_u64(a->type, b->type)) != 0)
-		return r;
-	return cmp_u64(a->row_id, b->row_id);
-}
-
-/*
- * Copies of the site labels of n view rows. Copied because a label function
- * may hand back a buffer it reuses on the next call.
- */
-static char **view_labels(const struct model_query *q,
-			  const struct view_row *vr, size_t n)
-{
-	char **labels = xreallocarray(NULL, n, sizeof *labels);
+	size_t best = SIZE_MAX;
 
 	for (size_t i = 0; i < n; i++) {
-		char buf[32];
-		const char *l = buf;
+		const uint64_t *k = order[i].key;
 
-		/* Without labels, sort by address: fixed width hex. */
-		if (q->site_label != NULL)
-			l = q->site_label(q->ctx, vr[i].site);
-		else
-			snprintf(buf, sizeof buf, "%016" PRIx64, vr[i].site);
-		labels[i] = xstrdup(l ? l : "");
+		if (k[2] != w->site || k[3] != w->object ||
+		    k[4] >> 32 != (uint64_t)w->type)
+			continue;
+		if (best == SIZE_MAX || order_cmp(&order[i], &order[best]) < 0)
+			best = i;
 	}
-	return labels;
+	return best == SIZE_MAX ? SIZE_MAX : order_rank(order, n, &order[best]);
 }
 
-static void free_labels(char **labels, size_t n)
+/* Lines [*from, *to) of n: the window, moved to hold the found line. */
+static void view_bounds(const struct view_window *w, size_t n, size_t *from,
+			size_t *to)
 {
-	for (size_t i = 0; labels != NULL && i < n; i++)
-		free(labels[i]);
-	free(labels);
+	size_t f = w->found;
+
+	*from = w->offset < n ? w->offset : n;
+	*to = w->limit && w->limit < n - *from ? *from + w->limit : n;
+	if (f == SIZE_MAX || (f >= *from && f < *to))
+		return;
+	if (w->limit == 0) {
+		*from = f < *from ? f : *from;
+		return;
+	}
+	*from = f - (f < w->limit / 2 ? f : w->limit / 2);
+	*to = w->limit < n - *from ? *from + w->limit : n;
 }
 
-/* Sort the n view rows vr (which it frees) into a new array. */
-static struct view_row *view_sort(struct view_ctx *vc, struct view_row *vr,
-				  size_t n)
-{
-	uint32_t *order = xreallocarray(NULL, n, sizeof *order);
-	struct view_row *sorted = xreallocarray(NULL, n, sizeof *sorted);
+/* A view's lines, keyed; in order where order_range() has been. */
+struct model_table {
+	struct view_ctx vc;
+	struct item *items;
+	struct group *groups;
+	struct order *order;
+	size_t n;
+};
 
-	vc->vr = vr;
-	if (vc->q->sort == SORT_SITE)
-		vc->labels = view_labels(vc->q, vr, n);
+/* Group, filter and key the lines of a view, in no order yet. */
+static struct model_table *table_build(const struct model *m,
+				       const struct model_query *q)
+{
+	struct model_table *t = xcalloc(1, sizeof *t);
+	size_t n_items = model_items(m, q, &t->items);
+
+	t->vc = (struct view_ctx){ .m = m, .q = q, .items = t->items };
+	t->n = view_lines(&t->vc, n_items, &t->groups, &t->order);
+	return t;
+}
+
+/* Build the table rows of lines [from, from + n), which are in order. */
+static void table_rows(struct model_table *t, size_t from, size_t n,
+		       struct view_row *rows)
+{
 	for (size_t i = 0; i < n; i++)
-		order[i] = (uint32_t)i;
-	qsort_r(order, n, sizeof *order, cmp_view, vc);
-	for (size_t i = 0; i < n; i++)
-		sorted[i] = vr[order[i]];
-	free_labels(vc->labels, n);
-	free(order);
-	free(vr);
-	return sorted;
+		view_row_of(&t->vc, &t->groups[t->order[from + i].line],
+			    &rows[i]);
+}
+
+struct model_table *model_table_new(const struct model *m,
+				    const struct model_query *q)
+{
+	struct model_table *t = table_build(m, q);
+
+	order_range(t->order, t->n, 0, t->n);
+	return t;
+}
+
+size_t model_table_lines(const struct model_table *t)
+{
+	return t->n;
+}
+
+size_t model_table_rows(struct model_table *t, size_t from, size_t n,
+			struct view_row *rows)
+{
+	if (from >= t->n)
+		return 0;
+	if (n > t->n - from)
+		n = t->n - from;
+	table_rows(t, from, n, rows);
+	return n;
+}
+
+/* The line keys in order, as model_drill() takes them from view rows. */
+void model_table_drill(const struct model_table *t, struct drill *out)
+{
+	struct line_key *keys = xreallocarray(NULL, t->n ? t->n : 1,
+					      sizeof *keys);
+
+	for (size_t i = 0; i < t->n; i++) {
+		const uint64_t *k = t->order[i].key;
+
+		keys[i] = (struct line_key){ k[2], k[3], (uint8_t)(k[4] >> 32) };
+	}
+	drill_keys(t->vc.m, t->vc.q, keys, t->n, out);
+	free(keys);
+}
+
+void model_table_free(struct model_table *t)
+{
+	if (t == NULL)
+		return;
+	free(t->order);
+	free(t->groups);
+	free(t->vc.ids);
+	free(t->vc.match);
+	site_set_free(&t->vc.judged);
+	free(t->items);
+	free(t);
+}
+
+size_t model_view_window(const struct model *m, const struct model_query *q,
+			 struct view_window *w, struct view_row **rows)
+{
+	struct model_table *t = table_build(m, q);
+	size_t n = t->n, from, to;
+
+	w->total = n;
+	w->found = w->follow ? view_find(w, t->order, n) : SIZE_MAX;
+	view_bounds(w, n, &from, &to);
+	w->offset = from;
+	order_range(t->order, n, from, to);
+	*rows = to > from ? xreallocarray(NULL, to - from, sizeof **rows) : NULL;
+	table_rows(t, from, to - from, *rows);
+	model_table_free(t);
+	return to - from;
 }
 
 size_t model_view(const struct model *m, const struct model_query *q,
 		  struct view_row **rows)
 {
-	struct item *items;
-	size_t n_items = view_items(m, q, &items);
-	struct view_ctx vc = { .m = m, .q = q, .items = items };
-	size_t n = view_build(&vc, n_items, rows);
+	struct view_window w = { 0 };
 
-	free(items);
-	if (n == 0) {
-		free(*rows);
-		*rows = NULL;
-		return 0;
-	}
-	*rows = view_sort(&vc, *rows, n);
-	return n;
+	return model_view_window(m, q, &w, rows);
 }
-

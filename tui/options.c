@@ -30,6 +30,9 @@ static const char usage_text[] =
 	"  -n, --iterations N     stop after N refreshes\n"
 	"  -b, --batch            print the table every interval (like top -b);\n"
 	"                         the default when stdout is not a terminal\n"
+	"  -N, --rows N           in batch mode, print only the first N rows of each\n"
+	"                         table (default all; the live screen shows what\n"
+	"                         fits, --json and --folded keep every row)\n"
 	"  -o, --sort KEY         wait | total | avg | count | contended | max | site;\n"
 	"                         a leading - sorts low to high, + high to low\n"
 	"  -m, --coalesce MODE    none (site x object) | site | object (default none)\n"
@@ -110,6 +113,15 @@ static long parse_count(const char *s, const char *what, long max)
 	return v;
 }
 
+/* -N: a count of rows, or "all". */
+static size_t parse_rows(const char *s)
+{
+	if (strcmp(s, "all") == 0)
+		return 0;
+	return (size_t)parse_count(s, "-N: expected a positive count of rows "
+				   "or 'all', got '%s'", 1L << 30);
+}
+
 static void parse_sort(struct options *o, const char *s)
 {
 	int k;
@@ -129,6 +141,7 @@ static const struct option long_options[] = {
 	{ "delay", required_argument, NULL, 'd' },
 	{ "iterations", required_argument, NULL, 'n' },
 	{ "batch", no_argument, NULL, 'b' },
+	{ "rows", required_argument, NULL, 'N' },
 	{ "sort", required_argument, NULL, 'o' },
 	{ "coalesce", required_argument, NULL, 'm' },
 	{ "json", required_argument, NULL, 'j' },
@@ -152,6 +165,7 @@ static void apply(struct options *o, int c, const char *arg)
 	case 'd': o->delay_s = parse_delay(arg); break;
 	case 'n': o->iterations = parse_count(arg, "-n: expected a positive count, got '%s'", 1L << 30); break;
 	case 'b': o->batch = true; break;
+	case 'N': o->rows = parse_rows(arg); break;
 	case 'o': parse_sort(o, arg); break;
 	case 'm':
 		if ((m = coalesce_parse(arg)) < 0)
@@ -180,7 +194,7 @@ void options_parse(struct options *o, int argc, char **argv)
 	*o = (struct options){ .delay_s = 1.0, .sort = SORT_WAIT,
 			       .coalesce = COALESCE_NONE };
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+p:d:n:bo:m:j:t:hV", long_options,
+	while ((c = getopt_long(argc, argv, "+p:d:n:bN:o:m:j:t:hV", long_options,
 				NULL)) != -1) {
 		if (c == '?' && optopt)
 			usage_error("unknown or incomplete option '-%s'",

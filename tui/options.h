@@ -11,6 +11,7 @@ struct options {
 	double delay_s;
 	long iterations;	/* 0: until the target exits or the user quits */
 	bool batch;
+	size_t rows;		/* -N: batch tables' first rows; 0 = all */
 	enum sort_key sort;
 	bool ascending;
 	enum coalesce coalesce;

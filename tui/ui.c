@@ -16,6 +16,8 @@
 #define DELAY_MIN_S 0.01
 #define DELAY_MAX_S 3600
 #define SCROLL_MAX 100000
+/* Table lines on screen before the first drawing says. */
+#define PAGE_GUESS 100
 
 void ui_message(struct ui *ui, bool error, const char *fmt, ...)
 {
@@ -74,43 +76,80 @@ static struct row_key key_of(const struct view_row *r)
 	return k;
 }
 
-static bool same_key(struct row_key a, struct row_key b)
+const struct view_row *ui_line(const struct ui *ui, size_t i)
 {
-	return a.type == b.type && a.site == b.site && a.object == b.object;
+	if (i < ui->first || i - ui->first >= ui->nheld)
+		return NULL;
+	return &ui->rows[i - ui->first];
 }
 
-/* Keep the selection on the row it was on, wherever the row moved. */
-static void restore_selection(struct ui *ui)
+/*
+ * Build the held lines: all of them when paused (the table is frozen and
+ * may be scrolled and exported whole), otherwise a page each side of the
+ * page from line at. With follow, the selected row is looked for wherever
+ * it went, and held. Returns its line, or SIZE_MAX.
+ */
+static size_t fetch(struct ui *ui, size_t at, bool follow)
 {
-	if (ui->has_sel_key) {
-		for (size_t i = 0; i < ui->nrows; i++) {
-			if (same_key(key_of(&ui->rows[i]), ui->sel_key)) {
-				ui->selected = i;
-				return;
-			}
-		}
+	struct app *a = ui->app;
+	size_t page = ui->page > 0 ? (size_t)ui->page : PAGE_GUESS;
+	struct view_window w = { .follow = follow && ui->has_sel_key,
+				 .type = ui->sel_key.type,
+				 .site = ui->sel_key.site,
+				 .object = ui->sel_key.object };
+
+	if (!ui->paused) {
+		w.offset = at > page ? at - page : 0;
+		w.limit = 3 * page;
 	}
+	free(ui->rows);
+	a->query.filter = ui->filter[0] ? ui->filter : NULL;
+	ui->nheld = model_view_window(a->model, &a->query, &w, &ui->rows);
+	ui->first = w.offset;
+	ui->nrows = w.total;
 	if (ui->selected >= ui->nrows)
 		ui->selected = ui->nrows ? ui->nrows - 1 : 0;
+	return w.found;
+}
+
+void ui_hold(struct ui *ui, size_t from, size_t n)
+{
+	if (from >= ui->nrows)
+		return;
+	if (n > ui->nrows - from)
+		n = ui->nrows - from;
+	if (from < ui->first || from + n > ui->first + ui->nheld)
+		fetch(ui, from, false);
 }
 
 static void remember_selection(struct ui *ui)
 {
 	ui->has_sel_key = ui->nrows > 0;
+	if (ui->has_sel_key) {
+		ui_hold(ui, ui->selected, 1);
+		ui->has_sel_key = ui_line(ui, ui->selected) != NULL;
+	}
 	if (ui->has_sel_key)
-		ui->sel_key = key_of(&ui->rows[ui->selected]);
+		ui->sel_key = key_of(ui_line(ui, ui->selected));
 }
 
-/* Rebuild the rows now, paused or not: the query changed. */
+/*
+ * Rebuild the rows now, paused or not: the query changed. The selection
+ * stays on the row it was on, wherever the row moved.
+ */
 static void rebuild(struct ui *ui)
 {
-	struct app *a = ui->app;
+	size_t found = fetch(ui, ui->top, true);
 
-	free(ui->rows);
-	a->query.filter = ui->filter[0] ? ui->filter : NULL;
-	ui->nrows = model_view(a->model, &a->query, &ui->rows);
-	model_stats(a->model, &ui->stats);
-	restore_selection(ui);
+	model_stats(ui->app->model, &ui->stats);
+	if (found != SIZE_MAX)
+		ui->selected = found;
+}
+
+/* Whether every line of the table is built. */
+static bool holds_all(const struct ui *ui)
+{
+	return ui->first == 0 && ui->nheld == ui->nrows;
 }
 
 void ui_refresh(struct ui *ui)
@@ -235,10 +274,11 @@ static void act_reset(struct ui *ui)
 	ui_message(ui, false, "reset: totals count from now");
 }
 
+/* Pausing builds the whole table once, to scroll and export it frozen. */
 static void act_pause(struct ui *ui)
 {
 	ui->paused = !ui->paused;
-	if (!ui->paused)
+	if (!ui->paused || !holds_all(ui))
 		rebuild(ui);
 }
 
@@ -318,19 +358,28 @@ static void write_export(struct ui *ui, const char *ext, char *text)
 	free(text);
 }
 
-/* Write what is on screen: the shown rows, sorted, coalesced, filtered. */
+/*
+ * Write what is on screen: the shown rows, sorted, coalesced, filtered.
+ * A table built only in part is built whole from the model again.
+ */
 static void act_export(struct ui *ui)
 {
-	write_export(ui, "json", export_rows_json(ui->app, &ui->app->query,
-						  ui->rows, ui->nrows,
-						  &ui->stats));
+	struct app *a = ui->app;
+
+	write_export(ui, "json", holds_all(ui) ?
+		     export_rows_json(a, &a->query, ui->rows, ui->nrows,
+				      &ui->stats) :
+		     export_table_json(a, &a->query));
 }
 
 /* Write the stacks of the shown rows in folded form, for flame graphs. */
 static void act_folded(struct ui *ui)
 {
-	write_export(ui, "folded", export_rows_folded(ui->app, &ui->app->query,
-						      ui->rows, ui->nrows));
+	struct app *a = ui->app;
+
+	write_export(ui, "folded", holds_all(ui) ?
+		     export_rows_folded(a, &a->query, ui->rows, ui->nrows) :
+		     export_table_folded(a, &a->query));
 }
 
 /* Attribute waits past the lock wrappers, or show the wrappers' rows. */

@@ -38,7 +38,14 @@ struct ui {
 	enum ui_prompt prompt;
 	char input[128];		/* what is typed at the prompt */
 	char filter[128];		/* the applied filter */
-	struct view_row *rows;		/* the table as shown */
+	/*
+	 * The table as shown: nrows lines, of which lines [first, first +
+	 * nheld) are built, in rows. A big table is built only around what
+	 * is on screen; a paused one is built whole.
+	 */
+	struct view_row *rows;
+	size_t first;
+	size_t nheld;
 	size_t nrows;
 	struct model_stats stats;	/* the header as shown */
 	size_t selected;
@@ -68,6 +75,12 @@ void ui_free(struct ui *ui);
 
 /* Rebuild the table from the model unless paused; keeps the selection. */
 void ui_refresh(struct ui *ui);
+
+/* Make lines [from, from + n) of the table held, building them if needed. */
+void ui_hold(struct ui *ui, size_t from, size_t n);
+
+/* Line i of the table, or NULL when it is not held. */
+const struct view_row *ui_line(const struct ui *ui, size_t i);
 
 /* Act on a key. */
 void ui_key(struct ui *ui, int key);

@@ -134,11 +134,14 @@ static void draw_table(struct screen *s, struct ui *ui)
 
 	ui->page = s->h - y0 - 1;
 	scroll_into_view(ui);
+	ui_hold(ui, ui->top, (size_t)ui->page);
 	draw_titles(s, ui, HEADER_LINES, p, n);
 	for (int i = 0; i < ui->page && ui->top + (size_t)i < ui->nrows; i++) {
 		size_t r = ui->top + (size_t)i;
+		const struct view_row *row = ui_line(ui, r);
 
-		draw_row(s, ui, y0 + i, &ui->rows[r], r == ui->selected, p, n);
+		if (row != NULL)
+			draw_row(s, ui, y0 + i, row, r == ui->selected, p, n);
 	}
 	if (ui->nrows == 0)
 		screen_puts(s, 1, y0, SLOT_NORMAL, ui->filter[0] ?
@@ -361,9 +364,10 @@ static int detail_page(struct screen *s, struct ui *ui)
 	char trend[256];
 	int y;
 
-	if (ui->selected >= ui->nrows)
+	ui_hold(ui, ui->selected, 1);
+	r = ui_line(ui, ui->selected);
+	if (r == NULL)
 		return 0;
-	r = &ui->rows[ui->selected];
 	y = detail_numbers(s, ui, r, 0);
 	format_sparkline(trend, sizeof(trend), r->trend, TREND_LEN);
 	screen_puts(s, 1, y, SLOT_NORMAL, "trend        ", -1);

@@ -1088,6 +1088,71 @@ static void test_hostile_collector(void)
 	wbuf_free(&b);
 }
 
+/* The rows of each table in batch output: the counts, in order. */
+static size_t table_rows(const char *out, size_t *rows, size_t max)
+{
+	size_t n = 0;
+	const char *p = out;
+
+	while ((p = strstr(p, "\nTYPE ")) != NULL && n < max) {
+		size_t k = 0;
+
+		p = strchr(p + 1, '\n');
+		while (p && p[1] && p[1] != '\n') {
+			k++;
+			p = strchr(p + 1, '\n');
+		}
+		rows[n++] = k;
+		if (p == NULL)
+			break;
+	}
+	return n;
+}
+
+/*
+ * -N limits each batch table to its first N rows (the header says of how
+ * many), --json keeps every row; "all" is the default; bad counts are
+ * usage errors, and --help documents it.
+ */
+static void test_batch_rows_limit(void)
+{
+	char *json = tmp_path("rows.json"), *expect = tmp_path("expect");
+	char *argv[] = { qsptop, "-b", "-d", "0.2", "-N", "3", "-j", json,
+			 "--", workload, "manyrows", expect, NULL };
+	struct run r;
+	size_t rows[64], n, over = 0;
+	cJSON *snap;
+
+	unlink(json);
+	r = run_argv(argv);
+	snap = load_json(json);
+	n = table_rows(r.out, rows, 64);
+	for (size_t i = 0; i < n; i++)
+		over += rows[i] > 3;
+	CHECK(r.status == 0 && n >= 2 && over == 0 && rows[n - 1] == 3,
+	      "-N 3: %zu tables, %zu of them longer than 3 rows (exit %d)", n,
+	      over, r.status);
+	CHECK(strstr(r.out, " - rows 3 of 2000\n") != NULL,
+	      "-N 3: the header says 3 rows of 2000: %.300s", r.out);
+	CHECK(snap && sum_rows(snap, "many_worker", "mutex").rows == 2000,
+	      "-N 3: the snapshot keeps all 2000 rows");
+	cJSON_Delete(snap);
+	run_free(&r);
+	argv[5] = "all";
+	r = run_argv(argv);
+	n = table_rows(r.out, rows, 64);
+	CHECK(r.status == 0 && n >= 2 && rows[n - 1] == 2000 &&
+	      strstr(r.out, " - rows ") == NULL,
+	      "-N all: every row, the header as without -N (%zu tables)", n);
+	run_free(&r);
+	check_error((char *[]){ qsptop, "-N", "0", "--", "true", NULL }, 2, "-N");
+	check_error((char *[]){ qsptop, "--rows", "x", "--", "true", NULL }, 2,
+		    "-N");
+	r = run_argv((char *[]){ qsptop, "--help", NULL });
+	CHECK(strstr(r.out, "-N, --rows N"), "--help documents -N, --rows");
+	run_free(&r);
+}
+
 int main(void)
 {
 	char cmd[PATH_MAX + 16];
@@ -1106,6 +1171,7 @@ int main(void)
 	test_exec_not_followed();
 	test_host_closes_collector_fds();
 	test_iterations_end_launch();
+	test_batch_rows_limit();
 	test_slow_client_merges();
 	test_json_write_failure_keeps_old_file();
 	test_no_collector_injects();

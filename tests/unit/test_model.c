@@ -1358,6 +1358,465 @@ static void test_fold_last_interval(void)
 	model_free(m);
 }
 
+/* ---- Parts of a view ---- */
+
+/* A step of xorshift64: the fixtures' only source of variety. */
+static uint64_t next_rand(uint64_t *x)
+{
+	*x ^= *x << 13;
+	*x ^= *x >> 7;
+	*x ^= *x << 17;
+	return *x;
+}
+
+/* Labels shared by the sites of one 0x100 block, to make equal labels. */
+static const char *coarse_label(void *ctx, uint64_t site)
+{
+	static char buf[32];
+
+	(void)ctx;
+	snprintf(buf, sizeof buf, "fn_%" PRIx64, site >> 8);
+	return buf;
+}
+
+/*
+ * 800 rows over 40 sites (one in five in a wrapper), 60 objects and three
+ * types, some keys twice; small numbers, so many lines tie on a key;
+ * stacks on a third of the rows, two intervals, and waits after the last.
+ */
+static struct model *mixed_fixture(void)
+{
+	struct model *m = model_new();
+	uint64_t x = 0x9e3779b97f4a7c15ull;
+	static const enum lock_type types[] = { LOCK_MUTEX, LOCK_SPIN,
+						LOCK_RWLOCK_READ };
+
+	for (uint32_t s = 0; s < 24; s++) {
+		uint64_t f[3] = { 0x1000 + s % 8 * 0x40, 0x2000 + s * 0x90,
+				  0x9000 };
+
+		if (s % 5 == 0)
+			sdef(m, s, 2, f + 1);	/* no wrapper frame */
+		else
+			sdef(m, s, s % 3 ? 3 : 2, f);
+	}
+	tick(m, 0);
+	for (uint32_t id = 0; id < 800; id++) {
+		uint64_t r = next_rand(&x);
+		uint64_t site = r % 5 == 0 ? 0x1000 + r % 8 * 0x40
+					   : 0x2000 + r % 35 * 0x90;
+
+		def(m, id, types[r % 3], site, 0xa000 + (r >> 8) % 60 * 8);
+	}
+	for (int round = 0; round < 3; round++) {
+		for (uint32_t id = 0; id < 800; id++) {
+			uint64_t r = next_rand(&x);
+
+			add(m, id, r % 7, r % 3, (r >> 4) % 4 * 100,
+			    (r >> 8) % 5 * 50);
+			if (r % 3 == 0)
+				sadd(m, id, (uint32_t)(r >> 12) % 25,
+				     (uint32_t)(r >> 20) % 4 + 1, r % 4,
+				     (r >> 24) % 3 * 70);
+		}
+		if (round < 2)
+			tick(m, (uint64_t)(round + 1) * 1000000000);
+	}
+	return m;
+}
+
+/* The sort of the old table: numbers, as view rows compare on each key. */
+static int ref_key(const struct view_row *a, const struct view_row *b,
+		   enum sort_key k)
+{
+	double aa = a->c.acquisitions ? (double)a->c.wait_ns /
+					(double)a->c.acquisitions : 0;
+	double ab = b->c.acquisitions ? (double)b->c.wait_ns /
+					(double)b->c.acquisitions : 0;
+
+	switch (k) {
+	case SORT_WAIT:
+		return (a->wait_per_s > b->wait_per_s) -
+		       (a->wait_per_s < b->wait_per_s);
+	case SORT_TOTAL:
+		return (a->c.wait_ns > b->c.wait_ns) - (a->c.wait_ns < b->c.wait_ns);
+	case SORT_AVG:
+		return (aa > ab) - (aa < ab);
+	case SORT_COUNT:
+		return (a->c.acquisitions > b->c.acquisitions) -
+		       (a->c.acquisitions < b->c.acquisitions);
+	case SORT_CONTENDED:
+		return (a->c.contended > b->c.contended) -
+		       (a->c.contended < b->c.contended);
+	case SORT_MAX:
+		return (a->max_wait_ns > b->max_wait_ns) -
+		       (a->max_wait_ns < b->max_wait_ns);
+	default:
+		return 0;
+	}
+}
+
+/* A site's label as the view sorts by it, copied. */
+static void ref_label(const struct model_query *q, uint64_t site, char *out,
+		      size_t len)
+{
+	const char *l = q->site_label ? q->site_label(q->ctx, site) : NULL;
+
+	if (q->site_label == NULL)
+		snprintf(out, len, "%016" PRIx64, site);
+	else
+		snprintf(out, len, "%s", l ? l : "");
+}
+
+/*
+ * The comparison that defined the table's order before views sorted
+ * compact keys: the query's key, then total wait, site, object, type and
+ * row id. A strict total order on the lines of one view.
+ */
+static int ref_cmp(const struct model_query *q, const struct view_row *a,
+		   const struct view_row *b)
+{
+	char la[64], lb[64];
+	int r;
+
+	if (q->sort == SORT_SITE) {
+		ref_label(q, a->site, la, sizeof la);
+		ref_label(q, b->site, lb, sizeof lb);
+		r = strcmp(la, lb);
+	} else {
+		r = -ref_key(a, b, q->sort);
+	}
+	if (q->ascending)
+		r = -r;
+	if (r != 0)
+		return r;
+	if (a->c.wait_ns != b->c.wait_ns)
+		return a->c.wait_ns > b->c.wait_ns ? -1 : 1;
+	if (a->site != b->site)
+		return a->site < b->site ? -1 : 1;
+	if (a->object != b->object)
+		return a->object < b->object ? -1 : 1;
+	if (a->type != b->type)
+		return a->type < b->type ? -1 : 1;
+	return (a->row_id > b->row_id) - (a->row_id < b->row_id);
+}
+
+/* A query of the combination number i: key, direction, coalescing, ... */
+static struct model_query combo(unsigned i)
+{
+	struct model_query q = query((enum coalesce)(i % COALESCE_COUNT),
+				     i / 3 % 2);
+
+	q.sort = (enum sort_key)(i / 6 % SORT_KEY_COUNT);
+	q.ascending = i / 42 % 2;
+	q.filter = i / 84 % 2 ? "2" : NULL;
+	q.site_label = (const site_label_fn[]){ label_of, coarse_label,
+						NULL }[i / 168 % 3];
+	return q;
+}
+
+#define COMBOS (3 * 2 * SORT_KEY_COUNT * 2 * 2 * 3)
+
+/* "sort avg ascending, coalesce site, ..." for failure messages. */
+static const char *combo_name(const struct model_query *q)
+{
+	static char buf[128];
+
+	snprintf(buf, sizeof buf, "sort %s%s, coalesce %s, wrappers %s, "
+		 "filter %s, labels %s", sort_key_name(q->sort),
+		 q->ascending ? " ascending" : "", coalesce_name(q->coalesce),
+		 q->skip_wrappers ? "skipped" : "shown",
+		 q->filter ? q->filter : "none",
+		 q->site_label == label_of ? "fine" :
+		 q->site_label ? "coarse" : "none");
+	return buf;
+}
+
+/* Every pair of neighbours in the order the old comparison gives. */
+static void check_sorted(const struct model_query *q,
+			 const struct view_row *v, size_t n)
+{
+	size_t bad = 0, first = 0;
+
+	for (size_t i = 1; i < n; i++) {
+		if (ref_cmp(q, &v[i - 1], &v[i]) >= 0 && bad++ == 0)
+			first = i;
+	}
+	CHECK(bad == 0, "%s: %zu lines out of order, first at %zu",
+	      combo_name(q), bad, first);
+}
+
+/* Lines [offset, offset + limit) built alone equal the whole view's. */
+static void check_window(const struct model *m, const struct model_query *q,
+			 const struct view_row *full, size_t n, size_t offset,
+			 size_t limit)
+{
+	struct view_window w = { .offset = offset, .limit = limit };
+	struct view_row *v;
+	size_t got = model_view_window(m, q, &w, &v);
+	size_t from = offset < n ? offset : n;
+	size_t want = limit && limit < n - from ? limit : n - from;
+
+	CHECK(got == want && w.total == n && w.offset == from,
+	      "%s window %zu+%zu: expected %zu lines at %zu of %zu, got %zu "
+	      "at %zu of %zu", combo_name(q), offset, limit, want, from, n,
+	      got, w.offset, w.total);
+	CHECK(got != want || got == 0 ||
+	      memcmp(v, full + from, got * sizeof *v) == 0,
+	      "%s window %zu+%zu: lines differ from the whole view's",
+	      combo_name(q), offset, limit);
+	CHECK(got != 0 || v == NULL, "empty window: expected NULL rows");
+	free(v);
+}
+
+/*
+ * Following line i's key finds the first line with that key in the whole
+ * view, and the window moves to hold it.
+ */
+static void check_follow(const struct model *m, const struct model_query *q,
+			 const struct view_row *full, size_t n, size_t i)
+{
+	struct view_window w = { .offset = 0, .limit = 5, .follow = true,
+				 .type = full[i].type, .site = full[i].site,
+				 .object = full[i].object };
+	struct view_row *v;
+	size_t want = 0, got;
+
+	while (full[want].type != full[i].type ||
+	       full[want].site != full[i].site ||
+	       full[want].object != full[i].object)
+		want++;
+	got = model_view_window(m, q, &w, &v);
+	CHECK(w.found == want && want >= w.offset && want < w.offset + got &&
+	      memcmp(&v[want - w.offset], &full[want], sizeof *v) == 0,
+	      "%s follow line %zu: expected found %zu in the window, got %zu "
+	      "in %zu+%zu", combo_name(q), i, want, w.found, w.offset, got);
+	free(v);
+	w = (struct view_window){ .follow = true, .type = LOCK_CONDVAR,
+				  .site = 1, .limit = 3 };
+	got = model_view_window(m, q, &w, &v);
+	CHECK(w.found == SIZE_MAX && w.offset == 0 && got == (n < 3 ? n : 3),
+	      "%s follow a missing key: expected nothing found, got %zu",
+	      combo_name(q), w.found);
+	free(v);
+}
+
+/*
+ * For every sort key, direction, coalescing, wrapper setting, filter and
+ * labelling: the view is in the old comparison's order, and any part of
+ * it built alone holds the same lines.
+ */
+static void test_window_equals_full_view(void)
+{
+	struct model *m = mixed_fixture();
+
+	for (unsigned i = 0; i < COMBOS; i++) {
+		struct model_query q = combo(i);
+		struct view_row *full;
+		size_t n = model_view(m, &q, &full);
+		static const size_t offsets[] = { 0, 1, 2, 17, 100 };
+		static const size_t limits[] = { 1, 7, 50, 0 };
+
+		CHECK(n > 20, "%s: expected a view of many lines, got %zu",
+		      combo_name(&q), n);
+		check_sorted(&q, full, n);
+		for (size_t a = 0; a < sizeof offsets / sizeof *offsets; a++)
+			for (size_t b = 0; b < sizeof limits / sizeof *limits; b++)
+				check_window(m, &q, full, n, offsets[a], limits[b]);
+		check_window(m, &q, full, n, n - 3, 7);
+		check_window(m, &q, full, n, n - 1, 1);
+		check_window(m, &q, full, n, n, 4);
+		check_window(m, &q, full, n, n + 5, 0);
+		for (size_t k = 0; n > 0 && k < 4; k++)
+			check_follow(m, &q, full, n, (k * 7919) % n);
+		free(full);
+	}
+	model_free(m);
+}
+
+/* Whether stacks a and b hold the same n entries. */
+static bool same_stacks(const struct stack_view *a, const struct stack_view *b,
+			size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (a[i].stack != b[i].stack || a[i].depth != b[i].depth ||
+		    a[i].frames != b[i].frames || a[i].count != b[i].count ||
+		    a[i].wait_ns != b[i].wait_ns)
+			return false;
+	}
+	return true;
+}
+
+/* Whether threads a and b hold the same n entries. */
+static bool same_threads(const struct thread_view *a,
+			 const struct thread_view *b, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (a[i].tid != b[i].tid || a[i].count != b[i].count ||
+		    a[i].wait_ns != b[i].wait_ns)
+			return false;
+	}
+	return true;
+}
+
+/*
+ * The stacks and threads of every line found in one pass equal those
+ * model_row_stacks() and model_row_threads() find line by line, for every
+ * coalescing and wrapper setting (duplicate keys included).
+ */
+static void test_drill_equals_per_line(void)
+{
+	struct model *m = mixed_fixture();
+
+	for (unsigned i = 0; i < 6; i++) {
+		struct model_query q = combo(i);
+		struct view_row *v;
+		size_t n = model_view(m, &q, &v), bad = 0, stacked = 0;
+		struct drill d;
+
+		model_drill(m, &q, v, n, &d);
+		for (size_t j = 0; j < n; j++) {
+			struct stack_view *sv;
+			struct thread_view *tv;
+			size_t ns = model_row_stacks(m, &q, &v[j], &sv);
+			size_t nt = model_row_threads(m, &q, &v[j], &tv);
+			const struct line_drill *l = &d.line[j];
+
+			bad += ns != l->n_stacks || nt != l->n_threads ||
+			       !same_stacks(sv, l->stacks, ns) ||
+			       !same_threads(tv, l->threads, nt) ||
+			       (ns == 0) != (l->stacks == NULL) ||
+			       (nt == 0) != (l->threads == NULL);
+			stacked += ns > 0;
+			free(sv);
+			free(tv);
+		}
+		CHECK(bad == 0 && stacked > 20, "%s: %zu of %zu lines differ "
+		      "(%zu with stacks)", combo_name(&q), bad, n, stacked);
+		model_drill_free(&d);
+		free(v);
+	}
+	model_free(m);
+}
+
+/*
+ * A table built a part at a time holds the whole view's lines, and its
+ * drill is the drill of those lines.
+ */
+static void test_table_parts(void)
+{
+	struct model *m = mixed_fixture();
+
+	for (unsigned i = 0; i < COMBOS; i += 37) {
+		struct model_query q = combo(i);
+		struct view_row *full, part[7];
+		size_t n = model_view(m, &q, &full), bad = 0, k;
+		struct model_table *t = model_table_new(m, &q);
+		struct drill a, b;
+
+		CHECK(model_table_lines(t) == n, "%s: table of %zu lines, "
+		      "expected %zu", combo_name(&q), model_table_lines(t), n);
+		for (size_t from = 0; from < n; from += k) {
+			k = model_table_rows(t, from, 7, part);
+			bad += k == 0 || memcmp(part, full + from, k * sizeof *part);
+		}
+		CHECK(bad == 0 && model_table_rows(t, n, 7, part) == 0,
+		      "%s: %zu parts differ from the whole view", combo_name(&q),
+		      bad);
+		model_drill(m, &q, full, n, &a);
+		model_table_drill(t, &b);
+		for (size_t j = 0; j < n; j++)
+			bad += a.line[j].n_stacks != b.line[j].n_stacks ||
+			       a.line[j].n_threads != b.line[j].n_threads ||
+			       !same_stacks(a.line[j].stacks, b.line[j].stacks,
+					    a.line[j].n_stacks) ||
+			       !same_threads(a.line[j].threads, b.line[j].threads,
+					     a.line[j].n_threads);
+		CHECK(bad == 0, "%s: the table's drill differs in %zu lines",
+		      combo_name(&q), bad);
+		model_drill_free(&a);
+		model_drill_free(&b);
+		model_table_free(t);
+		free(full);
+	}
+	model_free(m);
+}
+
+/* The header's totals equal the sums over the rows, histogram included. */
+static void test_stats_sum_rows(void)
+{
+	struct model *m = mixed_fixture();
+	struct model_query q = query(COALESCE_NONE, false);
+	struct model_stats s;
+	struct counts sum = { 0 };
+	struct view_row *v;
+	size_t n, bad = 0;
+
+	for (int round = 0; round < 2; round++) {
+		n = model_view(m, &q, &v);
+		memset(&sum, 0, sizeof sum);
+		for (size_t i = 0; i < n; i++) {
+			sum.acquisitions += v[i].c.acquisitions;
+			sum.contended += v[i].c.contended;
+			sum.wait_ns += v[i].c.wait_ns;
+			sum.failed += v[i].c.failed;
+			for (int b = 0; b < HIST_BUCKETS; b++)
+				sum.hist[b] += v[i].c.hist[b];
+		}
+		free(v);
+		model_stats(m, &s);
+		bad += memcmp(&sum, &s.total, sizeof sum) != 0;
+		CHECK(s.total.acquisitions > 0 || round == 1,
+		      "stats: expected acquisitions before the reset");
+		model_reset(m);
+		add(m, 7, 3, 2, 90, 40);
+	}
+	CHECK_U64(bad, 0);
+	model_free(m);
+}
+
+/* At 100,000 rows the top and bottom lines alone are the whole view's. */
+static void test_window_at_scale(void)
+{
+	static const struct {
+		enum coalesce c;
+		enum sort_key k;
+		bool asc;
+	} cases[] = {
+		{ COALESCE_NONE, SORT_WAIT, false },
+		{ COALESCE_NONE, SORT_COUNT, true },
+		{ COALESCE_NONE, SORT_SITE, false },
+		{ COALESCE_SITE, SORT_AVG, false },
+		{ COALESCE_OBJECT, SORT_MAX, true },
+	};
+	struct model *m = model_new();
+
+	for (uint32_t id = 0; id < 100000; id++) {
+		def(m, id, LOCK_MUTEX, 0x10000 + (id / 100) * 16,
+		    0x900000 + (id % 1000) * 64);
+		add(m, id, id % 13, id % 3, id % 977, id % 89);
+	}
+	tick(m, 0);
+	for (uint32_t id = 0; id < 100000; id += 3)
+		add(m, id, 1, 1, id % 31, 1);
+	tick(m, 1000000000);
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		struct model_query q = query(cases[i].c, false);
+		struct view_row *full;
+		size_t n;
+
+		q.sort = cases[i].k;
+		q.ascending = cases[i].asc;
+		n = model_view(m, &q, &full);
+		check_sorted(&q, full, n);
+		check_window(m, &q, full, n, 0, 20);
+		check_window(m, &q, full, n, n / 2, 50);
+		check_window(m, &q, full, n, n - 20, 20);
+		free(full);
+	}
+	model_free(m);
+}
+
 int main(void)
 {
 	test_fold_last_interval();
@@ -1390,5 +1849,10 @@ int main(void)
 	test_wrapper_coalesce();
 	test_wrapper_reset();
 	test_stack_many();
+	test_window_equals_full_view();
+	test_stats_sum_rows();
+	test_drill_equals_per_line();
+	test_table_parts();
+	test_window_at_scale();
 	return check_summary();
 }

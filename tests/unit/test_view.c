@@ -665,6 +665,158 @@ static void test_screen_buffer(void)
 	screen_free(s);
 }
 
+/* ---- A table bigger than the screen ---- */
+
+#define BIG_ROWS 5000
+
+/* Whether the lines on screen are the whole view's lines at their places. */
+static bool shown_rows_match(void)
+{
+	struct view_row *full;
+	size_t n = model_view(app.model, &app.query, &full), bad = 0;
+
+	for (int i = 0; i < ui.page && ui.top + (size_t)i < n; i++) {
+		const struct view_row *r = ui_line(&ui, ui.top + (size_t)i);
+
+		bad += r == NULL || memcmp(r, &full[ui.top + (size_t)i], sizeof *r) != 0;
+	}
+	free(full);
+	return n == ui.nrows && bad == 0;
+}
+
+/* The line of a row's object in the whole view, or -1. */
+static long line_of_object(uint64_t object)
+{
+	struct view_row *full;
+	size_t n = model_view(app.model, &app.query, &full);
+	long at = -1;
+
+	for (size_t i = 0; i < n && at < 0; i++)
+		if (full[i].object == object)
+			at = (long)i;
+	free(full);
+	return at;
+}
+
+/* BIG_ROWS more rows, waits 1..BIG_ROWS ns: all below the first four. */
+static void feed_big_table(void)
+{
+	for (uint32_t i = 0; i < BIG_ROWS; i++) {
+		struct proto_row r = { 10 + i, LOCK_MUTEX, 0x404000 + i % 7 * 16,
+				       0x900000 + i * 8, 0 };
+
+		model_define_row(app.model, &r);
+		add(10 + i, 10, 1 + i);
+	}
+	tick(7);
+	ui_refresh(&ui);
+}
+
+/* Only the lines around the screen are built; they are the view's. */
+static void check_window_shown(void)
+{
+	draw(120, 30);
+	CHECK_SCREEN(ui.nrows == BIG_ROWS + 4 && ui.nheld < ui.nrows &&
+		     ui.nheld >= (size_t)ui.page && shown_rows_match(),
+		     "big table: %zu of %zu lines built, those shown the view's",
+		     ui.nheld, ui.nrows);
+	ui_key(&ui, K_END);
+	draw(120, 30);
+	CHECK_SCREEN(ui.selected == ui.nrows - 1 && ui.first > 0 &&
+		     ui.top + (size_t)ui.page == ui.nrows && shown_rows_match(),
+		     "End: the last lines built and shown");
+	keys("kkk");
+	ui_key(&ui, K_PGUP);
+	draw(120, 30);
+	CHECK_SCREEN(shown_rows_match(), "PgUp near the end: the view's lines");
+	ui_key(&ui, K_HOME);
+	draw(120, 30);
+	CHECK_SCREEN(ui.selected == 0 && ui.top == 0 && shown_rows_match(),
+		     "Home: back to the top");
+}
+
+/* A row selected far down follows when it jumps to the top. */
+static void check_selection_jumps(void)
+{
+	uint64_t object;
+
+	for (int i = 0; i < 100; i++)
+		ui_key(&ui, K_PGDN);
+	draw(120, 30);
+	object = ui_line(&ui, ui.selected)->object;
+	add(10 + (uint32_t)((object - 0x900000) / 8), 1, 9 * SEC);
+	tick(8);
+	ui_refresh(&ui);
+	draw(120, 30);
+	CHECK_SCREEN(line_of_object(object) == 0 && ui.selected == 0 &&
+		     ui_line(&ui, 0)->object == object && shown_rows_match(),
+		     "the selection followed its row from far down to line %ld",
+		     line_of_object(object));
+	ui_key(&ui, K_ENTER);
+	draw(120, 30);
+	CHECK_SCREEN(find("DETAILS") == 2 && find("0x") > 0, "its details");
+	ui_key(&ui, K_ESC);
+}
+
+/* Paused, the whole table is built: frozen, scrolled to its end. */
+static void check_paused_whole(void)
+{
+	struct view_row *before;
+	size_t n = model_view(app.model, &app.query, &before);
+
+	ui_key(&ui, ' ');
+	CHECK(ui.nheld == ui.nrows && ui.first == 0,
+	      "paused: all %zu lines built, got %zu", ui.nrows, ui.nheld);
+	add(12, 5, 50 * SEC);
+	tick(9);
+	ui_refresh(&ui);
+	ui_key(&ui, K_END);
+	draw(120, 30);
+	CHECK_SCREEN(strstr(line(0), "PAUSED") && ui.nheld == n &&
+		     memcmp(ui_line(&ui, n - 1), &before[n - 1], sizeof *before) == 0 &&
+		     memcmp(ui_line(&ui, 5), &before[5], sizeof *before) == 0,
+		     "paused: End shows the frozen table's end");
+	free(before);
+	ui_key(&ui, ' ');
+	ui_key(&ui, K_HOME);
+	draw(120, 30);
+	CHECK_SCREEN(ui.nheld < ui.nrows && shown_rows_match(),
+		     "resumed: the new data, built around the screen");
+}
+
+/* e and f write the whole table even when only a part is built. */
+static void check_big_exports(void)
+{
+	char *text;
+	cJSON *j;
+
+	snprintf(export_path, sizeof(export_path), "/tmp/qsptop-view-%d.json",
+		 (int)getpid());
+	ui_key(&ui, 'e');
+	text = read_export();
+	j = text ? cJSON_Parse(text) : NULL;
+	CHECK(j && cJSON_GetArraySize(cJSON_GetObjectItem(j, "rows")) ==
+		   (int)ui.nrows, "e: all %zu rows written", ui.nrows);
+	cJSON_Delete(j);
+	free(text);
+	snprintf(export_path, sizeof(export_path), "/tmp/qsptop-view-%d.folded",
+		 (int)getpid());
+	ui_key(&ui, 'f');
+	text = read_export();
+	CHECK(text && strstr(text, ";mutex@0x7000 "), "f: the stacks written");
+	free(text);
+	unlink(export_path);
+}
+
+static void test_big_table(void)
+{
+	feed_big_table();
+	check_window_shown();
+	check_selection_jumps();
+	check_paused_whole();
+	check_big_exports();
+}
+
 int main(void)
 {
 	if (setlocale(LC_ALL, "C.UTF-8") == NULL)
@@ -684,6 +836,7 @@ int main(void)
 	test_sizes();
 	test_formatting();
 	test_screen_buffer();
+	test_big_table();
 	ui_free(&ui);
 	screen_free(scr);
 	model_free(app.model);

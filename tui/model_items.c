@@ -1,0 +1,309 @@
+/*
+ * The items of a view: every row as it is or, with wrappers skipped,
+ * wrapper rows split by their stacks and attributed to their callers.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "model_impl.h"
+#include "xalloc.h"
+
+bool attrib_skipping(const struct model_query *q)
+{
+	return q->skip_wrappers && q->is_wrapper != NULL;
+}
+
+void attrib_init(struct attrib *a, const struct model *m,
+		 const struct model_query *q)
+{
+	a->m = m;
+	a->q = q;
+	a->frame = NULL;
+	if (attrib_skipping(q) && m->stacks_cap > 0) {
+		a->frame = xreallocarray(NULL, m->stacks_cap, 1);
+		memset(a->frame, ATTR_UNKNOWN, m->stacks_cap);
+	}
+}
+
+void attrib_done(struct attrib *a)
+{
+	free(a->frame);
+	a->frame = NULL;
+}
+
+/* Whether the stacks of row r are attributed to their callers. */
+bool attrib_row(const struct attrib *a, const struct row *r)
+{
+	return attrib_skipping(a->q) && a->q->is_wrapper(a->q->ctx, r->site);
+}
+
+/*
+ * The site where entry e of row r counts: for a wrapper row and a defined
+ * stack, the first frame outside every wrapper (the row's own site when all
+ * frames are wrappers); otherwise the row's site.
+ */
+uint64_t attrib_site(struct attrib *a, const struct row *r, bool wrapper,
+		     const struct stack_entry *e)
+{
+	const struct stack_def *s = model_stack(a->m, e->stack);
+	uint8_t *f;
+
+	if (!wrapper || s == NULL)
+		return r->site;
+	f = &a->frame[e->stack];
+	if (*f == ATTR_UNKNOWN) {
+		*f = ATTR_ALL_WRAPPERS;
+		for (uint8_t i = 0; i < s->depth && *f == ATTR_ALL_WRAPPERS;
+		     i++) {
+			if (!a->q->is_wrapper(a->q->ctx, s->frames[i]))
+				*f = i;
+		}
+	}
+	return *f == ATTR_ALL_WRAPPERS ? r->site : s->frames[*f];
+}
+
+/* An item for the whole of row id. */
+static void item_of_row(const struct model *m, uint32_t id, struct item *it)
+{
+	const struct row *r = &m->rows[id];
+
+	it->site = r->site;
+	it->object = r->object;
+	it->acq = r->since.acquisitions;
+	it->contended = r->since.contended;
+	it->wait = r->since.wait_ns;
+	it->last_acq = r->last_acq;
+	it->last_wait = r->last_wait;
+	it->max_wait = r->max_wait_ns;
+	it->row = it->row_id = id;
+	it->type = r->type;
+	it->keep = true;
+}
+
+/* Add the waits of an entry to an item, as contended acquisitions. */
+static void item_add_entry(struct item *it, const struct stack_entry *e)
+{
+	it->acq += e->count;
+	it->contended += e->count;
+	it->wait += e->wait;
+	it->last_acq += e->last_count;
+	it->last_wait += e->last_wait;
+}
+
+static uint64_t sub_sat(uint64_t a, uint64_t b)
+{
+	return a > b ? a - b : 0;
+}
+
+/*
+ * Take from the item of wrapper row r the waits of its defined stacks,
+ * which are attributed elsewhere; what is left shows only when not empty.
+ */
+static void item_remainder(const struct model *m, const struct row *r,
+			   struct item *it)
+{
+	struct item moved = { 0 };
+
+	for (uint32_t i = 0; i < r->n_se; i++) {
+		if (model_stack(m, r->se[i].stack) != NULL)
+			item_add_entry(&moved, &r->se[i]);
+	}
+	it->acq = sub_sat(it->acq, moved.acq);
+	it->contended = sub_sat(it->contended, moved.contended);
+	it->wait = sub_sat(it->wait, moved.wait);
+	it->last_acq = sub_sat(it->last_acq, moved.last_acq);
+	it->last_wait = sub_sat(it->last_wait, moved.last_wait);
+	it->keep = it->acq != 0 || it->contended != 0 || it->wait != 0 ||
+		   r->since.failed != 0;
+}
+
+/* Which wrapper row adds to a caller item now, and how much it added. */
+struct caller {
+	uint32_t from;		/* the wrapper row adding to it now */
+	uint64_t from_wait;	/* what that row has added */
+	uint64_t best_wait;	/* the most one wrapper row added */
+};
+
+/*
+ * Items under construction: one per row in one pass over the rows, then,
+ * when there are wrapper rows, their stacks' waits on the items of their
+ * callers, found through an index of the first item of each key.
+ */
+struct expand {
+	struct attrib a;
+	struct item *items;
+	size_t n, cap;
+	uint32_t *wrappers;	/* ids of the wrapper rows, in order */
+	size_t n_wrappers, wrappers_cap;
+	size_t n_entries;	/* entries of the wrapper rows */
+	struct caller *callers;	/* per item */
+	uint32_t *slots;	/* item index or EMPTY_SLOT */
+	size_t mask;
+};
+
+/* Make room for n more items. */
+static void expand_room(struct expand *x, size_t n)
+{
+	if (x->n + n <= x->cap)
+		return;
+	x->cap = x->n + n > 2 * x->cap ? x->n + n : 2 * x->cap;
+	x->items = xreallocarray(x->items, x->cap, sizeof *x->items);
+}
+
+/* Note wrapper row id: its stacks are attributed after every row's item. */
+static void expand_wrapper(struct expand *x, const struct model *m,
+			   uint32_t id)
+{
+	if (x->n_wrappers == x->wrappers_cap) {
+		x->wrappers_cap = x->wrappers_cap ? 2 * x->wrappers_cap : 64;
+		x->wrappers = xreallocarray(x->wrappers, x->wrappers_cap,
+					    sizeof *x->wrappers);
+	}
+	x->wrappers[x->n_wrappers++] = id;
+	x->n_entries += m->rows[id].n_se;
+	item_remainder(m, &m->rows[id], &x->items[x->n]);
+}
+
+/*
+ * One item per row: whole, or a wrapper row's remainder. Rows of one site
+ * in a row (many locks taken at one place) ask is_wrapper once.
+ */
+static void expand_rows(struct expand *x, const struct model *m)
+{
+	bool skipping = attrib_skipping(x->a.q), wrapper = false;
+	uint64_t site = 0;
+
+	for (uint32_t i = 0; i < m->cap; i++) {
+		const struct row *r = &m->rows[i];
+
+		if (!r->defined)
+			continue;
+		if (skipping && (x->n == 0 || r->site != site)) {
+			wrapper = attrib_row(&x->a, r);
+			site = r->site;
+		}
+		expand_room(x, 1);
+		item_of_row(m, i, &x->items[x->n]);
+		if (wrapper)
+			expand_wrapper(x, m, i);
+		x->n++;
+	}
+}
+
+/* The slot of a key: holding the first item of that key, or free. */
+static uint32_t *expand_slot(struct expand *x, uint64_t site,
+			     uint64_t object, uint8_t type)
+{
+	size_t i = mix(site ^ mix(object ^ mix(type))) & x->mask;
+
+	for (;; i = (i + 1) & x->mask) {
+		const struct item *it;
+
+		if (x->slots[i] == EMPTY_SLOT)
+			return &x->slots[i];
+		it = &x->items[x->slots[i]];
+		if (it->site == site && it->object == object &&
+		    it->type == type)
+			return &x->slots[i];
+	}
+}
+
+/* Index the rows' items, with room for a caller item per wrapper entry. */
+static void expand_index(struct expand *x)
+{
+	size_t need = x->n + x->n_entries, nslots = 1;
+
+	expand_room(x, x->n_entries);
+	x->callers = xreallocarray(NULL, need ? need : 1, sizeof *x->callers);
+	while (nslots < 2 * need)
+		nslots *= 2;
+	x->slots = xreallocarray(NULL, nslots, sizeof *x->slots);
+	memset(x->slots, 0xff, nslots * sizeof *x->slots);
+	x->mask = nslots - 1;
+	for (size_t i = 0; i < x->n; i++) {
+		const struct item *it = &x->items[i];
+		uint32_t *slot = expand_slot(x, it->site, it->object, it->type);
+
+		if (*slot == EMPTY_SLOT)
+			*slot = (uint32_t)i;
+		x->callers[i] = (struct caller){ NO_ROW, 0, 0 };
+	}
+}
+
+/*
+ * Add entry e of wrapper row id to the item of its attributed key, made
+ * when new. A caller-only item is named after the wrapper row that gave it
+ * the most wait (rows come in id order: the lowest id wins a tie).
+ */
+static void expand_entry(struct expand *x, uint32_t id,
+			 const struct stack_entry *e)
+{
+	const struct row *r = &x->a.m->rows[id];
+	uint64_t site = attrib_site(&x->a, r, true, e);
+	uint32_t *slot = expand_slot(x, site, r->object, r->type);
+	struct item *it;
+	struct caller *c;
+
+	if (*slot == EMPTY_SLOT) {
+		*slot = (uint32_t)x->n++;
+		it = &x->items[*slot];
+		memset(it, 0, sizeof *it);
+		it->site = site;
+		it->object = r->object;
+		it->type = r->type;
+		it->row = NO_ROW;
+		it->row_id = id;
+		x->callers[*slot] = (struct caller){ NO_ROW, 0, 0 };
+	}
+	it = &x->items[*slot];
+	c = &x->callers[*slot];
+	it->keep = true;
+	item_add_entry(it, e);
+	if (c->from != id) {
+		c->from = id;
+		c->from_wait = 0;
+	}
+	c->from_wait += e->wait;
+	if (it->row == NO_ROW && c->from_wait > c->best_wait) {
+		c->best_wait = c->from_wait;
+		it->row_id = id;
+	}
+}
+
+/* The wrapper rows' defined stacks, on the items of their callers. */
+static void expand_callers(struct expand *x, const struct model *m)
+{
+	expand_index(x);
+	for (size_t w = 0; w < x->n_wrappers; w++) {
+		uint32_t id = x->wrappers[w];
+		const struct row *r = &m->rows[id];
+
+		for (uint32_t j = 0; j < r->n_se; j++) {
+			if (model_stack(m, r->se[j].stack) != NULL)
+				expand_entry(x, id, &r->se[j]);
+		}
+	}
+}
+
+size_t model_items(const struct model *m, const struct model_query *q,
+		   struct item **out)
+{
+	struct expand x = { 0 };
+	size_t n = 0;
+
+	attrib_init(&x.a, m, q);
+	expand_room(&x, m->n_defined + 1);
+	expand_rows(&x, m);
+	if (x.n_wrappers > 0)
+		expand_callers(&x, m);
+	for (size_t i = 0; i < x.n; i++) {
+		if (x.items[i].keep)
+			x.items[n++] = x.items[i];
+	}
+	attrib_done(&x.a);
+	free(x.wrappers);
+	free(x.callers);
+	free(x.slots);
+	*out = x.items;
+	return n;
+}

@@ -159,12 +159,13 @@ static void scan_objects(struct scan *sc, struct thread_table *t,
 
 	for (uint32_t i = 0; i <= o->mask; i++) {
 		uint64_t object = __atomic_load_n(&o->slot[i].object, __ATOMIC_ACQUIRE);
+
+		if (object == 0)
+			continue;
 		uint64_t acq = table_load(&o->slot[i].acquisitions);
 		struct entry *e = __atomic_load_n(&obj_entries(o)[i], __ATOMIC_ACQUIRE);
 		uint32_t *r = &obj_rows(o)[i];
 
-		if (object == 0)
-			continue;
 		if (*r == 0 || *r > rs->n) {
 			*r = row_id(rs, site, object == OBJECT_FOLDED ? 0 : object, type);
 			if (*r != 0 && rs->v[*r - 1].via == 0)

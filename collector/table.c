@@ -247,8 +247,8 @@ static uint32_t place_object(struct obj_table *o, uint64_t object,
 
 	while (o->slot[i].object != 0)
 		i = (i + 1) & o->mask;
-	o->slot[i].acquisitions = acquisitions;
-	obj_entries(o)[i] = e;
+	__atomic_store_n(&o->slot[i].acquisitions, acquisitions, __ATOMIC_RELAXED);
+	__atomic_store_n(&obj_entries(o)[i], e, __ATOMIC_RELAXED);
 	__atomic_store_n(&o->slot[i].object, object, __ATOMIC_RELEASE);
 	o->used++;
 	return i;

@@ -12,6 +12,7 @@
  */
 #include <alloca.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -74,18 +75,27 @@ CALLER(nested_b, outer_lock(&lock))
 CALLER(alloca_a, alloca_lock(&lock, 64 + (int)(i & 63)))
 CALLER(library_a, lib_lock(&lock))
 
-static volatile int holding = 1;
+static volatile int holding = 1, held;
 
-/* Holds the lock a millisecond every few, so that callers wait too. */
+/*
+ * Holds the lock a millisecond every few, so that callers wait too; the
+ * first hold is long, and main starts the callers inside it, so that the
+ * first caller waits at least once however the threads are scheduled.
+ */
 static void *holder(void *arg)
 {
-	struct timespec ms = { 0, 1000000 }, gap = { 0, 3000000 };
+	struct timespec first = { 0, 50000000 }, ms = { 0, 1000000 },
+			gap = { 0, 3000000 };
 
+	pthread_mutex_lock(&lock);
+	__atomic_store_n(&held, 1, __ATOMIC_RELEASE);
+	nanosleep(&first, NULL);
+	pthread_mutex_unlock(&lock);
 	while (holding) {
+		nanosleep(&gap, NULL);
 		pthread_mutex_lock(&lock);
 		nanosleep(&ms, NULL);
 		pthread_mutex_unlock(&lock);
-		nanosleep(&gap, NULL);
 	}
 	return arg;
 }
@@ -109,6 +119,8 @@ int main(int argc, char **argv)
 	if (argc < 2)
 		return 2;
 	pthread_create(&t, NULL, holder, NULL);
+	while (!__atomic_load_n(&held, __ATOMIC_ACQUIRE))
+		sched_yield();
 	for (size_t i = 0; i < sizeof(callers) / sizeof(callers[0]); i++)
 		callers[i].run(callers[i].n);
 	holding = 0;

@@ -92,6 +92,7 @@ int model_define_row(struct model *m, const struct proto_row *r)
 	row->type = r->type;
 	row->site = r->site;
 	row->object = r->object;
+	row->via = r->via;
 	return 0;
 }
 

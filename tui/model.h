@@ -87,6 +87,8 @@ struct model_query {
 	 * stacks: each stack's contended waits go to the first frame outside
 	 * every wrapper; what has no stack (uncontended acquisitions, waits not
 	 * unwound, failures, the histogram and max) stays on the wrapper's row.
+	 * Without it, a row the collector already counted on the wrapper's
+	 * caller (its via) shows on the wrapper's row again.
 	 */
 	bool skip_wrappers;
 	is_wrapper_fn is_wrapper;

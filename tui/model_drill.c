@@ -59,7 +59,7 @@ static size_t line_parts(const struct model *m, const struct model_query *q,
 		if (!row->defined || row->n_se == 0 || row->type != r->type)
 			continue;
 		wrapper = attrib_row(&a, row);
-		if (!wrapper && !in_line(r, q->coalesce, row->site,
+		if (!wrapper && !in_line(r, q->coalesce, row_site(q, row),
 					 row->object, row->type))
 			continue;
 		for (uint32_t j = 0; j < row->n_se; j++) {

@@ -58,6 +58,9 @@ struct row_waits {
 struct row {
 	uint64_t site;
 	uint64_t object;
+	uint64_t via;		/* through lock wrappers: the call site in the
+				   innermost one, where it shows while they are
+				   shown; else 0 */
 	struct tally since;	/* since reset */
 	uint64_t max_wait_ns;	/* since reset */
 	uint64_t pending_acq;	/* since the last tick */
@@ -270,6 +273,9 @@ bool attrib_skipping(const struct model_query *q);
 void attrib_init(struct attrib *a, const struct model *m,
 		 const struct model_query *q);
 void attrib_done(struct attrib *a);
+
+/* Where row r shows under q: in its wrapper while wrappers are shown. */
+uint64_t row_site(const struct model_query *q, const struct row *r);
 
 /* Whether a row is a wrapper's, to be split by its stacks. */
 bool attrib_row(const struct attrib *a, const struct row *r);

@@ -1,6 +1,8 @@
 /*
  * The items of a view: every row as it is or, with wrappers skipped,
- * wrapper rows split by their stacks and attributed to their callers.
+ * wrapper rows split by their stacks and attributed to their callers; with
+ * wrappers shown, the rows the collector counted on a wrapper's caller
+ * back on the wrapper's row.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +33,11 @@ void attrib_done(struct attrib *a)
 	a->frame = NULL;
 }
 
+uint64_t row_site(const struct model_query *q, const struct row *r)
+{
+	return !q->skip_wrappers && r->via != 0 ? r->via : r->site;
+}
+
 /* Whether the stacks of row r are attributed to their callers. */
 bool attrib_row(const struct attrib *a, const struct row *r)
 {
@@ -49,7 +56,7 @@ uint64_t attrib_site(struct attrib *a, const struct row *r, bool wrapper,
 	uint8_t *f;
 
 	if (!wrapper || s == NULL)
-		return r->site;
+		return row_site(a->q, r);
 	f = &a->frame[e->stack];
 	if (*f == ATTR_UNKNOWN) {
 		*f = ATTR_ALL_WRAPPERS;
@@ -63,11 +70,12 @@ uint64_t attrib_site(struct attrib *a, const struct row *r, bool wrapper,
 }
 
 /* An item for the whole of row id. */
-static void item_of_row(const struct model *m, uint32_t id, struct item *it)
+static void item_of_row(const struct model *m, const struct model_query *q,
+			uint32_t id, struct item *it)
 {
 	const struct row *r = &m->rows[id];
 
-	it->site = r->site;
+	it->site = row_site(q, r);
 	it->object = r->object;
 	it->acq = r->since.acquisitions;
 	it->contended = r->since.contended;
@@ -136,6 +144,7 @@ struct expand {
 	uint32_t *wrappers;	/* ids of the wrapper rows, in order */
 	size_t n_wrappers, wrappers_cap;
 	size_t n_entries;	/* entries of the wrapper rows */
+	size_t n_moved;		/* rows shown in their wrapper */
 	struct caller *callers;	/* per item */
 	uint32_t *slots;	/* item index or EMPTY_SLOT */
 	size_t mask;
@@ -183,7 +192,8 @@ static void expand_rows(struct expand *x, const struct model *m)
 			site = r->site;
 		}
 		expand_room(x, 1);
-		item_of_row(m, i, &x->items[x->n]);
+		item_of_row(m, x->a.q, i, &x->items[x->n]);
+		x->n_moved += x->items[x->n].site != r->site;
 		if (wrapper)
 			expand_wrapper(x, m, i);
 		x->n++;
@@ -285,6 +295,44 @@ static void expand_callers(struct expand *x, const struct model *m)
 	}
 }
 
+/*
+ * Put the items of one key next to each other, in order of the first of
+ * each: a line is made of adjacent items of one key.
+ */
+static void expand_gather(struct expand *x)
+{
+	struct item *out = xreallocarray(NULL, x->n, sizeof *out);
+	uint32_t *next = xreallocarray(NULL, x->n, sizeof *next);
+	uint32_t *last = xreallocarray(NULL, x->n, sizeof *last);
+	size_t k = 0;
+
+	expand_index(x);
+	for (size_t i = 0; i < x->n; i++) {
+		const struct item *it = &x->items[i];
+		uint32_t first = *expand_slot(x, it->site, it->object, it->type);
+
+		next[i] = EMPTY_SLOT;
+		last[i] = (uint32_t)i;
+		if (first != i) {
+			next[last[first]] = (uint32_t)i;
+			last[first] = (uint32_t)i;
+		}
+	}
+	for (size_t i = 0; i < x->n; i++) {
+		const struct item *it = &x->items[i];
+
+		if (*expand_slot(x, it->site, it->object, it->type) != i)
+			continue;
+		for (uint32_t j = (uint32_t)i; j != EMPTY_SLOT; j = next[j])
+			out[k++] = x->items[j];
+	}
+	free(x->items);
+	x->items = out;
+	x->cap = x->n;
+	free(next);
+	free(last);
+}
+
 size_t model_items(const struct model *m, const struct model_query *q,
 		   struct item **out)
 {
@@ -296,6 +344,8 @@ size_t model_items(const struct model *m, const struct model_query *q,
 	expand_rows(&x, m);
 	if (x.n_wrappers > 0)
 		expand_callers(&x, m);
+	else if (x.n_moved > 0)
+		expand_gather(&x);
 	for (size_t i = 0; i < x.n; i++) {
 		if (x.items[i].keep)
 			x.items[n++] = x.items[i];

@@ -79,12 +79,16 @@ static uint32_t *view_members(const struct view_ctx *vc, size_t n)
 	return ids;
 }
 
-/* Whether items a and b fall in the same line. */
+/*
+ * Whether items a and b fall in the same line. Uncoalesced, items of one
+ * key (a row and rows shown in their wrapper) are adjacent.
+ */
 static bool same_group(const struct item *a, const struct item *b,
 		       enum coalesce c)
 {
 	if (c == COALESCE_NONE)
-		return false;
+		return a->type == b->type && a->site == b->site &&
+		       a->object == b->object;
 	return a->type == b->type && group_key(a, c) == group_key(b, c);
 }
 

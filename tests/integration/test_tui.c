@@ -327,10 +327,20 @@ static int title_line(int *acq_end)
 	return t;
 }
 
-/* The ACQ cell of a row line: right-aligned, ending under "ACQ". */
-static long acq_cell(const char *line, int end)
+/* The byte of line at column col (the title line is ASCII, rows may not be). */
+static int column_byte(const char *line, int col)
 {
-	int start = end;
+	int i = 0;
+
+	for (; line[i] && col > 0; i++)
+		col -= ((unsigned char)line[i + 1] & 0xc0) != 0x80;
+	return i;
+}
+
+/* The ACQ cell of a row line: right-aligned, ending under "ACQ". */
+static long acq_cell(const char *line, int end_column)
+{
+	int end = column_byte(line, end_column), start = end;
 	char *stop;
 	long v;
 
@@ -383,6 +393,28 @@ static void rows_shown(char *out, size_t size)
 		if (len >= size)
 			return;
 	}
+}
+
+/* The sum of the ACQ cells of the rows shown; -1 if one is not a number. */
+static long acq_total(void)
+{
+	char line[4096];
+	int end, t = title_line(&end), n = screen_lines();
+	long sum = 0;
+
+	if (t < 0)
+		return -1;
+	for (int i = t + 1; i < n - 1; i++) {
+		long v;
+
+		screen_line(i, line, sizeof(line));
+		if (line[0] == '\0' || line[0] == ' ')
+			continue;
+		if ((v = acq_cell(line, end)) < 0)
+			return -1;
+		sum += v;
+	}
+	return sum;
 }
 
 /* --- waiting for the screen --- */
@@ -1415,10 +1447,12 @@ static void test_theme_options(void)
 /*
  * 14: `wl_locks wrapper` under --wrapper app_lock: path_a and path_b are
  * rows; w shows app_lock's row whole, whose details list the stacks of
- * both paths and scroll under the header; w again splits it.
+ * both paths and scroll under the header; w again splits it. The rows add
+ * up to the same acquisitions all along.
  */
 static void test_wrapper_stacks(void)
 {
+	long total;
 	int first;
 
 	if (!start_mode("w", "wrapper", "", "--wrapper app_lock"))
@@ -1426,9 +1460,14 @@ static void test_wrapper_stacks(void)
 	SEE("wrapper workload", "exited");
 	SEE("--wrapper app_lock: a row for path_a", "path_a+0x");
 	SEE("--wrapper app_lock: a row for path_b", "path_b+0x");
+	total = acq_total();
+	CHECK_SCREEN(total >= 1502, "--wrapper app_lock: the rows add up to "
+		     "%ld acquisitions, expected at least app_lock's 1502", total);
 	keys("w", NULL);
 	STATUS("w", "wrappers: shown");
 	GONE("w: the paths fold back into app_lock", "path_a+0x");
+	CHECK_SCREEN(acq_total() == total, "w: the rows add up to %ld "
+		     "acquisitions, %ld before", acq_total(), total);
 	send_bytes(XTERM_HOME);
 	keys("Enter", NULL);
 	SEE("Enter on app_lock", "DETAILS (Esc: back)");
@@ -1457,6 +1496,8 @@ static void test_wrapper_stacks(void)
 	keys("w", NULL);
 	STATUS("w again", "wrappers: skipped (");
 	SEE("w again: path_a has its row again", "path_a+0x");
+	CHECK_SCREEN(acq_total() == total, "w again: the rows add up to %ld "
+		     "acquisitions, %ld before", acq_total(), total);
 	quit_session("wrapper session");
 }
 

@@ -1253,6 +1253,73 @@ static void view_sums(const struct model *m, const struct model_query *q,
 	free(v);
 }
 
+/* Define a row the collector counted on a wrapper's caller. */
+static void def_via(struct model *m, uint32_t id, uint64_t site,
+		    uint64_t object, uint64_t via)
+{
+	struct proto_row r = { .id = id, .type = LOCK_MUTEX, .site = site,
+			       .object = object, .via = via };
+
+	CHECK(model_define_row(m, &r) == 0, "define row %u: expected 0, got -1",
+	      id);
+}
+
+/*
+ * Rows counted on the callers of the wrapper at 0x1000 (their via): they
+ * are lines of their own while wrappers are skipped, and fold back into
+ * the wrapper's row, with what it counted itself, while they are shown.
+ * Totals are the same both ways; the stacks follow the lines.
+ */
+static void test_wrapper_via(void)
+{
+	static const struct want_line shown[] = {
+		{ 0x1000, 0xa0, 160, 8, 1250, 3, 8, 400, 1250, 160, 1,
+		  "1:5:1000" },
+		{ 0x1000, 0xb0, 7, 1, 10, 1, 1, 10, 10, 7, 3, "" },
+	};
+	static const struct want_line skipped[] = {
+		{ 0x2000, 0xa0, 100, 5, 1000, 1, 5, 400, 1000, 100, 1,
+		  "1:5:1000" },
+		{ 0x1000, 0xa0, 10, 2, 200, 1, 2, 150, 200, 10, 0, "" },
+		{ 0x3000, 0xa0, 50, 1, 50, 1, 1, 50, 50, 50, 2, "" },
+		{ 0x2000, 0xb0, 7, 1, 10, 1, 1, 10, 10, 7, 3, "" },
+	};
+	static const struct want_line by_site[] = {
+		{ 0x1000, 0, 167, 9, 1260, 4, 9, 400, 1260, 167, 1,
+		  "1:5:1000" },
+	};
+	struct model *m = model_new();
+	struct model_query q = query(COALESCE_NONE, false);
+	uint64_t a[3], b[3];
+
+	def(m, 0, LOCK_MUTEX, 0x1000, 0xa0);
+	def_via(m, 1, 0x2000, 0xa0, 0x1000);
+	def_via(m, 2, 0x3000, 0xa0, 0x1000);
+	def_via(m, 3, 0x2000, 0xb0, 0x1000);
+	sdef(m, 1, 2, (uint64_t[]){ 0x2000, 0x9000 });
+	tick(m, 0);
+	add(m, 0, 10, 2, 200, 150);
+	add(m, 1, 100, 5, 1000, 400);
+	sadd(m, 1, 1, 1, 5, 1000);
+	add(m, 2, 50, 1, 50, 50);
+	add(m, 3, 7, 1, 10, 10);
+	tick(m, 1000000000);
+	check_view(m, &q, "via, wrappers shown", shown, 2);
+	check_line(m, &q, 0x1000, 0xa0, LOCK_MUTEX, NULL, "1:5:1000");
+	view_sums(m, &q, a);
+	q.skip_wrappers = true;
+	check_view(m, &q, "via, wrappers skipped", skipped, 4);
+	view_sums(m, &q, b);
+	CHECK(memcmp(a, b, sizeof a) == 0,
+	      "via: totals shown %" PRIu64 "/%" PRIu64 "/%" PRIu64
+	      ", skipped %" PRIu64 "/%" PRIu64 "/%" PRIu64, a[0], a[1], a[2],
+	      b[0], b[1], b[2]);
+	q.skip_wrappers = false;
+	q.coalesce = COALESCE_SITE;
+	check_view(m, &q, "via, shown by site", by_site, 1);
+	model_free(m);
+}
+
 /*
  * 10k rows over 1000 sites, one in ten in a wrapper, each with three stacks
  * in two threads, sent twice: attribution keeps the totals, and the stacks
@@ -1848,6 +1915,7 @@ int main(void)
 	test_wrapper_all_frames();
 	test_wrapper_coalesce();
 	test_wrapper_reset();
+	test_wrapper_via();
 	test_stack_many();
 	test_window_equals_full_view();
 	test_stats_sum_rows();

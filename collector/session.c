@@ -219,33 +219,43 @@ static void define_rows(struct session *s, const struct rows *rs)
 	}
 }
 
-/* The counts of row r, with the longest wait this session has not seen. */
+/*
+ * The counts of row r, with the longest wait this session has not seen,
+ * in c, whose wait fields are zero unless *waited (then they are cleared
+ * first: most rows never wait, and clearing is most of their cost).
+ */
 static void put_row_counts(struct session *s, struct rows *rs, uint32_t r,
-			   size_t *frame)
+			   struct proto_counts *c, bool *waited, size_t *frame)
 {
 	struct row *row = &rs->v[r];
 	struct row_waits *w = row->waits;
-	struct proto_counts c = { .row = r, .acquisitions = row->acq_now };
 
+	if (*waited && w == NULL)
+		*c = (struct proto_counts){ 0 };
+	c->row = r;
+	c->acquisitions = row->acq_now;
+	*waited = w != NULL;
 	if (w) {
-		c.contended = w->now.contended;
-		c.wait_ns = w->now.wait_ns;
-		c.failed = w->now.failed;
-		c.max_wait_ns = w->pending_max_ns[s->slot];
-		memcpy(c.hist, w->now.hist, sizeof(c.hist));
+		c->contended = w->now.contended;
+		c->wait_ns = w->now.wait_ns;
+		c->failed = w->now.failed;
+		c->max_wait_ns = w->pending_max_ns[s->slot];
+		memcpy(c->hist, w->now.hist, sizeof(c->hist));
 		w->pending_max_ns[s->slot] = 0;
 	}
-	proto_put_counts(&s->out, frame, &c);
+	proto_put_counts(&s->out, frame, c);
 }
 
 /* Queue the counts of every row changed since the last update. */
 static void put_counts(struct session *s, struct rows *rs)
 {
+	struct proto_counts c = { 0 };
 	size_t frame = SIZE_MAX;
+	bool waited = false;
 
 	for (uint32_t r = 0; r < rs->n; r++) {
 		if (rs->v[r].changed_seq > s->sent_seq)
-			put_row_counts(s, rs, r, &frame);
+			put_row_counts(s, rs, r, &c, &waited, &frame);
 	}
 	proto_close_run(&s->out, &frame);
 }

@@ -118,20 +118,21 @@ static void put_u16(struct wbuf *b, uint16_t v) { put_le(b, v, 2); }
 static void put_u32(struct wbuf *b, uint32_t v) { put_le(b, v, 4); }
 static void put_u64(struct wbuf *b, uint64_t v) { put_le(b, v, 8); }
 
-/* An unsigned LEB128 varint: 7 bits a byte, low first. */
+/* An unsigned LEB128 varint at p, 7 bits a byte, low first; the end. */
+static uint8_t *varint_at(uint8_t *p, uint64_t v)
+{
+	for (; v >= 0x80; v >>= 7)
+		*p++ = (uint8_t)(v | 0x80);
+	*p++ = (uint8_t)v;
+	return p;
+}
+
+#define VARINT_MAX 10
+
 static void put_varint(struct wbuf *b, uint64_t v)
 {
-	uint8_t tmp[10];
-	unsigned n = 0;
-
-	do {
-		tmp[n] = (uint8_t)(v & 0x7f);
-		v >>= 7;
-		if (v)
-			tmp[n] |= 0x80;
-		n++;
-	} while (v);
-	put_bytes(b, tmp, n);
+	if (wbuf_reserve(b, VARINT_MAX))
+		b->len = (size_t)(varint_at(b->data + b->len, v) - b->data);
 }
 
 static void put_blob(struct wbuf *b, const void *p, size_t n)
@@ -265,12 +266,16 @@ static void open_run(struct wbuf *b, size_t *frame_off, uint16_t type)
 		*frame_off = begin_frame(b, type);
 }
 
+/* The fields of m that are not zero; most rows never waited. */
 static unsigned counts_fields(const struct proto_counts *m, uint32_t *hist_mask)
 {
 	unsigned mask = 0;
+	uint64_t any = 0;
 
+	for (unsigned i = 0; i < HIST_BUCKETS; i++)
+		any |= m->hist[i];
 	*hist_mask = 0;
-	for (unsigned i = 0; i < HIST_BUCKETS; i++) {
+	for (unsigned i = 0; any && i < HIST_BUCKETS; i++) {
 		if (m->hist[i] != 0)
 			*hist_mask |= 1u << i;
 	}
@@ -294,27 +299,31 @@ void proto_put_counts(struct wbuf *b, size_t *frame_off,
 {
 	uint32_t hist_mask;
 	unsigned mask = counts_fields(m, &hist_mask);
+	uint8_t *p;
 
 	open_run(b, frame_off, MSG_COUNTS);
-	put_varint(b, m->row);
-	put_varint(b, mask);
+	if (!wbuf_reserve(b, (8 + HIST_BUCKETS) * VARINT_MAX))
+		return;
+	p = varint_at(b->data + b->len, m->row);
+	p = varint_at(p, mask);
 	if (mask & HAS_ACQ)
-		put_varint(b, m->acquisitions);
+		p = varint_at(p, m->acquisitions);
 	if (mask & HAS_CONTENDED)
-		put_varint(b, m->contended);
+		p = varint_at(p, m->contended);
 	if (mask & HAS_WAIT)
-		put_varint(b, m->wait_ns);
+		p = varint_at(p, m->wait_ns);
 	if (mask & HAS_FAILED)
-		put_varint(b, m->failed);
+		p = varint_at(p, m->failed);
 	if (mask & HAS_MAX)
-		put_varint(b, m->max_wait_ns);
+		p = varint_at(p, m->max_wait_ns);
 	if (mask & HAS_HIST) {
-		put_varint(b, hist_mask);
+		p = varint_at(p, hist_mask);
 		for (unsigned i = 0; i < HIST_BUCKETS; i++) {
 			if (hist_mask & (1u << i))
-				put_varint(b, m->hist[i]);
+				p = varint_at(p, m->hist[i]);
 		}
 	}
+	b->len = (size_t)(p - b->data);
 }
 
 void proto_put_stack_counts(struct wbuf *b, size_t *frame_off,

@@ -93,7 +93,8 @@ deps: $(DEPS_STAMP)
 # Checked again when this file changes: it may need more.
 $(DEPS_STAMP): Makefile
 	@missing=""; \
-	command -v pkg-config >/dev/null 2>&1 || missing="pkg-config"; \
+	command -v $(CC) >/dev/null 2>&1 || missing=" gcc"; \
+	command -v pkg-config >/dev/null 2>&1 || missing="$$missing pkg-config"; \
 	command -v tmux >/dev/null 2>&1 || missing="$$missing tmux"; \
 	command -v c++ >/dev/null 2>&1 || missing="$$missing g++"; \
 	mkdir -p $(BUILD); \
@@ -118,8 +119,10 @@ $(DEPS_STAMP): Makefile
 	    echo "installing build dependencies:$$missing"; \
 	    DEBIAN_FRONTEND=noninteractive apt-get install -y $$missing || \
 	    { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y $$missing; } || exit 1; \
-	  else \
+	  elif command -v sudo >/dev/null 2>&1; then \
 	    echo "missing build dependencies; run: sudo apt-get install -y$$missing" >&2; exit 1; \
+	  else \
+	    echo "missing build dependencies; run as root: apt-get install -y$$missing" >&2; exit 1; \
 	  fi; \
 	fi
 	@mkdir -p $(BUILD) && touch $@
@@ -292,7 +295,11 @@ bench: all $(BENCH_BIN)
 
 # The live screen on a terminal (q quits); five batch tables otherwise.
 demo: all $(BUILD)/tests/wl_demo
-	$(BUILD)/qsptop -d 1 $$([ -t 1 ] || printf -- '-n 5') -- $(BUILD)/tests/wl_demo
+	@if [ -t 0 ] && [ -t 1 ]; then \
+	  $(BUILD)/qsptop -d 1 -- $(BUILD)/tests/wl_demo; \
+	else \
+	  $(BUILD)/qsptop -b -n 5 -d 1 -- $(BUILD)/tests/wl_demo; \
+	fi
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/qsptop

@@ -1501,6 +1501,64 @@ static void test_wrapper_stacks(void)
 	quit_session("wrapper session");
 }
 
+/* How many times needle occurs in text. */
+static int occurrences(const char *text, const char *needle)
+{
+	int n = 0;
+
+	for (const char *p = text; p && (p = strstr(p, needle)); p++)
+		n++;
+	return n;
+}
+
+/*
+ * 16: `make demo` on a terminal stays live past five refreshes until q;
+ * without one it prints five batch tables and ends.
+ */
+static void test_make_demo(void)
+{
+	static char cmd[8 * PATH_MAX];
+	char qroot[PATH_MAX + 8], qbuild[PATH_MAX + 16], qexit[PATH_MAX + 32];
+	char path[PATH_MAX + 32], build_arg[PATH_MAX + 8], w[16], h[16];
+	char *argv[] = { "make", "-s", "-C", root, build_arg, "demo", NULL };
+	struct run r;
+	char *text;
+
+	snprintf(build_arg, sizeof(build_arg), "BUILD=%s", build);
+	r = run_capture(argv, 60000, 0);
+	CHECK(r.status == 0 && occurrences(r.out, "CALL SITE") == 5,
+	      "make demo without a terminal: expected exit 0 and 5 tables, got "
+	      "exit %d and %d tables:\n%s%s", r.status,
+	      occurrences(r.out, "CALL SITE"), r.out, r.err);
+	run_free(&r);
+
+	session = "demo";
+	quoted(qroot, sizeof(qroot), root);
+	quoted(qbuild, sizeof(qbuild), build_arg);
+	exit_file(path, sizeof(path), session);
+	quoted(qexit, sizeof(qexit), path);
+	snprintf(cmd, sizeof(cmd), "cd %s && ESCDELAY=25 TERM=xterm-256color "
+		 "LANG=C.UTF-8 make -s %s demo; echo EXIT=$? > %s", qroot,
+		 qbuild, qexit);
+	snprintf(w, sizeof(w), "%d", WIDTH);
+	snprintf(h, sizeof(h), "%d", HEIGHT);
+	if (tmux(NULL, "new-session", "-d", "-x", w, "-y", h, "-s", session,
+		 cmd, NULL) != 0) {
+		CHECK(0, "make demo: tmux new-session failed");
+		return;
+	}
+	SEE("make demo on a terminal", "CALL SITE");
+	/* Refreshes are a second apart: seven of them. */
+	sleep(7);
+	capture();
+	text = slurp_file(path, NULL);
+	CHECK_SCREEN(text == NULL && strstr(screen, "CALL SITE"),
+		     "make demo: expected the live screen after 7 s, got exit "
+		     "file \"%s\"", text ? text : "(none)");
+	free(text);
+	quit_session("make demo");
+}
+
 int main(void)
 {
 	long started = monotonic_ms();
@@ -1546,6 +1604,7 @@ int main(void)
 	}
 	test_theme_options();
 	test_wrapper_stacks();
+	test_make_demo();
 
 	free(screen);
 	screen = NULL;

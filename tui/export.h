@@ -1,4 +1,4 @@
-/* Snapshots written to files: the JSON schema of DESIGN.md, folded stacks. */
+/* Snapshots written to files: JSON (docs/json-schema.md), folded stacks. */
 #ifndef QSPTOP_EXPORT_H
 #define QSPTOP_EXPORT_H
 

@@ -1,8 +1,8 @@
 /*
  * Loading the collector into a running process. One thread of the target
  * is borrowed with ptrace, made to call dlopen() on the collector, and put
- * back exactly as it was; the other threads never stop. FACTS.md
- * ("Injection into a running process") has the recipe and its traps.
+ * back exactly as it was; the other threads never stop. README.md ("How
+ * it works") has the outline; the traps are told where they are avoided.
  *
  * The thread runs a chain of calls laid out on its stack as signal
  * frames: each call returns into libc's __restore_rt, whose rt_sigreturn

@@ -1,4 +1,4 @@
-/* The command line (the stable contract in DESIGN.md). */
+/* The command line: a stable contract (README.md, "Use"; qsptop --help). */
 #ifndef QSPTOP_OPTIONS_H
 #define QSPTOP_OPTIONS_H
 

@@ -330,6 +330,8 @@ static void test_faults_around_a_watched_process(void)
 		double got = recorded(snap), dropped = num_field(snap, "dropped");
 		const cJSON *mem = cJSON_GetObjectItem(snap, "collector_memory");
 
+		printf("%-40s %.0f recorded + %.0f dropped, %ld made\n",
+		       "after every fault", got, dropped, made);
 		CHECK(made > 0 && got + dropped == (double)made,
 		      "every acquisition is counted: %.0f recorded + %.0f dropped "
 		      "(handlers inside hooks) = %ld made", got, dropped, made);

@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-static int check_passed, check_failed;
+static int check_passed, check_failed, check_skipped;
 
 #define CHECK(cond, ...)                                                   \
 	do {                                                               \
@@ -41,10 +41,22 @@ static inline const char *check_show(const char *s)
 	      "%s: expected \"%s\", got \"%s\"", #got, check_show(want),   \
 	      check_show(got))
 
-/* Print the summary line and return the exit status. */
+/* A check that cannot run here: counted, and its reason printed. */
+#define SKIP(...)                                                          \
+	do {                                                               \
+		check_skipped++;                                           \
+		printf("SKIP %s:%d: ", __FILE__, __LINE__);               \
+		printf(__VA_ARGS__);                                       \
+		putchar('\n');                                             \
+	} while (0)
+
+/* Print the summary line (", N skipped" when some were) and return the exit status. */
 static inline int check_summary(void)
 {
-	printf("%d passed, %d failed\n", check_passed, check_failed);
+	printf("%d passed, %d failed", check_passed, check_failed);
+	if (check_skipped)
+		printf(", %d skipped", check_skipped);
+	putchar('\n');
 	return check_failed != 0;
 }
 

@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,10 +73,24 @@ static void on_signal(int sig)
 	pthread_mutex_unlock(&in_handler);
 }
 
+static int holding;
+static uint64_t released_ns;
+
+static uint64_t monotonic_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Hold the lock ms milliseconds; holding says when it is held. */
 static void *hold_for(void *ms)
 {
 	pthread_mutex_lock(&held);
+	__atomic_store_n(&holding, 1, __ATOMIC_RELEASE);
 	usleep((useconds_t)(long)ms * 1000);
+	released_ns = monotonic_ns();
 	pthread_mutex_unlock(&held);
 	return NULL;
 }
@@ -95,23 +110,29 @@ static uint64_t wait_on(const void *obj)
 
 /*
  * A wait whose stack capture itself takes 200 ms (blocked, say), on a
- * lock held 300 ms: the whole 300 ms is waited, not the 100 after it.
+ * lock held 300 ms: the whole wait counts, from the call to the release,
+ * not only what is left after the capture (whatever the scheduling).
  */
 static void test_capture_time_is_waited(void)
 {
 	pthread_t t;
-	uint64_t ns;
+	uint64_t ns, called_ns;
 
+	__atomic_store_n(&holding, 0, __ATOMIC_RELAXED);
 	pthread_create(&t, NULL, hold_for, (void *)300L);
-	usleep(20000);
+	while (!__atomic_load_n(&holding, __ATOMIC_ACQUIRE))
+		sched_yield();
 	capture_ms = 200;
+	called_ns = monotonic_ns();
 	pthread_mutex_lock(&held);
 	pthread_mutex_unlock(&held);
 	capture_ms = 0;
 	pthread_join(t, NULL);
 	ns = wait_on(&held);
-	CHECK(ns >= 250000000ull, "the wait counts from before the capture: %llu ns",
-	      (unsigned long long)ns);
+	CHECK(ns + 50000000ull >= released_ns - called_ns,
+	      "the wait counts from before the capture: %llu ns, the lock was "
+	      "released %llu ns after the call",
+	      (unsigned long long)ns, (unsigned long long)(released_ns - called_ns));
 }
 
 /*
@@ -125,8 +146,10 @@ static void test_handler_inside_hook(void)
 	pthread_t t;
 
 	sigaction(SIGUSR1, &sa, NULL);
-	pthread_create(&t, NULL, hold_for, (void *)50L);
-	usleep(10000);
+	__atomic_store_n(&holding, 0, __ATOMIC_RELAXED);
+	pthread_create(&t, NULL, hold_for, (void *)200L);
+	while (!__atomic_load_n(&holding, __ATOMIC_ACQUIRE))
+		sched_yield();
 	capture_signal = SIGUSR1;
 	pthread_mutex_lock(&held);
 	capture_signal = 0;

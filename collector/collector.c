@@ -19,6 +19,7 @@
 #include "collector.h"
 #include "ehframe.h"
 #include "frames.h"
+#include "got.h"
 #include "hooks.h"
 #include "modules.h"
 #include "server.h"
@@ -159,6 +160,22 @@ static void on_fork_child(void)
 	server_forget();
 	launch_fd = -1;
 	__atomic_store_n(&thread_state, THREAD_NONE, __ATOMIC_RELEASE);
+}
+
+/*
+ * Called by qsptop -p, through ptrace, in a forked child whose collector
+ * has no thread yet (a child of a watched, dormant or launched process):
+ * start recording and serving as if it had been loaded now. A no-op
+ * where the thread runs. Injected, the thread patches the GOT itself
+ * unless the child inherited the slots patched.
+ */
+__attribute__((visibility("default"))) void qsptop_wake(void)
+{
+	if (__atomic_load_n(&thread_state, __ATOMIC_ACQUIRE) != THREAD_NONE)
+		return;
+	if (!injected || got_active())
+		collector_set_recording(true);
+	collector_start();
 }
 
 /*

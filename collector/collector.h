@@ -25,4 +25,7 @@ bool collector_injected(void);
 /* Start the collector thread unless it runs. */
 void collector_start(void);
 
+/* Exported: qsptop -p calls it in a forked child whose thread never ran. */
+void qsptop_wake(void);
+
 #endif

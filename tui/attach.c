@@ -354,6 +354,28 @@ static int connect_when_ready(const struct rendezvous *r)
 	return -1;
 }
 
+/*
+ * A collector that is loaded but does not listen is a forked child's,
+ * which starts no thread until asked: ask it, through ptrace.
+ */
+static int wake_and_connect(const struct rendezvous *r, bool force)
+{
+	char msg[512];
+	int fd;
+
+	if (inject_wake(r->pid, attach_library_path(), force, msg,
+			sizeof(msg)) < 0)
+		fatal("process %d has qsptop's collector loaded, but it does "
+		      "not answer on %s, and waking it failed: %s", (int)r->pid,
+		      r->addr.sun_path, msg);
+	fd = connect_when_ready(r);
+	if (fd < 0)
+		fatal("process %d has qsptop's collector loaded and was woken, "
+		      "but it does not answer on %s", (int)r->pid,
+		      r->addr.sun_path);
+	return fd;
+}
+
 /* Load the collector into r's process with ptrace and connect to it. */
 static int inject_and_connect(const struct rendezvous *r, bool force)
 {
@@ -366,10 +388,9 @@ static int inject_and_connect(const struct rendezvous *r, bool force)
 		fatal("%s", msg);
 	if (msg[0])
 		warning("%s", msg);
+	if (rc == INJECT_ALREADY)
+		return wake_and_connect(r, force);
 	fd = connect_when_ready(r);
-	if (fd < 0 && rc == INJECT_ALREADY)
-		fatal("process %d has qsptop's collector loaded, but it does not "
-		      "answer on %s", (int)r->pid, r->addr.sun_path);
 	if (fd < 0)
 		fatal("the collector loaded into process %d did not open %s within "
 		      "%d ms", (int)r->pid, r->addr.sun_path, INJECT_LISTEN_MS);

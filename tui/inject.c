@@ -379,7 +379,8 @@ static void set_call(ucontext_t *c, uint64_t fn, uint64_t a0, uint64_t a1,
  * FP state, and three signal frames, each under the return slot (holding
  * __restore_rt) of the call before it:
  *   pthread_setcancelstate(DISABLE, &B's rdi) returns into A,
- *   A: dlopen(path, RTLD_NOW) returns into B,
+ *   A: dlopen(path, RTLD_NOW) returns into B (or, to wake a collector
+ *      already there, qsptop_wake()),
  *   B: pthread_setcancelstate(old state, NULL) returns into C,
  *   C: the thread as interrupted, its system call restarted (or EINTR).
  * A call's own stack lies below its slot, over frames already used. Once
@@ -408,8 +409,11 @@ static int build_chain(const struct target *t, struct borrow *b)
 	}
 	set_call(&c[TO_RESTORE_STATE], t->setcancelstate, PTHREAD_CANCEL_DISABLE,
 		 0, b->slot[TO_THREAD]);
-	set_call(&c[TO_DLOPEN], t->dlopen, b->path, RTLD_NOW_FLAG,
-		 b->slot[TO_RESTORE_STATE]);
+	if (t->wake)
+		set_call(&c[TO_DLOPEN], t->wake, 0, 0, b->slot[TO_RESTORE_STATE]);
+	else
+		set_call(&c[TO_DLOPEN], t->dlopen, b->path, RTLD_NOW_FLAG,
+			 b->slot[TO_RESTORE_STATE]);
 	if (put(b, b->path, t->lib, n) < 0 || put_fpstate(b, fx) < 0)
 		return -1;
 	for (int i = 0; i < CHAIN; i++)
@@ -573,7 +577,20 @@ static int prepare(const struct target *t, struct borrow *b)
 	return 0;
 }
 
-/* dlopen in the borrowed thread, then put it back. */
+/* After qsptop_wake(): the thread back; the collector starts by itself. */
+static int woken(struct job *j, struct borrow *b, enum call_result rc)
+{
+	if (rc == CALL_EXITED)
+		return exited(j->t, j->msg, j->len);
+	if (rc == CALL_ABANDONED)
+		return fail(j->msg, j->len, "timed out waiting for a thread to "
+			    "return from qsptop_wake in PID %d (it resumes by "
+			    "itself when it does)", (int)j->t->pid);
+	put_back(b);
+	return INJECT_WOKEN;
+}
+
+/* dlopen (or qsptop_wake) in the borrowed thread, then put it back. */
 static int load(struct job *j, struct borrow *b)
 {
 	const struct target *t = j->t;
@@ -589,6 +606,8 @@ static int load(struct job *j, struct borrow *b)
 	inject_last_tid = b->tid;
 	inject_last_syscall = (long)b->regs.orig_rax;
 	rc = run_chain(t, b);
+	if (t->wake)
+		return woken(j, b, rc);
 	/* Gone after dlopen: a pthread_cancel acted on when its cancel
 	 * state came back, as it would have in its system call. */
 	if (rc == CALL_EXITED && b->dlopen_returned && lib_mapped(t))
@@ -714,5 +733,30 @@ int inject_collector(pid_t pid, const char *lib_path, bool force, char *msg,
 	free(j);
 	if (rc == INJECT_LOADED)
 		snprintf(msg, len, "%s", t.warning);
+	return rc < 0 ? INJECT_FAILED : rc;
+}
+
+int inject_wake(pid_t pid, const char *lib_path, bool force, char *msg,
+		size_t len)
+{
+	struct target t = { .pid = pid, .force = force };
+	struct job *j;
+	int rc;
+
+	msg[0] = '\0';
+	if (preflight(&t, lib_path, msg, len) < 0)
+		return INJECT_FAILED;
+	if (!t.already)
+		return fail(msg, len, "PID %d has no collector to wake", (int)pid);
+	if (resolve_libc(&t, msg, len) < 0 || resolve_wake(&t, msg, len) < 0)
+		return INJECT_FAILED;
+	j = calloc(1, sizeof(*j));
+	if (j == NULL)
+		return fail(msg, len, "out of memory");
+	j->t = &t;
+	j->msg = msg;
+	j->len = len;
+	rc = run_job(j);
+	free(j);
 	return rc < 0 ? INJECT_FAILED : rc;
 }

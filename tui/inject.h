@@ -10,6 +10,7 @@ enum inject_result {
 	INJECT_FAILED = -1,	/* msg says why; the target runs on unharmed */
 	INJECT_LOADED = 0,	/* dlopen succeeded in the target */
 	INJECT_ALREADY = 1,	/* a libqsptop.so is already mapped there */
+	INJECT_WOKEN = 2,	/* its qsptop_wake() was called */
 };
 
 /*
@@ -20,5 +21,13 @@ enum inject_result {
  */
 int inject_collector(pid_t pid, const char *lib_path, bool force, char *msg,
 		     size_t len);
+
+/*
+ * The same checks, then make one thread call qsptop_wake() in the
+ * collector already mapped there: a forked child's collector, which has
+ * no thread until asked, starts serving. INJECT_WOKEN or INJECT_FAILED.
+ */
+int inject_wake(pid_t pid, const char *lib_path, bool force, char *msg,
+		size_t len);
 
 #endif

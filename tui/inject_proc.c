@@ -301,8 +301,14 @@ static void note_mapping(const struct mapping *m, void *ctx)
 	struct target *t = ctx;
 	const char *lib = strrchr(t->lib, '/') + 1;
 
-	if (strcmp(m->name, lib) == 0)
+	if (strcmp(m->name, lib) == 0) {
 		t->already = true;
+		if (m->offset == 0 && t->mapped_start == 0) {
+			t->mapped_start = m->start;
+			snprintf(t->mapped_lib, sizeof(t->mapped_lib),
+				 "/proc/%d/root%s", (int)t->pid, m->path);
+		}
+	}
 	if (t->libc_start != 0 || m->offset != 0)
 		return;
 	/* A libc replaced on disk since start is still in map_files. */
@@ -507,6 +513,32 @@ int resolve_libc(struct target *t, char *msg, size_t len)
 		fail(msg, len, "cannot find dlopen, pthread_setcancelstate and "
 		     "__restore_rt in PID %d's libc %s (glibc older than 2.34?)",
 		     (int)t->pid, t->libc);
+	return rc;
+}
+
+int resolve_wake(struct target *t, char *msg, size_t len)
+{
+	int fd = open(t->mapped_lib, O_RDONLY | O_CLOEXEC);
+	uint64_t lowest, unused, o;
+	Elf *e;
+	int rc = -1;
+
+	if (fd < 0)
+		return fail(msg, len, "cannot open the collector mapped in PID "
+			    "%d (%s): %s", (int)t->pid, t->mapped_lib,
+			    strerror(errno));
+	elf_version(EV_CURRENT);
+	e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (e != NULL && scan_segments(e, &lowest, &unused) == 0 &&
+	    dynsym_find(e, "qsptop_wake", STT_FUNC, &o) && o != 0) {
+		t->wake = t->mapped_start - (lowest & ~0xfffULL) + o;
+		rc = 0;
+	}
+	elf_end(e);
+	close(fd);
+	if (rc < 0)
+		fail(msg, len, "the collector in PID %d (%s) cannot be woken: "
+		     "it is from an older qsptop", (int)t->pid, t->mapped_lib);
 	return rc;
 }
 

@@ -29,6 +29,11 @@ struct target {
 	uint64_t dlerror_got, tls_dlerror, tls_errno;
 	bool errno_known;
 	bool already;			/* a file named like lib is mapped */
+	/* That mapped collector, openable by us, and the start of its
+	 * offset-0 mapping; with wake set, the borrowed thread calls
+	 * qsptop_wake() there instead of dlopen. */
+	char mapped_lib[PATH_MAX + 64];
+	uint64_t mapped_start, wake;
 	bool force;			/* even under a seccomp filter */
 	char warning[256];
 };
@@ -53,6 +58,8 @@ int check_status(struct target *t, char *msg, size_t len);
 int preflight(struct target *t, const char *lib, char *msg, size_t len);
 /* dlopen, pthread_setcancelstate, __restore_rt, libc's TLS, in the target. */
 int resolve_libc(struct target *t, char *msg, size_t len);
+/* qsptop_wake in the collector already mapped in the target, as t->wake. */
+int resolve_wake(struct target *t, char *msg, size_t len);
 /* The library t->lib is mapped in the target now. */
 bool lib_mapped(const struct target *t);
 /* Bytes of the thread's own stack below rsp (tcb: its fs base); 0: none. */

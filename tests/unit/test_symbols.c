@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "../../tui/format.h"
 #include "../../tui/symbols.h"
 
 #define NOINLINE __attribute__((noinline, noclone))
@@ -593,6 +594,52 @@ static bool run_inline(const struct inline_build *b, unsigned long v[3])
 	return got == 3;
 }
 
+/*
+ * What the table and the details read for the inlined call at ra: the
+ * table names the innermost function and the one holding the address,
+ * the details every place of the chain.
+ */
+static void check_inline_text(struct symbols *s, const struct inline_build *b,
+			      uint64_t ra)
+{
+	const char *src = b->source, *outer = b->outer_name;
+	struct frame_info f;
+	char got[1024], want[1024];
+
+	symbols_resolve(s, ra, 1, &f);
+	format_site_both(got, sizeof got, s, ra);
+	if (!b->inner_name) {
+		snprintf(want, sizeof want, "%s+0x%" PRIx64 " (%s:%d)", outer,
+			 f.offset, src, INLINE_OUTER_LINE);
+		CHECK_STR(got, want);
+		format_site_chain(got, sizeof got, s, ra);
+		CHECK_STR(got, want);
+		return;
+	}
+	snprintf(want, sizeof want, "%s (%s:%d) inlined in %s+0x%" PRIx64,
+		 b->inner_name, src, INLINE_CALL_LINE, outer, f.offset);
+	CHECK_STR(got, want);
+	format_site(got, sizeof got, s, ra);
+	snprintf(want, sizeof want, "%s inlined in %s+0x%" PRIx64,
+		 b->inner_name, outer, f.offset);
+	CHECK_STR(got, want);
+	format_site_line(got, sizeof got, s, ra);
+	snprintf(want, sizeof want, "%s:%d inlined in %s:%d", src,
+		 INLINE_CALL_LINE, src, INLINE_OUTER_LINE);
+	CHECK_STR(got, want);
+	format_site_chain(got, sizeof got, s, ra);
+	snprintf(want, sizeof want, "%s (%s:%d) inlined in %s (%s:%d) inlined "
+		 "in %s+0x%" PRIx64 " (%s:%d)", b->inner_name, src,
+		 INLINE_CALL_LINE, b->twice_name, src, INLINE_TWICE_LINE, outer,
+		 f.offset, src, INLINE_OUTER_LINE);
+	CHECK_STR(got, want);
+	snprintf(want, sizeof want, " %s %s:%d ", b->twice_name,
+		 tmp_path(src), INLINE_TWICE_LINE);
+	CHECK(strstr(format_site_label(s, ra), want) != NULL,
+	      "%s: a filter finds \"%s\" in \"%s\"", b->exe, want,
+	      format_site_label(s, ra));
+}
+
 /* One place of an inlined site's chain: function, file and line. */
 static void check_inlined_in(const struct inline_build *b,
 			     const struct inline_call *c, const char *function,
@@ -643,6 +690,7 @@ static void test_inline(struct symbols *s, const struct inline_build *b)
 				 INLINE_OUTER_LINE);
 	}
 	CHECK_STR(f.module, tmp_path(b->exe));
+	check_inline_text(s, b, v[2]);
 }
 
 /* Write the fixture's source into the temporary directory. */

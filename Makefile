@@ -172,6 +172,15 @@ $(BUILD)/tests/wl_%: tests/workloads/%.cc | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CXX) -std=c++17 -g -O1 -Wall -o $@ $< -lpthread
 
+# The inlining workloads are optimised as programs usually are, so that
+# their static inline helpers really are inlined.
+$(BUILD)/tests/wl_inline: tests/workloads/inline.c | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -D_GNU_SOURCE -g -O2 -Wall -o $@ $< -lpthread
+$(BUILD)/tests/wl_inline_cxx: tests/workloads/inline_cxx.cc | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CXX) -std=c++17 -g -O2 -Wall -o $@ $< -lpthread
+
 $(BUILD)/tests/%: tests/integration/%.c tests/integration/harness.h $(COMMON_OBJ) | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(PKG_CFLAGS) -o $@ $< $(COMMON_OBJ) $(PKG_LIBS)

@@ -30,7 +30,33 @@ static void hex(struct jsonw *w, const char *key, uint64_t v)
 	jsonw_string(w, key, buf);
 }
 
-/* One frame: address, symbol, offset, file, line, module. */
+/* A line number, null when unknown. */
+static void line_json(struct jsonw *w, int line)
+{
+	if (line > 0)
+		jsonw_number(w, "line", line);
+	else
+		jsonw_null(w, "line");
+}
+
+/* Where the frame's function was inlined, innermost first. */
+static void inlined_in_json(struct jsonw *w, const struct frame_info *fi)
+{
+	jsonw_array(w, "inlined_in");
+	for (unsigned i = 0; i < fi->n_inlined; i++) {
+		jsonw_object(w, NULL);
+		jsonw_string(w, "function", fi->inlined_in[i].function);
+		jsonw_string(w, "file", fi->inlined_in[i].file);
+		line_json(w, fi->inlined_in[i].line);
+		jsonw_end(w);
+	}
+	jsonw_end(w);
+}
+
+/*
+ * One frame: address, symbol, offset, function, file, line, module and
+ * inlined_in.
+ */
 static void frame_json(struct jsonw *w, const char *key, struct symbols *s,
 		       uint64_t address, int is_return)
 {
@@ -42,12 +68,11 @@ static void frame_json(struct jsonw *w, const char *key, struct symbols *s,
 	jsonw_string(w, "symbol", fi.symbol);
 	jsonw_number(w, "offset", (double)(fi.symbol ? fi.offset :
 					   fi.module_offset));
+	jsonw_string(w, "function", fi.function);
 	jsonw_string(w, "file", fi.file);
-	if (fi.line > 0)
-		jsonw_number(w, "line", fi.line);
-	else
-		jsonw_null(w, "line");
+	line_json(w, fi.line);
 	jsonw_string(w, "module", fi.module);
+	inlined_in_json(w, &fi);
 	jsonw_end(w);
 }
 

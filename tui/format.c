@@ -52,43 +52,152 @@ static const char *base_name(const char *path)
 	return slash ? slash + 1 : path;
 }
 
+/* "function+0xoff", "module+0xoff" or "0xaddr": where the address is. */
+static void address_text(char *buf, size_t size, const struct frame_info *fi)
+{
+	if (fi->symbol)
+		snprintf(buf, size, "%s+0x%" PRIx64, fi->symbol, fi->offset);
+	else if (fi->module)
+		snprintf(buf, size, "%s+0x%" PRIx64, base_name(fi->module),
+			 fi->module_offset);
+	else
+		snprintf(buf, size, "0x%" PRIx64, fi->address);
+}
+
+/* "file:line" of a place, "??" for an unknown one. */
+static void place_text(char *buf, size_t size, const char *file, int line)
+{
+	if (file && line > 0)
+		snprintf(buf, size, "%s:%d", base_name(file), line);
+	else
+		snprintf(buf, size, "??");
+}
+
+/*
+ * The outer end of a site: its function+offset and, as the line, that
+ * of the call inlined there, if any, else its own. "??" where unknown.
+ */
+static void outer_text(char *buf, size_t size, const struct frame_info *fi)
+{
+	const struct inline_call *o = fi->n_inlined ?
+		&fi->inlined_in[fi->n_inlined - 1] : NULL;
+	char fn[256], line[256];
+
+	address_text(fn, sizeof(fn), fi);
+	place_text(line, sizeof(line), o ? o->file : fi->file,
+		   o ? o->line : fi->line);
+	snprintf(buf, size, "%s (%s)", fn, line);
+}
+
 void format_site(char *buf, size_t size, struct symbols *s, uint64_t site)
 {
 	struct frame_info fi;
+	char fn[256];
 
 	symbols_resolve(s, site, 1, &fi);
-	if (fi.symbol)
-		snprintf(buf, size, "%s+0x%" PRIx64, fi.symbol, fi.offset);
-	else if (fi.module)
-		snprintf(buf, size, "%s+0x%" PRIx64, base_name(fi.module),
-			 fi.module_offset);
+	address_text(fn, sizeof(fn), &fi);
+	if (fi.n_inlined)
+		snprintf(buf, size, "%s inlined in %s",
+			 fi.function ? fi.function : "??", fn);
 	else
-		snprintf(buf, size, "0x%" PRIx64, site);
+		snprintf(buf, size, "%s", fn);
 }
 
 void format_site_line(char *buf, size_t size, struct symbols *s, uint64_t site)
 {
+	const struct inline_call *o;
 	struct frame_info fi;
+	char line[256], outer[256];
 
 	symbols_resolve(s, site, 1, &fi);
-	if (fi.file && fi.line > 0)
-		snprintf(buf, size, "%s:%d", base_name(fi.file), fi.line);
-	else
+	if (!fi.file || fi.line <= 0) {
 		format_site(buf, size, s, site);
+		return;
+	}
+	place_text(line, sizeof(line), fi.file, fi.line);
+	if (fi.n_inlined == 0) {
+		snprintf(buf, size, "%s", line);
+		return;
+	}
+	o = &fi.inlined_in[fi.n_inlined - 1];
+	place_text(outer, sizeof(outer), o->file, o->line);
+	snprintf(buf, size, "%s inlined in %s", line, outer);
+}
+
+void format_site_both(char *buf, size_t size, struct symbols *s, uint64_t site)
+{
+	struct frame_info fi;
+	char fn[256], line[256];
+
+	symbols_resolve(s, site, 1, &fi);
+	if (!fi.file || fi.line <= 0) {
+		format_site(buf, size, s, site);
+		return;
+	}
+	address_text(fn, sizeof(fn), &fi);
+	place_text(line, sizeof(line), fi.file, fi.line);
+	if (fi.n_inlined)
+		snprintf(buf, size, "%s (%s) inlined in %s",
+			 fi.function ? fi.function : "??", line, fn);
+	else
+		snprintf(buf, size, "%s (%s)", fn, line);
+}
+
+void format_site_chain(char *buf, size_t size, struct symbols *s,
+		       uint64_t site)
+{
+	struct frame_info fi;
+	char outer[600];
+	size_t len = 0;
+
+	symbols_resolve(s, site, 1, &fi);
+	buf[0] = '\0';
+	for (unsigned i = 0; i < fi.n_inlined && len < size; i++) {
+		const char *fn = i ? fi.inlined_in[i - 1].function : fi.function;
+		const char *file = i ? fi.inlined_in[i - 1].file : fi.file;
+		int line = i ? fi.inlined_in[i - 1].line : fi.line;
+		char place[256];
+		int n;
+
+		place_text(place, sizeof(place), file, line);
+		n = snprintf(buf + len, size - len, "%s (%s) inlined in ",
+			     fn ? fn : "??", place);
+		len += n > 0 ? (size_t)n : 0;
+	}
+	outer_text(outer, sizeof(outer), &fi);
+	if (len < size)
+		snprintf(buf + len, size - len, "%s", outer);
+}
+
+/* Each place's function, whole path and line, for filters to match. */
+static void label_places(char *buf, size_t size, const struct frame_info *fi)
+{
+	size_t len = (size_t)snprintf(buf, size, "%s:%d", fi->file ? fi->file :
+				      "??", fi->line);
+
+	for (unsigned i = 0; i < fi->n_inlined && len < size; i++) {
+		const struct inline_call *c = &fi->inlined_in[i];
+		int n = snprintf(buf + len, size - len, " %s %s:%d",
+				 c->function ? c->function : "??",
+				 c->file ? c->file : "??", c->line);
+
+		len += n > 0 ? (size_t)n : 0;
+	}
 }
 
 const char *format_site_label(void *symbols, uint64_t site)
 {
-	static char label[1024];
+	static char label[2048];
 	struct frame_info fi;
-	char fn[512];
+	char fn[512], places[1024];
 
 	if (site == 0)
 		return "";
 	symbols_resolve(symbols, site, 1, &fi);
 	format_site(fn, sizeof(fn), symbols, site);
-	snprintf(label, sizeof(label), "%s %s:%d %s", fn,
-		 fi.file ? fi.file : "??", fi.line, fi.module ? fi.module : "??");
+	label_places(places, sizeof(places), &fi);
+	snprintf(label, sizeof(label), "%s %s %s", fn, places,
+		 fi.module ? fi.module : "??");
 	return label;
 }
 
@@ -146,22 +255,14 @@ static void cell_object(const struct view_row *r, const struct format_ctx *f,
 static void cell_site(const struct view_row *r, const struct format_ctx *f,
 		      char *buf, size_t size)
 {
-	char fn[256], line[256];
-
-	if (r->n_sites > 1) {
+	if (r->n_sites > 1)
 		snprintf(buf, size, "[%u sites]", r->n_sites);
-	} else if (f->site_style == SITE_LINE) {
+	else if (f->site_style == SITE_LINE)
 		format_site_line(buf, size, f->symbols, r->site);
-	} else if (f->site_style == SITE_FUNCTION) {
+	else if (f->site_style == SITE_FUNCTION)
 		format_site(buf, size, f->symbols, r->site);
-	} else {
-		format_site(fn, sizeof(fn), f->symbols, r->site);
-		format_site_line(line, sizeof(line), f->symbols, r->site);
-		if (strcmp(fn, line) == 0)
-			snprintf(buf, size, "%s", fn);
-		else
-			snprintf(buf, size, "%s (%s)", fn, line);
-	}
+	else
+		format_site_both(buf, size, f->symbols, r->site);
 }
 
 static void cell_wait_rate(const struct view_row *r, const struct format_ctx *f,

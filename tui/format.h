@@ -70,13 +70,43 @@ void format_count(char *buf, size_t size, double n);
  */
 void format_losses(char *buf, size_t size, const struct model_stats *st);
 
-/* A call site as "function+0xoff", "module+0xoff" or "0xaddr". */
+/*
+ * The table's forms of a call site. One whose lock call was inlined reads
+ * "INNER inlined in OUTER": INNER is the inlined function that makes the
+ * call, OUTER the function holding the address, which keeps its +0xoff;
+ * the functions in between, and OUTER's line in the both form, are left
+ * to format_site_chain() to keep the column short.
+ */
+
+/*
+ * "function+0xoff", "module+0xoff" or "0xaddr";
+ * "hold inlined in caller+0x24" when inlined.
+ */
 void format_site(char *buf, size_t size, struct symbols *s, uint64_t site);
 
-/* A call site as "file:line", falling back to format_site(). */
+/*
+ * "file:line", falling back to format_site();
+ * "blame.c:38 inlined in blame.c:56" when inlined.
+ */
 void format_site_line(char *buf, size_t size, struct symbols *s, uint64_t site);
 
-/* Everything a filter may match: function, file:line and module. */
+/*
+ * "function+0xoff (file:line)", falling back to format_site();
+ * "hold (blame.c:38) inlined in caller+0x24" when inlined.
+ */
+void format_site_both(char *buf, size_t size, struct symbols *s, uint64_t site);
+
+/*
+ * The whole chain, "??" for what is unknown: "hold (blame.c:38) inlined
+ * in caller+0x24 (blame.c:56)", or "caller+0x24 (blame.c:56)".
+ */
+void format_site_chain(char *buf, size_t size, struct symbols *s,
+		       uint64_t site);
+
+/*
+ * Everything a filter may match: function, file:line, each function the
+ * call was inlined in with its file:line, and the module.
+ */
 const char *format_site_label(void *symbols, uint64_t site);
 
 /* Fit s into width columns, cutting from the left ("…tail") when longer. */

@@ -5,11 +5,14 @@
  * libdwfl's own address-to-symbol lookup scans every symbol, so each module
  * gets a sorted table of its functions, built on first use and searched by
  * bisection; a C++ name is demangled the first time a lookup lands on
- * it. file:line comes from libdw: the line table's, except in inlined code,
- * where it is the outermost inlined call, a line of the function the
- * symbol names. Finished answers are cached per address. The strings handed
- * out point into module records and into libdw's loaded files, both kept
- * until symbols_free().
+ * it. file:line comes from libdw. In inlined code it is the innermost
+ * place in the program's own sources: the line table's line if that is
+ * one, else the line of the innermost inlined call made from one (the
+ * line using std::lock_guard, not libstdc++'s call to pthread); the calls
+ * further out are the chain of where that code was inlined. Finished
+ * answers are cached per address, each with its chain. The strings handed
+ * out point into module records, libdw's loaded files and the demangled
+ * names of inlined functions, all kept until symbols_free().
  */
 #include "../common/cfi.h"
 #include "symbols.h"
@@ -34,6 +37,9 @@ char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
 /* How far past its base a module whose extent is unknown may reach. */
 #define GUESS_SPAN (256ull << 20)
 #define CACHE_MIN 1024
+#define NAMES_MIN 64
+/* Inlined calls kept around one address; deeper ones lose their innermost. */
+#define INLINE_MAX 64
 
 /* What the file at a module's path tells about the loaded module. */
 enum module_state {
@@ -70,10 +76,17 @@ struct module {
 	bool fdes_built;
 };
 
+/* An answer; info.inlined_in is the entry's own, freed with it. */
 struct cache_entry {
 	struct frame_info info;
 	uint8_t used;
 	uint8_t is_return;
+};
+
+/* An inlined function's demangled name, by its mangled one in libdw. */
+struct demangled {
+	const char *mangled;	/* NULL in a free slot */
+	const char *name;	/* the demangler's, or mangled if it failed */
 };
 
 struct symbols {
@@ -82,6 +95,8 @@ struct symbols {
 	size_t nmods, cap;
 	struct cache_entry *cache;
 	size_t cache_cap, cache_used;	/* cache_cap is a power of two */
+	struct demangled *names;	/* keyed by the mangled name's address */
+	size_t names_cap, names_used;	/* names_cap is a power of two */
 };
 
 static const Dwfl_Callbacks dwfl_callbacks = {
@@ -98,15 +113,23 @@ struct symbols *symbols_new(void)
 	s->dwfl = dwfl_begin(&dwfl_callbacks);
 	s->cache_cap = CACHE_MIN;
 	s->cache = xcalloc(s->cache_cap, sizeof *s->cache);
+	s->names_cap = NAMES_MIN;
+	s->names = xcalloc(s->names_cap, sizeof *s->names);
 	return s;
 }
+
+static void cache_clear(struct symbols *s);
 
 void symbols_free(struct symbols *s)
 {
 	if (!s)
 		return;
+	cache_clear(s);
 	if (s->dwfl)
 		dwfl_end(s->dwfl);
+	for (size_t i = 0; i < s->names_cap; i++)
+		if (s->names[i].name != s->names[i].mangled)
+			free((char *)s->names[i].name);
 	for (size_t i = 0; i < s->nmods; i++) {
 		struct module *m = &s->mods[i];
 
@@ -121,6 +144,7 @@ void symbols_free(struct symbols *s)
 	}
 	free(s->mods);
 	free(s->cache);
+	free(s->names);
 	free(s);
 }
 
@@ -258,6 +282,8 @@ static bool module_known(const struct symbols *s, const char *path,
 /* Forget every cached answer: a new module may change them. */
 static void cache_clear(struct symbols *s)
 {
+	for (size_t i = 0; i < s->cache_cap; i++)
+		free((void *)s->cache[i].info.inlined_in);
 	memset(s->cache, 0, s->cache_cap * sizeof *s->cache);
 	s->cache_used = 0;
 }
@@ -467,92 +493,169 @@ static struct sym *module_sym(struct module *m, uint64_t pc)
 	return NULL;
 }
 
-static int outer_inlined_call(Dwarf_Die *parent, Dwarf_Addr pc,
-			      Dwarf_Die *call);
+/* Mix the bits of a cache key (splitmix64's finalizer). */
+static uint64_t cache_hash(uint64_t address, bool is_return)
+{
+	uint64_t x = address ^ (is_return ? 0x9e3779b97f4a7c15ull : 0);
+
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
+/* The inlined calls holding a pc, outermost first. */
+struct inline_path {
+	Dwarf_Die call[INLINE_MAX];
+	int n;
+	bool cut;		/* calls deeper than INLINE_MAX were left out */
+};
+
+/* Whether DIEs of this tag hold code of the function they are in. */
+static bool code_scope(int tag)
+{
+	return tag == DW_TAG_subprogram || tag == DW_TAG_inlined_subroutine ||
+	       tag == DW_TAG_lexical_block || tag == DW_TAG_try_block ||
+	       tag == DW_TAG_catch_block;
+}
+
+static int unit_path(Dwarf_Die *parent, Dwarf_Addr pc, struct inline_path *p);
 
 /*
  * Search the children of parent that hold code, or with namespaces true
- * its namespaces, for pc; answers as outer_inlined_call() does.
+ * its namespaces, for pc, adding every inlined call on the way down to p:
+ * 1 when a child holds pc, -1 when none does.
  */
 static int search_children(Dwarf_Die *parent, Dwarf_Addr pc,
-			   Dwarf_Die *call, bool namespaces)
+			   struct inline_path *p, bool namespaces)
 {
 	Dwarf_Die child;
-	int tag, found;
+	int tag;
 
 	if (dwarf_child(parent, &child) != 0)
 		return -1;
 	do {
 		tag = dwarf_tag(&child);
 		if (namespaces) {
-			if (tag != DW_TAG_namespace && tag != DW_TAG_module)
-				continue;
-			found = outer_inlined_call(&child, pc, call);
-			if (found >= 0)
-				return found;
-		} else if (tag == DW_TAG_inlined_subroutine) {
-			if (dwarf_haspc(&child, pc) <= 0)
-				continue;
-			*call = child;
+			if ((tag == DW_TAG_namespace || tag == DW_TAG_module) &&
+			    unit_path(&child, pc, p) > 0)
+				return 1;
+		} else if (code_scope(tag) && dwarf_haspc(&child, pc) > 0) {
+			if (tag == DW_TAG_inlined_subroutine && p->n == INLINE_MAX)
+				p->cut = true;
+			else if (tag == DW_TAG_inlined_subroutine)
+				p->call[p->n++] = child;
+			search_children(&child, pc, p, false);
 			return 1;
-		} else if (tag == DW_TAG_subprogram ||
-			   tag == DW_TAG_lexical_block ||
-			   tag == DW_TAG_try_block || tag == DW_TAG_catch_block) {
-			if (dwarf_haspc(&child, pc) > 0)
-				return outer_inlined_call(&child, pc, call) > 0;
 		}
 	} while (dwarf_siblingof(&child, &child) == 0);
 	return -1;
 }
 
 /*
- * Find the outermost inlined call holding pc among parent's descendants:
- * 1 with *call set when pc is in inlined code, 0 when it is in code that
- * was not inlined, -1 when no child of parent holds pc. GCC puts the code
+ * Find the inlined calls holding pc among the descendants of a unit or
+ * namespace: 1 when one of them holds pc, -1 otherwise. GCC puts the code
  * of a function at the top of its unit, clang inside its namespace: the
  * namespaces, thousands of declarations in C++, are searched only when
  * the code around them does not hold pc.
  */
-static int outer_inlined_call(Dwarf_Die *parent, Dwarf_Addr pc,
-			      Dwarf_Die *call)
+static int unit_path(Dwarf_Die *parent, Dwarf_Addr pc, struct inline_path *p)
 {
-	int found = search_children(parent, pc, call, false);
+	int found = search_children(parent, pc, p, false);
 
-	return found >= 0 ? found : search_children(parent, pc, call, true);
+	return found >= 0 ? found : search_children(parent, pc, p, true);
+}
+
+/* The slot of names holding mangled, or the free slot where it belongs. */
+static struct demangled *names_slot(struct demangled *names, size_t cap,
+				    const char *mangled)
+{
+	size_t i = (size_t)cache_hash((uint64_t)(uintptr_t)mangled, false) &
+		   (cap - 1);
+
+	while (names[i].mangled && names[i].mangled != mangled)
+		i = (i + 1) & (cap - 1);
+	return &names[i];
+}
+
+/* Double the names when half full. */
+static void names_grow(struct symbols *s)
+{
+	struct demangled *old = s->names;
+	size_t old_cap = s->names_cap;
+
+	if (2 * s->names_used < s->names_cap)
+		return;
+	s->names_cap *= 2;
+	s->names = xcalloc(s->names_cap, sizeof *s->names);
+	for (size_t i = 0; i < old_cap; i++)
+		if (old[i].mangled)
+			*names_slot(s->names, s->names_cap, old[i].mangled) = old[i];
+	free(old);
 }
 
 /*
- * Fill in out's file and line for pc, in inlined code, from the call site
- * of the outermost inlined call; false when pc is not in inlined code.
+ * A C++ name of libdw's demangled, once per name: libdw's strings stay
+ * put, so their addresses are the keys.
  */
-static bool module_call_site(struct module *m, uint64_t pc,
-			     struct frame_info *out)
+static const char *demangle_once(struct symbols *s, const char *mangled)
 {
-	Dwarf_Addr bias;
-	Dwarf_Die *cu = dwfl_module_addrdie(m->dwfl_mod, pc, &bias);
-	Dwarf_Die call;
+	struct demangled *d;
+	char *name;
+	int status;
+
+	if (strncmp(mangled, "_Z", 2) != 0)
+		return mangled;
+	d = names_slot(s->names, s->names_cap, mangled);
+	if (d->mangled)
+		return d->name;
+	name = __cxa_demangle(mangled, NULL, NULL, &status);
+	if (status != 0 || !name) {
+		free(name);
+		name = NULL;
+	}
+	d->mangled = mangled;
+	d->name = name ? name : mangled;
+	s->names_used++;
+	names_grow(s);
+	return name ? name : mangled;
+}
+
+/* The name of the function an inlined call inlined, or NULL. */
+static const char *inlined_function(struct symbols *s, Dwarf_Die *call)
+{
 	Dwarf_Attribute attr;
-	Dwarf_Files *files;
-	Dwarf_Word file, line;
 	const char *name;
 
-	if (!cu || outer_inlined_call(cu, pc - bias, &call) <= 0)
-		return false;
-	if (dwarf_formudata(dwarf_attr(&call, DW_AT_call_file, &attr),
+	name = dwarf_formstring(dwarf_attr_integrate(call, DW_AT_linkage_name,
+						     &attr));
+	if (!name)
+		name = dwarf_formstring(dwarf_attr_integrate(
+			call, DW_AT_MIPS_linkage_name, &attr));
+	if (name)
+		return demangle_once(s, name);
+	return dwarf_formstring(dwarf_attr_integrate(call, DW_AT_name, &attr));
+}
+
+/* Fill in the file and line an inlined call was made from, if known. */
+static void call_place(Dwarf_Die *call, Dwarf_Files *files,
+		       struct inline_call *out)
+{
+	Dwarf_Attribute attr;
+	Dwarf_Word file, line;
+
+	if (!files ||
+	    dwarf_formudata(dwarf_attr(call, DW_AT_call_file, &attr),
 			    &file) != 0 ||
-	    dwarf_formudata(dwarf_attr(&call, DW_AT_call_line, &attr),
+	    dwarf_formudata(dwarf_attr(call, DW_AT_call_line, &attr),
 			    &line) != 0 ||
-	    line == 0 || line > INT_MAX ||
-	    dwarf_getsrcfiles(cu, &files, NULL) != 0 ||
-	    !(name = dwarf_filesrc(files, file, NULL, NULL)))
-		return false;
-	out->file = name;
-	out->line = (int)line;
-	return true;
+	    line == 0 || line > INT_MAX)
+		return;
+	out->file = dwarf_filesrc(files, file, NULL, NULL);
+	out->line = out->file ? (int)line : 0;
 }
 
 /* Fill in out's file and line for pc from m's line table, if it has one. */
-static void module_line(struct module *m, uint64_t pc, struct frame_info *out)
+static void module_line(struct module *m, uint64_t pc, struct inline_call *out)
 {
 	Dwfl_Line *line = dwfl_module_getsrc(m->dwfl_mod, pc);
 	Dwarf_Addr addr;
@@ -566,6 +669,92 @@ static void module_line(struct module *m, uint64_t pc, struct frame_info *out)
 		out->file = file;
 		out->line = lineno;
 	}
+}
+
+/*
+ * The places the code at pc is at, innermost first: its line-table line
+ * in the innermost function inlined there, then each inlined call's line
+ * in the function around it, the last one in the function holding pc,
+ * named symbol. Returns how many (at most INLINE_MAX + 1). A path cut
+ * short has no line-table place: that line is in a function left out.
+ */
+static int module_places(struct symbols *s, struct module *m, uint64_t pc,
+			 const char *symbol, struct inline_call *places)
+{
+	struct inline_path path = { .n = 0 };
+	Dwarf_Files *files = NULL;
+	Dwarf_Addr bias;
+	Dwarf_Die *cu = dwfl_module_addrdie(m->dwfl_mod, pc, &bias);
+	int n = 0;
+
+	if (cu)
+		unit_path(cu, pc - bias, &path);
+	if (path.n && dwarf_getsrcfiles(cu, &files, NULL) != 0)
+		files = NULL;
+	if (!path.cut) {
+		places[n] = (struct inline_call){ .function = path.n ?
+			inlined_function(s, &path.call[path.n - 1]) : symbol };
+		module_line(m, pc, &places[n++]);
+	}
+	for (int i = path.n; i-- > 0; n++) {
+		places[n] = (struct inline_call){ .function = i ?
+			inlined_function(s, &path.call[i - 1]) : symbol };
+		call_place(&path.call[i], files, &places[n]);
+	}
+	return n;
+}
+
+/*
+ * Whether a source file is the system's, not the program's own: under
+ * /usr/include, /usr/local/include or /usr/lib (glibc's headers, the
+ * compilers' own: /usr/lib/gcc/..., /usr/lib/llvm-N/...), or anywhere in
+ * a compiler's tree (libstdc++'s include/c++, a toolchain in /opt). The
+ * program's own paths are often relative to its build directory.
+ */
+static bool system_source(const char *path)
+{
+	static const char *const under[] = { "/usr/include/",
+					     "/usr/local/include/", "/usr/lib/" };
+	static const char *const inside[] = { "/include/c++/", "/lib/gcc/",
+					      "/lib/clang/" };
+
+	for (size_t i = 0; i < sizeof under / sizeof *under; i++)
+		if (strncmp(path, under[i], strlen(under[i])) == 0)
+			return true;
+	for (size_t i = 0; i < sizeof inside / sizeof *inside; i++)
+		if (strstr(path, inside[i]))
+			return true;
+	return false;
+}
+
+/*
+ * Fill in out's function, file, line and chain from the places of its
+ * code: the innermost in the program's own sources, or if none is, the
+ * outermost known (a line of symbol's function).
+ */
+static void place_site(const struct inline_call *places, int n,
+		       struct frame_info *out)
+{
+	int k = 0;
+
+	while (k < n && (!places[k].file || system_source(places[k].file)))
+		k++;
+	if (k == n) {
+		k = n - 1;
+		while (k >= 0 && !places[k].file)
+			k--;
+	}
+	if (k < 0)
+		return;
+	out->function = places[k].function;
+	out->file = places[k].file;
+	out->line = places[k].line;
+	out->n_inlined = (unsigned)(n - 1 - k);
+	if (out->n_inlined)
+		out->inlined_in = memcpy(xreallocarray(NULL, out->n_inlined,
+						       sizeof *places),
+					 &places[k + 1],
+					 out->n_inlined * sizeof *places);
 }
 
 /*
@@ -608,6 +797,7 @@ static void resolve(struct symbols *s, uint64_t address, bool is_return,
 		    struct frame_info *out)
 {
 	uint64_t pc = is_return && address ? address - 1 : address;
+	struct inline_call places[INLINE_MAX + 1];
 	struct sym *sym;
 	struct module *m;
 
@@ -625,18 +815,8 @@ static void resolve(struct symbols *s, uint64_t address, bool is_return,
 		out->symbol = sym_name(sym);
 		out->offset = address - sym->start;
 	}
-	if (!module_call_site(m, pc, out))
-		module_line(m, pc, out);
-}
-
-/* Mix the bits of a cache key (splitmix64's finalizer). */
-static uint64_t cache_hash(uint64_t address, bool is_return)
-{
-	uint64_t x = address ^ (is_return ? 0x9e3779b97f4a7c15ull : 0);
-
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-	return x ^ (x >> 31);
+	out->function = out->symbol;
+	place_site(places, module_places(s, m, pc, out->symbol, places), out);
 }
 
 /* The slot holding the key, or the empty slot where it belongs. */

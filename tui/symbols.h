@@ -10,12 +10,31 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* A call the compiler inlined: the function it was made in, and where. */
+struct inline_call {
+	const char *function;	/* NULL when unknown */
+	const char *file;	/* NULL when unknown */
+	int line;		/* 0 when unknown */
+};
+
+/*
+ * What an address is. In code the compiler inlined, file:line is the
+ * innermost place in the program's own sources, not in a system header
+ * (std::lock_guard's lock call is libstdc++'s, its line the program's):
+ * a line of function, an inlined function, whose calls inlined_in gives
+ * innermost first, the last one in the function symbol names. Elsewhere
+ * function is symbol and inlined_in is empty. symbol, the function whose
+ * code holds the address, is what wrappers and offsets go by.
+ */
 struct frame_info {
 	uint64_t address;
 	const char *symbol;	/* NULL when unknown */
 	uint64_t offset;	/* address - symbol start */
+	const char *function;	/* of file:line; NULL when unknown */
 	const char *file;	/* source file as DWARF names it, or NULL */
 	int line;		/* 0 when unknown */
+	unsigned n_inlined;	/* entries of inlined_in */
+	const struct inline_call *inlined_in;
 	const char *module;	/* module path, or NULL outside every module */
 	uint64_t module_offset;	/* address - module load bias */
 };
@@ -36,7 +55,8 @@ void symbols_add_module(struct symbols *s, const char *path, uint64_t base,
 /*
  * Resolve an address. For a return address (is_return true) the symbol and
  * line are those of the call instruction (address - 1), the offset is still
- * relative to address. Strings stay valid until symbols_free().
+ * relative to address. Strings stay valid until symbols_free(), the
+ * inlined_in array until the next symbols_add_module().
  */
 void symbols_resolve(struct symbols *s, uint64_t address, int is_return,
 		     struct frame_info *out);

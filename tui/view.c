@@ -164,19 +164,27 @@ static double percentile_ns(const struct counts *c, double p)
 	return 0;
 }
 
-/* "function+off (file:line) [module]", or how many sites a group has. */
+/*
+ * "function+off (file:line) [module]", after the inlined functions that
+ * make the call when there are some, or how many sites a group has.
+ */
 static void detail_site(char *buf, size_t size, const struct ui *ui,
 			const struct view_row *r)
 {
 	struct symbols *sym = ui->app->symbols;
 	struct frame_info fi;
-	char fn[256], line[256];
+	char fn[256], line[256], chain[768];
 
 	if (r->n_sites > 1) {
 		snprintf(buf, size, "%u call sites", r->n_sites);
 		return;
 	}
 	symbols_resolve(sym, r->site, 1, &fi);
+	if (fi.n_inlined) {
+		format_site_chain(chain, sizeof(chain), sym, r->site);
+		snprintf(buf, size, "%s [%s]", chain, fi.module ? fi.module : "??");
+		return;
+	}
 	format_site(fn, sizeof(fn), sym, r->site);
 	format_site_line(line, sizeof(line), sym, r->site);
 	snprintf(buf, size, "%s (%s) [%s]", fn, line, fi.module ? fi.module : "??");
@@ -250,14 +258,23 @@ static const char *base_name(const char *path)
 	return slash ? slash + 1 : path;
 }
 
-/* "0xADDR function+off (file:line) [module]", "??" where unknown. */
+/*
+ * "0xADDR function+off (file:line) [module]", after the inlined functions
+ * that make the call when there are some; "??" where unknown.
+ */
 static void detail_frame(char *buf, size_t size, struct symbols *sym,
 			 uint64_t address)
 {
 	struct frame_info fi;
-	char fn[512], line[300];
+	char fn[512], line[300], chain[768];
 
 	symbols_resolve(sym, address, 1, &fi);
+	if (fi.n_inlined) {
+		format_site_chain(chain, sizeof(chain), sym, address);
+		snprintf(buf, size, "0x%" PRIx64 " %s [%s]", address, chain,
+			 fi.module ? fi.module : "??");
+		return;
+	}
 	if (fi.symbol)
 		snprintf(fn, sizeof(fn), "%s+0x%" PRIx64, fi.symbol, fi.offset);
 	else

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "../../tui/format.h"
 #include "../../tui/symbols.h"
 
 #define NOINLINE __attribute__((noinline, noclone))
@@ -487,9 +488,10 @@ static void test_library(struct symbols *s)
 
 /*
  * A program built both as C and as C++ that prints its bias, where f is,
- * and the return address of f's call on line 20, made from inside two
- * nested forced-inline functions. As C++, f is ns::f(int); as C, f's symbol
- * looks mangled but is not, and must be kept as it is.
+ * and the return address of f's call on line 15, made from inner(),
+ * inlined on line 17 into twice(), inlined on line 20 into outer(). As
+ * C++, f is ns::f(int); as C, f's symbol looks mangled but is not, and
+ * must be kept as it is.
  */
 static const char inline_src[] =
 	"#include <link.h>\n"
@@ -523,21 +525,32 @@ static const char inline_src[] =
 	"\treturn r == 9 ? 0 : 1;\n"
 	"}\n";
 #define INLINE_F_LINE 13
-#define INLINE_CALL_LINE 20
+#define INLINE_CALL_LINE 15
+#define INLINE_TWICE_LINE 17
+#define INLINE_OUTER_LINE 20
 
-/* How inline_src is built, and the names its functions must get. */
+/*
+ * How inline_src is built, and the names its functions must get (an
+ * inlined static function has no linkage name in C++ either). Its sources
+ * may be made the system's (-fdebug-prefix-map to /usr/include): then the
+ * site is outer()'s line, and not inlined (inner_name NULL).
+ */
 struct inline_build {
 	const char *compiler;	/* a command that must exist */
 	const char *command;	/* %s: the source, then the executable */
 	const char *source, *exe;
 	const char *f_name, *outer_name;
+	const char *inner_name, *twice_name;
 };
 
 static const struct inline_build inline_builds[] = {
 	{"cc", "cc -D_GNU_SOURCE -g -O1 %s -o %s 2>/dev/null", "inline.c",
-	 "inline-c", "_Zqsptop_bad", "outer"},
+	 "inline-c", "_Zqsptop_bad", "outer", "inner", "twice"},
 	{"c++", "c++ -g -O1 %s -o %s 2>/dev/null", "inline.cc", "inline-cxx",
-	 "ns::f(int)", "outer(int)"},
+	 "ns::f(int)", "outer(int)", "inner", "twice"},
+	{"cc", "cc -D_GNU_SOURCE -g -O1 -fdebug-prefix-map=/tmp=/usr/include "
+	 "%s -o %s 2>/dev/null", "inline.c", "inline-sys", "_Zqsptop_bad",
+	 "outer", NULL, NULL},
 };
 
 /* Write text to a file of the temporary directory. */
@@ -582,12 +595,72 @@ static bool run_inline(const struct inline_build *b, unsigned long v[3])
 }
 
 /*
+ * What the table and the details read for the inlined call at ra: the
+ * table names the innermost function and the one holding the address,
+ * the details every place of the chain.
+ */
+static void check_inline_text(struct symbols *s, const struct inline_build *b,
+			      uint64_t ra)
+{
+	const char *src = b->source, *outer = b->outer_name;
+	struct frame_info f;
+	char got[1024], want[1024];
+
+	symbols_resolve(s, ra, 1, &f);
+	format_site_both(got, sizeof got, s, ra);
+	if (!b->inner_name) {
+		snprintf(want, sizeof want, "%s+0x%" PRIx64 " (%s:%d)", outer,
+			 f.offset, src, INLINE_OUTER_LINE);
+		CHECK_STR(got, want);
+		format_site_chain(got, sizeof got, s, ra);
+		CHECK_STR(got, want);
+		return;
+	}
+	snprintf(want, sizeof want, "%s (%s:%d) inlined in %s+0x%" PRIx64,
+		 b->inner_name, src, INLINE_CALL_LINE, outer, f.offset);
+	CHECK_STR(got, want);
+	format_site(got, sizeof got, s, ra);
+	snprintf(want, sizeof want, "%s inlined in %s+0x%" PRIx64,
+		 b->inner_name, outer, f.offset);
+	CHECK_STR(got, want);
+	format_site_line(got, sizeof got, s, ra);
+	snprintf(want, sizeof want, "%s:%d inlined in %s:%d", src,
+		 INLINE_CALL_LINE, src, INLINE_OUTER_LINE);
+	CHECK_STR(got, want);
+	format_site_chain(got, sizeof got, s, ra);
+	snprintf(want, sizeof want, "%s (%s:%d) inlined in %s (%s:%d) inlined "
+		 "in %s+0x%" PRIx64 " (%s:%d)", b->inner_name, src,
+		 INLINE_CALL_LINE, b->twice_name, src, INLINE_TWICE_LINE, outer,
+		 f.offset, src, INLINE_OUTER_LINE);
+	CHECK_STR(got, want);
+	snprintf(want, sizeof want, " %s %s:%d ", b->twice_name,
+		 tmp_path(src), INLINE_TWICE_LINE);
+	CHECK(strstr(format_site_label(s, ra), want) != NULL,
+	      "%s: a filter finds \"%s\" in \"%s\"", b->exe, want,
+	      format_site_label(s, ra));
+}
+
+/* One place of an inlined site's chain: function, file and line. */
+static void check_inlined_in(const struct inline_build *b,
+			     const struct inline_call *c, const char *function,
+			     int line)
+{
+	CHECK_STR(c->function, function);
+	CHECK(ends_with(c->file, b->source) && c->line == line,
+	      "%s: %s inlined on %s:%d, got %s:%d", b->exe, function,
+	      b->source, line, c->file ? c->file : "(null)", c->line);
+}
+
+/*
  * f's name is demangled (C++) or kept (C); the return address of a call
- * made by inlined code is the caller's and on the caller's line.
+ * made by inlined code is the caller's, at the line of the call in the
+ * innermost inlined function, with the chain of where it was inlined;
+ * when all of it is in system headers, at the outer function's line.
  */
 static void test_inline(struct symbols *s, const struct inline_build *b)
 {
 	unsigned long v[3];	/* bias, f, return address */
+	bool own = b->inner_name != NULL;
 	struct frame_info f;
 
 	if (!run_inline(b, v))
@@ -595,17 +668,29 @@ static void test_inline(struct symbols *s, const struct inline_build *b)
 	symbols_add_module(s, tmp_path(b->exe), v[0], NULL, 0);
 	symbols_resolve(s, v[1], 0, &f);
 	CHECK_STR(f.symbol, b->f_name);
+	CHECK_STR(f.function, b->f_name);
 	CHECK_U64(f.offset, 0);
 	CHECK_U64(f.line, INLINE_F_LINE);
+	CHECK_U64(f.n_inlined, 0);
 	symbols_resolve(s, v[2], 1, &f);
 	CHECK_STR(f.symbol, b->outer_name);
+	CHECK_STR(f.function, own ? b->inner_name : b->outer_name);
 	CHECK(f.offset > 0, "%s: offset of the return address is positive",
 	      b->exe);
-	CHECK(f.line == INLINE_CALL_LINE, "%s: the call from inlined code is "
-	      "on line %d, got %d", b->exe, INLINE_CALL_LINE, f.line);
+	CHECK(f.line == (own ? INLINE_CALL_LINE : INLINE_OUTER_LINE),
+	      "%s: the call from inlined code is on line %d, got %d", b->exe,
+	      own ? INLINE_CALL_LINE : INLINE_OUTER_LINE, f.line);
 	CHECK(ends_with(f.file, b->source), "%s: file %s", b->exe,
 	      f.file ? f.file : "(null)");
+	CHECK_U64(f.n_inlined, own ? 2 : 0);
+	if (own && f.n_inlined == 2) {
+		check_inlined_in(b, &f.inlined_in[0], b->twice_name,
+				 INLINE_TWICE_LINE);
+		check_inlined_in(b, &f.inlined_in[1], b->outer_name,
+				 INLINE_OUTER_LINE);
+	}
 	CHECK_STR(f.module, tmp_path(b->exe));
+	check_inline_text(s, b, v[2]);
 }
 
 /* Write the fixture's source into the temporary directory. */
@@ -648,7 +733,7 @@ static void cleanup(void)
 	static const char *const names[] = {
 		"trunc8k", "empty", "magic", "stripped", "fixture.c", "-pie",
 		"-no-pie", "libfixture.c", "libfixture.so", "fifo", "inline.c",
-		"inline-c", "inline.cc", "inline-cxx",
+		"inline-c", "inline.cc", "inline-cxx", "inline-sys",
 	};
 
 	for (size_t i = 0; i < sizeof names / sizeof *names; i++)

@@ -270,6 +270,80 @@ static void test_address_forms(const char *program, const char *twin,
 	cJSON_Delete(snap);
 }
 
+/* qsptop -p pid -m site for two updates, with --wrapper w unless NULL. */
+static cJSON *attach_once(pid_t pid, const char *w)
+{
+	char *json = tmp_path("attach.json"), pidstr[16];
+	char *argv[] = { qsptop, "-b", "-n", "2", "-d", "0.2", "-m", "site",
+			 "-j", json, "-p", pidstr, "--wrapper", (char *)w, NULL };
+	struct run r;
+
+	snprintf(pidstr, sizeof(pidstr), "%d", (int)pid);
+	if (w == NULL)
+		argv[12] = NULL;
+	unlink(json);
+	r = run_capture(argv, RUN_TIMEOUT_MS, 0);
+	CHECK(r.status == 0, "-p %s: qsptop exits 0, got %d: %s", w ? w : "",
+	      r.status, r.err);
+	run_free(&r);
+	return load_json(json);
+}
+
+/* Acquisitions of fn's row in snap; 0 without one. */
+static double acquisitions_of(const cJSON *snap, const char *fn)
+{
+	const cJSON *row = snap ? row_of(snap, fn) : NULL;
+
+	return row ? num_field(row, "acquisitions") : 0;
+}
+
+/* The three callers' acquisitions in snap. */
+static double callers_sum(const cJSON *snap)
+{
+	return acquisitions_of(snap, "caller_a") +
+	       acquisitions_of(snap, "caller_b") +
+	       acquisitions_of(snap, "caller_c");
+}
+
+/*
+ * Wrappers named on a later -p: a running process watched first without
+ * --wrapper (its calls count on wc_lock), then with it (on the callers
+ * only), then without again (on wc_lock again). Each -p sees only what
+ * happens while it watches; a wait already under way when the setting
+ * changes counts by the old one (a few, against millions).
+ */
+static void test_wrappers_named_on_reattach(void)
+{
+	char wl[PATH_MAX + 32];
+	pid_t pid;
+	cJSON *snap;
+
+	snprintf(wl, sizeof(wl), "%s/tests/wl_wrap", build);
+	pid = start((char *[]){ wl, tmp_path("loop.res"), "loop", NULL }, NULL,
+		    NULL);
+	snap = attach_once(pid, NULL);
+	CHECK(acquisitions_of(snap, "wc_lock") > 1000 * callers_sum(snap),
+	      "-p: wc_lock counts %.0f, its callers %.0f",
+	      acquisitions_of(snap, "wc_lock"), callers_sum(snap));
+	cJSON_Delete(snap);
+	snap = attach_once(pid, "wc_lock");
+	CHECK(acquisitions_of(snap, "caller_a") > 0 &&
+	      acquisitions_of(snap, "caller_b") > 0 &&
+	      acquisitions_of(snap, "caller_c") > 0 &&
+	      callers_sum(snap) > 1000 * acquisitions_of(snap, "wc_lock"),
+	      "-p --wrapper wc_lock: callers count %.0f, %.0f, %.0f; wc_lock %.0f",
+	      acquisitions_of(snap, "caller_a"), acquisitions_of(snap, "caller_b"),
+	      acquisitions_of(snap, "caller_c"), acquisitions_of(snap, "wc_lock"));
+	cJSON_Delete(snap);
+	snap = attach_once(pid, NULL);
+	CHECK(acquisitions_of(snap, "wc_lock") > 1000 * callers_sum(snap),
+	      "-p again: wc_lock counts %.0f, its callers %.0f",
+	      acquisitions_of(snap, "wc_lock"), callers_sum(snap));
+	cJSON_Delete(snap);
+	kill(pid, SIGTERM);
+	CHECK(wait_status(pid, 10000) == 0, "the looping workload ends well");
+}
+
 int main(void)
 {
 	find_paths("/tmp/qsptop-callers-XXXXXX", "wl_wrap");
@@ -278,6 +352,7 @@ int main(void)
 	test_without_wrappers();
 	test_address_forms("wl_wrap_stripped", "wl_wrap", true);
 	test_address_forms("wl_wrap_nopie_stripped", "wl_wrap_nopie", false);
+	test_wrappers_named_on_reattach();
 	{
 		char cmd[PATH_MAX + 16];
 

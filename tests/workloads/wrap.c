@@ -8,11 +8,14 @@
  *   alloca_lock()  a wrapper whose frame size is known only at run time
  *   lib_lock()     a wrapper in a shared library (built with -DWRAP_LIB)
  *
- *   wl_wrap RESULT
+ *   wl_wrap RESULT          once through, then RESULT is written
+ *   wl_wrap RESULT loop     a hundredth of each, over and over, until
+ *                           SIGTERM (for qsptop -p)
  */
 #include <alloca.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -111,6 +114,25 @@ static const struct {
 	{ "library_a", library_a, 20000 },
 };
 
+static volatile sig_atomic_t ended;
+
+static void on_term(int sig)
+{
+	(void)sig;
+	ended = 1;
+}
+
+/* Every caller in turn, a hundredth of its share, until SIGTERM. */
+static void loop(void)
+{
+	struct sigaction sa = { .sa_handler = on_term };
+
+	sigaction(SIGTERM, &sa, NULL);
+	while (!ended)
+		for (size_t i = 0; i < sizeof(callers) / sizeof(callers[0]); i++)
+			callers[i].run(callers[i].n / 100);
+}
+
 int main(int argc, char **argv)
 {
 	pthread_t t;
@@ -121,8 +143,11 @@ int main(int argc, char **argv)
 	pthread_create(&t, NULL, holder, NULL);
 	while (!__atomic_load_n(&held, __ATOMIC_ACQUIRE))
 		sched_yield();
-	for (size_t i = 0; i < sizeof(callers) / sizeof(callers[0]); i++)
-		callers[i].run(callers[i].n);
+	if (argc > 2 && strcmp(argv[2], "loop") == 0)
+		loop();
+	else
+		for (size_t i = 0; i < sizeof(callers) / sizeof(callers[0]); i++)
+			callers[i].run(callers[i].n);
 	holding = 0;
 	pthread_join(t, NULL);
 	out = fopen(argv[1], "w");

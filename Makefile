@@ -4,7 +4,7 @@
 #   make bench    measure the collector's overhead (several minutes)
 #   make fuzz     run the libFuzzer targets for FUZZ_SECONDS each
 #   make demo     run qsptop on the bundled contention demo
-#   make install  install under $(PREFIX)
+#   make install  install under $(DESTDIR)$(PREFIX) (make uninstall removes it)
 
 PREFIX  ?= /usr/local
 BUILD   := build
@@ -85,7 +85,7 @@ FUZZ_TESTS    := $(patsubst %,$(BUILD)/tests/test_fuzz_%,$(FUZZ_TARGETS))
 FUZZ_PROBE    := int LLVMFuzzerTestOneInput(const char *d, unsigned long n) \
 		 { (void)d; (void)n; return 0; }
 
-.PHONY: all check bench demo install clean deps fuzz
+.PHONY: all check bench demo install uninstall clean deps fuzz
 all: $(BUILD)/qsptop $(BUILD)/libqsptop.so
 
 # Install missing -dev packages when root; otherwise say exactly what to run.
@@ -316,6 +316,20 @@ install: all
 	install -m 644 $(BUILD)/libqsptop.so $(DESTDIR)$(PREFIX)/lib/qsptop/libqsptop.so
 	install -d $(DESTDIR)$(PREFIX)/share/qsptop/themes
 	install -m 644 themes/*.theme $(DESTDIR)$(PREFIX)/share/qsptop/themes/
+	install -d $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/doc/qsptop
+	install -m 644 docs/qsptop.1 $(DESTDIR)$(PREFIX)/share/man/man1/qsptop.1
+	install -m 644 docs/json-schema.md README.md $(DESTDIR)$(PREFIX)/share/doc/qsptop/
+
+# Remove what install put there, and its directories when left empty.
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/bin/qsptop \
+	  $(DESTDIR)$(PREFIX)/lib/qsptop/libqsptop.so \
+	  $(DESTDIR)$(PREFIX)/share/man/man1/qsptop.1 \
+	  $(DESTDIR)$(PREFIX)/share/doc/qsptop/json-schema.md \
+	  $(DESTDIR)$(PREFIX)/share/doc/qsptop/README.md \
+	  $(addprefix $(DESTDIR)$(PREFIX)/share/qsptop/themes/,$(notdir $(wildcard themes/*.theme)))
+	-rmdir $(DESTDIR)$(PREFIX)/lib/qsptop $(DESTDIR)$(PREFIX)/share/qsptop/themes \
+	  $(DESTDIR)$(PREFIX)/share/qsptop $(DESTDIR)$(PREFIX)/share/doc/qsptop 2>/dev/null
 
 clean:
 	rm -rf $(BUILD)

@@ -101,6 +101,9 @@ static void test_many_sites(void)
 		exact += acq == PER_ROW;
 		objectless += cJSON_IsNull(cJSON_GetObjectItem(row, "object"));
 	}
+	printf("sites: %d rows, %.0f acquisitions counted of %ld made, "
+	       "%.0f dropped, %d without their lock\n", rows, total,
+	       result(res, "acquisitions"), num_field(snap, "dropped"), objectless);
 	CHECK(rows == SITES * OBJECTS, "sites: one row per (site, lock): %d of %d",
 	      rows, SITES * OBJECTS);
 	CHECK(exact == rows, "sites: every row counts %d acquisitions (%d do)",
@@ -148,6 +151,9 @@ static void test_memory_cap(void)
 	CHECK(objectless > 0 && num_field(snap, "folded") > 0,
 	      "cap: rows fold per site (%d rows, %.0f events folded)", objectless,
 	      num_field(snap, "folded"));
+	printf("cap 4 MiB: %.0f counted (%.0f folded) + %.0f dropped, %ld made\n",
+	       total, num_field(snap, "folded"), num_field(snap, "dropped"),
+	       result(res, "acquisitions"));
 	CHECK(total + num_field(snap, "dropped") == result(res, "acquisitions"),
 	      "cap: %.0f counted + %.0f dropped = %ld made", total,
 	      num_field(snap, "dropped"), result(res, "acquisitions"));
@@ -173,6 +179,10 @@ static void test_thread_churn(void)
 		if (in_workload(row))
 			total += num_field(row, "acquisitions");
 	}
+	printf("churn: %.0f of %ld counted, collector %.0f bytes, target peak "
+	       "RSS %ld kB\n", total, result(res, "acquisitions"),
+	       num_field(cJSON_GetObjectItem(snap, "collector_memory"), "used"),
+	       result(res, "vmhwm_kb"));
 	CHECK(total == 20000 && result(res, "acquisitions") == 20000,
 	      "churn: %.0f of 20000 acquisitions counted", total);
 	CHECK(num_field(snap, "threads") >= 20000,

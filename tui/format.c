@@ -246,7 +246,8 @@ void format_sparkline(char *buf, size_t size, const uint64_t *values, int n)
 
 const struct column columns[] = {
 	{ "TYPE", 12, true, false, false, 8, -1,
-	  "mutex, rwlock-read, rwlock-write, spinlock or condvar", cell_type },
+	  "mutex, rwlock-read, rwlock-write, spinlock, condvar, futex or futex-wake",
+	  cell_type },
 	{ "OBJECT", 14, true, false, false, 4, -1,
 	  "the lock's address; [N objs] when rows are coalesced", cell_object },
 	{ "CALL SITE", 16, true, true, false, 10, SORT_SITE,

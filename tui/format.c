@@ -309,6 +309,9 @@ void format_losses(char *buf, size_t size, const struct model_stats *st)
 	int n = snprintf(buf, size, "dropped %llu", (unsigned long long)st->dropped);
 
 	if (st->folded && n > 0 && (size_t)n < size)
-		snprintf(buf + n, size - (size_t)n, ", folded %llu (memory cap)",
-			 (unsigned long long)st->folded);
+		n += snprintf(buf + n, size - (size_t)n, ", folded %llu (memory cap)",
+			      (unsigned long long)st->folded);
+	if (st->raw_futex_threads && n > 0 && (size_t)n < size)
+		snprintf(buf + n, size - (size_t)n, ", unseen futex waits: %u thread%s",
+			 st->raw_futex_threads, st->raw_futex_threads > 1 ? "s" : "");
 }

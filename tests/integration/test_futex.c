@@ -4,8 +4,10 @@
  * rows, at the call site or, with --wrapper, at the waiter's caller, when
  * launched and when injected with -p (GOT patching); its uncontended
  * acquisitions add nothing; and syscall() with any other call returns
- * exactly what it returns without the collector. With rustc at hand, a
- * Rust program's std::sync::Mutex contention shows as futex rows too.
+ * exactly what it returns without the collector. A futex wait of the
+ * program's own syscall instruction, which no hook sees, is named in the
+ * header. With rustc at hand, a Rust program's std::sync::Mutex
+ * contention shows as futex rows too, at the caller of lock().
  */
 #include <cJSON.h>
 #include <signal.h>
@@ -23,9 +25,12 @@ enum { RUN_TIMEOUT_MS = 60000, READY_MS = 5000, RUST_BUILD_MS = 120000 };
 #define HOLDS_MS 500.0		/* ten holds of 50 ms */
 #define MIN_WAIT_MS 450.0
 
-/* Run qsptop -b -j JSON [flags] -- argv...; the snapshot, or NULL. */
+/*
+ * Run qsptop -b -j JSON [--wrapper flag] -- target...; the snapshot, or
+ * NULL. Its tables go to *out when out is not NULL (the caller frees).
+ */
 static cJSON *run_qsptop(const char *label, const char *flag,
-			 char *const target[])
+			 char *const target[], char **out)
 {
 	char *json = tmp_path("futex.json"), *argv[32];
 	struct run r;
@@ -49,6 +54,10 @@ static cJSON *run_qsptop(const char *label, const char *flag,
 	r = run_capture(argv, RUN_TIMEOUT_MS, 0);
 	CHECK(r.status == 0, "%s: qsptop exits 0, got %d: %s", label, r.status,
 	      r.err);
+	if (out) {
+		*out = r.out;
+		r.out = NULL;
+	}
 	run_free(&r);
 	return load_json(json);
 }
@@ -128,9 +137,10 @@ static bool any_row_on(const cJSON *snap, const char *a)
 /* The ten 50 ms holds: waits at the wait's site, wakes at the wake's. */
 static void test_contended(void)
 {
-	char *result = tmp_path("contend.res");
+	char *result = tmp_path("contend.res"), *tables = NULL;
 	cJSON *snap = run_qsptop("contend", NULL,
-				 (char *[]){ workload, "contend", result, NULL });
+				 (char *[]){ workload, "contend", result, NULL },
+				 &tables);
 	const cJSON *wait = snap ? row_at(snap, "futex", "fl_lock") : NULL;
 	const cJSON *wake = snap ? row_at(snap, "futex-wake", "fl_unlock") : NULL;
 	double ms = wait ? num_field(wait, "wait_ns") / 1e6 : -1;
@@ -157,6 +167,9 @@ static void test_contended(void)
 	CHECK(snap && sum_all(snap, "acquisitions") <= 2 * 10 + 2,
 	      "contend: nothing else was counted (%.0f acquisitions)",
 	      snap ? sum_all(snap, "acquisitions") : -1);
+	CHECK(tables && strstr(tables, "\nthreads ") && !strstr(tables, "unseen futex"),
+	      "contend: every futex wait was seen, and the header says nothing");
+	free(tables);
 	cJSON_Delete(snap);
 }
 
@@ -165,7 +178,7 @@ static void test_wrapped(void)
 {
 	char *result = tmp_path("wrapped.res");
 	cJSON *snap = run_qsptop("wrapped", "fl_*",
-				 (char *[]){ workload, "contend", result, NULL });
+				 (char *[]){ workload, "contend", result, NULL }, NULL);
 	const cJSON *wait = snap ? row_at(snap, "futex", "waiter_main") : NULL;
 	double ms = wait ? num_field(wait, "wait_ns") / 1e6 : -1;
 	double waits = wait ? num_field(wait, "contended") : -1;
@@ -190,7 +203,8 @@ static void test_passthrough(void)
 	int status = wait_status(start((char *[]){ workload, "passthrough", bare,
 						   NULL }, NULL, NULL), RUN_TIMEOUT_MS);
 	cJSON *snap = run_qsptop("passthrough", NULL,
-				 (char *[]){ workload, "passthrough", watched, NULL });
+				 (char *[]){ workload, "passthrough", watched, NULL },
+				 NULL);
 	char *a = slurp_file(bare, "(none)"), *b = slurp_file(watched, "(none)");
 	const cJSON *timeout = snap ? row_at(snap, "futex", "probe_futex_timeout") : NULL;
 	const cJSON *again = snap ? row_at(snap, "futex", "probe_futex_again") : NULL;
@@ -247,6 +261,22 @@ static void test_injected(void)
 	cJSON_Delete(snap);
 }
 
+/* A wait of a syscall instruction of the program's own: the header says so. */
+static void test_raw(void)
+{
+	char *tables = NULL;
+	cJSON *snap = run_qsptop("raw", NULL, (char *[]){ workload, "raw", NULL },
+				 &tables);
+
+	CHECK(tables && strstr(tables, ", unseen futex waits: 1 thread - "),
+	      "raw: the header names the thread in a futex wait no hook sees:\n%s",
+	      tables ? tables : "");
+	CHECK(snap && row_at(snap, "futex", NULL) == NULL,
+	      "raw: and there is no futex row");
+	free(tables);
+	cJSON_Delete(snap);
+}
+
 /* A Rust program whose threads contend on a std::sync::Mutex. */
 static const char rust_source[] =
 	"use std::sync::{Arc, Mutex};\n"
@@ -292,7 +322,7 @@ static void test_rust(void)
 		return;
 	}
 	CHECK(build_rust(exe), "rust: rustc builds the program");
-	snap = run_qsptop("rust", NULL, (char *[]){ exe, NULL });
+	snap = run_qsptop("rust", NULL, (char *[]){ exe, NULL }, NULL);
 	wait = snap ? row_at(snap, "futex", "contend::take") : NULL;
 	printf("rust: %.1f ms of futex wait over %.0f waits at %s\n",
 	       wait ? num_field(wait, "wait_ns") / 1e6 : -1,
@@ -314,6 +344,7 @@ int main(void)
 	test_wrapped();
 	test_passthrough();
 	test_injected();
+	test_raw();
 	test_rust();
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmp);
 	if (system(cmd) != 0)

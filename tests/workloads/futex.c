@@ -14,6 +14,9 @@
  *                                futex calls: one "NAME RESULT ERRNO"
  *                                line each, the same with the collector
  *                                as without
+ *   wl_futex raw                 a thread sleeps 1.5 s in a futex wait of
+ *                                its own syscall instruction, which no
+ *                                hook sees
  *
  * RESULT of contend gets "busy ADDR" and "quiet ADDR", the two locks.
  * Every mode ends itself after 30 s (alarm), whatever happens.
@@ -216,6 +219,30 @@ static int passthrough(const char *result)
 	return fclose(out) != 0;
 }
 
+/* FUTEX_WAIT through a syscall instruction of our own, as Go's runtime does. */
+static void *raw_wait(void *arg)
+{
+	static atomic_int word;
+	struct timespec rel = { 1, 500000000 };
+	register long r10 __asm__("r10") = (long)&rel;
+	long ret;
+
+	__asm__ volatile("syscall"
+			 : "=a"(ret)
+			 : "0"((long)SYS_futex), "D"(&word), "S"((long)FUTEX_WAIT_PRIVATE),
+			   "d"(0L), "r"(r10)
+			 : "rcx", "r11", "memory");
+	return arg;
+}
+
+static int raw(void)
+{
+	pthread_t t;
+
+	pthread_create(&t, NULL, raw_wait, NULL);
+	return pthread_join(t, NULL);
+}
+
 int main(int argc, char **argv)
 {
 	alarm(30);
@@ -225,6 +252,8 @@ int main(int argc, char **argv)
 		return serve();
 	if (argc == 3 && strcmp(argv[1], "passthrough") == 0)
 		return passthrough(argv[2]);
-	fprintf(stderr, "usage: wl_futex contend|passthrough RESULT, or serve\n");
+	if (argc == 2 && strcmp(argv[1], "raw") == 0)
+		return raw();
+	fprintf(stderr, "usage: wl_futex contend|passthrough RESULT, or serve|raw\n");
 	return 2;
 }

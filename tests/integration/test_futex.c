@@ -196,6 +196,90 @@ static void test_wrapped(void)
 	cJSON_Delete(snap);
 }
 
+/* The workload's text symbols, from nm: their offsets and names. */
+static struct {
+	int n;
+	unsigned long long at[256];
+	char name[256][48];
+} syms;
+
+static void read_symbols(void)
+{
+	char cmd[PATH_MAX + 16], line[256];
+	FILE *p;
+
+	snprintf(cmd, sizeof(cmd), "nm %s", workload);
+	p = popen(cmd, "r");
+	while (p && fgets(line, sizeof(line), p) && syms.n < 256) {
+		char kind;
+
+		if (sscanf(line, "%llx %c %47s", &syms.at[syms.n], &kind,
+			   syms.name[syms.n]) == 3 && (kind == 't' || kind == 'T'))
+			syms.n++;
+	}
+	if (p)
+		pclose(p);
+}
+
+/* The function holding module offset a: the nearest symbol below it. */
+static const char *function_at(unsigned long long a)
+{
+	int best = -1;
+
+	for (int i = 0; i < syms.n; i++)
+		if (syms.at[i] < a && (best < 0 || syms.at[i] > syms.at[best]))
+			best = i;
+	return best < 0 ? "?" : syms.name[best];
+}
+
+static unsigned long long address_of(const char *name)
+{
+	for (int i = 0; i < syms.n; i++)
+		if (strcmp(syms.name[i], name) == 0)
+			return syms.at[i];
+	return 0;
+}
+
+/*
+ * A stripped twin with its wrapper named by address (MODULE+0xOFFSET, as
+ * nm prints it for the unstripped one): the waits go to the caller too.
+ */
+static void test_wrapped_stripped(void)
+{
+	char *exe = tmp_path("wl_futex_stripped"), *result = tmp_path("stripped.res");
+	char cmd[3 * PATH_MAX], form[96];
+	unsigned long long lock = 0;
+	double ms = 0, waits = 0;
+	int in_lock = 0;
+	const cJSON *row;
+	cJSON *snap;
+
+	snprintf(cmd, sizeof(cmd), "strip --strip-all -o %s %s", exe, workload);
+	CHECK(system(cmd) == 0, "stripped: strip makes the twin");
+	read_symbols();
+	lock = address_of("fl_lock");
+	snprintf(form, sizeof(form), "wl_futex_stripped+0x%llx", lock);
+	snap = run_qsptop("stripped", form, (char *[]){ exe, "contend", result, NULL },
+			  NULL);
+	cJSON_ArrayForEach(row, cJSON_GetObjectItem(snap, "rows")) {
+		const cJSON *site = cJSON_GetObjectItem(row, "site");
+		const char *fn = function_at((unsigned long long)num_field(site, "offset"));
+
+		if (strcmp(str_field(row, "type"), "futex") != 0)
+			continue;
+		in_lock += strcmp(fn, "fl_lock") == 0;
+		if (strcmp(fn, "waiter_main") == 0) {
+			ms += num_field(row, "wait_ns") / 1e6;
+			waits += num_field(row, "contended");
+		}
+	}
+	printf("stripped, --wrapper %s: %.1f ms over %.0f waits in waiter_main\n",
+	       form, ms, waits);
+	CHECK(lock != 0 && ms >= MIN_WAIT_MS && waits >= 10 && in_lock == 0,
+	      "stripped: the waits are waiter_main's, none is fl_lock's");
+	cJSON_Delete(snap);
+}
+
 /* Other numbers, failing futex calls: the same results and errno. */
 static void test_passthrough(void)
 {
@@ -342,6 +426,7 @@ int main(void)
 	signal(SIGPIPE, SIG_IGN);
 	test_contended();
 	test_wrapped();
+	test_wrapped_stripped();
 	test_passthrough();
 	test_injected();
 	test_raw();

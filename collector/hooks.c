@@ -613,7 +613,7 @@ futex_call(long number, const long a[6], uint64_t site, uint64_t cfa)
  * syscall() is variadic: six arguments are forwarded whatever the number
  * takes (reading unused argument registers, or the caller's stack slot
  * of a sixth, is harmless on x86_64). A call that is not a futex's costs
- * a comparison more than the real function.
+ * two comparisons more than the real function.
  */
 EXPORT long syscall(long number, ...)
 {

@@ -6,6 +6,9 @@
  * syscall, no allocation, no write another thread makes. Only a busy lock
  * pays for two clock reads and the wait bookkeeping.
  *
+ * syscall() is hooked too, for the futex locks that never call pthread;
+ * any other system call number goes straight through (see below).
+ *
  * Preloaded, the dynamic linker binds callers to these functions by name.
  * Dlopen'ed into a running process, got.c points callers' GOT slots at
  * them instead; after a detach, callers that still arrive (function
@@ -13,10 +16,15 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <linux/futex.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stddef.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "../common/clock.h"
 #include "collector.h"
@@ -467,6 +475,161 @@ EXPORT int pthread_cond_clockwait(pthread_cond_t *c, pthread_mutex_t *m,
 }
 
 /*
+ * Futex locks: InnoDB's, Rust's std::sync::Mutex, absl's, folly's, and
+ * many made by hand spin in user space and sleep with
+ * syscall(SYS_futex, ...). They never call pthread, and their free path
+ * never enters the kernel, so only their waits can be seen, here: a
+ * wait counts as a contended acquisition of type futex whose object is
+ * the futex word, timed, unwound and moved past lock wrappers like any
+ * other; a wake that woke someone counts once on its site's futex-wake
+ * row (the releasing side). Every other call passes straight through,
+ * with the real function's result and errno.
+ */
+enum futex_role { FUTEX_PASS, FUTEX_WAITS, FUTEX_WAKES };
+
+/* What a futex operation does; a private or realtime flag changes nothing. */
+static enum futex_role futex_role(int op)
+{
+	switch (op & FUTEX_CMD_MASK) {
+	case FUTEX_WAIT:
+	case FUTEX_WAIT_BITSET:
+	case FUTEX_LOCK_PI:
+	case FUTEX_LOCK_PI2:
+	case FUTEX_WAIT_REQUEUE_PI:
+		return FUTEX_WAITS;
+	case FUTEX_WAKE:
+	case FUTEX_WAKE_BITSET:
+	case FUTEX_WAKE_OP:
+		return FUTEX_WAKES;
+	default:
+		return FUTEX_PASS;
+	}
+}
+
+static inline long real_syscall(long number, const long a[6])
+{
+	return REAL(syscall)(number, a[0], a[1], a[2], a[3], a[4], a[5]);
+}
+
+/*
+ * The first futex word of a futex_waitv() vector, or 0. The vector is the
+ * caller's and may be bad (the kernel then says EFAULT): process_vm_readv
+ * fails where a plain load would crash the host.
+ */
+static uint64_t waitv_first_word(long waiters, long n)
+{
+	struct futex_waitv first;
+	struct iovec local = { &first, sizeof(first) };
+	struct iovec remote = { (void *)waiters, sizeof(first) };
+	int saved_errno = errno;
+	ssize_t got = 0;
+
+	if (n >= 1)
+		got = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
+	errno = saved_errno;
+	return got == (ssize_t)sizeof(first) ? first.uaddr : 0;
+}
+
+/*
+ * How a futex wait ended, as wait_end() counts it. Woken (futex_waitv
+ * returns the woken index), or gone to sleep too late (EAGAIN: the word
+ * changed first) or interrupted (EINTR): the thread found the lock busy
+ * and waited, one contended acquisition. A timeout or an error: failed,
+ * its time still waited.
+ */
+static int futex_outcome(long ret, int err)
+{
+	return ret >= 0 || err == EAGAIN || err == EINTR ? 0 : err;
+}
+
+/*
+ * A futex wait, as the other hooks time theirs. errno is as the real call
+ * left it: its error, or the caller's value untouched on success.
+ */
+static __attribute__((noinline)) long
+futex_wait(long number, const long a[6], uint64_t object, uint64_t site,
+	   uint64_t cfa)
+{
+	int saved_errno = errno, err;
+	struct thread_table *t = enter();
+	uint64_t key = KEY(site, LOCK_FUTEX);
+	struct obj_slot *x;
+	struct wait w;
+	long ret;
+
+	if (t == NULL)
+		return real_syscall(number, a);
+	x = slot_for(t, &key, (const void *)(uintptr_t)object, cfa);
+	wait_begin(&w, t, key, x);
+	ret = real_syscall(number, a);
+	err = ret == -1 ? errno : saved_errno;
+	wait_end(&w, futex_outcome(ret, err));
+	errno = err;
+	return ret;
+}
+
+/* A wake that woke someone: one count on the waker's futex-wake row. */
+static __attribute__((noinline)) void futex_woke(uint64_t object,
+						 uint64_t site, uint64_t cfa)
+{
+	int saved_errno = errno;
+	struct thread_table *t = enter();
+	uint64_t key = KEY(site, LOCK_FUTEX_WAKE);
+
+	if (t == NULL)
+		return;
+	count_free(slot_for(t, &key, (const void *)(uintptr_t)object, cfa));
+	leave();
+	errno = saved_errno;
+}
+
+/*
+ * A futex call. A word that is not a futex's (NULL, misaligned: the
+ * kernel refuses it) passes through unrecorded, as do the other
+ * operations (requeues, FUTEX_FD, ...).
+ */
+static __attribute__((noinline)) long
+futex_call(long number, const long a[6], uint64_t site, uint64_t cfa)
+{
+	enum futex_role role = number == SYS_futex_waitv ? FUTEX_WAITS
+							  : futex_role((int)a[1]);
+	uint64_t object = 0;
+	long ret;
+
+	if (role != FUTEX_PASS)
+		object = number == SYS_futex_waitv ? waitv_first_word(a[0], a[1])
+						   : (uint64_t)a[0];
+	if (object == 0 || object % 4 != 0)
+		return real_syscall(number, a);
+	if (role == FUTEX_WAITS)
+		return futex_wait(number, a, object, site, cfa);
+	ret = real_syscall(number, a);
+	if (ret > 0)
+		futex_woke(object, site, cfa);
+	return ret;
+}
+
+/*
+ * syscall() is variadic: six arguments are forwarded whatever the number
+ * takes (reading unused argument registers, or the caller's stack slot
+ * of a sixth, is harmless on x86_64). A call that is not a futex's costs
+ * two comparisons more than the real function.
+ */
+EXPORT long syscall(long number, ...)
+{
+	long a[6];
+	va_list ap;
+
+	va_start(ap, number);
+	for (int i = 0; i < 6; i++)
+		a[i] = va_arg(ap, long);
+	va_end(ap);
+	if (likely(number != SYS_futex && number != SYS_futex_waitv))
+		return real_syscall(number, a);
+	return futex_call(number, a, CALLER, HOOK_CFA);
+}
+
+/*
  * Our hooks' own addresses. Inside this library, pthread_mutex_lock means
  * whatever the global scope binds first: libc's, when we were dlopen'ed.
  * Hidden aliases always mean ours.
@@ -490,6 +653,7 @@ OURS(pthread_spin_trylock);
 OURS(pthread_cond_wait);
 OURS(pthread_cond_timedwait);
 OURS(pthread_cond_clockwait);
+OURS(syscall);
 
 #define HOOK(field, name, version) \
 	{ #name, version, (void *)ours_##name, (void **)&real.field }
@@ -516,6 +680,7 @@ static const struct hooked hooked[] = {
 	HOOK(cond_wait, pthread_cond_wait, "GLIBC_2.3.2"),
 	HOOK(cond_timedwait, pthread_cond_timedwait, "GLIBC_2.3.2"),
 	HOOK(cond_clockwait, pthread_cond_clockwait, NULL),
+	HOOK(syscall, syscall, NULL),
 };
 #define NHOOKED (sizeof(hooked) / sizeof(hooked[0]))
 

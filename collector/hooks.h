@@ -29,6 +29,7 @@ struct real_functions {
 			      const struct timespec *);
 	int (*cond_clockwait)(pthread_cond_t *, pthread_mutex_t *, clockid_t,
 			      const struct timespec *);
+	long (*syscall)(long, ...);
 	/*
 	 * libc's own trylock, whoever else interposes it: for the mutexes
 	 * private to the collector (table.c's sentinels), which no other tool

@@ -9,6 +9,8 @@ static const char *const lock_type_names[LOCK_TYPE_COUNT] = {
 	[LOCK_RWLOCK_WRITE] = "rwlock-write",
 	[LOCK_SPIN] = "spinlock",
 	[LOCK_CONDVAR] = "condvar",
+	[LOCK_FUTEX] = "futex",
+	[LOCK_FUTEX_WAKE] = "futex-wake",
 };
 
 const char *lock_type_name(enum lock_type type)

@@ -13,6 +13,8 @@ enum lock_type {
 	LOCK_RWLOCK_WRITE,
 	LOCK_SPIN,
 	LOCK_CONDVAR,
+	LOCK_FUTEX,		/* a futex wait made through syscall() */
+	LOCK_FUTEX_WAKE,	/* a futex wake that woke someone */
 	LOCK_TYPE_COUNT
 };
 

@@ -48,6 +48,16 @@ void app_sync_wrappers(struct app *a)
 	a->wrapper_modules = modules;
 }
 
+void app_probe_futex(struct app *a)
+{
+	if (!a->client.have_hello || a->client.state != TARGET_RUNNING)
+		return;
+	if (a->rawfutex == NULL)
+		a->rawfutex = rawfutex_new(a->attach.pid);
+	rawfutex_sample(a->rawfutex);
+	model_note_raw_futex(a->model, rawfutex_threads(a->rawfutex));
+}
+
 void app_reset(struct app *a)
 {
 	model_reset(a->model);

@@ -347,7 +347,8 @@ void format_sparkline(char *buf, size_t size, const uint64_t *values, int n)
 
 const struct column columns[] = {
 	{ "TYPE", 12, true, false, false, 8, -1,
-	  "mutex, rwlock-read, rwlock-write, spinlock or condvar", cell_type },
+	  "mutex, rwlock-read, rwlock-write, spinlock, condvar, futex or futex-wake",
+	  cell_type },
 	{ "OBJECT", 14, true, false, false, 4, -1,
 	  "the lock's address; [N objs] when rows are coalesced", cell_object },
 	{ "CALL SITE", 16, true, true, false, 10, SORT_SITE,
@@ -409,6 +410,9 @@ void format_losses(char *buf, size_t size, const struct model_stats *st)
 	int n = snprintf(buf, size, "dropped %llu", (unsigned long long)st->dropped);
 
 	if (st->folded && n > 0 && (size_t)n < size)
-		snprintf(buf + n, size - (size_t)n, ", folded %llu (memory cap)",
-			 (unsigned long long)st->folded);
+		n += snprintf(buf + n, size - (size_t)n, ", folded %llu (memory cap)",
+			      (unsigned long long)st->folded);
+	if (st->raw_futex_threads && n > 0 && (size_t)n < size)
+		snprintf(buf + n, size - (size_t)n, ", unseen futex waits: %u thread%s",
+			 st->raw_futex_threads, st->raw_futex_threads > 1 ? "s" : "");
 }

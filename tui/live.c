@@ -93,6 +93,7 @@ int live_run(struct app *a, const char *theme, volatile sig_atomic_t *stop)
 		idle = wait_input(a);
 		rc = client_poll(&a->client, 0);
 		app_sync_wrappers(a);
+		app_probe_futex(a);
 		dirty = rc == 1 || (rc < 0 && !ended);
 		if (dirty)
 			ui_refresh(&ui);

@@ -58,6 +58,7 @@ static void run_batch(struct app *a)
 		int rc = client_poll(&a->client, POLL_MS);
 
 		app_sync_wrappers(a);
+		app_probe_futex(a);
 
 		if (rc == 1) {
 			batch_print(stdout, a);
@@ -312,6 +313,7 @@ int main(int argc, char **argv)
 	client_close(&a.client);
 	model_free(a.model);
 	wrappers_free(a.wrappers);
+	rawfutex_free(a.rawfutex);
 	symbols_free(a.symbols);
 	return rc;
 }

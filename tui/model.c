@@ -398,9 +398,15 @@ void model_stats(const struct model *m, struct model_stats *s)
 	s->memory_used = m->memory_used;
 	s->memory_cap = m->memory_cap;
 	s->unknown_rows = m->unknown_rows;
+	s->raw_futex_threads = m->raw_futex_threads;
 	s->interval_s = m->interval_s;
 	s->wait_per_s = model_rate(m, m->last_wait);
 	s->acq_per_s = model_rate(m, m->last_acq);
+}
+
+void model_note_raw_futex(struct model *m, uint32_t threads)
+{
+	m->raw_futex_threads = threads;
 }
 
 const char *sort_key_name(enum sort_key k)

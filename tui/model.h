@@ -60,6 +60,7 @@ struct model_stats {
 	uint64_t memory_used;	/* the collector's bytes in the target */
 	uint64_t memory_cap;
 	uint64_t unknown_rows;	/* deltas for rows never defined */
+	uint32_t raw_futex_threads; /* threads seen in futex waits no hook sees */
 	double interval_s;	/* length of the last interval */
 	double wait_per_s;	/* all rows, last interval */
 	double acq_per_s;
@@ -233,6 +234,9 @@ void model_drill_free(struct drill *d);
 
 /* Header totals since reset and for the last interval. */
 void model_stats(const struct model *m, struct model_stats *s);
+
+/* How many threads were seen in futex waits no hook sees (rawfutex.h). */
+void model_note_raw_futex(struct model *m, uint32_t threads);
 
 /* Names used on the command line and in JSON ("wait", "site", ...). */
 const char *sort_key_name(enum sort_key k);

@@ -117,6 +117,7 @@ struct model {
 	uint64_t memory_used;
 	uint64_t memory_cap;
 	uint64_t unknown_rows;
+	uint32_t raw_futex_threads;
 };
 
 /*

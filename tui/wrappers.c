@@ -34,6 +34,21 @@ const char *const wrappers_builtin_globs[] = {
 	"qemu_sem_timedwait*", "qemu_event_wait*", "bql_lock_impl",
 	"qemu_mutex_lock_iothread_impl", "qsp_mutex_lock", "qsp_rec_mutex_lock",
 	"qsp_bql_mutex_lock", "qsp_cond_wait", "qsp_cond_timedwait",
+	/*
+	 * Futex locks: InnoDB's, Rust's std (futex mutexes, rwlocks, condvars,
+	 * Once, the thread parker; recent toolchains build std with v0 names,
+	 * matched as they are), absl's Mutex slow paths and its futex.
+	 */
+	"srw_mutex_impl<*>::*", "ssux_lock_impl<*>::*", "srw_lock_impl<*>::*",
+	"std::sys::*futex*", "_R*3std3sys*futex*", "std::sync::*Mutex<*>::lock*",
+	"std::sync::*RwLock<*>::read*", "std::sync::*RwLock<*>::write*",
+	"std::sync::*Condvar::wait*",
+	"absl::*Mutex::Lock*", "absl::*Mutex::ReaderLock*",
+	"absl::*Mutex::WriterLock*", "absl::*Mutex::*Slow*",
+	"absl::*Mutex::Block*", "absl::*CondVar::Wait*",
+	"absl::*synchronization_internal::*Wait*",
+	"absl::*base_internal::SpinLock*", "AbslInternalPerThreadSemWait*",
+	"AbslInternalSpinLockDelay*",
 	NULL,
 };
 

@@ -87,7 +87,7 @@ static void put_counts(struct wbuf *b)
 			.contended = 10 * i, .wait_ns = 123456 * i, .failed = i / 2,
 			.max_wait_ns = 99999 * i };
 
-		c.hist[i * 6] = i + 1;
+		c.hist[i * 6 % HIST_BUCKETS] = i + 1;
 		c.hist[HIST_BUCKETS - 1] = i;
 		proto_put_counts(b, &frame, &c);
 	}

@@ -191,6 +191,10 @@ int check_status(struct target *t, char *msg, size_t len)
 	if (field(text, "Tgid", v, sizeof(v)) && atoi(v) != pid)
 		return fail(msg, len, "PID %d is a thread of process %s: use "
 			    "-p %s", pid, v, v);
+	if (field(text, "Uid", v, sizeof(v)))
+		sscanf(v, "%*u %u", &t->euid);
+	if (field(text, "Gid", v, sizeof(v)))
+		sscanf(v, "%*u %u", &t->egid);
 	if (field(text, "TracerPid", v, sizeof(v)) && atoi(v) != 0)
 		return fail(msg, len, "PID %d is already traced by PID %s (a "
 			    "debugger?)", pid, v);
@@ -338,41 +342,67 @@ static int make_copy_dir(struct target *t)
 	return t->copy_fd < 0 ? -1 : fchmod(t->copy_fd, 0755);
 }
 
+/* The copy itself: its directory, then the file; -1 with errno. */
+static int write_copy(struct target *t, int from, const char *name)
+{
+	int to, rc;
+
+	if (make_copy_dir(t) < 0)
+		return -1;
+	to = openat(t->copy_fd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
+		    O_CLOEXEC, 0755);
+	if (to < 0)
+		return -1;
+	rc = fchmod(to, 0755) < 0 || copy_file(from, to) < 0 ? -1 : 0;
+	if (close(to) < 0)
+		rc = -1;
+	return rc;
+}
+
+/*
+ * Act as uid and gid (effective), or as root again with uid 0: the group
+ * changes while we are still root.
+ */
+static int act_as(uid_t uid, gid_t gid)
+{
+	if (uid != 0)
+		return setegid(gid) < 0 || seteuid(uid) < 0 ? -1 : 0;
+	return seteuid(0) < 0 || setegid(0) < 0 ? -1 : 0;
+}
+
 /*
  * The collector, copied where the target can load it: in a directory of
  * its /tmp, found inside its root (a link there cannot send the copy
- * elsewhere), readable whatever user it runs as. t->lib becomes the path
- * of the copy as the target sees it; remove_copy removes it.
+ * elsewhere), readable whatever user it runs as. What we create in a
+ * filesystem of another user namespace must belong to a user it knows
+ * (our root is nobody there): root makes it as the target's user. t->lib
+ * becomes the path of the copy as the target sees it; remove_copy
+ * removes it.
  */
 int copy_lib(struct target *t, char *msg, size_t len)
 {
 	const char *name = strrchr(t->lib, '/') + 1;
-	int from = -1, to = -1, rc = -1;
+	bool as_target = geteuid() == 0 && !ns_shared(t->pid, "user");
+	int from = open(t->lib, O_RDONLY | O_CLOEXEC), rc = -1, err;
 
-	if (make_copy_dir(t) == 0) {
-		from = open(t->lib, O_RDONLY | O_CLOEXEC);
-		to = openat(t->copy_fd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
-			    O_CLOEXEC, 0755);
-	}
-	if (from >= 0 && to >= 0 && fchmod(to, 0755) == 0 &&
-	    copy_file(from, to) == 0 && close(to) == 0) {
-		to = -1;
-		rc = 0;
-	}
-	if (rc < 0)
-		fail(msg, len, "cannot copy the collector library into PID "
-		     "%d's /tmp (it cannot see %s): %s", (int)t->pid, t->lib,
-		     strerror(errno));
-	if (from >= 0)
-		close(from);
-	if (to >= 0)
-		close(to);
-	if (rc == 0)
+	if (from < 0)
+		return fail(msg, len, "cannot read the collector library %s: %s",
+			    t->lib, strerror(errno));
+	if (!as_target || act_as(t->euid, t->egid) == 0)
+		rc = write_copy(t, from, name);
+	err = errno;
+	close(from);
+	if (as_target && act_as(0, 0) < 0)
+		rc = -1;
+	if (rc == 0) {
 		snprintf(t->lib, sizeof(t->lib), "/tmp/%s/%s", t->copy_dir,
 			 name);
-	else
-		remove_copy(t);
-	return rc;
+		return 0;
+	}
+	remove_copy(t);
+	return fail(msg, len, "cannot copy the collector library into PID %d's "
+		    "/tmp (it cannot see %s): %s", (int)t->pid, t->lib,
+		    strerror(err));
 }
 
 void remove_copy(struct target *t)

@@ -19,6 +19,8 @@
 /* What the checks learn about the process to inject into. */
 struct target {
 	pid_t pid;
+	uid_t euid;			/* as we know them */
+	gid_t egid;
 	char lib[PATH_MAX];		/* the collector, absolute */
 	char libc[PATH_MAX + 64];	/* the target's libc, openable by us */
 	uint64_t libc_start;		/* start of libc's offset-0 mapping */

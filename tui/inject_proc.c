@@ -278,25 +278,29 @@ static int check_exe(const struct target *t, char *msg, size_t len)
 }
 
 /*
- * The library is the same file inside the target's mount namespace; when
- * it is not there, or another file has its name (in a container), the
- * target loads a copy (copy_lib).
+ * The library is the same file inside the target's root (found as it
+ * would find it); when it is not there, or another file has its name (in
+ * a container), the target loads a copy (copy_lib).
  */
 static int check_lib(struct target *t, const char *lib, char *msg,
 		     size_t len)
 {
-	char inside[PATH_MAX + 64];
 	struct stat here, there;
+	int root, fd = -1;
 
 	if (realpath(lib, t->lib) == NULL || stat(t->lib, &here) < 0)
 		return fail(msg, len, "cannot find the collector library %s: "
 			    "%s", lib, strerror(errno));
-	snprintf(inside, sizeof(inside), "/proc/%d/root%s", (int)t->pid,
-		 t->lib);
-	if (stat(inside, &there) < 0 && (errno == EACCES || errno == EPERM))
-		return not_permitted(t, msg, len);
-	t->copy = !ns_shared(t->pid, "mnt") || here.st_dev != there.st_dev ||
-		  here.st_ino != there.st_ino;
+	root = ns_open_root(t->pid);
+	if (root < 0)
+		return errno == ENOENT ? exited(t, msg, len)
+				       : not_permitted(t, msg, len);
+	fd = ns_open_path(root, t->lib);
+	close(root);
+	t->copy = fd < 0 || fstat(fd, &there) < 0 ||
+		  here.st_dev != there.st_dev || here.st_ino != there.st_ino;
+	if (fd >= 0)
+		close(fd);
 	return 0;
 }
 

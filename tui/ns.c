@@ -24,11 +24,15 @@ bool ns_shared(pid_t pid, const char *ns)
 
 int ns_open_root(pid_t pid)
 {
-	char path[64] = "/";
+	char path[64];
+	int fd;
 
-	if (!ns_shared(pid, "mnt"))
-		snprintf(path, sizeof(path), "/proc/%d/root", (int)pid);
-	return open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	snprintf(path, sizeof(path), "/proc/%d/root", (int)pid);
+	fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 && (errno == EACCES || errno == EPERM) &&
+	    ns_shared(pid, "mnt"))
+		fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	return fd;
 }
 
 int ns_open_path(int root, const char *path)

@@ -17,8 +17,10 @@
 bool ns_shared(pid_t pid, const char *ns);
 
 /*
- * An O_PATH descriptor of the process's root directory: ours when it
- * shares our mount namespace, /proc/PID/root otherwise; -1 with errno.
+ * An O_PATH descriptor of the process's root directory (/proc/PID/root);
+ * ours when we may not look there and it shares our mount namespace (a
+ * process of another user): its files look the same from here. -1 with
+ * errno.
  */
 int ns_open_root(pid_t pid);
 

@@ -1,9 +1,9 @@
 /*
  * qsptop -p on a process in a container, run from the host as root: the
- * target runs under unshare in mount and PID namespaces of its own (and
- * then a user namespace too), with a tmpfs over the build directory, so
- * that it cannot see the collector library, and one over /tmp, so that
- * its sockets are not ours.
+ * target runs under unshare in mount, PID, network and IPC namespaces of
+ * its own (and then a user namespace too), with a tmpfs over the build
+ * directory, so that it cannot see the collector library, and one over
+ * /tmp, so that its sockets are not ours.
  */
 #include <cJSON.h>
 #include <dirent.h>
@@ -108,6 +108,8 @@ static bool box_start(struct box *b, const char *args, int threads)
 	}
 	argv[n++] = "--mount";
 	argv[n++] = "--pid";
+	argv[n++] = "--net";
+	argv[n++] = "--ipc";
 	argv[n++] = "--fork";
 	argv[n++] = "--mount-proc";
 	argv[n++] = "--propagation";
@@ -253,7 +255,7 @@ static void check_leftovers(const struct box *b)
 static void test_busy_box(bool user)
 {
 	struct box b = { .name = "locks", .user = user };
-	const char *what = user ? "user namespace" : "mount+PID namespaces";
+	const char *what = user ? "user namespace" : "mount+PID+net+IPC namespaces";
 
 	if (user && access("/usr/bin/setpriv", X_OK) != 0) {
 		SKIP("%s: needs setpriv, to be nobody on the host", what);

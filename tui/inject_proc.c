@@ -320,6 +320,18 @@ static int copy_file(int from, int to)
 	return n < 0 ? -1 : 0;
 }
 
+/* The target's /tmp, found inside its root, in t->copy_tmp; -1 with errno. */
+static int open_target_tmp(struct target *t)
+{
+	int root = ns_open_root(t->pid);
+
+	if (root < 0)
+		return -1;
+	t->copy_tmp = ns_open_path(root, "/tmp");
+	close(root);
+	return t->copy_tmp < 0 ? -1 : 0;
+}
+
 /*
  * A fresh directory of ours, readable by all, in the target's /tmp: in
  * t->copy_fd, kept open to remove what is in it, whatever is renamed.
@@ -327,14 +339,8 @@ static int copy_file(int from, int to)
 static int make_copy_dir(struct target *t)
 {
 	unsigned rnd;
-	int root = ns_open_root(t->pid);
 
-	if (root < 0)
-		return -1;
-	t->copy_tmp = ns_open_path(root, "/tmp");
-	close(root);
-	if (t->copy_tmp < 0 ||
-	    getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd))
+	if (getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd))
 		return -1;
 	snprintf(t->copy_dir, sizeof(t->copy_dir), "qsptop-lib-%08x", rnd);
 	if (mkdirat(t->copy_tmp, t->copy_dir, 0700) < 0) {
@@ -392,7 +398,9 @@ int copy_lib(struct target *t, char *msg, size_t len)
 	if (from < 0)
 		return fail(msg, len, "cannot read the collector library %s: %s",
 			    t->lib, strerror(errno));
-	if (!as_target || act_as(t->euid, t->egid) == 0)
+	/* Its /tmp is found as we are; only what we create there is not. */
+	if (open_target_tmp(t) == 0 &&
+	    (!as_target || act_as(t->euid, t->egid) == 0))
 		rc = write_copy(t, from, name);
 	err = errno;
 	close(from);

@@ -1,13 +1,16 @@
 /*
  * qsptop -p on a process in a container, run from the host as root: the
  * target runs under unshare in mount, PID, network and IPC namespaces of
- * its own (and then a user namespace too), with a tmpfs over the build
- * directory, so that it cannot see the collector library, and one over
- * /tmp, so that its sockets are not ours.
+ * its own (and then in a user namespace too: nobody's, or one we map),
+ * with a tmpfs over the build directory, so that it cannot see the
+ * collector library, and one over /tmp, so that its sockets are not
+ * ours.
  */
 #include <cJSON.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -23,11 +26,22 @@
 #define READY_MS 5000
 #define RUN_MS 30000
 
+#define MAPPED_UID 100000	/* root of a mapped box, for us */
+
+/* The user namespace of a box. */
+enum userns {
+	USERNS_OURS,		/* none of its own: root is root */
+	USERNS_NOBODYS,		/* nobody's own, root in it (rootless podman) */
+	USERNS_MAPPED,		/* ours, mapping 0-65535 to MAPPED_UID on
+				 * (rootful podman --uidmap) */
+};
+
 /* A containerised workload: unshare's PID, and its program's, ours. */
 struct box {
 	pid_t unshare, pid;
 	const char *name;	/* the program's name in the box's /tmp */
-	bool user;		/* in a user namespace, as nobody */
+	enum userns userns;
+	const char *what;	/* for messages */
 };
 
 /* The first child of pid, within ms; -1 when none came. */
@@ -80,29 +94,86 @@ static bool runs(pid_t pid, const char *name)
 	return strcmp(exe, want) == 0;
 }
 
-/*
- * Start tests/wl_NAME ARGS in the box, copied to its /tmp, as its PID 1,
- * and wait until it runs with threads threads; false (all of it killed)
- * when it does not.
- */
-static bool box_start(struct box *b, const char *args, int threads)
+/* Write text to /proc/pid/file; -1 on failure. */
+static int write_proc(pid_t pid, const char *file, const char *text)
 {
-	char script[3 * PATH_MAX];
+	char path[64];
+	FILE *f;
+	int rc;
+
+	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, file);
+	f = fopen(path, "w");
+	if (f == NULL)
+		return -1;
+	rc = fputs(text, f) < 0 ? -1 : 0;
+	return fclose(f) < 0 ? -1 : rc;
+}
+
+/*
+ * In the child: a user namespace of its own, its users mapped by the
+ * parent (us, root) once told on ready; then root there, and argv.
+ */
+static void exec_mapped(char *const argv[], int ready, int go)
+{
+	int out = open(tmp_path("box.out"), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	char c;
+
+	dup2(out, 1);
+	dup2(out, 2);
+	if (unshare(CLONE_NEWUSER) < 0 || write(ready, "u", 1) != 1 ||
+	    read(go, &c, 1) != 1 || setresgid(0, 0, 0) < 0 ||
+	    setresuid(0, 0, 0) < 0)
+		_exit(126);
+	execvp(argv[0], argv);
+	_exit(127);
+}
+
+/*
+ * Start argv in a user namespace of ours (so its own user, MAPPED_UID,
+ * has no capability in it, as in a container of rootful podman
+ * --uidmap), as its root.
+ */
+static pid_t start_mapped(char *const argv[])
+{
+	char map[64], c;
+	int ready[2], go[2];
+	pid_t pid;
+
+	if (pipe(ready) < 0 || pipe(go) < 0)
+		return -1;
+	pid = fork();
+	if (pid == 0)
+		exec_mapped(argv, ready[1], go[0]);
+	close(ready[1]);
+	close(go[0]);
+	snprintf(map, sizeof(map), "0 %d 65536\n", MAPPED_UID);
+	if (pid > 0 && read(ready[0], &c, 1) == 1 &&
+	    write_proc(pid, "uid_map", map) == 0 &&
+	    write_proc(pid, "gid_map", map) == 0 && write(go[1], "g", 1) != 1)
+		kill(pid, SIGKILL);
+	close(ready[0]);
+	close(go[1]);
+	return pid;
+}
+
+/*
+ * Start unshare (mount, PID, network and IPC namespaces) with sh -c
+ * script as the box's PID 1: in our user namespace, as nobody in one of
+ * its own, or in one mapped by us.
+ */
+static pid_t start_box(const struct box *b, char *script)
+{
 	char *argv[24];
 	int n = 0;
 
-	snprintf(script, sizeof(script), "mount -t tmpfs none /tmp && "
-		 "cp %s/tests/wl_%s /tmp/%s && mount -t tmpfs none %s && "
-		 "exec /tmp/%s %s", build, b->name, b->name, build, b->name,
-		 args);
-	if (b->user) {
+	if (b->userns == USERNS_NOBODYS) {
 		argv[n++] = "setpriv";
 		argv[n++] = "--reuid=65534";
 		argv[n++] = "--regid=65534";
 		argv[n++] = "--clear-groups";
 	}
 	argv[n++] = "unshare";
-	if (b->user) {
+	if (b->userns == USERNS_NOBODYS) {
 		argv[n++] = "--user";
 		argv[n++] = "--map-root-user";
 	}
@@ -118,8 +189,27 @@ static bool box_start(struct box *b, const char *args, int threads)
 	argv[n++] = "-c";
 	argv[n++] = script;
 	argv[n] = NULL;
-	b->unshare = start(argv, tmp_path("box.out"), tmp_path("box.out"));
-	b->pid = first_child(b->unshare, READY_MS);
+	if (b->userns == USERNS_MAPPED)
+		return start_mapped(argv);
+	return start(argv, tmp_path("box.out"), tmp_path("box.out"));
+}
+
+/*
+ * Start tests/wl_NAME ARGS in the box, as its PID 1, and wait until it
+ * runs with threads threads; false (all of it killed) when it does not.
+ * The program is bound onto /tmp/NAME of the box, a file of our root: in
+ * a mapped box, as in a container whose image belongs to the host's root.
+ */
+static bool box_start(struct box *b, const char *args, int threads)
+{
+	char script[3 * PATH_MAX];
+
+	snprintf(script, sizeof(script), "mount -t tmpfs none /tmp && "
+		 "touch /tmp/%s && mount --bind %s/tests/wl_%s /tmp/%s && "
+		 "mount -t tmpfs none %s && exec /tmp/%s %s", b->name, build,
+		 b->name, b->name, build, b->name, args);
+	b->unshare = start_box(b, script);
+	b->pid = b->unshare > 0 ? first_child(b->unshare, READY_MS) : -1;
 	for (long end = monotonic_ms() + READY_MS;
 	     b->pid > 0 && monotonic_ms() < end &&
 	     !(runs(b->pid, b->name) && threads_of(b->pid) >= threads);
@@ -129,8 +219,10 @@ static bool box_start(struct box *b, const char *args, int threads)
 		return true;
 	if (b->pid > 0)
 		kill(b->pid, SIGKILL);
-	kill(b->unshare, SIGKILL);
-	wait_status(b->unshare, 5000);
+	if (b->unshare > 0) {
+		kill(b->unshare, SIGKILL);
+		wait_status(b->unshare, 5000);
+	}
 	return false;
 }
 
@@ -139,7 +231,7 @@ static void box_stop(struct box *b)
 {
 	kill(b->pid, SIGKILL);
 	CHECK(wait_status(b->unshare, 5000) >= 0, "%s: unshare did not end",
-	      b->name);
+	      b->what);
 }
 
 /* Acquisitions of the rows whose call site is in function symbol. */
@@ -220,44 +312,49 @@ static unsigned long pidns_of(pid_t pid)
 
 /*
  * What qsptop leaves in the box: the program, the socket directory of
- * the user it runs as (uid 0 inside in both boxes) holding the socket
- * of the collector, which stays loaded; no copy of the library. And no
- * socket of the box's in ours.
+ * the user it runs as (root inside, in every box; our root, nobody or
+ * MAPPED_UID for us) holding the socket of the collector, which stays
+ * loaded; no copy of the library. And no socket of the box's in ours.
  */
 static void check_leftovers(const struct box *b)
 {
+	static const uid_t owner[] = { 0, 65534, MAPPED_UID };
 	char dir[PATH_MAX], got[1024], want[256], ours[64], sock[PATH_MAX];
-	struct stat st;
+	struct stat st = { .st_uid = (uid_t)-1 };
 
 	snprintf(dir, sizeof(dir), "/proc/%d/root/tmp", (int)b->pid);
 	names_in(dir, got, sizeof(got));
 	snprintf(want, sizeof(want), "%s qsptop-0", b->name);
 	CHECK(strcmp(got, want) == 0, "%s: the box's /tmp holds \"%s\", "
-	      "expected \"%s\"", b->name, got, want);
+	      "expected \"%s\"", b->what, got, want);
 	snprintf(dir, sizeof(dir), "/proc/%d/root/tmp/qsptop-0", (int)b->pid);
 	names_in(dir, got, sizeof(got));
 	snprintf(want, sizeof(want), "1-%lu.sock", pidns_of(b->pid));
 	CHECK(strcmp(got, want) == 0, "%s: the box's socket directory holds "
-	      "\"%s\", expected \"%s\"", b->name, got, want);
-	CHECK(stat(dir, &st) == 0 && st.st_uid == (uid_t)(b->user ? 65534 : 0),
-	      "%s: the socket directory belongs to uid %u", b->name,
+	      "\"%s\", expected \"%s\"", b->what, got, want);
+	CHECK(stat(dir, &st) == 0 && st.st_uid == owner[b->userns],
+	      "%s: the socket directory belongs to uid %u", b->what,
 	      (unsigned)st.st_uid);
 	sockpath_dir(ours, sizeof(ours), geteuid());
 	snprintf(sock, sizeof(sock), "%s/%s", ours, want);
 	CHECK(access(sock, F_OK) < 0 && errno == ENOENT,
-	      "%s: %s is in our /tmp", b->name, sock);
+	      "%s: %s is in our /tmp", b->what, sock);
 }
 
 /*
  * A busy program in a box: qsptop loads a copy of the collector into it,
  * and sees its locks; a second qsptop connects to that collector.
  */
-static void test_busy_box(bool user)
+static void test_busy_box(enum userns userns)
 {
-	struct box b = { .name = "locks", .user = user };
-	const char *what = user ? "user namespace" : "mount+PID+net+IPC namespaces";
+	static const char *const whats[] = {
+		"mount+PID+net+IPC namespaces", "nobody's user namespace",
+		"a user namespace mapped by root",
+	};
+	const char *what = whats[userns];
+	struct box b = { .name = "locks", .userns = userns, .what = what };
 
-	if (user && access("/usr/bin/setpriv", X_OK) != 0) {
+	if (userns == USERNS_NOBODYS && access("/usr/bin/setpriv", X_OK) != 0) {
 		SKIP("%s: needs setpriv, to be nobody on the host", what);
 		return;
 	}
@@ -294,7 +391,7 @@ static long first_child_line(const char *path)
  */
 static void test_prefork_box(void)
 {
-	struct box b = { .name = "prefork" };
+	struct box b = { .name = "prefork", .what = "pre-fork" };
 	char file[64];
 	pid_t child;
 
@@ -325,8 +422,9 @@ int main(void)
 		SKIP("containers: watching a process in other namespaces "
 		     "from the host needs root");
 	} else {
-		test_busy_box(false);
-		test_busy_box(true);
+		test_busy_box(USERNS_OURS);
+		test_busy_box(USERNS_NOBODYS);
+		test_busy_box(USERNS_MAPPED);
 		test_prefork_box();
 	}
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmp);

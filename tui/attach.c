@@ -18,6 +18,7 @@
 #include "../common/sockpath.h"
 #include "attach.h"
 #include "inject.h"
+#include "ns.h"
 #include "xalloc.h"
 
 #define LIBRARY_NAME "libqsptop.so"
@@ -268,58 +269,104 @@ void attach_sweep_sockets(void)
 }
 
 /*
+ * Where a process's collector would listen, and whom to expect there: a
+ * directory and a socket name as the process sees them (in its own mount,
+ * PID and user namespaces), the same path as we can reach it, for
+ * messages, and the process's PID and effective uid as we know them.
+ */
+struct rendezvous {
+	char dir[64], name[64], shown[PATH_MAX];
+	pid_t pid;
+	uid_t euid;
+	bool become;		/* connect as euid: its namespace maps not ours */
+};
+
+/*
  * Refuse a socket whose directory another user could have made: it must
  * be a real directory (not a symlink) of the process's user or root,
- * closed to everyone else. A missing one is fine: no collector of that
- * user has listened yet, and the collector makes it private.
+ * closed to everyone else.
  */
-static void check_socket_dir(const char *sock, uid_t euid)
+static void check_socket_dir(const struct rendezvous *r, int dir)
 {
-	char dir[sizeof(((struct sockaddr_un *)0)->sun_path)];
 	struct stat st;
 
-	if (sockpath_dir(dir, sizeof(dir), euid) < 0)
-		fatal("socket path too long");
-	if (lstat(dir, &st) < 0) {
-		if (errno == ENOENT)
-			return;
-		fatal("refusing %s: cannot check %s: %s", sock, dir,
+	if (fstat(dir, &st) < 0)
+		fatal("refusing %s: cannot check its directory: %s", r->shown,
 		      strerror(errno));
-	}
 	if (S_ISLNK(st.st_mode))
-		fatal("refusing %s: %s is a symbolic link", sock, dir);
+		fatal("refusing %s: %s is a symbolic link", r->shown, r->dir);
 	if (!S_ISDIR(st.st_mode))
-		fatal("refusing %s: %s is not a directory", sock, dir);
-	if (st.st_uid != euid && st.st_uid != 0)
+		fatal("refusing %s: %s is not a directory", r->shown, r->dir);
+	if (st.st_uid != r->euid && st.st_uid != 0)
 		fatal("refusing %s: %s belongs to uid %u, not to the process's "
-		      "user (%u) or root", sock, dir, (unsigned)st.st_uid,
-		      (unsigned)euid);
+		      "user (%u) or root", r->shown, r->dir, (unsigned)st.st_uid,
+		      (unsigned)r->euid);
 	if (st.st_mode & 077)
 		fatal("refusing %s: %s is open to other users (mode %03o)",
-		      sock, dir, (unsigned)(st.st_mode & 0777));
+		      r->shown, r->dir, (unsigned)(st.st_mode & 0777));
 }
 
 /* Refuse a socket not served by the process itself, as its user. */
-static void check_peer(int fd, const char *sock, pid_t pid, uid_t euid)
+static void check_peer(int fd, const struct rendezvous *r)
 {
 	struct ucred cred;
 	socklen_t len = sizeof(cred);
 
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
-		fatal("refusing %s: cannot tell who serves it: %s", sock,
+		fatal("refusing %s: cannot tell who serves it: %s", r->shown,
 		      strerror(errno));
-	if (cred.pid != pid || cred.uid != euid)
+	if (cred.pid != r->pid || cred.uid != r->euid)
 		fatal("refusing %s: it is served by PID %d (uid %u), not by "
-		      "PID %d (uid %u)", sock, (int)cred.pid,
-		      (unsigned)cred.uid, (int)pid, (unsigned)euid);
+		      "PID %d (uid %u)", r->shown, (int)cred.pid,
+		      (unsigned)cred.uid, (int)r->pid, (unsigned)r->euid);
 }
 
-/* Where a process's collector would listen, and whom to expect there. */
-struct rendezvous {
-	struct sockaddr_un addr;
-	pid_t pid;
-	uid_t euid;
-};
+/*
+ * The socket directory, resolved inside the process's root; -1 with errno
+ * ENOENT when missing: no collector of that user has listened yet.
+ */
+static int open_socket_dir(const struct rendezvous *r)
+{
+	int root = ns_open_root(r->pid), dir;
+
+	if (root < 0) {
+		if (errno == ENOENT)
+			return -1;
+		fatal("cannot reach the root directory of PID %d: %s",
+		      (int)r->pid, strerror(errno));
+	}
+	dir = ns_open_path(root, r->dir);
+	close(root);
+	if (dir < 0 && errno != ENOENT)
+		fatal("refusing %s: cannot check %s: %s", r->shown, r->dir,
+		      strerror(errno));
+	return dir;
+}
+
+/*
+ * Connect through our descriptor of the directory: the path stays short
+ * whatever the root, and names nothing the process could swap. A
+ * collector in another user namespace accepts only its own user: root of
+ * ours is nobody there, so we connect as that user, which it sees as
+ * itself.
+ */
+static int connect_in(const struct rendezvous *r, int dir, int fd)
+{
+	struct sockaddr_un addr = { .sun_family = AF_UNIX };
+	int rc, err;
+
+	snprintf(addr.sun_path, sizeof(addr.sun_path), "/proc/self/fd/%d/%s",
+		 dir, r->name);
+	if (r->become && seteuid(r->euid) < 0)
+		fatal("cannot act as uid %u to reach PID %d: %s",
+		      (unsigned)r->euid, (int)r->pid, strerror(errno));
+	rc = connect(fd, (const struct sockaddr *)&addr, sizeof(addr));
+	err = errno;
+	if (r->become && seteuid(0) < 0)
+		fatal("cannot become root again: %s", strerror(errno));
+	errno = err;
+	return rc;
+}
 
 /*
  * Connect to the collector of r's process, trusting nothing about the
@@ -327,17 +374,23 @@ struct rendezvous {
  */
 static int try_connect(const struct rendezvous *r)
 {
-	int fd;
+	int dir = open_socket_dir(r), fd, err;
 
-	check_socket_dir(r->addr.sun_path, r->euid);
+	if (dir < 0)
+		return -1;
+	check_socket_dir(r, dir);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		fatal("cannot create a socket: %s", strerror(errno));
-	if (connect(fd, (const struct sockaddr *)&r->addr, sizeof(r->addr)) == 0) {
-		check_peer(fd, r->addr.sun_path, r->pid, r->euid);
+	if (connect_in(r, dir, fd) == 0) {
+		close(dir);
+		check_peer(fd, r);
 		return fd;
 	}
+	err = errno;
 	close(fd);
+	close(dir);
+	errno = err;
 	return -1;
 }
 
@@ -367,12 +420,12 @@ static int wake_and_connect(const struct rendezvous *r, bool force)
 			sizeof(msg)) < 0)
 		fatal("process %d has qsptop's collector loaded, but it does "
 		      "not answer on %s, and waking it failed: %s", (int)r->pid,
-		      r->addr.sun_path, msg);
+		      r->shown, msg);
 	fd = connect_when_ready(r);
 	if (fd < 0)
 		fatal("process %d has qsptop's collector loaded and was woken, "
 		      "but it does not answer on %s", (int)r->pid,
-		      r->addr.sun_path);
+		      r->shown);
 	return fd;
 }
 
@@ -393,28 +446,51 @@ static int inject_and_connect(const struct rendezvous *r, bool force)
 	fd = connect_when_ready(r);
 	if (fd < 0)
 		fatal("the collector loaded into process %d did not open %s within "
-		      "%d ms", (int)r->pid, r->addr.sun_path, INJECT_LISTEN_MS);
+		      "%d ms", (int)r->pid, r->shown, INJECT_LISTEN_MS);
 	return fd;
+}
+
+/*
+ * Where pid's collector listens, in the process's namespaces: its user's
+ * directory there is named after its uid inside, the socket after its PID
+ * inside, and we reach both through its root.
+ */
+static void find_rendezvous(struct rendezvous *r, pid_t pid)
+{
+	long euid = process_euid(pid), inside;
+	char path[sizeof(((struct sockaddr_un *)0)->sun_path)], root[32] = "";
+
+	if (euid < 0)
+		fatal("no process with PID %d", (int)pid);
+	r->pid = pid;
+	r->euid = (uid_t)euid;
+	inside = ns_uid_inside(pid, r->euid);
+	if (inside < 0)
+		fatal("cannot tell which user PID %d runs as inside its user "
+		      "namespace (uid %u here)", (int)pid, (unsigned)r->euid);
+	if (sockpath_target(path, sizeof(path), (uid_t)inside, pid) < 0 ||
+	    sockpath_dir(r->dir, sizeof(r->dir), (uid_t)inside) < 0 ||
+	    strlen(path) >= sizeof(r->name) + strlen(r->dir))
+		fatal("socket path too long");
+	snprintf(r->name, sizeof(r->name), "%s", path + strlen(r->dir) + 1);
+	if (!ns_shared(pid, "mnt"))
+		snprintf(root, sizeof(root), "/proc/%d/root", (int)pid);
+	snprintf(r->shown, sizeof(r->shown), "%s%s", root, path);
+	r->become = geteuid() == 0 && r->euid != 0 && !ns_shared(pid, "user");
 }
 
 void attach_connect(struct attach *a, pid_t pid, unsigned interval_ms,
 		    bool force)
 {
-	struct rendezvous r = { .addr = { .sun_family = AF_UNIX }, .pid = pid };
-	long euid = process_euid(pid);
+	struct rendezvous r;
 	int fd;
 
-	if (euid < 0)
-		fatal("no process with PID %d", (int)pid);
-	r.euid = (uid_t)euid;
-	if (sockpath_target(r.addr.sun_path, sizeof(r.addr.sun_path), r.euid,
-			    pid) < 0)
-		fatal("socket path too long");
+	find_rendezvous(&r, pid);
 	a->mode = "connected";
 	fd = try_connect(&r);
 	if (fd < 0 && (errno == EACCES || errno == EPERM))
 		fatal("not permitted to connect to PID %d (%s): it runs as another "
-		      "user", (int)pid, r.addr.sun_path);
+		      "user", (int)pid, r.shown);
 	if (fd < 0) {
 		fd = inject_and_connect(&r, force);
 		a->mode = "injected";

@@ -705,11 +705,33 @@ static int run_job(struct job *j)
 	return j->result;
 }
 
+/* Run the job of loading t's library; the copy, if any, goes after. */
+static int load_lib(struct target *t, char *msg, size_t len)
+{
+	struct job *j;
+	int rc;
+
+	if (t->copy && copy_lib(t, msg, len) < 0)
+		return INJECT_FAILED;
+	j = calloc(1, sizeof(*j));
+	if (j == NULL) {
+		remove_copy(t);
+		return fail(msg, len, "out of memory");
+	}
+	j->t = t;
+	j->msg = msg;
+	j->len = len;
+	rc = run_job(j);
+	free(j);
+	remove_copy(t);
+	return rc;
+}
+
 int inject_collector(pid_t pid, const char *lib_path, bool force, char *msg,
 		     size_t len)
 {
-	struct target t = { .pid = pid, .force = force };
-	struct job *j;
+	struct target t = { .pid = pid, .force = force, .copy_tmp = -1,
+			    .copy_fd = -1 };
 	int rc;
 
 	msg[0] = '\0';
@@ -723,14 +745,7 @@ int inject_collector(pid_t pid, const char *lib_path, bool force, char *msg,
 	}
 	if (resolve_libc(&t, msg, len) < 0)
 		return INJECT_FAILED;
-	j = calloc(1, sizeof(*j));
-	if (j == NULL)
-		return fail(msg, len, "out of memory");
-	j->t = &t;
-	j->msg = msg;
-	j->len = len;
-	rc = run_job(j);
-	free(j);
+	rc = load_lib(&t, msg, len);
 	if (rc == INJECT_LOADED)
 		snprintf(msg, len, "%s", t.warning);
 	return rc < 0 ? INJECT_FAILED : rc;
@@ -739,7 +754,8 @@ int inject_collector(pid_t pid, const char *lib_path, bool force, char *msg,
 int inject_wake(pid_t pid, const char *lib_path, bool force, char *msg,
 		size_t len)
 {
-	struct target t = { .pid = pid, .force = force };
+	struct target t = { .pid = pid, .force = force, .copy_tmp = -1,
+			    .copy_fd = -1 };
 	struct job *j;
 	int rc;
 

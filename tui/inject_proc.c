@@ -19,12 +19,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "inject_proc.h"
+#include "ns.h"
 
 #define PICK_RETRY_MS 200
 #define VERSYM_HIDDEN 0x8000
@@ -189,6 +191,10 @@ int check_status(struct target *t, char *msg, size_t len)
 	if (field(text, "Tgid", v, sizeof(v)) && atoi(v) != pid)
 		return fail(msg, len, "PID %d is a thread of process %s: use "
 			    "-p %s", pid, v, v);
+	if (field(text, "Uid", v, sizeof(v)))
+		sscanf(v, "%*u %u", &t->euid);
+	if (field(text, "Gid", v, sizeof(v)))
+		sscanf(v, "%*u %u", &t->egid);
 	if (field(text, "TracerPid", v, sizeof(v)) && atoi(v) != 0)
 		return fail(msg, len, "PID %d is already traced by PID %s (a "
 			    "debugger?)", pid, v);
@@ -271,55 +277,204 @@ static int check_exe(const struct target *t, char *msg, size_t len)
 	return 0;
 }
 
-/* The library is the same file inside the target's mount namespace. */
+/*
+ * The library is the same file inside the target's root (found as it
+ * would find it); when it is not there, or another file has its name (in
+ * a container), the target loads a copy (copy_lib).
+ */
 static int check_lib(struct target *t, const char *lib, char *msg,
 		     size_t len)
 {
-	char inside[PATH_MAX + 64];
 	struct stat here, there;
+	int root, fd = -1;
 
 	if (realpath(lib, t->lib) == NULL || stat(t->lib, &here) < 0)
 		return fail(msg, len, "cannot find the collector library %s: "
 			    "%s", lib, strerror(errno));
-	snprintf(inside, sizeof(inside), "/proc/%d/root%s", (int)t->pid,
-		 t->lib);
-	if (stat(inside, &there) < 0)
-		return errno == EACCES || errno == EPERM
-			       ? not_permitted(t, msg, len)
-			       : fail(msg, len, "%s is not visible to PID %d "
-				      "(another mount namespace, e.g. a "
-				      "container)", t->lib, (int)t->pid);
-	if (here.st_dev != there.st_dev || here.st_ino != there.st_ino)
-		return fail(msg, len, "%s is another file inside PID %d's "
-			    "mount namespace (a container?)", t->lib,
-			    (int)t->pid);
+	root = ns_open_root(t->pid);
+	if (root < 0)
+		return errno == ENOENT ? exited(t, msg, len)
+				       : not_permitted(t, msg, len);
+	fd = ns_open_path(root, t->lib);
+	close(root);
+	t->copy = fd < 0 || fstat(fd, &there) < 0 ||
+		  here.st_dev != there.st_dev || here.st_ino != there.st_ino;
+	if (fd >= 0)
+		close(fd);
 	return 0;
+}
+
+/* Copy the open file from into to; -1 with errno. */
+static int copy_file(int from, int to)
+{
+	char buf[65536];
+	ssize_t n;
+
+	while ((n = read(from, buf, sizeof(buf))) > 0) {
+		for (ssize_t done = 0, w; done < n; done += w) {
+			w = write(to, buf + done, (size_t)(n - done));
+			if (w < 0)
+				return -1;
+		}
+	}
+	return n < 0 ? -1 : 0;
+}
+
+/* The target's /tmp, found inside its root, in t->copy_tmp; -1 with errno. */
+static int open_target_tmp(struct target *t)
+{
+	int root = ns_open_root(t->pid);
+
+	if (root < 0)
+		return -1;
+	t->copy_tmp = ns_open_path(root, "/tmp");
+	close(root);
+	return t->copy_tmp < 0 ? -1 : 0;
+}
+
+/*
+ * A fresh directory of ours, readable by all, in the target's /tmp: in
+ * t->copy_fd, kept open to remove what is in it, whatever is renamed.
+ */
+static int make_copy_dir(struct target *t)
+{
+	unsigned rnd;
+
+	if (getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd))
+		return -1;
+	snprintf(t->copy_dir, sizeof(t->copy_dir), "qsptop-lib-%08x", rnd);
+	if (mkdirat(t->copy_tmp, t->copy_dir, 0700) < 0) {
+		t->copy_dir[0] = '\0';
+		return -1;
+	}
+	t->copy_fd = openat(t->copy_tmp, t->copy_dir,
+			    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	return t->copy_fd < 0 ? -1 : fchmod(t->copy_fd, 0755);
+}
+
+/* The copy itself: its directory, then the file; -1 with errno. */
+static int write_copy(struct target *t, int from, const char *name)
+{
+	int to, rc;
+
+	if (make_copy_dir(t) < 0)
+		return -1;
+	to = openat(t->copy_fd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
+		    O_CLOEXEC, 0755);
+	if (to < 0)
+		return -1;
+	rc = fchmod(to, 0755) < 0 || copy_file(from, to) < 0 ? -1 : 0;
+	if (close(to) < 0)
+		rc = -1;
+	return rc;
+}
+
+/*
+ * Act as uid and gid (effective), or as root again with uid 0: the group
+ * changes while we are still root.
+ */
+static int act_as(uid_t uid, gid_t gid)
+{
+	if (uid != 0)
+		return setegid(gid) < 0 || seteuid(uid) < 0 ? -1 : 0;
+	return seteuid(0) < 0 || setegid(0) < 0 ? -1 : 0;
+}
+
+/*
+ * The collector, copied where the target can load it: in a directory of
+ * its /tmp, found inside its root (a link there cannot send the copy
+ * elsewhere), readable whatever user it runs as. What we create in a
+ * filesystem of another user namespace must belong to a user it knows
+ * (our root is nobody there): root makes it as the target's user. t->lib
+ * becomes the path of the copy as the target sees it; remove_copy
+ * removes it.
+ */
+int copy_lib(struct target *t, char *msg, size_t len)
+{
+	const char *name = strrchr(t->lib, '/') + 1;
+	bool as_target = geteuid() == 0 && !ns_shared(t->pid, "user");
+	int from = open(t->lib, O_RDONLY | O_CLOEXEC), rc = -1, err;
+
+	if (from < 0)
+		return fail(msg, len, "cannot read the collector library %s: %s",
+			    t->lib, strerror(errno));
+	/* Its /tmp is found as we are; only what we create there is not. */
+	if (open_target_tmp(t) == 0 &&
+	    (!as_target || act_as(t->euid, t->egid) == 0))
+		rc = write_copy(t, from, name);
+	err = errno;
+	close(from);
+	if (as_target && act_as(0, 0) < 0)
+		rc = -1;
+	if (rc == 0) {
+		snprintf(t->lib, sizeof(t->lib), "/tmp/%s/%s", t->copy_dir,
+			 name);
+		return 0;
+	}
+	remove_copy(t);
+	return fail(msg, len, "cannot copy the collector library into PID %d's "
+		    "/tmp (it cannot see %s): %s", (int)t->pid, t->lib,
+		    strerror(err));
+}
+
+void remove_copy(struct target *t)
+{
+	if (t->copy_fd >= 0) {
+		unlinkat(t->copy_fd, strrchr(t->lib, '/') + 1, 0);
+		close(t->copy_fd);
+	}
+	if (t->copy_dir[0])
+		unlinkat(t->copy_tmp, t->copy_dir, AT_REMOVEDIR);
+	if (t->copy_tmp >= 0)
+		close(t->copy_tmp);
+	t->copy_fd = t->copy_tmp = -1;
+	t->copy_dir[0] = '\0';
+}
+
+/*
+ * Where we can open a file the target has mapped: through its root, or,
+ * removed since (a libc replaced on disk, a copy of the collector), in
+ * map_files.
+ */
+static void mapped_path(char *out, size_t size, pid_t pid,
+			const struct mapping *m, bool removed)
+{
+	if (removed)
+		snprintf(out, size, "/proc/%d/map_files/%" PRIx64 "-%" PRIx64,
+			 (int)pid, m->start, m->end);
+	else
+		snprintf(out, size, "/proc/%d/root%s", (int)pid, m->path);
+}
+
+/* name is lib's, or lib's removed since it was mapped (a copy's). */
+static bool lib_name(const char *name, const char *lib, bool *removed)
+{
+	size_t n = strlen(lib);
+
+	if (strncmp(name, lib, n) != 0)
+		return false;
+	*removed = strcmp(name + n, " (deleted)") == 0;
+	return name[n] == '\0' || *removed;
 }
 
 static void note_mapping(const struct mapping *m, void *ctx)
 {
 	struct target *t = ctx;
-	const char *lib = strrchr(t->lib, '/') + 1;
+	bool removed;
 
-	if (strcmp(m->name, lib) == 0) {
+	if (lib_name(m->name, strrchr(t->lib, '/') + 1, &removed)) {
 		t->already = true;
 		if (m->offset == 0 && t->mapped_start == 0) {
 			t->mapped_start = m->start;
-			snprintf(t->mapped_lib, sizeof(t->mapped_lib),
-				 "/proc/%d/root%s", (int)t->pid, m->path);
+			mapped_path(t->mapped_lib, sizeof(t->mapped_lib), t->pid,
+				    m, removed);
 		}
 	}
 	if (t->libc_start != 0 || m->offset != 0)
 		return;
-	/* A libc replaced on disk since start is still in map_files. */
-	if (strcmp(m->name, "libc.so.6 (deleted)") == 0)
-		snprintf(t->libc, sizeof(t->libc), "/proc/%d/map_files/%"
-			 PRIx64 "-%" PRIx64, (int)t->pid, m->start, m->end);
-	else if (strcmp(m->name, "libc.so.6") == 0)
-		snprintf(t->libc, sizeof(t->libc), "/proc/%d/root%s",
-			 (int)t->pid, m->path);
-	else
+	if (!lib_name(m->name, "libc.so.6", &removed))
 		return;
+	mapped_path(t->libc, sizeof(t->libc), t->pid, m, removed);
 	t->libc_start = m->start;
 }
 

@@ -19,6 +19,8 @@
 /* What the checks learn about the process to inject into. */
 struct target {
 	pid_t pid;
+	uid_t euid;			/* as we know them */
+	gid_t egid;
 	char lib[PATH_MAX];		/* the collector, absolute */
 	char libc[PATH_MAX + 64];	/* the target's libc, openable by us */
 	uint64_t libc_start;		/* start of libc's offset-0 mapping */
@@ -35,6 +37,11 @@ struct target {
 	char mapped_lib[PATH_MAX + 64];
 	uint64_t mapped_start, wake;
 	bool force;			/* even under a seccomp filter */
+	/* The library is not visible to the target: it loads a copy, in
+	 * the directory copy_dir of its /tmp (copy_tmp), and copy_fd. */
+	bool copy;
+	char copy_dir[32];
+	int copy_tmp, copy_fd;
 	char warning[256];
 };
 
@@ -56,6 +63,10 @@ bool process_alive(pid_t pid);
 int check_status(struct target *t, char *msg, size_t len);
 /* All checks before attaching: 0 with t filled in, -1 with msg. */
 int preflight(struct target *t, const char *lib, char *msg, size_t len);
+/* Copy the library where the target sees it (t->copy); -1 with msg. */
+int copy_lib(struct target *t, char *msg, size_t len);
+/* Remove that copy, if any: the target's mapping of it stays valid. */
+void remove_copy(struct target *t);
 /* dlopen, pthread_setcancelstate, __restore_rt, libc's TLS, in the target. */
 int resolve_libc(struct target *t, char *msg, size_t len);
 /* qsptop_wake in the collector already mapped in the target, as t->wake. */

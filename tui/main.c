@@ -22,6 +22,7 @@
 #include "export.h"
 #include "format.h"
 #include "live.h"
+#include "ns.h"
 #include "theme.h"
 #include "xalloc.h"
 
@@ -217,6 +218,20 @@ static void report_command_log(const char *path)
 		unlink(path);
 }
 
+/*
+ * A process in a mount namespace of its own (a container) names its
+ * modules as it sees them: we find them through its root.
+ */
+static void see_from_root(struct app *a)
+{
+	char root[32];
+
+	if (ns_shared(a->attach.pid, "mnt"))
+		return;
+	snprintf(root, sizeof(root), "/proc/%d/root", (int)a->attach.pid);
+	symbols_set_root(a->symbols, root);
+}
+
 static void attach(struct app *a, bool live, char *log, size_t size)
 {
 	unsigned interval_ms = (unsigned)(a->opt.delay_s * 1000 + 0.5);
@@ -227,6 +242,7 @@ static void attach(struct app *a, bool live, char *log, size_t size)
 	if (a->opt.pid) {
 		attach_connect(&a->attach, a->opt.pid, interval_ms,
 			       a->opt.force);
+		see_from_root(a);
 		return;
 	}
 	if (live)

@@ -97,6 +97,7 @@ struct symbols {
 	size_t cache_cap, cache_used;	/* cache_cap is a power of two */
 	struct demangled *names;	/* keyed by the mangled name's address */
 	size_t names_cap, names_used;	/* names_cap is a power of two */
+	char root[32];			/* before each module's path */
 };
 
 static const Dwfl_Callbacks dwfl_callbacks = {
@@ -238,15 +239,17 @@ static void module_report(struct symbols *s, struct module *m, int fd)
 /* Read m's extent and state from the file at its path. */
 static void module_load(struct symbols *s, struct module *m)
 {
+	char path[PATH_MAX + sizeof(s->root)];
 	uint64_t lo, hi;
 	struct stat st;
 	Elf *elf;
 	int fd;
 
+	snprintf(path, sizeof(path), "%s%s", s->root, m->path);
 	/* Only regular files: opening a FIFO or a device could block. */
-	if (stat(m->path, &st) != 0 || !S_ISREG(st.st_mode))
+	if (stat(path, &st) != 0 || !S_ISREG(st.st_mode))
 		return;
-	fd = open(m->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0)
 		return;
 	elf = elf_open_loadable(fd);
@@ -286,6 +289,11 @@ static void cache_clear(struct symbols *s)
 		free((void *)s->cache[i].info.inlined_in);
 	memset(s->cache, 0, s->cache_cap * sizeof *s->cache);
 	s->cache_used = 0;
+}
+
+void symbols_set_root(struct symbols *s, const char *root)
+{
+	snprintf(s->root, sizeof(s->root), "%s", root);
 }
 
 void symbols_add_module(struct symbols *s, const char *path, uint64_t base,

@@ -46,6 +46,13 @@ struct symbols *symbols_new(void);
 void symbols_free(struct symbols *s);
 
 /*
+ * Where the target's "/" is for us (its /proc/PID/root when it has a mount
+ * namespace of its own): modules are opened there, named as it names them.
+ * At most 31 characters; before the first module.
+ */
+void symbols_set_root(struct symbols *s, const char *root);
+
+/*
  * Add a module loaded at bias base (dlpi_addr). A build id that does not
  * match the file on disk makes the module resolve to module+offset only.
  */

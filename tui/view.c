@@ -345,6 +345,26 @@ static int detail_stacks(struct screen *s, const struct ui *ui,
 	return y + (n == 0 || n > STACKS_SHOWN);
 }
 
+/*
+ * A thread's TID for the thread view: as the target knows it and, when
+ * it runs in a PID namespace of its own, as we do ("7 (31520)").
+ */
+static void thread_label(char *out, size_t size, struct ui *ui, uint32_t tid,
+			 bool alive)
+{
+	uint32_t host;
+
+	if (!tasks_own_pidns(ui->tasks)) {
+		snprintf(out, size, "%u", tid);
+		return;
+	}
+	host = tasks_host_tid(ui->tasks, tid, alive);
+	if (host)
+		snprintf(out, size, "%u (%u)", tid, host);
+	else
+		snprintf(out, size, "%u (?)", tid);
+}
+
 /* The threads that waited behind the line: TID, name, wait, count. */
 static int detail_threads(struct screen *s, struct ui *ui,
 			  const struct view_row *r, int y)
@@ -353,18 +373,21 @@ static int detail_threads(struct screen *s, struct ui *ui,
 	struct thread_view *tv;
 	size_t n = model_row_threads(a->model, &a->query, r, &tv);
 	bool alive = a->client.state == TARGET_RUNNING && !a->child_reaped;
-	char wait[32];
+	int width = tasks_own_pidns(ui->tasks) ? 19 : 8;
+	char wait[32], tid[32];
 
 	screen_puts(s, 1, y++, SLOT_COLUMN, "threads that waited", -1);
 	if (n == 0)
 		screen_puts(s, 3, y++, SLOT_NORMAL, "none yet", -1);
 	else
-		screen_printf(s, 3, y++, SLOT_NORMAL, "%-8s %-16s %9s %10s", "TID",
+		screen_printf(s, 3, y++, SLOT_NORMAL, "%-*s %-16s %9s %10s",
+			      width, width > 8 ? "TID (HOST TID)" : "TID",
 			      "NAME", "WAIT", "COUNT");
 	for (size_t i = 0; i < n && i < THREADS_SHOWN; i++) {
 		format_duration(wait, sizeof(wait), (double)tv[i].wait_ns);
-		screen_printf(s, 3, y++, SLOT_NORMAL, "%-8u %-16s %9s %10" PRIu64,
-			      tv[i].tid, tasks_name(ui->tasks, tv[i].tid, alive),
+		thread_label(tid, sizeof(tid), ui, tv[i].tid, alive);
+		screen_printf(s, 3, y++, SLOT_NORMAL, "%-*s %-16s %9s %10" PRIu64,
+			      width, tid, tasks_name(ui->tasks, tv[i].tid, alive),
 			      wait, tv[i].count);
 	}
 	if (n > THREADS_SHOWN)

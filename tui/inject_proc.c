@@ -391,10 +391,12 @@ static int act_as(uid_t uid, gid_t gid)
  */
 int copy_lib(struct target *t, char *msg, size_t len)
 {
-	const char *name = strrchr(t->lib, '/') + 1;
+	char name[NAME_MAX + 1];
 	bool as_target = geteuid() == 0 && !ns_shared(t->pid, "user");
 	int from = open(t->lib, O_RDONLY | O_CLOEXEC), rc = -1, err;
 
+	/* t->lib is rewritten below: the name must not point into it. */
+	snprintf(name, sizeof(name), "%s", strrchr(t->lib, '/') + 1);
 	if (from < 0)
 		return fail(msg, len, "cannot read the collector library %s: %s",
 			    t->lib, strerror(errno));

@@ -226,6 +226,62 @@ static inline int marker_line(const char *source, const char *name)
 	return -1;
 }
 
+
+/* How many lines of path start with what (then a space). */
+static inline int note_lines(const char *path, const char *what)
+{
+	char *text = slurp_file(path, ""), *line = text;
+	size_t len = strlen(what);
+	int n = 0;
+
+	while (line && *line) {
+		n += strncmp(line, what, len) == 0 && line[len] == ' ';
+		line = strchr(line, '\n');
+		line = line ? line + 1 : NULL;
+	}
+	free(text);
+	return n;
+}
+
+/*
+ * Exactly the lock calls pid makes while qsptop -p watches it. qsptop
+ * runs until its first table; pid gets SIGUSR2 (a workload that takes it
+ * then makes a known number of calls and adds a line "exact PID" to
+ * notes); three updates later qsptop is stopped with SIGINT. Its exit
+ * status goes to *status; returns its snapshot, or NULL.
+ */
+static inline cJSON *watch_exact(pid_t pid, const char *notes, int *status)
+{
+	char json[PATH_MAX + 32], out[PATH_MAX + 32], err[PATH_MAX + 32];
+	char pidstr[16], *text = NULL;
+	int before = note_lines(notes, "exact");
+	long deadline = monotonic_ms() + 20000;
+	pid_t q;
+
+	snprintf(json, sizeof(json), "%s/exact-%d.json", tmp, (int)pid);
+	snprintf(out, sizeof(out), "%s/exact-%d.out", tmp, (int)pid);
+	snprintf(err, sizeof(err), "%s/exact-%d.err", tmp, (int)pid);
+	snprintf(pidstr, sizeof(pidstr), "%d", (int)pid);
+	/* Not an earlier run's table: the first one must be this run's. */
+	unlink(json);
+	unlink(out);
+	q = start((char *[]){ qsptop, "-b", "-d", "0.2", "-j", json, "-p",
+			      pidstr, NULL }, out, err);
+	while (monotonic_ms() < deadline &&
+	       !((text = slurp_file(out, "")) && strstr(text, "CALL SITE"))) {
+		free(text);
+		text = NULL;
+		usleep(20000);
+	}
+	free(text);
+	kill(pid, SIGUSR2);
+	while (monotonic_ms() < deadline && note_lines(notes, "exact") <= before)
+		usleep(20000);
+	usleep(600000);
+	kill(q, SIGINT);
+	*status = wait_status(q, 10000);
+	return load_json(json);
+}
 /* Set the paths from /proc/self/exe (BUILD/tests/TEST) and make tmp. */
 static inline void find_paths(const char *tmp_template, const char *wl_name)
 {

@@ -408,8 +408,19 @@ static void test_prefork_box(void)
 	child = first_child(b.pid, READY_MS);
 	CHECK(child > 0 && first_child_line(file) > 0,
 	      "pre-fork: no child was forked");
-	if (child > 0)
+	if (child > 0) {
+		int status;
+		cJSON *snap;
+
 		watch(child, "pre-fork child", "(injected)", "child_work");
+		snap = watch_exact(child, file, &status);
+		CHECK(status == 0 && snap &&
+		      acquisitions_at(snap, "exact_work") == 10000,
+		      "pre-fork child: the 10000 calls made while watched, "
+		      "exactly: %.0f (qsptop exit %d)",
+		      snap ? acquisitions_at(snap, "exact_work") : -1, status);
+		cJSON_Delete(snap);
+	}
 	box_stop(&b);
 }
 

@@ -2,7 +2,8 @@
  * Children of pre-fork servers, through the real programs: a child forked
  * after qsptop detached from its parent, one forked while the parent is
  * watched, and one of a program qsptop launched can each be watched with
- * -p, and show only their own counts; a child that ends leaves no socket.
+ * -p, and show only their own counts, exactly; a child that ends leaves
+ * no socket.
  */
 #include <cJSON.h>
 #include <signal.h>
@@ -77,6 +78,20 @@ static cJSON *watch(const char *label, pid_t pid)
 	return load_json(json);
 }
 
+/* Watched, exactly the 10,000 calls the process makes when asked. */
+static void check_exact(const char *label, pid_t pid)
+{
+	int status;
+	cJSON *snap = watch_exact(pid, pids, &status);
+
+	CHECK(status == 0, "%s: qsptop -p, stopped by SIGINT, exits 0 (%d)",
+	      label, status);
+	CHECK(snap && acquisitions_in(snap, "exact_work") == 10000,
+	      "%s: the 10000 calls made while watched, exactly: %.0f", label,
+	      snap ? acquisitions_in(snap, "exact_work") : -1);
+	cJSON_Delete(snap);
+}
+
 /* A child's snapshot counts its own locking and none of its parent's. */
 static void check_child(const char *label, pid_t child)
 {
@@ -94,6 +109,7 @@ static void check_child(const char *label, pid_t child)
 	      "%s: none of the parent's counts (%.0f at parent_work)", label,
 	      acquisitions_in(snap, "parent_work"));
 	cJSON_Delete(snap);
+	check_exact(label, child);
 }
 
 /* Ask parent for a child; its PID (the n-th child), or -1. */
@@ -135,6 +151,7 @@ static void test_injected_parent(void)
 	CHECK(snap && acquisitions_in(snap, "parent_work") > 0,
 	      "the parent's locks are counted");
 	cJSON_Delete(snap);
+	check_exact("the parent", parent);
 
 	child = fork_child(parent, 0);
 	check_child("forked after a detach", child);

@@ -2,9 +2,10 @@
  * A pre-fork server in small. The parent locks at parent_work on two
  * threads; each SIGUSR1 makes it fork a worker child, whose one thread
  * locks at child_work while its main thread sleeps. FILE gets a line
- * "parent PID" at start and "child PID" per child, which it reaps.
- * SIGTERM makes a process end with exit(0); a child also ends when its
- * parent is gone.
+ * "parent PID" at start and "child PID" per child, which it reaps. On
+ * SIGUSR2 a process makes exactly EXACT lock calls at exact_work, then
+ * writes "exact PID". SIGTERM makes a process end with exit(0); a child
+ * also ends when its parent is gone.
  *   wl_prefork FILE
  */
 #include <pthread.h>
@@ -17,8 +18,11 @@
 #include <unistd.h>
 
 static pthread_mutex_t parent_lock = PTHREAD_MUTEX_INITIALIZER;
+#define EXACT 10000
+
 static pthread_mutex_t child_lock;
-static volatile sig_atomic_t fork_asked, end_asked;
+static pthread_mutex_t exact_lock = PTHREAD_MUTEX_INITIALIZER;
+static volatile sig_atomic_t fork_asked, exact_asked, end_asked;
 static volatile int sink;
 static const char *file;
 
@@ -26,6 +30,8 @@ static void on_signal(int sig)
 {
 	if (sig == SIGUSR1)
 		fork_asked = 1;
+	else if (sig == SIGUSR2)
+		exact_asked = 1;
 	else
 		end_asked = 1;
 }
@@ -51,6 +57,13 @@ static void __attribute__((noinline)) child_work(void)
 	pthread_mutex_unlock(&child_lock);
 }
 
+static void __attribute__((noinline)) exact_work(void)
+{
+	pthread_mutex_lock(&exact_lock);
+	sink++;
+	pthread_mutex_unlock(&exact_lock);
+}
+
 /* Lock a hundred times a millisecond until the process ends. */
 static void *worker(void *work)
 {
@@ -72,6 +85,17 @@ static void note(const char *what)
 	}
 }
 
+/* EXACT calls at exact_work when asked, then say so. */
+static void exact_if_asked(void)
+{
+	if (!exact_asked)
+		return;
+	exact_asked = 0;
+	for (int i = 0; i < EXACT; i++)
+		exact_work();
+	note("exact");
+}
+
 static void start_worker(void (*work)(void))
 {
 	pthread_t t;
@@ -85,8 +109,10 @@ static void child(pid_t parent)
 	pthread_mutex_init(&child_lock, NULL);
 	start_worker(child_work);
 	note("child");
-	while (!end_asked && getppid() == parent)
+	while (!end_asked && getppid() == parent) {
+		exact_if_asked();
 		nap();
+	}
 	exit(0);
 }
 
@@ -98,6 +124,7 @@ int main(int argc, char **argv)
 		return 2;
 	file = argv[1];
 	sigaction(SIGUSR1, &sa, NULL);
+	sigaction(SIGUSR2, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	start_worker(parent_work);
 	start_worker(parent_work);
@@ -112,6 +139,7 @@ int main(int argc, char **argv)
 		}
 		while (waitpid(-1, NULL, WNOHANG) > 0)
 			;
+		exact_if_asked();
 		nap();
 	}
 	return 0;

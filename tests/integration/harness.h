@@ -227,6 +227,46 @@ static inline int marker_line(const char *source, const char *name)
 }
 
 
+/* NAME's number in a workload's result file of "NAME NUMBER" lines, or -1. */
+static inline long result_number(const char *path, const char *name)
+{
+	char key[64];
+	long v, found = -1;
+	FILE *f = fopen(path, "r");
+
+	while (f && fscanf(f, "%63s %ld", key, &v) == 2) {
+		if (strcmp(key, name) == 0)
+			found = v;
+	}
+	if (f)
+		fclose(f);
+	return found;
+}
+
+/* Whether a function's name is fn: "fn", or a demangled "fn(args)". */
+static inline int names_function(const char *name, const char *fn)
+{
+	size_t n = strlen(fn);
+
+	return name && strncmp(name, fn, n) == 0 &&
+	       (name[n] == '\0' || name[n] == '(');
+}
+
+/* The acquisitions of a snapshot's rows whose call site is in function fn. */
+static inline double acquisitions_in(const cJSON *snap, const char *fn)
+{
+	const cJSON *row;
+	double sum = 0;
+
+	cJSON_ArrayForEach(row, cJSON_GetObjectItem(snap, "rows")) {
+		const cJSON *site = cJSON_GetObjectItem(row, "site");
+
+		if (names_function(str_field(site, "symbol"), fn))
+			sum += num_field(row, "acquisitions");
+	}
+	return sum;
+}
+
 /* How many lines of path start with what (then a space). */
 static inline int note_lines(const char *path, const char *what)
 {

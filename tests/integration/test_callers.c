@@ -54,22 +54,6 @@ static cJSON *run_wrapped(const char *program, const char *const *flags,
 	return load_json(json);
 }
 
-/* How often the workload says caller locked, or -1. */
-static long expected(const char *result, const char *caller)
-{
-	char name[64], line[128];
-	long n, found = -1;
-	FILE *f = fopen(result, "r");
-
-	while (f && fgets(line, sizeof(line), f))
-		if (sscanf(line, "%63s %ld", name, &n) == 2 &&
-		    strcmp(name, caller) == 0)
-			found = n;
-	if (f)
-		fclose(f);
-	return found;
-}
-
 /* The rows whose call site's symbol is fn (with or without arguments). */
 static const cJSON *row_of(const cJSON *snap, const char *fn)
 {
@@ -109,9 +93,9 @@ static void check_callers(const cJSON *snap, const char *label,
 		const cJSON *row = row_of(snap, callers[i]);
 		double acq = row ? num_field(row, "acquisitions") : -1;
 
-		CHECK(acq == expected(result, callers[i]),
+		CHECK(acq == result_number(result, callers[i]),
 		      "%s: %s has %.0f acquisitions, the workload made %ld", label,
-		      callers[i], acq, expected(result, callers[i]));
+		      callers[i], acq, result_number(result, callers[i]));
 		if (row)
 			CHECK(histogram_sum(row) == num_field(row, "contended"),
 			      "%s: %s's histogram holds its %.0f contended waits, "
@@ -154,8 +138,8 @@ static void test_without_wrappers(void)
 	char *result = tmp_path("plain.res");
 	cJSON *snap = run_wrapped("wl_wrap", NULL, 0, result);
 	const cJSON *wc = snap ? row_of(snap, "wc_lock") : NULL;
-	long three = expected(result, "caller_a") + expected(result, "caller_b") +
-		     expected(result, "caller_c");
+	long three = result_number(result, "caller_a") + result_number(result, "caller_b") +
+		     result_number(result, "caller_c");
 
 	CHECK(wc && num_field(wc, "acquisitions") == three,
 	      "plain: wc_lock's own row holds its callers' %ld acquisitions, "
@@ -262,9 +246,9 @@ static void test_address_forms(const char *program, const char *twin,
 				acq[i] += num_field(row, "acquisitions");
 	}
 	for (int i = 0; i < 6; i++)
-		CHECK(acq[i] == expected(result, callers[i]),
+		CHECK(acq[i] == result_number(result, callers[i]),
 		      "%s: %s has %.0f acquisitions, the workload made %ld", program,
-		      callers[i], acq[i], expected(result, callers[i]));
+		      callers[i], acq[i], result_number(result, callers[i]));
 	CHECK(in_wrapper == 0, "%s: %d rows left in the wrappers", program,
 	      in_wrapper);
 	cJSON_Delete(snap);
@@ -289,20 +273,12 @@ static cJSON *attach_once(pid_t pid, const char *w)
 	return load_json(json);
 }
 
-/* Acquisitions of fn's row in snap; 0 without one. */
-static double acquisitions_of(const cJSON *snap, const char *fn)
-{
-	const cJSON *row = snap ? row_of(snap, fn) : NULL;
-
-	return row ? num_field(row, "acquisitions") : 0;
-}
-
 /* The three callers' acquisitions in snap. */
 static double callers_sum(const cJSON *snap)
 {
-	return acquisitions_of(snap, "caller_a") +
-	       acquisitions_of(snap, "caller_b") +
-	       acquisitions_of(snap, "caller_c");
+	return acquisitions_in(snap, "caller_a") +
+	       acquisitions_in(snap, "caller_b") +
+	       acquisitions_in(snap, "caller_c");
 }
 
 /*
@@ -322,23 +298,23 @@ static void test_wrappers_named_on_reattach(void)
 	pid = start((char *[]){ wl, tmp_path("loop.res"), "loop", NULL }, NULL,
 		    NULL);
 	snap = attach_once(pid, NULL);
-	CHECK(acquisitions_of(snap, "wc_lock") > 1000 * callers_sum(snap),
+	CHECK(acquisitions_in(snap, "wc_lock") > 1000 * callers_sum(snap),
 	      "-p: wc_lock counts %.0f, its callers %.0f",
-	      acquisitions_of(snap, "wc_lock"), callers_sum(snap));
+	      acquisitions_in(snap, "wc_lock"), callers_sum(snap));
 	cJSON_Delete(snap);
 	snap = attach_once(pid, "wc_lock");
-	CHECK(acquisitions_of(snap, "caller_a") > 0 &&
-	      acquisitions_of(snap, "caller_b") > 0 &&
-	      acquisitions_of(snap, "caller_c") > 0 &&
-	      callers_sum(snap) > 1000 * acquisitions_of(snap, "wc_lock"),
+	CHECK(acquisitions_in(snap, "caller_a") > 0 &&
+	      acquisitions_in(snap, "caller_b") > 0 &&
+	      acquisitions_in(snap, "caller_c") > 0 &&
+	      callers_sum(snap) > 1000 * acquisitions_in(snap, "wc_lock"),
 	      "-p --wrapper wc_lock: callers count %.0f, %.0f, %.0f; wc_lock %.0f",
-	      acquisitions_of(snap, "caller_a"), acquisitions_of(snap, "caller_b"),
-	      acquisitions_of(snap, "caller_c"), acquisitions_of(snap, "wc_lock"));
+	      acquisitions_in(snap, "caller_a"), acquisitions_in(snap, "caller_b"),
+	      acquisitions_in(snap, "caller_c"), acquisitions_in(snap, "wc_lock"));
 	cJSON_Delete(snap);
 	snap = attach_once(pid, NULL);
-	CHECK(acquisitions_of(snap, "wc_lock") > 1000 * callers_sum(snap),
+	CHECK(acquisitions_in(snap, "wc_lock") > 1000 * callers_sum(snap),
 	      "-p again: wc_lock counts %.0f, its callers %.0f",
-	      acquisitions_of(snap, "wc_lock"), callers_sum(snap));
+	      acquisitions_in(snap, "wc_lock"), callers_sum(snap));
 	cJSON_Delete(snap);
 	kill(pid, SIGTERM);
 	CHECK(wait_status(pid, 10000) == 0, "the looping workload ends well");

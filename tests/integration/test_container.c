@@ -234,23 +234,6 @@ static void box_stop(struct box *b)
 	      b->what);
 }
 
-/* Acquisitions of the rows whose call site is in function symbol. */
-static double acquisitions_at(const cJSON *snap, const char *symbol)
-{
-	const cJSON *rows = cJSON_GetObjectItemCaseSensitive(snap, "rows");
-	const cJSON *row;
-	double sum = 0;
-
-	cJSON_ArrayForEach(row, rows) {
-		const cJSON *site = cJSON_GetObjectItemCaseSensitive(row, "site");
-		const char *s = str_field(site, "symbol");
-
-		if (s && strcmp(s, symbol) == 0)
-			sum += num_field(row, "acquisitions");
-	}
-	return sum;
-}
-
 /*
  * qsptop -b -n 2 -j on pid: exits 0, in mode ("injected", "connected"),
  * with the host's PID, and sees symbol's lock calls.
@@ -275,7 +258,7 @@ static void watch(pid_t pid, const char *what, const char *mode,
 	      mode, r.out);
 	CHECK(num_field(snap, "pid") == pid, "%s: JSON pid %g, not %d", what,
 	      num_field(snap, "pid"), (int)pid);
-	CHECK(acquisitions_at(snap, symbol) > 0, "%s: no acquisitions at %s "
+	CHECK(acquisitions_in(snap, symbol) > 0, "%s: no acquisitions at %s "
 	      "(symbols read through the target's root):\n%s", what, symbol,
 	      r.out);
 	cJSON_Delete(snap);
@@ -415,10 +398,10 @@ static void test_prefork_box(void)
 		watch(child, "pre-fork child", "(injected)", "child_work");
 		snap = watch_exact(child, file, &status);
 		CHECK(status == 0 && snap &&
-		      acquisitions_at(snap, "exact_work") == 10000,
+		      acquisitions_in(snap, "exact_work") == 10000,
 		      "pre-fork child: the 10000 calls made while watched, "
 		      "exactly: %.0f (qsptop exit %d)",
-		      snap ? acquisitions_at(snap, "exact_work") : -1, status);
+		      snap ? acquisitions_in(snap, "exact_work") : -1, status);
 		cJSON_Delete(snap);
 	}
 	box_stop(&b);

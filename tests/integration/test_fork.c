@@ -46,21 +46,6 @@ static pid_t pid_line(const char *what, int n)
 	}
 }
 
-/* The acquisitions of the rows whose call site is in function fn. */
-static double acquisitions_in(const cJSON *snap, const char *fn)
-{
-	const cJSON *row;
-	double sum = 0;
-
-	cJSON_ArrayForEach(row, cJSON_GetObjectItem(snap, "rows")) {
-		const char *sym = str_field(cJSON_GetObjectItem(row, "site"), "symbol");
-
-		if (sym && strcmp(sym, fn) == 0)
-			sum += num_field(row, "acquisitions");
-	}
-	return sum;
-}
-
 /* qsptop -p pid for two updates; its snapshot, or NULL. */
 static cJSON *watch(const char *label, pid_t pid)
 {

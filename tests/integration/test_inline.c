@@ -58,31 +58,6 @@ static void watched_free(struct watched *w)
 	free(w->table);
 }
 
-/* How often the workload says caller locked, or -1. */
-static long expected(const char *result, const char *caller)
-{
-	char name[64], line[128];
-	long n, found = -1;
-	FILE *f = fopen(result, "r");
-
-	while (f && fgets(line, sizeof(line), f))
-		if (sscanf(line, "%63s %ld", name, &n) == 2 &&
-		    strcmp(name, caller) == 0)
-			found = n;
-	if (f)
-		fclose(f);
-	return found;
-}
-
-/* A function's name is fn: "fn", or a demangled "fn(args)". */
-static bool names(const char *name, const char *fn)
-{
-	size_t n = strlen(fn);
-
-	return name && strncmp(name, fn, n) == 0 &&
-	       (name[n] == '\0' || name[n] == '(');
-}
-
 /* A place is in tests/workloads/SOURCE on the line marked "site:MARKER". */
 static bool at(const cJSON *place, const char *source, const char *marker)
 {
@@ -121,12 +96,12 @@ static unsigned long long check_caller(const struct watched *w,
 		const char *hex = str_field(site, "address");
 		int n = cJSON_GetArraySize(in);
 
-		if (!names(str_field(site, "symbol"), caller))
+		if (!names_function(str_field(site, "symbol"), caller))
 			continue;
 		acq += num_field(row, "acquisitions");
 		if (!address && hex)
 			address = strtoull(hex, NULL, 16);
-		CHECK(names(str_field(site, "function"), function ? function : caller),
+		CHECK(names_function(str_field(site, "function"), function ? function : caller),
 		      "%s: the lock call is in %s, got %s", caller,
 		      function ? function : caller, str_field(site, "function"));
 		CHECK(at(site, source, marker), "%s: the site is %s:%d, got %s:%.0f",
@@ -137,7 +112,7 @@ static unsigned long long check_caller(const struct watched *w,
 		for (int i = 0; i < n && i < depth; i++) {
 			const cJSON *p = cJSON_GetArrayItem(in, i);
 
-			CHECK(names(str_field(p, "function"), chain[i].function) &&
+			CHECK(names_function(str_field(p, "function"), chain[i].function) &&
 			      at(p, source, chain[i].marker),
 			      "%s: inlined_in[%d] is %s at %s:%d, got %s at %s:%.0f",
 			      caller, i, chain[i].function, source,
@@ -146,9 +121,9 @@ static unsigned long long check_caller(const struct watched *w,
 			      num_field(p, "line"));
 		}
 	}
-	CHECK(acq == expected(w->result, caller),
+	CHECK(acq == result_number(w->result, caller),
 	      "%s: %.0f acquisitions, the workload made %ld", caller, acq,
-	      expected(w->result, caller));
+	      result_number(w->result, caller));
 	return address;
 }
 
@@ -166,14 +141,14 @@ static void check_stack(const struct watched *w)
 		const char *symbol = str_field(cJSON_GetObjectItem(row, "site"),
 					       "symbol");
 
-		if (names(symbol, "caller_a") && stack)
+		if (names_function(symbol, "caller_a") && stack)
 			frame = cJSON_GetArrayItem(
 				cJSON_GetObjectItem(stack, "frames"), 0);
 	}
 	in = cJSON_GetObjectItem(frame, "inlined_in");
 	CHECK(frame && check_streq(str_field(frame, "function"), "hold") &&
 	      at(frame, "inline.c", "hold") && cJSON_GetArraySize(in) == 1 &&
-	      names(str_field(cJSON_GetArrayItem(in, 0), "function"), "caller_a") &&
+	      names_function(str_field(cJSON_GetArrayItem(in, 0), "function"), "caller_a") &&
 	      at(cJSON_GetArrayItem(in, 0), "inline.c", "caller_a"),
 	      "wl_inline: caller_a's wait has a stack whose frame #0 is hold() "
 	      "inlined in caller_a");

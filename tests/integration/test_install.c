@@ -31,20 +31,6 @@ static struct run make_target(const char *target)
 			   MAKE_TIMEOUT_MS, 0);
 }
 
-/* The acquisitions of the row whose call site is in fn. */
-static double acquisitions_in(const cJSON *snap, const char *fn)
-{
-	const cJSON *row;
-
-	cJSON_ArrayForEach(row, cJSON_GetObjectItem(snap, "rows")) {
-		const char *sym = str_field(cJSON_GetObjectItem(row, "site"), "symbol");
-
-		if (sym && strcmp(sym, fn) == 0)
-			return num_field(row, "acquisitions");
-	}
-	return -1;
-}
-
 /* The installed qsptop runs a workload, with an installed theme. */
 static void test_installed_runs(void)
 {

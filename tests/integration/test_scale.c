@@ -18,22 +18,6 @@
 #define OBJECTS 16
 #define PER_ROW 16		/* 8 threads x 2 rounds */
 
-/* A number from the workload's RESULT file ("NAME VALUE" lines), or -1. */
-static long result(const char *path, const char *name)
-{
-	char key[64];
-	long v, found = -1;
-	FILE *f = fopen(path, "r");
-
-	while (f && fscanf(f, "%63s %ld", key, &v) == 2) {
-		if (strcmp(key, name) == 0)
-			found = v;
-	}
-	if (f)
-		fclose(f);
-	return found;
-}
-
 /* Run wl_scale under qsptop -b --json with extra options; the snapshot. */
 static cJSON *run_scale(const char *opt, const char *opt_arg, char *const *args,
 			const char *res, int *status)
@@ -103,15 +87,15 @@ static void test_many_sites(void)
 	}
 	printf("sites: %d rows, %.0f acquisitions counted of %ld made, "
 	       "%.0f dropped, %d without their lock\n", rows, total,
-	       result(res, "acquisitions"), num_field(snap, "dropped"), objectless);
+	       result_number(res, "acquisitions"), num_field(snap, "dropped"), objectless);
 	CHECK(rows == SITES * OBJECTS, "sites: one row per (site, lock): %d of %d",
 	      rows, SITES * OBJECTS);
 	CHECK(exact == rows, "sites: every row counts %d acquisitions (%d do)",
 	      PER_ROW, exact);
 	CHECK(objectless == 0, "sites: no row lost its lock (%d did)", objectless);
-	CHECK(total == result(res, "acquisitions"),
+	CHECK(total == result_number(res, "acquisitions"),
 	      "sites: %.0f acquisitions counted of %ld made", total,
-	      result(res, "acquisitions"));
+	      result_number(res, "acquisitions"));
 	CHECK(num_field(snap, "dropped") == 0, "sites: nothing dropped (%.0f)",
 	      num_field(snap, "dropped"));
 	CHECK(num_field(snap, "folded") == 0, "sites: nothing folded (%.0f)",
@@ -153,10 +137,10 @@ static void test_memory_cap(void)
 	      num_field(snap, "folded"));
 	printf("cap 4 MiB: %.0f counted (%.0f folded) + %.0f dropped, %ld made\n",
 	       total, num_field(snap, "folded"), num_field(snap, "dropped"),
-	       result(res, "acquisitions"));
-	CHECK(total + num_field(snap, "dropped") == result(res, "acquisitions"),
+	       result_number(res, "acquisitions"));
+	CHECK(total + num_field(snap, "dropped") == result_number(res, "acquisitions"),
 	      "cap: %.0f counted + %.0f dropped = %ld made", total,
-	      num_field(snap, "dropped"), result(res, "acquisitions"));
+	      num_field(snap, "dropped"), result_number(res, "acquisitions"));
 	cJSON_Delete(snap);
 }
 
@@ -180,19 +164,19 @@ static void test_thread_churn(void)
 			total += num_field(row, "acquisitions");
 	}
 	printf("churn: %.0f of %ld counted, collector %.0f bytes, target peak "
-	       "RSS %ld kB\n", total, result(res, "acquisitions"),
+	       "RSS %ld kB\n", total, result_number(res, "acquisitions"),
 	       num_field(cJSON_GetObjectItem(snap, "collector_memory"), "used"),
-	       result(res, "vmhwm_kb"));
-	CHECK(total == 20000 && result(res, "acquisitions") == 20000,
+	       result_number(res, "vmhwm_kb"));
+	CHECK(total == 20000 && result_number(res, "acquisitions") == 20000,
 	      "churn: %.0f of 20000 acquisitions counted", total);
 	CHECK(num_field(snap, "threads") >= 20000,
 	      "churn: every thread seen (%.0f)", num_field(snap, "threads"));
 	CHECK(num_field(cJSON_GetObjectItem(snap, "collector_memory"), "used") <= 16 << 20,
 	      "churn: the collector keeps under 16 MiB: %.0f bytes",
 	      num_field(cJSON_GetObjectItem(snap, "collector_memory"), "used"));
-	CHECK(result(res, "vmhwm_kb") > 0 && result(res, "vmhwm_kb") <= 64 * 1024,
+	CHECK(result_number(res, "vmhwm_kb") > 0 && result_number(res, "vmhwm_kb") <= 64 * 1024,
 	      "churn: the target's peak RSS stays under 64 MiB: %ld kB",
-	      result(res, "vmhwm_kb"));
+	      result_number(res, "vmhwm_kb"));
 	cJSON_Delete(snap);
 }
 

@@ -202,12 +202,19 @@ static pid_t start_box(const struct box *b, char *script)
  */
 static bool box_start(struct box *b, const char *args, int threads)
 {
-	char script[3 * PATH_MAX];
+	char script[6 * PATH_MAX];
 
-	snprintf(script, sizeof(script), "mount -t tmpfs none /tmp && "
-		 "touch /tmp/%s && mount --bind %s/tests/wl_%s /tmp/%s && "
-		 "mount -t tmpfs none %s && exec /tmp/%s %s", b->name, build,
-		 b->name, b->name, build, b->name, args);
+	/*
+	 * The program is opened before /tmp is hidden (the build directory
+	 * may be under it) and bound from that descriptor; the build
+	 * directory, where still visible, is hidden too.
+	 */
+	snprintf(script, sizeof(script), "exec 3< %s/tests/wl_%s && "
+		 "mount -t tmpfs none /tmp && touch /tmp/%s && "
+		 "mount --no-canonicalize --bind /proc/self/fd/3 /tmp/%s && "
+		 "exec 3<&- && { [ ! -d %s ] || mount -t tmpfs none %s; } && "
+		 "exec /tmp/%s %s", build, b->name, b->name, b->name, build,
+		 build, b->name, args);
 	b->unshare = start_box(b, script);
 	b->pid = b->unshare > 0 ? first_child(b->unshare, READY_MS) : -1;
 	for (long end = monotonic_ms() + READY_MS;

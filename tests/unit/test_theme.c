@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "../../tui/theme.h"
 #include "check.h"
@@ -517,7 +518,7 @@ static void test_bad_names_and_missing_themes(void)
 		".hidden", "a b", "", "..", "x\ny", "tab\t",
 		"a123456789012345678901234567890123456789012345678901234567890123",
 	};
-	char err[2048], want[PATH_MAX + 64];
+	char err[2048], want[PATH_MAX + 64], cwd[PATH_MAX];
 	struct theme t, d;
 
 	use_home();
@@ -529,9 +530,14 @@ static void test_bad_names_and_missing_themes(void)
 		CHECK(strncmp(err, "invalid theme name", 18) == 0,
 		      "name \"%s\": got \"%s\"", invalid[i], err);
 	}
+	/* A path is a file, taken from where we are: a directory of ours. */
+	snprintf(want, sizeof want, "%s/cwd", tmp);
+	CHECK(getcwd(cwd, sizeof cwd) != NULL && mkdir(want, 0700) == 0 &&
+	      chdir(want) == 0, "cd %s", want);
 	CHECK_U64(theme_load(&t, "../x", collect, NULL, err, sizeof err),
 		  (uint64_t)-1);
 	CHECK_STR(err, "../x: No such file or directory");
+	CHECK(chdir(cwd) == 0, "cd back to %s", cwd);
 
 	CHECK_U64(theme_load(&t, "nosuch", collect, NULL, err, sizeof err),
 		  (uint64_t)-1);

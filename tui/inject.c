@@ -678,15 +678,20 @@ static void *inject_thread(void *arg)
 }
 
 /*
- * Run the ptrace part on its own thread, holding the signals that would
- * end qsptop: dying halfway is safe, but the injection then ends in a
- * timeout's state, the collector loading when dlopen can finish.
+ * Run the ptrace part for t on its own thread, holding the signals that
+ * would end qsptop: dying halfway is safe, but the injection then ends in
+ * a timeout's state, the collector loading when dlopen can finish.
  */
-static int run_job(struct job *j)
+static int run_job(struct target *t, char *msg, size_t len)
 {
+	struct job *j = calloc(1, sizeof(*j));
 	sigset_t hold, old;
 	pthread_t thread;
 	int rc;
+
+	if (j == NULL)
+		return fail(msg, len, "out of memory");
+	*j = (struct job){ .t = t, .msg = msg, .len = len };
 
 	sigemptyset(&hold);
 	sigaddset(&hold, SIGINT);
@@ -699,30 +704,20 @@ static int run_job(struct job *j)
 	if (rc == 0)
 		pthread_join(thread, NULL);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (rc != 0)
-		return fail(j->msg, j->len, "cannot start a thread: %s",
-			    strerror(rc));
-	return j->result;
+	rc = rc != 0 ? fail(msg, len, "cannot start a thread: %s", strerror(rc))
+		     : j->result;
+	free(j);
+	return rc;
 }
 
 /* Run the job of loading t's library; the copy, if any, goes after. */
 static int load_lib(struct target *t, char *msg, size_t len)
 {
-	struct job *j;
 	int rc;
 
 	if (t->copy && copy_lib(t, msg, len) < 0)
 		return INJECT_FAILED;
-	j = calloc(1, sizeof(*j));
-	if (j == NULL) {
-		remove_copy(t);
-		return fail(msg, len, "out of memory");
-	}
-	j->t = t;
-	j->msg = msg;
-	j->len = len;
-	rc = run_job(j);
-	free(j);
+	rc = run_job(t, msg, len);
 	remove_copy(t);
 	return rc;
 }
@@ -756,7 +751,6 @@ int inject_wake(pid_t pid, const char *lib_path, bool force, char *msg,
 {
 	struct target t = { .pid = pid, .force = force, .copy_tmp = -1,
 			    .copy_fd = -1 };
-	struct job *j;
 	int rc;
 
 	msg[0] = '\0';
@@ -766,13 +760,6 @@ int inject_wake(pid_t pid, const char *lib_path, bool force, char *msg,
 		return fail(msg, len, "PID %d has no collector to wake", (int)pid);
 	if (resolve_libc(&t, msg, len) < 0 || resolve_wake(&t, msg, len) < 0)
 		return INJECT_FAILED;
-	j = calloc(1, sizeof(*j));
-	if (j == NULL)
-		return fail(msg, len, "out of memory");
-	j->t = &t;
-	j->msg = msg;
-	j->len = len;
-	rc = run_job(j);
-	free(j);
+	rc = run_job(&t, msg, len);
 	return rc < 0 ? INJECT_FAILED : rc;
 }

@@ -267,19 +267,36 @@ static inline double acquisitions_in(const cJSON *snap, const char *fn)
 	return sum;
 }
 
-/* How many lines of path start with what (then a space). */
-static inline int note_lines(const char *path, const char *what)
+/*
+ * Lines "WHAT PID" that a workload writes to path: the PID of the n-th
+ * line for what (-1 if there is none yet), and how many there are.
+ */
+static inline int note_pid(const char *path, const char *what, int n,
+			   int *count)
 {
 	char *text = slurp_file(path, ""), *line = text;
 	size_t len = strlen(what);
-	int n = 0;
+	int seen = 0, pid = -1;
 
 	while (line && *line) {
-		n += strncmp(line, what, len) == 0 && line[len] == ' ';
+		if (strncmp(line, what, len) == 0 && line[len] == ' ' &&
+		    seen++ == n)
+			pid = atoi(line + len + 1);
 		line = strchr(line, '\n');
 		line = line ? line + 1 : NULL;
 	}
 	free(text);
+	if (count)
+		*count = seen;
+	return pid;
+}
+
+/* How many lines of path start with what (then a space). */
+static inline int note_lines(const char *path, const char *what)
+{
+	int n;
+
+	note_pid(path, what, -1, &n);
 	return n;
 }
 

@@ -360,21 +360,6 @@ static void test_busy_box(enum userns userns)
 	box_stop(&b);
 }
 
-/* The first "child PID" line of a wl_prefork FILE (PIDs of its box). */
-static long first_child_line(const char *path)
-{
-	char line[64];
-	long pid = -1;
-	FILE *f = fopen(path, "r");
-
-	while (f && pid < 0 && fgets(line, sizeof(line), f))
-		if (sscanf(line, "child %ld", &pid) != 1)
-			pid = -1;
-	if (f)
-		fclose(f);
-	return pid;
-}
-
 /*
  * A pre-fork server in a box: its child, forked after qsptop loaded the
  * collector's copy (removed since), is woken through the mapping.
@@ -393,10 +378,11 @@ static void test_prefork_box(void)
 	kill(b.pid, SIGUSR1);
 	snprintf(file, sizeof(file), "/proc/%d/root/tmp/children", (int)b.pid);
 	for (long end = monotonic_ms() + READY_MS;
-	     first_child_line(file) < 0 && monotonic_ms() < end; usleep(20000))
+	     note_pid(file, "child", 0, NULL) < 0 && monotonic_ms() < end;
+	     usleep(20000))
 		;
 	child = first_child(b.pid, READY_MS);
-	CHECK(child > 0 && first_child_line(file) > 0,
+	CHECK(child > 0 && note_pid(file, "child", 0, NULL) > 0,
 	      "pre-fork: no child was forked");
 	if (child > 0) {
 		int status;

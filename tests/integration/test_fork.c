@@ -26,24 +26,12 @@ static char pids[PATH_MAX + 32];
 static pid_t pid_line(const char *what, int n)
 {
 	long deadline = monotonic_ms() + LINE_TIMEOUT_MS;
+	pid_t pid;
 
-	for (;;) {
-		char *text = slurp_file(pids, ""), *line = text, name[16];
-		int pid, seen = 0;
-
-		while (line && sscanf(line, "%15s %d", name, &pid) == 2) {
-			if (strcmp(name, what) == 0 && seen++ == n) {
-				free(text);
-				return pid;
-			}
-			line = strchr(line, '\n');
-			line = line ? line + 1 : NULL;
-		}
-		free(text);
-		if (monotonic_ms() >= deadline)
-			return -1;
+	while ((pid = note_pid(pids, what, n, NULL)) < 0 &&
+	       monotonic_ms() < deadline)
 		usleep(10000);
-	}
+	return pid;
 }
 
 /* qsptop -p pid for two updates; its snapshot, or NULL. */

@@ -14,6 +14,12 @@ static inline uint64_t clock_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* CLOCK_MONOTONIC in milliseconds, for deadlines and sampling periods. */
+static inline int64_t clock_now_ms(void)
+{
+	return (int64_t)(clock_now_ns() / 1000000u);
+}
+
 /* CLOCK_REALTIME in nanoseconds. */
 static inline uint64_t clock_realtime_ns(void)
 {

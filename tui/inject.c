@@ -37,6 +37,7 @@
 #include <ucontext.h>
 #include <unistd.h>
 
+#include "../common/clock.h"
 #include "inject.h"
 #include "inject_proc.h"
 
@@ -143,7 +144,7 @@ static int wait_tid(pid_t tid, int *status, int64_t deadline)
 			return 1;
 		if (r < 0 && errno != EINTR)
 			return -1;
-		if (now_ms() >= deadline)
+		if (clock_now_ms() >= deadline)
 			return 0;
 		waited = now_us() - start;
 		if (waited < BUSY_US)
@@ -207,7 +208,7 @@ static enum stop next_stop(const struct target *t, struct borrow *b,
 static int borrow_thread(struct job *j, struct borrow *b, int rank)
 {
 	const struct target *t = j->t;
-	int64_t deadline = now_ms() + stop_timeout_ms;
+	int64_t deadline = clock_now_ms() + stop_timeout_ms;
 	uint64_t a[6], room;
 	int sig = 0;
 
@@ -432,7 +433,7 @@ static int build_chain(const struct target *t, struct borrow *b)
  */
 static enum call_result abandon(const struct target *t, struct borrow *b)
 {
-	int64_t deadline = now_ms() + release_timeout_ms;
+	int64_t deadline = clock_now_ms() + release_timeout_ms;
 	int sig = 0;
 
 	if (ptrace(PTRACE_INTERRUPT, b->tid, 0, 0) < 0)
@@ -460,7 +461,7 @@ static enum call_result abandon(const struct target *t, struct borrow *b)
  */
 static enum call_result run_chain(const struct target *t, struct borrow *b)
 {
-	int64_t deadline = now_ms() + call_timeout_ms;
+	int64_t deadline = clock_now_ms() + call_timeout_ms;
 	struct user_regs_struct r = b->regs;
 	int sig = 0;
 

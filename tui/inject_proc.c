@@ -25,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../common/clock.h"
 #include "inject_proc.h"
 #include "ns.h"
 
@@ -42,14 +43,6 @@ int fail(char *msg, size_t len, const char *fmt, ...)
 	vsnprintf(msg, len, fmt, ap);
 	va_end(ap);
 	return -1;
-}
-
-int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /* Read a small file whole, NUL-terminated; -1 with errno on failure. */
@@ -817,7 +810,7 @@ static bool skipped(pid_t tid, const pid_t *skip, int n)
 pid_t pick_thread(const struct target *t, const pid_t *skip, int nskip,
 		  int *rank)
 {
-	int64_t deadline = now_ms() + PICK_RETRY_MS;
+	int64_t deadline = clock_now_ms() + PICK_RETRY_MS;
 	char path[64];
 	pid_t best = 0;
 
@@ -842,7 +835,7 @@ pid_t pick_thread(const struct target *t, const pid_t *skip, int nskip,
 			}
 		}
 		closedir(d);
-		if (*rank == 3 || now_ms() >= deadline)
+		if (*rank == 3 || clock_now_ms() >= deadline)
 			return best;
 		usleep(20000);
 	}

@@ -51,8 +51,6 @@ extern long inject_only_syscall;
 /* Format a one-line error into msg; returns -1. */
 __attribute__((format(printf, 3, 4)))
 int fail(char *msg, size_t len, const char *fmt, ...);
-/* Milliseconds on the monotonic clock. */
-int64_t now_ms(void);
 /* Fail with why the target may not be traced, and what to do; -1. */
 int not_permitted(const struct target *t, char *msg, size_t len);
 /* Fail with "process PID exited during attach"; -1. */

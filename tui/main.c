@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../common/clock.h"
 #include "app.h"
 #include "batch.h"
 #include "export.h"
@@ -71,14 +72,6 @@ static void run_batch(struct app *a)
 	}
 }
 
-static long now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /*
  * Reap the launched command. If qsptop is stopping first, the command is
  * asked to end (SIGTERM, then SIGKILL after a grace period). Returns its
@@ -86,7 +79,7 @@ static long now_ms(void)
  */
 static int reap_child(struct app *a, int ending_it)
 {
-	long deadline = now_ms() + CHILD_GRACE_MS;
+	long deadline = clock_now_ms() + CHILD_GRACE_MS;
 	int status = 0;
 
 	if (a->child_reaped)
@@ -95,7 +88,7 @@ static int reap_child(struct app *a, int ending_it)
 		kill(a->attach.child, SIGTERM);
 	while (waitpid(a->attach.child, &status, ending_it ? WNOHANG : 0) == 0) {
 		client_poll(&a->client, 50);
-		if (now_ms() > deadline) {
+		if (clock_now_ms() > deadline) {
 			kill(a->attach.child, SIGKILL);
 			ending_it = 0;
 		}

@@ -7,6 +7,7 @@
 #include <sys/syscall.h>
 #include <time.h>
 
+#include "../common/clock.h"
 #include "rawfutex.h"
 #include "xalloc.h"
 
@@ -37,14 +38,6 @@ void rawfutex_free(struct rawfutex *r)
 		return;
 	free(r->tids);
 	free(r);
-}
-
-static long now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /* libc's code, from /proc/PID/maps: its calls are glibc's, seen or not. */
@@ -120,7 +113,7 @@ void rawfutex_sample(struct rawfutex *r)
 {
 	char path[64];
 	struct dirent *d;
-	long now = now_ms();
+	long now = clock_now_ms();
 	DIR *dir;
 
 	if (r->pid <= 0 || now - r->sampled_ms < SAMPLE_MS)

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "../common/clock.h"
 #include "ns.h"
 #include "tasks.h"
 #include "xalloc.h"
@@ -41,14 +42,6 @@ void tasks_free(struct tasks *t)
 		return;
 	free(t->v);
 	free(t);
-}
-
-static long now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /* The entry of tid, added (never read) when new. */
@@ -141,7 +134,7 @@ static void task_read(const struct tasks *t, struct task *k)
 static struct task *task_fresh(struct tasks *t, uint32_t tid, bool alive)
 {
 	struct task *k = task_of(t, tid);
-	long now = now_ms();
+	long now = clock_now_ms();
 
 	if (alive && t->pid > 0 && now - k->read_ms >= REREAD_MS) {
 		k->read_ms = now;

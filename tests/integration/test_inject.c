@@ -83,10 +83,10 @@ static void spawn(struct proc *p, char *const argv[], const char *name)
 /* Poll until the output of p holds text. */
 static bool wait_output(const struct proc *p, const char *text, int ms)
 {
-	int64_t deadline = now_ms() + ms;
+	int64_t deadline = clock_now_ms() + ms;
 
 	while (strstr(read_text(p->out), text) == NULL) {
-		if (now_ms() >= deadline)
+		if (clock_now_ms() >= deadline)
 			return false;
 		usleep(5000);
 	}
@@ -130,7 +130,7 @@ static bool last_tick(const struct proc *p, struct tick *t)
 /* Every thread of the workload moves on from where it is now. */
 static bool all_threads_progress(const struct proc *p)
 {
-	int64_t deadline = now_ms() + PROGRESS_MS;
+	int64_t deadline = clock_now_ms() + PROGRESS_MS;
 	struct tick a, b;
 
 	if (!last_tick(p, &a) && !(usleep(200000), last_tick(p, &a)))
@@ -141,7 +141,7 @@ static bool all_threads_progress(const struct proc *p)
 		    b.sleep1 > a.sleep1 && b.epoll > a.epoll &&
 		    b.poll > a.poll && b.cond > a.cond)
 			return true;
-	} while (now_ms() < deadline);
+	} while (clock_now_ms() < deadline);
 	return false;
 }
 
@@ -176,7 +176,7 @@ static bool collector_says_hello_as(pid_t pid, uid_t uid)
 	struct sockaddr_un addr = { .sun_family = AF_UNIX };
 	static struct proto_hello hello;
 	struct proto_visitor v = { .hello = on_hello };
-	int64_t deadline = now_ms() + 2000;
+	int64_t deadline = clock_now_ms() + 2000;
 	static uint8_t buf[1 << 16];
 	struct proto_frame f;
 	size_t len = 0;
@@ -190,7 +190,7 @@ static bool collector_says_hello_as(pid_t pid, uid_t uid)
 		if (connect(fd, (struct sockaddr *)&addr, sizeof(addr)) == 0)
 			break;
 		close(fd);
-		if (now_ms() >= deadline)
+		if (clock_now_ms() >= deadline)
 			return false;
 		usleep(10000);
 	}
@@ -198,7 +198,7 @@ static bool collector_says_hello_as(pid_t pid, uid_t uid)
 		struct pollfd p = { .fd = fd, .events = POLLIN };
 		ssize_t n;
 
-		if (poll(&p, 1, (int)(deadline + 1000 - now_ms())) <= 0 ||
+		if (poll(&p, 1, (int)(deadline + 1000 - clock_now_ms())) <= 0 ||
 		    (n = read(fd, buf + len, sizeof(buf) - len)) <= 0)
 			break;
 		len += (size_t)n;
@@ -354,10 +354,10 @@ static char state_of(pid_t pid)
 
 static bool wait_state(pid_t pid, char want)
 {
-	int64_t deadline = now_ms() + 2000;
+	int64_t deadline = clock_now_ms() + 2000;
 
 	while (state_of(pid) != want) {
-		if (now_ms() >= deadline)
+		if (clock_now_ms() >= deadline)
 			return false;
 		usleep(2000);
 	}
@@ -641,11 +641,11 @@ static void build_slow_library(const char *name, int ms, char *so, char *done,
 /* The thread of pid parked in system call nr (looking for 5 s), or 0. */
 static pid_t thread_in(pid_t pid, long nr)
 {
-	int64_t deadline = now_ms() + 5000;
+	int64_t deadline = clock_now_ms() + 5000;
 	char path[320], text[256];
 	pid_t found = 0;
 
-	while (found == 0 && now_ms() < deadline) {
+	while (found == 0 && clock_now_ms() < deadline) {
 		struct dirent *e;
 		DIR *d;
 
@@ -718,9 +718,9 @@ static void timeout_in(long nr, const char *so, const char *done)
 	CHECK(inject_last_syscall == nr, "borrowed syscall %ld, wanted %ld",
 	      inject_last_syscall, nr);
 	{
-		int64_t deadline = now_ms() + 5000;
+		int64_t deadline = clock_now_ms() + 5000;
 
-		while (access(done, F_OK) != 0 && now_ms() < deadline)
+		while (access(done, F_OK) != 0 && clock_now_ms() < deadline)
 			usleep(10000);
 	}
 	CHECK(access(done, F_OK) == 0, "the slow constructor never finished");
@@ -855,10 +855,10 @@ static pid_t traced_in(pid_t pid, long nr)
 /* Poll up to ms for traced_in(pid, nr); the thread, or 0. */
 static pid_t wait_traced_in(pid_t pid, long nr, int ms)
 {
-	int64_t deadline = now_ms() + ms;
+	int64_t deadline = clock_now_ms() + ms;
 	pid_t tid;
 
-	while ((tid = traced_in(pid, nr)) == 0 && now_ms() < deadline)
+	while ((tid = traced_in(pid, nr)) == 0 && clock_now_ms() < deadline)
 		usleep(2000);
 	return tid;
 }
@@ -1096,11 +1096,11 @@ static long last_probes(const struct proc *p)
 /* Wait until the register workload has made 100 more probes. */
 static bool probes_advance(const struct proc *p)
 {
-	int64_t deadline = now_ms() + 5000;
+	int64_t deadline = clock_now_ms() + 5000;
 	long from = last_probes(p);
 
 	while (last_probes(p) < from + 100) {
-		if (now_ms() >= deadline)
+		if (clock_now_ms() >= deadline)
 			return false;
 		usleep(10000);
 	}

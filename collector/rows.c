@@ -25,7 +25,7 @@ static void drop(struct scan *sc, uint64_t n)
 
 static uint32_t key_hash(uint64_t site, uint64_t object, uint32_t type)
 {
-	return table_hash(site * 31 + type) ^ table_hash(object + 0x632be59bd9b4e019ull);
+	return hash_fast(site * 31 + type) ^ hash_fast(object + 0x632be59bd9b4e019ull);
 }
 
 /* Rebuild the index at twice the size; false when memory is short. */

@@ -1,23 +1,15 @@
 /* Summing per-thread stacked waits into (row, stack, thread) totals. */
 #include <string.h>
 
+#include "../common/hash.h"
 #include "arena.h"
 #include "stacks.h"
 #include "unwind.h"
 
-static uint32_t def_hash(const uint64_t *frames, uint32_t depth)
-{
-	uint64_t h = depth;
-
-	for (uint32_t i = 0; i < depth; i++)
-		h = h * 0x100000001b3ull ^ frames[i];
-	return table_hash(h);
-}
-
 static uint32_t row_hash(uint32_t row, uint32_t stack, uint32_t tid)
 {
-	return table_hash((uint64_t)row << 40 ^ (uint64_t)stack << 20 ^ tid ^
-			  (uint64_t)stack * 0x9e3779b97f4a7c15ull);
+	return hash_fast((uint64_t)row << 40 ^ (uint64_t)stack << 20 ^ tid ^
+			 (uint64_t)stack * 0x9e3779b97f4a7c15ull);
 }
 
 /* Make room for element n of *v (elements of size bytes); false if short. */
@@ -61,7 +53,7 @@ static bool rebuild_index(uint32_t **index, uint32_t *index_cap, uint32_t n,
 
 static uint32_t def_hash_of(const struct stacks *ss, uint32_t k)
 {
-	return def_hash(ss->defs[k].frames, ss->defs[k].depth);
+	return hash_frames(ss->defs[k].frames, ss->defs[k].depth);
 }
 
 static uint32_t row_hash_of(const struct stacks *ss, uint32_t k)
@@ -82,7 +74,7 @@ static uint32_t global_id(struct stacks *ss, const struct thread_stack *s,
 	    !rebuild_index(&ss->def_index, &ss->def_index_cap, ss->ndefs,
 			   def_hash_of, ss))
 		return NO_GLOBAL_ID;
-	i = def_hash(s->frames, depth) & (ss->def_index_cap - 1);
+	i = hash_frames(s->frames, depth) & (ss->def_index_cap - 1);
 	for (;; i = (i + 1) & (ss->def_index_cap - 1)) {
 		k = ss->def_index[i];
 		if (k == 0)

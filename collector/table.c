@@ -115,7 +115,7 @@ static struct obj_table *new_obj_table(uint64_t key, uint32_t slots)
 static struct site_slot *place_site(struct site_index *si,
 				    const struct site_slot *site)
 {
-	uint32_t i = table_hash(site->key) & si->mask;
+	uint32_t i = hash_fast(site->key) & si->mask;
 
 	while (si->slot[i].key != 0)
 		i = (i + 1) & si->mask;
@@ -243,7 +243,7 @@ struct obj_slot *table_wrapped_slot(struct thread_table *t, uint64_t *key,
 static uint32_t place_object(struct obj_table *o, uint64_t object,
 			     uint64_t acquisitions, struct entry *e)
 {
-	uint32_t i = table_hash(object) & o->mask;
+	uint32_t i = hash_fast(object) & o->mask;
 
 	while (o->slot[i].object != 0)
 		i = (i + 1) & o->mask;
@@ -289,7 +289,7 @@ static struct obj_slot *add_object(struct site_slot *s, uint64_t object)
 		    ((o->used + 1) * 2 > n && (o = grow_objects(s)) == NULL)) {
 			struct obj_table *f = s->objects;
 
-			for (uint32_t i = table_hash(OBJECT_FOLDED) & f->mask;;
+			for (uint32_t i = hash_fast(OBJECT_FOLDED) & f->mask;;
 			     i = (i + 1) & f->mask) {
 				if (f->slot[i].object == OBJECT_FOLDED)
 					return &f->slot[i];
@@ -322,13 +322,13 @@ struct entry *table_entry(struct thread_table *t, uint64_t key, uint64_t object)
 	struct entry *e;
 	uint32_t i;
 
-	for (i = table_hash(key) & si->mask; si->slot[i].key != key;
+	for (i = hash_fast(key) & si->mask; si->slot[i].key != key;
 	     i = (i + 1) & si->mask) {
 		if (si->slot[i].key == 0)
 			return NULL;
 	}
 	o = si->slot[i].objects;
-	for (i = table_hash(object) & o->mask; o->slot[i].object != object;
+	for (i = hash_fast(object) & o->mask; o->slot[i].object != object;
 	     i = (i + 1) & o->mask) {
 		if (o->slot[i].object == 0)
 			return NULL;

@@ -29,6 +29,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "../common/hash.h"
 #include "../common/types.h"
 #include "frames.h"
 
@@ -177,11 +178,6 @@ static inline void table_store(uint64_t *p, uint64_t v)
 	__atomic_store_n(p, v, __ATOMIC_RELAXED);
 }
 
-static inline uint32_t table_hash(uint64_t v)
-{
-	return (uint32_t)((v * 0x9e3779b97f4a7c15ull) >> 32);
-}
-
 static inline struct entry **obj_entries(struct obj_table *o)
 {
 	return (struct entry **)&o->slot[o->mask + 1];
@@ -201,7 +197,7 @@ struct obj_slot *table_add_object(struct thread_table *t, struct site_slot *s,
 static inline struct site_slot *table_site(struct thread_table *t, uint64_t key)
 {
 	struct site_index *si = t->sites;
-	uint32_t i = table_hash(key) & si->mask;
+	uint32_t i = hash_fast(key) & si->mask;
 
 	for (;; i = (i + 1) & si->mask) {
 		struct site_slot *s = &si->slot[i];
@@ -219,7 +215,7 @@ static inline struct obj_slot *table_object(struct thread_table *t,
 {
 	struct obj_table *o = s->objects;
 
-	for (uint32_t i = table_hash(object) & o->mask;; i = (i + 1) & o->mask) {
+	for (uint32_t i = hash_fast(object) & o->mask;; i = (i + 1) & o->mask) {
 		struct obj_slot *x = &o->slot[i];
 
 		if (x->object == object)

@@ -1,23 +1,15 @@
 /* Capturing and interning the stacks of contended waits. */
 #include <string.h>
 
+#include "../common/hash.h"
 #include "arena.h"
 #include "unwind.h"
-
-static uint32_t frames_hash(const uint64_t *f, uint32_t n)
-{
-	uint64_t h = 0xcbf29ce484222325ull;
-
-	for (uint32_t i = 0; i < n; i++)
-		h = (h ^ f[i]) * 0x100000001b3ull;
-	return (uint32_t)(h ^ (h >> 32));
-}
 
 /* The index of a stack in the store, added if new; -1 when full. */
 static int intern(struct stack_store *ss, const uint64_t *frames,
 		  uint32_t depth)
 {
-	uint32_t h = frames_hash(frames, depth), i = h % STORE_STACKS;
+	uint32_t h = hash_frames(frames, depth), i = h % STORE_STACKS;
 	struct thread_stack *s;
 
 	for (;; i = (i + 1) % STORE_STACKS) {

@@ -179,7 +179,7 @@ static struct entry_slot *etab_probe(const struct model *m, uint32_t row,
 				     uint32_t stack, uint32_t tid)
 {
 	size_t mask = m->etab_cap - 1;
-	size_t i = mix(((uint64_t)row << 32 | stack) ^ mix(tid)) & mask;
+	size_t i = hash_mix(((uint64_t)row << 32 | stack) ^ hash_mix(tid)) & mask;
 
 	for (;; i = (i + 1) & mask) {
 		struct entry_slot *s = &m->etab[i];

@@ -179,7 +179,7 @@ static void line_key(enum coalesce c, uint64_t site, uint64_t object,
 /* The slot of key k: holding its number, or free. */
 static uint32_t *key_slot(const struct key_set *s, const uint64_t k[3])
 {
-	size_t i = mix(k[0] ^ mix(k[1] ^ mix(k[2]))) & s->mask;
+	size_t i = hash_mix(k[0] ^ hash_mix(k[1] ^ hash_mix(k[2]))) & s->mask;
 
 	for (;; i = (i + 1) & s->mask) {
 		const uint64_t *h;

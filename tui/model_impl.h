@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "../common/hash.h"
 #include "model.h"
 
 #define MODEL_MAX_ROWS (1u << 20)
@@ -185,16 +186,6 @@ struct attrib {
 	uint8_t *frame;		/* per stack: the first frame outside the
 				   wrappers, or ATTR_*; NULL unless skipping */
 };
-
-/* A 64-bit mix (the splitmix64 finalizer). */
-static inline uint64_t mix(uint64_t x)
-{
-	x ^= x >> 30;
-	x *= 0xbf58476d1ce4e5b9ull;
-	x ^= x >> 27;
-	x *= 0x94d049bb133111ebull;
-	return x ^ (x >> 31);
-}
 
 /* -1, 0 or 1 as a is below, equal to or above b. */
 static inline int cmp_u64(uint64_t a, uint64_t b)

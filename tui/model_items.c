@@ -204,7 +204,7 @@ static void expand_rows(struct expand *x, const struct model *m)
 static uint32_t *expand_slot(struct expand *x, uint64_t site,
 			     uint64_t object, uint8_t type)
 {
-	size_t i = mix(site ^ mix(object ^ mix(type))) & x->mask;
+	size_t i = hash_mix(site ^ hash_mix(object ^ hash_mix(type))) & x->mask;
 
 	for (;; i = (i + 1) & x->mask) {
 		const struct item *it;

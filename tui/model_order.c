@@ -30,7 +30,7 @@ static void site_set_grow(struct site_set *s)
 	memset(s->slots, 0xff, slots * sizeof *s->slots);
 	s->mask = slots - 1;
 	for (size_t i = 0; i < s->n; i++) {
-		size_t j = mix(s->site[i]) & s->mask;
+		size_t j = hash_mix(s->site[i]) & s->mask;
 
 		while (s->slots[j] != EMPTY_SLOT)
 			j = (j + 1) & s->mask;
@@ -43,7 +43,7 @@ uint32_t site_set_add(struct site_set *s, uint64_t site)
 	size_t j;
 
 	site_set_grow(s);
-	for (j = mix(site) & s->mask; s->slots[j] != EMPTY_SLOT;
+	for (j = hash_mix(site) & s->mask; s->slots[j] != EMPTY_SLOT;
 	     j = (j + 1) & s->mask) {
 		if (s->site[s->slots[j]] == site)
 			return s->slots[j];

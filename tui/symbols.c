@@ -15,6 +15,7 @@
  * names of inlined functions, all kept until symbols_free().
  */
 #include "../common/cfi.h"
+#include "../common/hash.h"
 #include "symbols.h"
 #include "xalloc.h"
 
@@ -504,11 +505,7 @@ static struct sym *module_sym(struct module *m, uint64_t pc)
 /* Mix the bits of a cache key (splitmix64's finalizer). */
 static uint64_t cache_hash(uint64_t address, bool is_return)
 {
-	uint64_t x = address ^ (is_return ? 0x9e3779b97f4a7c15ull : 0);
-
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-	return x ^ (x >> 31);
+	return hash_mix(address ^ (is_return ? 0x9e3779b97f4a7c15ull : 0));
 }
 
 /* The inlined calls holding a pc, outermost first. */

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/hash.h"
 #include "wrappers.h"
 #include "xalloc.h"
 
@@ -258,19 +259,11 @@ bool wrappers_name_matches(const struct wrappers *w, const char *name)
 	return any_glob(w, bare);
 }
 
-/* Mix the bits of an address (splitmix64's finalizer). */
-static uint64_t hash(uint64_t x)
-{
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-	return x ^ (x >> 31);
-}
-
 /* The slot holding address, or the empty slot where it belongs. */
 static struct cache_entry *cache_slot(struct cache_entry *cache, size_t cap,
 				      uint64_t address)
 {
-	size_t i = hash(address) & (cap - 1);
+	size_t i = hash_mix(address) & (cap - 1);
 
 	while (cache[i].used && cache[i].address != address)
 		i = (i + 1) & (cap - 1);

@@ -101,7 +101,7 @@ struct fp_sw_bytes {
 };
 
 struct job {
-	struct target *t;
+	struct inject_target *t;
 	char *msg;
 	size_t len;
 	int result;
@@ -160,7 +160,7 @@ static int wait_tid(pid_t tid, int *status, int64_t deadline)
 }
 
 /* The step whose frame the stopped thread's rt_sigreturn enters, or -1. */
-static int entering(const struct target *t, const struct borrow *b)
+static int entering(const struct inject_target *t, const struct borrow *b)
 {
 	struct user_regs_struct r;
 
@@ -175,7 +175,7 @@ static int entering(const struct target *t, const struct borrow *b)
 }
 
 /* The next stop of the borrowed thread; *sig is the signal to pass on. */
-static enum stop next_stop(const struct target *t, struct borrow *b,
+static enum stop next_stop(const struct inject_target *t, struct borrow *b,
 			   int64_t deadline, int *sig)
 {
 	int st, w = wait_tid(b->tid, &st, deadline);
@@ -201,44 +201,51 @@ static enum stop next_stop(const struct target *t, struct borrow *b,
 	return STOP_SIGNAL;
 }
 
+/* The borrowed thread went away: RETRY while its process lives. */
+static int thread_lost(struct job *j)
+{
+	if (inject_process_alive(j->t->pid))
+		return RETRY;
+	return inject_exited(j->t, j->msg, j->len);
+}
+
 /*
  * Seize tid and stop it where it is. 0 when it is parked as safely as
  * rank promised, RETRY when it moved on or left, -1 with msg.
  */
 static int borrow_thread(struct job *j, struct borrow *b, int rank)
 {
-	const struct target *t = j->t;
+	const struct inject_target *t = j->t;
 	int64_t deadline = clock_now_ms() + stop_timeout_ms;
 	uint64_t a[6], room;
 	int sig = 0;
 
 	if (ptrace(PTRACE_SEIZE, b->tid, 0, PTRACE_O_TRACESYSGOOD) < 0) {
-		if (errno == EPERM && check_status(j->t, j->msg, j->len) < 0)
+		if (errno == EPERM && inject_check_status(j->t, j->msg, j->len) < 0)
 			return -1;	/* traced by someone since */
 		if (errno == EPERM)
-			return not_permitted(t, j->msg, j->len);
-		return process_alive(t->pid) ? RETRY : exited(t, j->msg, j->len);
+			return inject_not_permitted(t, j->msg, j->len);
+		return thread_lost(j);
 	}
 	if (ptrace(PTRACE_INTERRUPT, b->tid, 0, 0) < 0)
-		return process_alive(t->pid) ? RETRY : exited(t, j->msg, j->len);
+		return thread_lost(j);
 	for (;;) {
 		switch (next_stop(t, b, deadline, &sig)) {
 		case STOP_TIMEOUT:
 			/* Stuck in an uninterruptible sleep: a tracee can
 			 * only be detached when stopped, so our thread's
 			 * exit will let go of it. */
-			return fail(j->msg, j->len, "timed out waiting for thread "
-				    "%d of PID %d to stop", (int)b->tid,
-				    (int)t->pid);
+			return inject_fail(j->msg, j->len, "timed out waiting for thread "
+					   "%d of PID %d to stop", (int)b->tid,
+					   (int)t->pid);
 		case STOP_GONE:
-			return process_alive(t->pid) ? RETRY
-						     : exited(t, j->msg, j->len);
+			return thread_lost(j);
 		case STOP_EVENT:
 			if (sig == SIGTRAP)
 				goto stopped;
 			ptrace(PTRACE_DETACH, b->tid, 0, 0);
-			return fail(j->msg, j->len, "PID %d was stopped during "
-				    "attach", (int)t->pid);
+			return inject_fail(j->msg, j->len, "PID %d was stopped during "
+					   "attach", (int)t->pid);
 		case STOP_RETURNED:
 		case STOP_SYSCALL:
 		case STOP_SIGNAL:	/* a signal came first: deliver it */
@@ -248,12 +255,12 @@ static int borrow_thread(struct job *j, struct borrow *b, int rank)
 	}
 stopped:
 	if (ptrace(PTRACE_GETREGS, b->tid, 0, &b->regs) < 0)
-		return exited(t, j->msg, j->len);
+		return inject_exited(t, j->msg, j->len);
 	a[0] = b->regs.rdi, a[1] = b->regs.rsi, a[2] = b->regs.rdx;
 	a[3] = b->regs.r10, a[4] = b->regs.r8, a[5] = b->regs.r9;
-	room = stack_room(t->pid, b->regs.rsp, b->regs.fs_base);
+	room = inject_stack_room(t->pid, b->regs.rsp, b->regs.fs_base);
 	if ((long)b->regs.orig_rax < 0 || room < MIN_STACK_ROOM ||
-	    syscall_rank(t->pid, (long)b->regs.orig_rax, a) < rank ||
+	    inject_syscall_rank(t->pid, (long)b->regs.orig_rax, a) < rank ||
 	    (inject_only_syscall >= 0 &&
 	     (long)b->regs.orig_rax != inject_only_syscall)) {
 		ptrace(PTRACE_DETACH, b->tid, 0, 0);	/* nothing changed */
@@ -391,7 +398,7 @@ static void set_call(ucontext_t *c, uint64_t fn, uint64_t a0, uint64_t a1,
  * cancellation waits (no SIGCANCEL is even sent), and restoring the old
  * state acts on it once dlopen is done, as the thread's own call would.
  */
-static int build_chain(const struct target *t, struct borrow *b)
+static int build_chain(const struct inject_target *t, struct borrow *b)
 {
 	uint64_t top = (b->regs.rsp - RED_ZONE) & ~15ULL, fx, uc = 0;
 	size_t n = strlen(t->lib) + 1;
@@ -431,7 +438,7 @@ static int build_chain(const struct target *t, struct borrow *b)
  * later. The chain needs no one to finish, so we just let go: whenever
  * dlopen returns, the thread gets back by itself.
  */
-static enum call_result abandon(const struct target *t, struct borrow *b)
+static enum call_result abandon(const struct inject_target *t, struct borrow *b)
 {
 	int64_t deadline = clock_now_ms() + release_timeout_ms;
 	int sig = 0;
@@ -459,7 +466,7 @@ static enum call_result abandon(const struct target *t, struct borrow *b)
  * Its registers are the only thing we set: were we killed right after,
  * the thread would run the chain by itself.
  */
-static enum call_result run_chain(const struct target *t, struct borrow *b)
+static enum call_result run_chain(const struct inject_target *t, struct borrow *b)
 {
 	int64_t deadline = clock_now_ms() + call_timeout_ms;
 	struct user_regs_struct r = b->regs;
@@ -531,7 +538,7 @@ static void read_string(const struct borrow *b, uint64_t addr, char *out,
  * 2.34+) instead of calling dlerror: a call returning into __restore_rt
  * cannot hand back a pointer, and every call is a risk.
  */
-static void dl_error_text(const struct target *t, const struct borrow *b,
+static void dl_error_text(const struct inject_target *t, const struct borrow *b,
 			  char *out, size_t n)
 {
 	struct { int32_t errcode; uint8_t source, returned;
@@ -554,7 +561,7 @@ static void dl_error_text(const struct target *t, const struct borrow *b,
 }
 
 /* Where the thread's errno is, and its value; 0 when libc will not say. */
-static void save_errno(const struct target *t, struct borrow *b)
+static void save_errno(const struct inject_target *t, struct borrow *b)
 {
 	int64_t off;
 
@@ -569,7 +576,7 @@ static void save_errno(const struct target *t, struct borrow *b)
 }
 
 /* Everything put_back needs, and the frame on the thread's stack. */
-static int prepare(const struct target *t, struct borrow *b)
+static int prepare(const struct inject_target *t, struct borrow *b)
 {
 	if (ptrace(PTRACE_GETSIGMASK, b->tid, (void *)sizeof(b->mask),
 		   &b->mask) < 0 || save_fpu(b) < 0 || build_chain(t, b) < 0)
@@ -582,11 +589,11 @@ static int prepare(const struct target *t, struct borrow *b)
 static int woken(struct job *j, struct borrow *b, enum call_result rc)
 {
 	if (rc == CALL_EXITED)
-		return exited(j->t, j->msg, j->len);
+		return inject_exited(j->t, j->msg, j->len);
 	if (rc == CALL_ABANDONED)
-		return fail(j->msg, j->len, "timed out waiting for a thread to "
-			    "return from qsptop_wake in PID %d (it resumes by "
-			    "itself when it does)", (int)j->t->pid);
+		return inject_fail(j->msg, j->len, "timed out waiting for a thread to "
+				   "return from qsptop_wake in PID %d (it resumes by "
+				   "itself when it does)", (int)j->t->pid);
 	put_back(b);
 	return INJECT_WOKEN;
 }
@@ -594,15 +601,15 @@ static int woken(struct job *j, struct borrow *b, enum call_result rc)
 /* dlopen (or qsptop_wake) in the borrowed thread, then put it back. */
 static int load(struct job *j, struct borrow *b)
 {
-	const struct target *t = j->t;
+	const struct inject_target *t = j->t;
 	enum call_result rc;
 	char why[600];
 	bool loaded;
 
 	if (prepare(t, b) < 0) {
 		ptrace(PTRACE_DETACH, b->tid, 0, 0);	/* nothing changed */
-		return fail(j->msg, j->len, "cannot prepare thread %d of PID "
-			    "%d: %s", (int)b->tid, (int)t->pid, strerror(errno));
+		return inject_fail(j->msg, j->len, "cannot prepare thread %d of PID "
+				   "%d: %s", (int)b->tid, (int)t->pid, strerror(errno));
 	}
 	inject_last_tid = b->tid;
 	inject_last_syscall = (long)b->regs.orig_rax;
@@ -611,21 +618,21 @@ static int load(struct job *j, struct borrow *b)
 		return woken(j, b, rc);
 	/* Gone after dlopen: a pthread_cancel acted on when its cancel
 	 * state came back, as it would have in its system call. */
-	if (rc == CALL_EXITED && b->dlopen_returned && lib_mapped(t))
+	if (rc == CALL_EXITED && b->dlopen_returned && inject_lib_mapped(t))
 		return INJECT_LOADED;
 	if (rc == CALL_EXITED)
-		return exited(t, j->msg, j->len);
+		return inject_exited(t, j->msg, j->len);
 	if (rc == CALL_ABANDONED)
-		return fail(j->msg, j->len, "timed out waiting for a thread to "
-			    "return from dlopen in PID %d (it resumes by itself "
-			    "when dlopen returns)", (int)t->pid);
-	loaded = lib_mapped(t);
+		return inject_fail(j->msg, j->len, "timed out waiting for a thread to "
+				   "return from dlopen in PID %d (it resumes by itself "
+				   "when dlopen returns)", (int)t->pid);
+	loaded = inject_lib_mapped(t);
 	if (!loaded)
 		dl_error_text(t, b, why, sizeof(why));
 	put_back(b);
 	if (!loaded)
-		return fail(j->msg, j->len, "dlopen failed in PID %d: %s",
-			    (int)t->pid, why);
+		return inject_fail(j->msg, j->len, "dlopen failed in PID %d: %s",
+				   (int)t->pid, why);
 	return INJECT_LOADED;
 }
 
@@ -639,12 +646,12 @@ static int borrow_and_load(struct job *j)
 		char path[64];
 		int rank, rc;
 
-		b.tid = pick_thread(j->t, skip, i, &rank);
+		b.tid = inject_pick_thread(j->t, skip, i, &rank);
 		if (b.tid == 0)
-			return fail(j->msg, j->len, "no thread of PID %d waits "
-				    "in a system call where it is safe to borrow "
-				    "(all run or are in unknown calls): try "
-				    "again when it is less busy", (int)j->t->pid);
+			return inject_fail(j->msg, j->len, "no thread of PID %d waits "
+					   "in a system call where it is safe to borrow "
+					   "(all run or are in unknown calls): try "
+					   "again when it is less busy", (int)j->t->pid);
 		rc = borrow_thread(j, &b, rank);
 		skip[i] = b.tid;
 		if (rc == RETRY)
@@ -655,16 +662,16 @@ static int borrow_and_load(struct job *j)
 		b.mem = open(path, O_RDWR | O_CLOEXEC);
 		if (b.mem < 0) {
 			ptrace(PTRACE_DETACH, b.tid, 0, 0);
-			return fail(j->msg, j->len, "cannot open %s: %s", path,
-				    strerror(errno));
+			return inject_fail(j->msg, j->len, "cannot open %s: %s", path,
+					   strerror(errno));
 		}
 		rc = load(j, &b);
 		close(b.mem);
 		return rc;
 	}
-	return fail(j->msg, j->len, "the threads of PID %d kept leaving their "
-		    "system calls while being stopped: try again",
-		    (int)j->t->pid);
+	return inject_fail(j->msg, j->len, "the threads of PID %d kept leaving their "
+			   "system calls while being stopped: try again",
+			   (int)j->t->pid);
 }
 
 static void *inject_thread(void *arg)
@@ -683,7 +690,7 @@ static void *inject_thread(void *arg)
  * would end qsptop: dying halfway is safe, but the injection then ends in
  * a timeout's state, the collector loading when dlopen can finish.
  */
-static int run_job(struct target *t, char *msg, size_t len)
+static int run_job(struct inject_target *t, char *msg, size_t len)
 {
 	struct job *j = calloc(1, sizeof(*j));
 	sigset_t hold, old;
@@ -691,7 +698,7 @@ static int run_job(struct target *t, char *msg, size_t len)
 	int rc;
 
 	if (j == NULL)
-		return fail(msg, len, "out of memory");
+		return inject_fail(msg, len, "out of memory");
 	*j = (struct job){ .t = t, .msg = msg, .len = len };
 
 	sigemptyset(&hold);
@@ -705,41 +712,44 @@ static int run_job(struct target *t, char *msg, size_t len)
 	if (rc == 0)
 		pthread_join(thread, NULL);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	rc = rc != 0 ? fail(msg, len, "cannot start a thread: %s", strerror(rc))
-		     : j->result;
+	if (rc != 0)
+		rc = inject_fail(msg, len, "cannot start a thread: %s",
+				 strerror(rc));
+	else
+		rc = j->result;
 	free(j);
 	return rc;
 }
 
 /* Run the job of loading t's library; the copy, if any, goes after. */
-static int load_lib(struct target *t, char *msg, size_t len)
+static int load_lib(struct inject_target *t, char *msg, size_t len)
 {
 	int rc;
 
-	if (t->copy && copy_lib(t, msg, len) < 0)
+	if (t->copy && inject_copy_lib(t, msg, len) < 0)
 		return INJECT_FAILED;
 	rc = run_job(t, msg, len);
-	remove_copy(t);
+	inject_remove_copy(t);
 	return rc;
 }
 
 int inject_collector(pid_t pid, const char *lib_path, bool force, char *msg,
 		     size_t len)
 {
-	struct target t = { .pid = pid, .force = force, .copy_tmp = -1,
+	struct inject_target t = { .pid = pid, .force = force, .copy_tmp = -1,
 			    .copy_fd = -1 };
 	int rc;
 
 	msg[0] = '\0';
 	if (pid == getpid())
-		return fail(msg, len, "cannot attach qsptop to itself");
-	if (preflight(&t, lib_path, msg, len) < 0)
+		return inject_fail(msg, len, "cannot attach qsptop to itself");
+	if (inject_preflight(&t, lib_path, msg, len) < 0)
 		return INJECT_FAILED;
 	if (t.already) {
 		snprintf(msg, len, "%s", t.warning);
 		return INJECT_ALREADY;
 	}
-	if (resolve_libc(&t, msg, len) < 0)
+	if (inject_resolve_libc(&t, msg, len) < 0)
 		return INJECT_FAILED;
 	rc = load_lib(&t, msg, len);
 	if (rc == INJECT_LOADED)
@@ -750,16 +760,18 @@ int inject_collector(pid_t pid, const char *lib_path, bool force, char *msg,
 int inject_wake(pid_t pid, const char *lib_path, bool force, char *msg,
 		size_t len)
 {
-	struct target t = { .pid = pid, .force = force, .copy_tmp = -1,
+	struct inject_target t = { .pid = pid, .force = force, .copy_tmp = -1,
 			    .copy_fd = -1 };
 	int rc;
 
 	msg[0] = '\0';
-	if (preflight(&t, lib_path, msg, len) < 0)
+	if (inject_preflight(&t, lib_path, msg, len) < 0)
 		return INJECT_FAILED;
 	if (!t.already)
-		return fail(msg, len, "PID %d has no collector to wake", (int)pid);
-	if (resolve_libc(&t, msg, len) < 0 || resolve_wake(&t, msg, len) < 0)
+		return inject_fail(msg, len, "PID %d has no collector to wake",
+				   (int)pid);
+	if (inject_resolve_libc(&t, msg, len) < 0 ||
+	    inject_resolve_wake(&t, msg, len) < 0)
 		return INJECT_FAILED;
 	rc = run_job(&t, msg, len);
 	return rc < 0 ? INJECT_FAILED : rc;

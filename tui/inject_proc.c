@@ -35,7 +35,7 @@
 /* For the tests: a system call to borrow a thread from (-1: any safe one). */
 long inject_only_syscall = -1;
 
-int fail(char *msg, size_t len, const char *fmt, ...)
+int inject_fail(char *msg, size_t len, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -76,28 +76,28 @@ static bool field(const char *text, const char *key, char *out, size_t n)
 	return false;
 }
 
-int not_permitted(const struct target *t, char *msg, size_t len)
+int inject_not_permitted(const struct inject_target *t, char *msg, size_t len)
 {
 	char scope[16] = "0";
 
 	if (geteuid() != 0 &&
 	    slurp("/proc/sys/kernel/yama/ptrace_scope", scope, sizeof(scope)) > 0 &&
 	    atoi(scope) > 0)
-		return fail(msg, len, "not permitted to trace PID %d "
-			    "(kernel.yama.ptrace_scope is %d): run qsptop as "
-			    "root", (int)t->pid, atoi(scope));
-	return fail(msg, len, "not permitted to trace PID %d (it runs as "
-		    "another user, or is not dumpable): run qsptop as that "
-		    "user or as root", (int)t->pid);
+		return inject_fail(msg, len, "not permitted to trace PID %d "
+				   "(kernel.yama.ptrace_scope is %d): run qsptop as "
+				   "root", (int)t->pid, atoi(scope));
+	return inject_fail(msg, len, "not permitted to trace PID %d (it runs as "
+			   "another user, or is not dumpable): run qsptop as that "
+			   "user or as root", (int)t->pid);
 }
 
-int exited(const struct target *t, char *msg, size_t len)
+int inject_exited(const struct inject_target *t, char *msg, size_t len)
 {
-	return fail(msg, len, "process %d exited during attach", (int)t->pid);
+	return inject_fail(msg, len, "process %d exited during attach", (int)t->pid);
 }
 
 /* The process is still there and not a zombie. */
-bool process_alive(pid_t pid)
+bool inject_process_alive(pid_t pid)
 {
 	char path[64], text[4096], state[32];
 
@@ -164,7 +164,7 @@ static void note_room(const struct mapping *m, void *ctx)
 		r->bytes = r->rsp - m->start;
 }
 
-uint64_t stack_room(pid_t pid, uint64_t rsp, uint64_t tcb)
+uint64_t inject_stack_room(pid_t pid, uint64_t rsp, uint64_t tcb)
 {
 	struct room room = { rsp, tcb, 0 };
 
@@ -173,40 +173,40 @@ uint64_t stack_room(pid_t pid, uint64_t rsp, uint64_t tcb)
 }
 
 /* State, tracer, thread-ness and seccomp mode, from /proc/PID/status. */
-int check_status(struct target *t, char *msg, size_t len)
+int inject_check_status(struct inject_target *t, char *msg, size_t len)
 {
 	char path[64], text[8192], state[64] = "", v[64];
 	int pid = (int)t->pid;
 
 	snprintf(path, sizeof(path), "/proc/%d/status", pid);
 	if (pid <= 0 || slurp(path, text, sizeof(text)) < 0)
-		return fail(msg, len, "no process with PID %d", pid);
+		return inject_fail(msg, len, "no process with PID %d", pid);
 	if (field(text, "Tgid", v, sizeof(v)) && atoi(v) != pid)
-		return fail(msg, len, "PID %d is a thread of process %s: use "
-			    "-p %s", pid, v, v);
+		return inject_fail(msg, len, "PID %d is a thread of process %s: use "
+				   "-p %s", pid, v, v);
 	if (field(text, "Uid", v, sizeof(v)))
 		sscanf(v, "%*u %u", &t->euid);
 	if (field(text, "Gid", v, sizeof(v)))
 		sscanf(v, "%*u %u", &t->egid);
 	if (field(text, "TracerPid", v, sizeof(v)) && atoi(v) != 0)
-		return fail(msg, len, "PID %d is already traced by PID %s (a "
-			    "debugger?)", pid, v);
+		return inject_fail(msg, len, "PID %d is already traced by PID %s (a "
+				   "debugger?)", pid, v);
 	field(text, "State", state, sizeof(state));
 	if (state[0] == 'T' || state[0] == 't')
-		return fail(msg, len, "PID %d is stopped (state %s): continue "
-			    "it first with kill -CONT %d", pid, state, pid);
+		return inject_fail(msg, len, "PID %d is stopped (state %s): continue "
+				   "it first with kill -CONT %d", pid, state, pid);
 	if (state[0] == 'Z' || state[0] == 'X')
-		return fail(msg, len, "PID %d is a zombie: it has exited", pid);
+		return inject_fail(msg, len, "PID %d is a zombie: it has exited", pid);
 	if (!field(text, "Seccomp", v, sizeof(v)))
 		v[0] = '\0';
 	if (atoi(v) == 1)
-		return fail(msg, len, "PID %d runs in strict seccomp mode: "
-			    "loading a library would kill it", pid);
+		return inject_fail(msg, len, "PID %d runs in strict seccomp mode: "
+				   "loading a library would kill it", pid);
 	if (atoi(v) == 2 && !t->force)
-		return fail(msg, len, "PID %d runs under a seccomp filter: if "
-			    "it forbids a system call of the collector, the "
-			    "process is killed; use --force to load it anyway",
-			    pid);
+		return inject_fail(msg, len, "PID %d runs under a seccomp filter: if "
+				   "it forbids a system call of the collector, the "
+				   "process is killed; use --force to load it anyway",
+				   pid);
 	if (atoi(v) == 2)
 		snprintf(t->warning, sizeof(t->warning), "PID %d runs under a "
 			 "seccomp filter: if it forbids the collector's system "
@@ -244,7 +244,7 @@ static int elf_interp(int fd, char *out, size_t n)
 }
 
 /* The executable is a dynamic x86_64 glibc program. */
-static int check_exe(const struct target *t, char *msg, size_t len)
+static int check_exe(const struct inject_target *t, char *msg, size_t len)
 {
 	char path[64], interp[PATH_MAX] = "";
 	int pid = (int)t->pid, fd, kind;
@@ -252,21 +252,21 @@ static int check_exe(const struct target *t, char *msg, size_t len)
 	snprintf(path, sizeof(path), "/proc/%d/exe", pid);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0 && (errno == EACCES || errno == EPERM))
-		return not_permitted(t, msg, len);
+		return inject_not_permitted(t, msg, len);
 	if (fd < 0)
-		return fail(msg, len, "cannot read the executable of PID %d "
-			    "(%s): a kernel thread?", pid, strerror(errno));
+		return inject_fail(msg, len, "cannot read the executable of PID %d "
+				   "(%s): a kernel thread?", pid, strerror(errno));
 	kind = elf_interp(fd, interp, sizeof(interp));
 	close(fd);
 	if (kind < 0)
-		return fail(msg, len, "PID %d is not an x86_64 ELF program",
-			    pid);
+		return inject_fail(msg, len, "PID %d is not an x86_64 ELF program",
+				   pid);
 	if (kind == 0)
-		return fail(msg, len, "PID %d is a static binary: start it "
-			    "with qsptop -- CMD", pid);
+		return inject_fail(msg, len, "PID %d is a static binary: start it "
+				   "with qsptop -- CMD", pid);
 	if (strstr(interp, "musl") != NULL)
-		return fail(msg, len, "PID %d uses musl (%s): musl is not "
-			    "supported", pid, interp);
+		return inject_fail(msg, len, "PID %d uses musl (%s): musl is not "
+				   "supported", pid, interp);
 	return 0;
 }
 
@@ -275,19 +275,19 @@ static int check_exe(const struct target *t, char *msg, size_t len)
  * would find it); when it is not there, or another file has its name (in
  * a container), the target loads a copy (copy_lib).
  */
-static int check_lib(struct target *t, const char *lib, char *msg,
+static int check_lib(struct inject_target *t, const char *lib, char *msg,
 		     size_t len)
 {
 	struct stat here, there;
 	int root, fd = -1;
 
 	if (realpath(lib, t->lib) == NULL || stat(t->lib, &here) < 0)
-		return fail(msg, len, "cannot find the collector library %s: "
-			    "%s", lib, strerror(errno));
+		return inject_fail(msg, len, "cannot find the collector library %s: "
+				   "%s", lib, strerror(errno));
 	root = ns_open_root(t->pid);
 	if (root < 0)
-		return errno == ENOENT ? exited(t, msg, len)
-				       : not_permitted(t, msg, len);
+		return errno == ENOENT ? inject_exited(t, msg, len)
+				       : inject_not_permitted(t, msg, len);
 	fd = ns_open_path(root, t->lib);
 	close(root);
 	t->copy = fd < 0 || fstat(fd, &there) < 0 ||
@@ -314,7 +314,7 @@ static int copy_file(int from, int to)
 }
 
 /* The target's /tmp, found inside its root, in t->copy_tmp; -1 with errno. */
-static int open_target_tmp(struct target *t)
+static int open_target_tmp(struct inject_target *t)
 {
 	int root = ns_open_root(t->pid);
 
@@ -329,7 +329,7 @@ static int open_target_tmp(struct target *t)
  * A fresh directory of ours, readable by all, in the target's /tmp: in
  * t->copy_fd, kept open to remove what is in it, whatever is renamed.
  */
-static int make_copy_dir(struct target *t)
+static int make_copy_dir(struct inject_target *t)
 {
 	unsigned rnd;
 
@@ -346,7 +346,7 @@ static int make_copy_dir(struct target *t)
 }
 
 /* The copy itself: its directory, then the file; -1 with errno. */
-static int write_copy(struct target *t, int from, const char *name)
+static int write_copy(struct inject_target *t, int from, const char *name)
 {
 	int to, rc;
 
@@ -382,7 +382,7 @@ static int act_as(uid_t uid, gid_t gid)
  * becomes the path of the copy as the target sees it; remove_copy
  * removes it.
  */
-int copy_lib(struct target *t, char *msg, size_t len)
+int inject_copy_lib(struct inject_target *t, char *msg, size_t len)
 {
 	char name[NAME_MAX + 1];
 	bool as_target = geteuid() == 0 && !ns_shared(t->pid, "user");
@@ -391,8 +391,8 @@ int copy_lib(struct target *t, char *msg, size_t len)
 	/* t->lib is rewritten below: the name must not point into it. */
 	snprintf(name, sizeof(name), "%s", strrchr(t->lib, '/') + 1);
 	if (from < 0)
-		return fail(msg, len, "cannot read the collector library %s: %s",
-			    t->lib, strerror(errno));
+		return inject_fail(msg, len, "cannot read the collector library %s: %s",
+				   t->lib, strerror(errno));
 	/* Its /tmp is found as we are; only what we create there is not. */
 	if (open_target_tmp(t) == 0 &&
 	    (!as_target || act_as(t->euid, t->egid) == 0))
@@ -406,13 +406,13 @@ int copy_lib(struct target *t, char *msg, size_t len)
 			 name);
 		return 0;
 	}
-	remove_copy(t);
-	return fail(msg, len, "cannot copy the collector library into PID %d's "
-		    "/tmp (it cannot see %s): %s", (int)t->pid, t->lib,
-		    strerror(err));
+	inject_remove_copy(t);
+	return inject_fail(msg, len, "cannot copy the collector library into PID %d's "
+			   "/tmp (it cannot see %s): %s", (int)t->pid, t->lib,
+			   strerror(err));
 }
 
-void remove_copy(struct target *t)
+void inject_remove_copy(struct inject_target *t)
 {
 	if (t->copy_fd >= 0) {
 		unlinkat(t->copy_fd, strrchr(t->lib, '/') + 1, 0);
@@ -454,7 +454,7 @@ static bool lib_name(const char *name, const char *lib, bool *removed)
 
 static void note_mapping(const struct mapping *m, void *ctx)
 {
-	struct target *t = ctx;
+	struct inject_target *t = ctx;
 	bool removed;
 
 	if (lib_name(m->name, strrchr(t->lib, '/') + 1, &removed)) {
@@ -474,20 +474,20 @@ static void note_mapping(const struct mapping *m, void *ctx)
 }
 
 /* Find libc and whether the collector is there already. */
-static int check_maps(struct target *t, char *msg, size_t len)
+static int check_maps(struct inject_target *t, char *msg, size_t len)
 {
 	if (maps_each(t->pid, note_mapping, t) < 0)
-		return errno == ENOENT ? exited(t, msg, len)
-				       : not_permitted(t, msg, len);
+		return errno == ENOENT ? inject_exited(t, msg, len)
+				       : inject_not_permitted(t, msg, len);
 	if (t->libc_start == 0)
-		return fail(msg, len, "PID %d has no libc.so.6 mapped: only "
-			    "glibc programs are supported", (int)t->pid);
+		return inject_fail(msg, len, "PID %d has no libc.so.6 mapped: only "
+				   "glibc programs are supported", (int)t->pid);
 	return 0;
 }
 
-int preflight(struct target *t, const char *lib, char *msg, size_t len)
+int inject_preflight(struct inject_target *t, const char *lib, char *msg, size_t len)
 {
-	return check_status(t, msg, len) < 0 || check_exe(t, msg, len) < 0 ||
+	return inject_check_status(t, msg, len) < 0 || check_exe(t, msg, len) < 0 ||
 	       check_lib(t, lib, msg, len) < 0 ||
 	       check_maps(t, msg, len) < 0 ? -1 : 0;
 }
@@ -585,7 +585,7 @@ static uint64_t tpoff_reloc(Elf *e, const char *name)
  * not found stays unknown: the injection then gives no dlerror text, or
  * does not restore errno.
  */
-static void find_tls(Elf *e, struct target *t, uint64_t bias)
+static void find_tls(Elf *e, struct inject_target *t, uint64_t bias)
 {
 	uint64_t got = tpoff_reloc(e, "__libc_dlerror_result");
 
@@ -633,7 +633,7 @@ static int scan_segments(Elf *e, uint64_t *lowest, uint64_t *restore_rt)
 }
 
 /* dlopen, pthread_setcancelstate, __restore_rt, libc's TLS, in the target. */
-int resolve_libc(struct target *t, char *msg, size_t len)
+int inject_resolve_libc(struct inject_target *t, char *msg, size_t len)
 {
 	int fd = open(t->libc, O_RDONLY | O_CLOEXEC);
 	uint64_t lowest, restore_rt, bias, o, c;
@@ -641,8 +641,8 @@ int resolve_libc(struct target *t, char *msg, size_t len)
 	int rc = -1;
 
 	if (fd < 0)
-		return fail(msg, len, "cannot open PID %d's libc %s: %s",
-			    (int)t->pid, t->libc, strerror(errno));
+		return inject_fail(msg, len, "cannot open PID %d's libc %s: %s",
+				   (int)t->pid, t->libc, strerror(errno));
 	elf_version(EV_CURRENT);
 	e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	if (e != NULL && scan_segments(e, &lowest, &restore_rt) == 0) {
@@ -660,13 +660,13 @@ int resolve_libc(struct target *t, char *msg, size_t len)
 	elf_end(e);
 	close(fd);
 	if (rc < 0)
-		fail(msg, len, "cannot find dlopen, pthread_setcancelstate and "
-		     "__restore_rt in PID %d's libc %s (glibc older than 2.34?)",
-		     (int)t->pid, t->libc);
+		inject_fail(msg, len, "cannot find dlopen, pthread_setcancelstate and "
+			    "__restore_rt in PID %d's libc %s (glibc older than 2.34?)",
+			    (int)t->pid, t->libc);
 	return rc;
 }
 
-int resolve_wake(struct target *t, char *msg, size_t len)
+int inject_resolve_wake(struct inject_target *t, char *msg, size_t len)
 {
 	int fd = open(t->mapped_lib, O_RDONLY | O_CLOEXEC);
 	uint64_t lowest, unused, o;
@@ -674,9 +674,9 @@ int resolve_wake(struct target *t, char *msg, size_t len)
 	int rc = -1;
 
 	if (fd < 0)
-		return fail(msg, len, "cannot open the collector mapped in PID "
-			    "%d (%s): %s", (int)t->pid, t->mapped_lib,
-			    strerror(errno));
+		return inject_fail(msg, len, "cannot open the collector mapped in PID "
+				   "%d (%s): %s", (int)t->pid, t->mapped_lib,
+				   strerror(errno));
 	elf_version(EV_CURRENT);
 	e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	if (e != NULL && scan_segments(e, &lowest, &unused) == 0 &&
@@ -687,8 +687,8 @@ int resolve_wake(struct target *t, char *msg, size_t len)
 	elf_end(e);
 	close(fd);
 	if (rc < 0)
-		fail(msg, len, "the collector in PID %d (%s) cannot be woken: "
-		     "it is from an older qsptop", (int)t->pid, t->mapped_lib);
+		inject_fail(msg, len, "the collector in PID %d (%s) cannot be woken: "
+			    "it is from an older qsptop", (int)t->pid, t->mapped_lib);
 	return rc;
 }
 
@@ -701,7 +701,7 @@ static void note_lib(const struct mapping *m, void *ctx)
 	s->found |= strcmp(m->path, s->path) == 0;
 }
 
-bool lib_mapped(const struct target *t)
+bool inject_lib_mapped(const struct inject_target *t)
 {
 	struct lib_search s = { t->lib, false };
 
@@ -758,7 +758,7 @@ static bool temporary_mask(pid_t pid, long nr, const uint64_t a[6])
  * fine; plain FUTEX_WAIT is also how glibc's internal locks wait, so only
  * as a last resort. Never a thread waiting under a temporary signal mask.
  */
-int syscall_rank(pid_t pid, long nr, const uint64_t a[6])
+int inject_syscall_rank(pid_t pid, long nr, const uint64_t a[6])
 {
 	static const long safe[] = {
 		SYS_poll, SYS_ppoll, SYS_select, SYS_pselect6, SYS_epoll_wait,
@@ -780,7 +780,7 @@ int syscall_rank(pid_t pid, long nr, const uint64_t a[6])
 }
 
 /* A thread's rank from /proc (see syscall_rank). */
-static int thread_rank(const struct target *t, pid_t tid)
+static int thread_rank(const struct inject_target *t, pid_t tid)
 {
 	char path[80], text[8192];
 	uint64_t a[6];
@@ -795,7 +795,7 @@ static int thread_rank(const struct target *t, pid_t tid)
 		return 0;	/* "running", or not in a system call */
 	if (inject_only_syscall >= 0 && nr != inject_only_syscall)
 		return 0;
-	return syscall_rank(t->pid, nr, a);
+	return inject_syscall_rank(t->pid, nr, a);
 }
 
 static bool skipped(pid_t tid, const pid_t *skip, int n)
@@ -807,8 +807,8 @@ static bool skipped(pid_t tid, const pid_t *skip, int n)
 }
 
 /* The safest thread to borrow, rescanning a while for a best one; 0: none. */
-pid_t pick_thread(const struct target *t, const pid_t *skip, int nskip,
-		  int *rank)
+pid_t inject_pick_thread(const struct inject_target *t, const pid_t *skip, int nskip,
+			 int *rank)
 {
 	int64_t deadline = clock_now_ms() + PICK_RETRY_MS;
 	char path[64];

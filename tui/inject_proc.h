@@ -17,7 +17,7 @@
 #define RESTORE_RT_SYSCALL 7
 
 /* What the checks learn about the process to inject into. */
-struct target {
+struct inject_target {
 	pid_t pid;
 	uid_t euid;			/* as we know them */
 	gid_t egid;
@@ -50,33 +50,33 @@ extern long inject_only_syscall;
 
 /* Format a one-line error into msg; returns -1. */
 __attribute__((format(printf, 3, 4)))
-int fail(char *msg, size_t len, const char *fmt, ...);
+int inject_fail(char *msg, size_t len, const char *fmt, ...);
 /* Fail with why the target may not be traced, and what to do; -1. */
-int not_permitted(const struct target *t, char *msg, size_t len);
+int inject_not_permitted(const struct inject_target *t, char *msg, size_t len);
 /* Fail with "process PID exited during attach"; -1. */
-int exited(const struct target *t, char *msg, size_t len);
+int inject_exited(const struct inject_target *t, char *msg, size_t len);
 /* The process is still there and not a zombie. */
-bool process_alive(pid_t pid);
+bool inject_process_alive(pid_t pid);
 /* State, tracer, thread-ness and seccomp mode, from /proc/PID/status. */
-int check_status(struct target *t, char *msg, size_t len);
+int inject_check_status(struct inject_target *t, char *msg, size_t len);
 /* All checks before attaching: 0 with t filled in, -1 with msg. */
-int preflight(struct target *t, const char *lib, char *msg, size_t len);
+int inject_preflight(struct inject_target *t, const char *lib, char *msg, size_t len);
 /* Copy the library where the target sees it (t->copy); -1 with msg. */
-int copy_lib(struct target *t, char *msg, size_t len);
+int inject_copy_lib(struct inject_target *t, char *msg, size_t len);
 /* Remove that copy, if any: the target's mapping of it stays valid. */
-void remove_copy(struct target *t);
+void inject_remove_copy(struct inject_target *t);
 /* dlopen, pthread_setcancelstate, __restore_rt, libc's TLS, in the target. */
-int resolve_libc(struct target *t, char *msg, size_t len);
+int inject_resolve_libc(struct inject_target *t, char *msg, size_t len);
 /* qsptop_wake in the collector already mapped in the target, as t->wake. */
-int resolve_wake(struct target *t, char *msg, size_t len);
+int inject_resolve_wake(struct inject_target *t, char *msg, size_t len);
 /* The library t->lib is mapped in the target now. */
-bool lib_mapped(const struct target *t);
+bool inject_lib_mapped(const struct inject_target *t);
 /* Bytes of the thread's own stack below rsp (tcb: its fs base); 0: none. */
-uint64_t stack_room(pid_t pid, uint64_t rsp, uint64_t tcb);
+uint64_t inject_stack_room(pid_t pid, uint64_t rsp, uint64_t tcb);
 /* How safe it is to borrow a thread parked in system call nr: 3 to 0. */
-int syscall_rank(pid_t pid, long nr, const uint64_t a[6]);
+int inject_syscall_rank(pid_t pid, long nr, const uint64_t a[6]);
 /* The safest thread to borrow, rescanning a while for a best one; 0: none. */
-pid_t pick_thread(const struct target *t, const pid_t *skip, int nskip,
-		  int *rank);
+pid_t inject_pick_thread(const struct inject_target *t, const pid_t *skip, int nskip,
+			 int *rank);
 
 #endif

@@ -59,16 +59,15 @@ static void copy_library(void)
 	join(library, tmp, "/libqsptop.so");
 }
 
+/* The file's text, "" if none; kept until 8 more calls. */
 static char *read_text(const char *path)
 {
-	static char buf[1 << 20];
-	int fd = open(path, O_RDONLY);
-	ssize_t n = fd < 0 ? 0 : read(fd, buf, sizeof(buf) - 1);
+	static char *kept[8];
+	static int next;
+	char **slot = &kept[next++ % 8];
 
-	if (fd >= 0)
-		close(fd);
-	buf[n > 0 ? n : 0] = '\0';
-	return buf;
+	free(*slot);
+	return *slot = slurp_file(path, "");
 }
 
 /* Start argv with its output in a file; no input. */
@@ -242,33 +241,33 @@ static void test_syscall_ranks(void)
 	uint64_t a[6] = { 0 };
 
 	CHECK(pipe(pipefd) == 0 && file >= 0, "pipe/open failed");
-	CHECK_U64(syscall_rank(getpid(), SYS_epoll_wait, a), 3);
-	CHECK_U64(syscall_rank(getpid(), SYS_clock_nanosleep, a), 3);
+	CHECK_U64(inject_syscall_rank(getpid(), SYS_epoll_wait, a), 3);
+	CHECK_U64(inject_syscall_rank(getpid(), SYS_clock_nanosleep, a), 3);
 	a[1] = FUTEX_WAIT_BITSET | FUTEX_PRIVATE_FLAG;	/* pthread_cond_wait */
-	CHECK_U64(syscall_rank(getpid(), SYS_futex, a), 2);
+	CHECK_U64(inject_syscall_rank(getpid(), SYS_futex, a), 2);
 	a[1] = FUTEX_WAIT | FUTEX_PRIVATE_FLAG;		/* a lock */
-	CHECK_U64(syscall_rank(getpid(), SYS_futex, a), 1);
+	CHECK_U64(inject_syscall_rank(getpid(), SYS_futex, a), 1);
 	a[0] = (uint64_t)pipefd[0];
-	CHECK_U64(syscall_rank(getpid(), SYS_read, a), 3);
+	CHECK_U64(inject_syscall_rank(getpid(), SYS_read, a), 3);
 	a[0] = (uint64_t)file;				/* the loader's kind */
-	CHECK_U64(syscall_rank(getpid(), SYS_read, a), 0);
-	CHECK_U64(syscall_rank(getpid(), SYS_mmap, a), 0);
+	CHECK_U64(inject_syscall_rank(getpid(), SYS_read, a), 0);
+	CHECK_U64(inject_syscall_rank(getpid(), SYS_mmap, a), 0);
 	{
 		/* Waits under a mask of their own are never borrowed. */
 		sigset_t set;
 		uint64_t arg[2] = { 0, 8 };	/* pselect6's { set, size } */
 		uint64_t b[6] = { 0 };
 
-		CHECK_U64(syscall_rank(getpid(), SYS_rt_sigsuspend, b), 0);
-		CHECK_U64(syscall_rank(getpid(), SYS_ppoll, b), 3);
+		CHECK_U64(inject_syscall_rank(getpid(), SYS_rt_sigsuspend, b), 0);
+		CHECK_U64(inject_syscall_rank(getpid(), SYS_ppoll, b), 3);
 		b[3] = (uint64_t)(uintptr_t)&set;
-		CHECK_U64(syscall_rank(getpid(), SYS_ppoll, b), 0);
+		CHECK_U64(inject_syscall_rank(getpid(), SYS_ppoll, b), 0);
 		b[3] = 0, b[5] = (uint64_t)(uintptr_t)arg;
-		CHECK_U64(syscall_rank(getpid(), SYS_pselect6, b), 3);
+		CHECK_U64(inject_syscall_rank(getpid(), SYS_pselect6, b), 3);
 		arg[0] = (uint64_t)(uintptr_t)&set;
-		CHECK_U64(syscall_rank(getpid(), SYS_pselect6, b), 0);
+		CHECK_U64(inject_syscall_rank(getpid(), SYS_pselect6, b), 0);
 		b[5] = 0, b[4] = (uint64_t)(uintptr_t)&set;
-		CHECK_U64(syscall_rank(getpid(), SYS_epoll_pwait, b), 0);
+		CHECK_U64(inject_syscall_rank(getpid(), SYS_epoll_pwait, b), 0);
 	}
 	close(pipefd[0]);
 	close(pipefd[1]);
@@ -1201,7 +1200,7 @@ static bool start_filtered_target(struct proc *p)
 /* Under a seccomp filter -p refuses in one line, unless --force is given. */
 static void test_seccomp_needs_force(void)
 {
-	char want[128];
+	char want[128], *err;
 	struct proc p, q;
 	int rc;
 
@@ -1213,11 +1212,12 @@ static void test_seccomp_needs_force(void)
 	rc = qsptop_with(NULL, p.pid, &q);
 	snprintf(want, sizeof(want), "qsptop: PID %d runs under a seccomp "
 		 "filter", (int)p.pid);
-	CHECK(rc == 1 && starts_with(read_text(q.out), want) &&
-	      strstr(read_text(q.out), "--force") != NULL &&
-	      strchr(read_text(q.out), '\n') == strrchr(read_text(q.out), '\n'),
+	err = read_text(q.out);
+	CHECK(rc == 1 && starts_with(err, want) &&
+	      strstr(err, "--force") != NULL &&
+	      strchr(err, '\n') == strrchr(err, '\n'),
 	      "qsptop -p on a filtered process: expected exit 1 and one line "
-	      "\"%s...--force...\", got %d: %s", want, rc, read_text(q.out));
+	      "\"%s...--force...\", got %d: %s", want, rc, err);
 	CHECK(count_mapped(p.pid, "/libqsptop.so") == 0,
 	      "the refusal loaded the collector anyway");
 	{

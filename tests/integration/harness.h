@@ -23,6 +23,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../unit/check.h"
+
 /* Set by find_paths(); tmp is the test's scratch directory. */
 static char build[PATH_MAX], root[PATH_MAX], tmp[PATH_MAX];
 static char qsptop[PATH_MAX], library[PATH_MAX], workload[PATH_MAX];
@@ -78,20 +80,11 @@ static inline char *tmp_path(const char *name)
 /* The whole file, malloc'ed; a copy of missing (or NULL) if it cannot be opened. */
 static inline char *slurp_file(const char *path, const char *missing)
 {
-	FILE *f = fopen(path, "r");
-	char *buf;
-	long n;
+	char *text = check_file_text(path);
 
-	if (f == NULL)
-		return missing ? strdup(missing) : NULL;
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	rewind(f);
-	buf = calloc(1, (size_t)n + 1);
-	if (fread(buf, 1, (size_t)n, f) != (size_t)n)
-		buf[0] = '\0';
-	fclose(f);
-	return buf;
+	if (text == NULL && missing)
+		text = strdup(missing);
+	return text;
 }
 
 /* path opened for writing (truncated), or -1 without a path. */

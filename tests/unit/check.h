@@ -4,6 +4,7 @@
 
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static int check_passed, check_failed, check_skipped;
@@ -24,6 +25,25 @@ static int check_passed, check_failed, check_skipped;
 	CHECK((uint64_t)(got) == (uint64_t)(want),                         \
 	      "%s: expected %" PRIu64 ", got %" PRIu64, #got,             \
 	      (uint64_t)(want), (uint64_t)(got))
+
+/* The whole file, malloc'ed and NUL-terminated; NULL if it cannot be read. */
+static inline char *check_file_text(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	char *text = NULL;
+	long n;
+
+	if (f == NULL)
+		return NULL;
+	if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0) {
+		rewind(f);
+		text = calloc(1, (size_t)n + 1);
+		if (text && fread(text, 1, (size_t)n, f) != (size_t)n)
+			text[0] = '\0';
+	}
+	fclose(f);
+	return text;
+}
 
 /* Equal strings, NULL never equal to anything. */
 static inline int check_streq(const char *a, const char *b)

@@ -89,25 +89,6 @@ static void tick(uint64_t s)
 	app.client.last_tick_ns = t.monotonic_ns;
 }
 
-/* The text of a file, or NULL. */
-static char *slurp(const char *name)
-{
-	FILE *f = fopen(name, "r");
-	char *text;
-	long n;
-
-	if (f == NULL)
-		return NULL;
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	rewind(f);
-	text = calloc(1, (size_t)n + 1);
-	if (fread(text, 1, (size_t)n, f) != (size_t)n)
-		text[0] = '\0';
-	fclose(f);
-	return text;
-}
-
 /* Whether a JSON stack is the stack view sv. */
 static bool stack_is(const cJSON *js, const struct stack_view *sv)
 {
@@ -162,7 +143,7 @@ static bool row_is(const cJSON *jr, const struct view_row *r)
  */
 static void check_snapshot(size_t step, size_t want_rows)
 {
-	char *text = slurp(path);
+	char *text = check_file_text(path);
 	cJSON *doc = text ? cJSON_Parse(text) : NULL;
 	const cJSON *rows = cJSON_GetObjectItem(doc, "rows");
 	struct view_row *v;
@@ -209,7 +190,7 @@ static void check_snapshot_of_rows(void)
 	model_stats(app.model, &st);
 	CHECK(export_json(&app, &app.query, path, err, sizeof err) == 0,
 	      "snapshot written: %s", err);
-	table = slurp(path);
+	table = check_file_text(path);
 	rows = export_rows_json(&app, &app.query, v, n, &st);
 	CHECK(table && rows && strcmp(table, rows) == 0,
 	      "the snapshot of the table equals that of its rows built whole");
@@ -230,7 +211,7 @@ static void check_folded(void)
 
 	CHECK(export_folded(&app, &app.query, path, err, sizeof err) == 0,
 	      "folded written: %s", err);
-	all = slurp(path);
+	all = check_file_text(path);
 	for (size_t i = 0; i < n; i++) {
 		one = export_rows_folded(&app, &app.query, &v[i], 1);
 		joined = realloc(joined, len + strlen(one) + 1);
@@ -319,7 +300,7 @@ static void test_snapshot_of_many_rows(void)
 	CHECK(export_json(&app, &app.query, path, err, sizeof err) == 0,
 	      "snapshot of 100,000 rows written: %s", err);
 	t1 = now_s();
-	text = slurp(path);
+	text = check_file_text(path);
 	CHECK(text && occurrences(text, "\n\t\t\t\"type\":\t\"mutex\"") == 100000 &&
 	      occurrences(text, "\"tid\":\t3,") == 100000,
 	      "snapshot: 100,000 rows, each with its threads");
@@ -328,7 +309,7 @@ static void test_snapshot_of_many_rows(void)
 	CHECK(export_folded(&app, &app.query, path, err, sizeof err) == 0,
 	      "folded stacks of 100,000 rows written: %s", err);
 	t2 = now_s() - t2;
-	text = slurp(path);
+	text = check_file_text(path);
 	CHECK(text && occurrences(text, ";mutex@0x7f") == 100000,
 	      "folded: a line for each of 100,000 rows");
 	free(text);

@@ -317,17 +317,12 @@ static const char *status_line(void)
 	return line(29);
 }
 
+/* The file's text; "" when there is none. */
 static char *file_text(const char *path)
 {
-	FILE *f = fopen(path, "r");
-	char *text = calloc(1, 65536);
+	char *text = check_file_text(path);
 
-	if (f) {
-		if (fread(text, 1, 65535, f) == 0)
-			text[0] = '\0';
-		fclose(f);
-	}
-	return text;
+	return text ? text : calloc(1, 1);
 }
 
 /* Links planted at the names of the next seconds: e and f do not follow them. */
@@ -454,20 +449,7 @@ static bool test_is_wrapper(void *ctx, uint64_t address)
 /* The file the last export wrote, or NULL. */
 static char *read_export(void)
 {
-	FILE *f = fopen(export_path, "r");
-	char *text;
-	long n;
-
-	if (f == NULL)
-		return NULL;
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	rewind(f);
-	text = calloc(1, (size_t)n + 1);
-	if (fread(text, 1, (size_t)n, f) != (size_t)n)
-		text[0] = '\0';
-	fclose(f);
-	return text;
+	return check_file_text(export_path);
 }
 
 /*

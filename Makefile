@@ -32,6 +32,9 @@ ALL_CFLAGS = -std=c11 -D_GNU_SOURCE -fPIC $(WARN) $(CFLAGS) \
 # Expanded when a recipe runs, after the dependency step has run.
 PKG_CFLAGS = $(shell pkg-config --cflags libcjson libdw ncursesw libunwind)
 PKG_LIBS   = $(shell pkg-config --libs libcjson libdw libelf ncursesw)
+# Unit tests take the front end from an archive without the screen (term.o,
+# live.o): they need no curses.
+UNIT_LIBS  = $(shell pkg-config --libs libcjson libdw libelf) -lm -lstdc++
 
 COMMON_SRC    := $(wildcard common/*.c)
 COLLECTOR_SRC := $(wildcard collector/*.c)
@@ -61,6 +64,11 @@ COLLECTOR_UNIT_SRC := collector/table.c collector/arena.c collector/rows.c \
 		 collector/stacks.c collector/unwind.c collector/frames.c \
 		 collector/ehframe.c common/cfi.c collector/modules.c
 ASAN_BIN      := $(patsubst tests/unit/%.c,$(BUILD)/asan/%,$(UNIT_SRC))
+# The front end and common/ as archives for the unit tests, built once
+# plainly and once under the sanitizers; the screen stays out.
+UNIT_TUI_SRC  := $(filter-out tui/term.c tui/live.c,$(TUI_LIB_SRC)) $(COMMON_SRC)
+UNIT_ARCHIVE  := $(BUILD)/obj/libunit.a
+ASAN_ARCHIVE  := $(BUILD)/asan/obj/libunit.a
 # The library's own copy of common/, with hidden symbols like the rest of it.
 LIB_COMMON_OBJ := $(patsubst %.c,$(BUILD)/obj/lib/%.o,$(COMMON_SRC))
 
@@ -143,10 +151,18 @@ $(BUILD)/libqsptop.so: $(COLLECTOR_OBJ) $(LIB_COMMON_OBJ)
 $(BUILD)/qsptop: $(BUILD)/obj/tui/main.o $(TUI_LIB_OBJ) $(COMMON_OBJ)
 	$(CC) -o $@ $^ $(PKG_LIBS) -lm -lstdc++
 
-# Unit tests link the front-end and common modules directly.
-$(BUILD)/tests/%: tests/unit/%.c $(TUI_LIB_OBJ) $(COMMON_OBJ) | $(DEPS_STAMP)
+$(UNIT_ARCHIVE): $(call obj,$(UNIT_TUI_SRC))
+	rm -f $@ && ar rcs $@ $^
+$(BUILD)/asan/obj/%.o: %.c | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(PKG_CFLAGS) -o $@ $^ $(PKG_LIBS) -lm -lstdc++
+	$(CC) $(ALL_CFLAGS) $(SANITIZE) $(PKG_CFLAGS) -MMD -MP -c $< -o $@
+$(ASAN_ARCHIVE): $(patsubst %.c,$(BUILD)/asan/obj/%.o,$(UNIT_TUI_SRC))
+	rm -f $@ && ar rcs $@ $^
+
+# Unit tests link the front-end and common modules they use.
+$(BUILD)/tests/%: tests/unit/%.c $(UNIT_ARCHIVE) | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(PKG_CFLAGS) -o $@ $^ $(UNIT_LIBS)
 
 # Workloads: -g so call sites resolve to file:line, -O1 keeps them readable.
 $(BUILD)/tests/wl_%: tests/workloads/%.c | $(DEPS_STAMP)
@@ -185,9 +201,9 @@ $(BUILD)/tests/%: tests/integration/%.c tests/integration/harness.h $(COMMON_OBJ
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(PKG_CFLAGS) -o $@ $< $(COMMON_OBJ) $(PKG_LIBS)
 
-$(BUILD)/asan/%: tests/unit/%.c $(TUI_LIB_SRC) $(COMMON_SRC) | $(DEPS_STAMP)
+$(BUILD)/asan/%: tests/unit/%.c $(ASAN_ARCHIVE) | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(SANITIZE) $(PKG_CFLAGS) -o $@ $^ $(PKG_LIBS) -lm -lstdc++
+	$(CC) $(ALL_CFLAGS) $(SANITIZE) $(PKG_CFLAGS) -o $@ $^ $(UNIT_LIBS)
 
 COLLECTOR_UNIT_LIBS = -ldl -lpthread
 $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(COLLECTOR_UNIT)): $(BUILD)/tests/%: tests/unit/%.c $(COLLECTOR_UNIT_SRC) | $(DEPS_STAMP)
@@ -334,4 +350,4 @@ uninstall:
 clean:
 	rm -rf $(BUILD)
 
--include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
+-include $(shell find $(BUILD)/obj $(BUILD)/asan/obj -name '*.d' 2>/dev/null)

@@ -197,9 +197,9 @@ $(BUILD)/tests/wl_inline_cxx: tests/workloads/inline_cxx.cc | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CXX) -std=c++17 -g -O2 -Wall -o $@ $< -lpthread
 
-$(BUILD)/tests/%: tests/integration/%.c tests/integration/harness.h $(COMMON_OBJ) | $(DEPS_STAMP)
+$(BUILD)/tests/%: tests/integration/%.c $(wildcard tests/integration/*.h) $(COMMON_OBJ) | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(PKG_CFLAGS) -o $@ $< $(COMMON_OBJ) $(PKG_LIBS)
+	$(CC) $(ALL_CFLAGS) $(PKG_CFLAGS) -o $@ $< $(COMMON_OBJ) $(UNIT_LIBS)
 
 $(BUILD)/asan/%: tests/unit/%.c $(ASAN_ARCHIVE) | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)

@@ -14,6 +14,7 @@
 #include <libgen.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +29,33 @@
 /* Set by find_paths(); tmp is the test's scratch directory. */
 static char build[PATH_MAX], root[PATH_MAX], tmp[PATH_MAX];
 static char qsptop[PATH_MAX], library[PATH_MAX], workload[PATH_MAX];
+
+/* A command line built a few words at a time: args_add(&a, w1, w2, NULL). */
+struct args {
+	char *v[64];
+	int n;
+};
+
+/* Append the words up to NULL; argv stays NULL-terminated. */
+static inline void args_add(struct args *a, ...)
+{
+	va_list ap;
+	char *w;
+
+	va_start(ap, a);
+	while ((w = va_arg(ap, char *)) != NULL && a->n < 63)
+		a->v[a->n++] = w;
+	va_end(ap);
+	a->v[a->n] = NULL;
+}
+
+/* Append the words of a NULL-terminated list. */
+static inline void args_add_all(struct args *a, char *const *list)
+{
+	for (; *list && a->n < 63; list++)
+		a->v[a->n++] = *list;
+	a->v[a->n] = NULL;
+}
 
 /* A finished run: exit status and what it printed. */
 struct run {

@@ -25,29 +25,18 @@ static const char *const wrappers[] = { "wc_lock", "outer_lock", "inner_lock",
 static cJSON *run_wrapped(const char *program, const char *const *flags,
 			  int nflags, const char *result)
 {
-	char *json = tmp_path("callers.json"), *argv[MAX_FLAGS + 16];
-	char path[PATH_MAX + 64];
+	char *json = tmp_path("callers.json"), path[PATH_MAX + 64];
+	struct args a = { 0 };
 	struct run r;
-	int n = 0;
 
 	snprintf(path, sizeof(path), "%s/tests/%s", build, program);
-	argv[n++] = qsptop;
-	argv[n++] = "-b";
-	argv[n++] = "-d";
-	argv[n++] = "0.2";
-	argv[n++] = "-m";
-	argv[n++] = "site";
-	argv[n++] = "-j";
-	argv[n++] = json;
+	args_add(&a, qsptop, "-b", "-d", "0.2", "-m", "site", "-j", json, NULL);
 	for (int i = 0; i < nflags && i < MAX_FLAGS; i++)
-		argv[n++] = (char *)flags[i];
-	argv[n++] = "--";
-	argv[n++] = path;
-	argv[n++] = (char *)result;
-	argv[n] = NULL;
+		args_add(&a, flags[i], NULL);
+	args_add(&a, "--", path, result, NULL);
 	unlink(json);
 	unlink(result);
-	r = run_capture(argv, RUN_TIMEOUT_MS, 0);
+	r = run_capture(a.v, RUN_TIMEOUT_MS, 0);
 	CHECK(r.status == 0, "%s: qsptop exits 0, got %d: %s", program, r.status,
 	      r.err);
 	run_free(&r);

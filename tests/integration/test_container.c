@@ -163,35 +163,20 @@ static pid_t start_mapped(char *const argv[])
  */
 static pid_t start_box(const struct box *b, char *script)
 {
-	char *argv[24];
-	int n = 0;
+	struct args a = { 0 };
 
-	if (b->userns == USERNS_NOBODYS) {
-		argv[n++] = "setpriv";
-		argv[n++] = "--reuid=65534";
-		argv[n++] = "--regid=65534";
-		argv[n++] = "--clear-groups";
-	}
-	argv[n++] = "unshare";
-	if (b->userns == USERNS_NOBODYS) {
-		argv[n++] = "--user";
-		argv[n++] = "--map-root-user";
-	}
-	argv[n++] = "--mount";
-	argv[n++] = "--pid";
-	argv[n++] = "--net";
-	argv[n++] = "--ipc";
-	argv[n++] = "--fork";
-	argv[n++] = "--mount-proc";
-	argv[n++] = "--propagation";
-	argv[n++] = "private";
-	argv[n++] = "sh";
-	argv[n++] = "-c";
-	argv[n++] = script;
-	argv[n] = NULL;
+	if (b->userns == USERNS_NOBODYS)
+		args_add(&a, "setpriv", "--reuid=65534", "--regid=65534",
+			 "--clear-groups", NULL);
+	args_add(&a, "unshare", NULL);
+	if (b->userns == USERNS_NOBODYS)
+		args_add(&a, "--user", "--map-root-user", NULL);
+	args_add(&a, "--mount", "--pid", "--net", "--ipc", "--fork",
+		 "--mount-proc", "--propagation", "private", "sh", "-c", script,
+		 NULL);
 	if (b->userns == USERNS_MAPPED)
-		return start_mapped(argv);
-	return start(argv, tmp_path("box.out"), tmp_path("box.out"));
+		return start_mapped(a.v);
+	return start(a.v, tmp_path("box.out"), tmp_path("box.out"));
 }
 
 /*

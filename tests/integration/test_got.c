@@ -76,25 +76,18 @@ static void sleep_ms(long ms)
 /* Build the workload source with extra flags (a variant, or the plugin). */
 static bool compile(const char *out, const char *const flags[])
 {
-	char *argv[16], all[256] = "";
-	int n = 0, status;
+	struct args a = { 0 };
+	char all[256] = "";
+	int status;
 
-	argv[n++] = "cc";
-	argv[n++] = "-std=gnu11";
-	argv[n++] = "-D_GNU_SOURCE";
-	argv[n++] = "-g";
-	argv[n++] = "-O1";
-	argv[n++] = "-fno-inline";
-	for (int i = 0; flags[i] && n < 10; i++) {
-		argv[n++] = (char *)flags[i];
+	args_add(&a, "cc", "-std=gnu11", "-D_GNU_SOURCE", "-g", "-O1",
+		 "-fno-inline", NULL);
+	for (int i = 0; flags[i]; i++) {
+		args_add(&a, flags[i], NULL);
 		snprintf(all + strlen(all), sizeof(all) - strlen(all), " %s", flags[i]);
 	}
-	argv[n++] = "-o";
-	argv[n++] = (char *)out;
-	argv[n++] = source;
-	argv[n++] = "-lpthread";
-	argv[n] = NULL;
-	status = wait_status(start(argv, tmp_path("cc.out"), tmp_path("cc.err")),
+	args_add(&a, "-o", out, source, "-lpthread", NULL);
+	status = wait_status(start(a.v, tmp_path("cc.out"), tmp_path("cc.err")),
 			     120000);
 	if (status != 0) {
 		char *err = slurp_file(tmp_path("cc.err"), "");

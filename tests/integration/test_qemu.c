@@ -865,29 +865,19 @@ static bool start_qsptop(const char *qemu, const struct files *f,
 {
 	static char wrap[MAX_WRAPPERS][PATH_MAX + 32];
 	const char *module = strrchr(qemu, '/') + 1;
-	char pid[16], *argv[16 + 2 * MAX_WRAPPERS], *text;
-	int n = 0;
+	char pid[16], *text;
+	struct args a = { 0 };
 
 	snprintf(pid, sizeof(pid), "%d", (int)qemu_pid);
-	argv[n++] = qsptop;
-	argv[n++] = "-p";
-	argv[n++] = pid;
-	argv[n++] = "-b";
-	argv[n++] = "-d";
-	argv[n++] = "0.25";
-	argv[n++] = "-m";
-	argv[n++] = "site";
-	argv[n++] = "-j";
-	argv[n++] = (char *)f->json;
+	args_add(&a, qsptop, "-p", pid, "-b", "-d", "0.25", "-m", "site", "-j",
+		 f->json, NULL);
 	for (int i = 0; i < nw; i++) {
 		snprintf(wrap[i], sizeof(wrap[i]), "%s+0x%llx", module,
 			 (unsigned long long)wrappers[i]);
-		argv[n++] = "--wrapper";
-		argv[n++] = wrap[i];
+		args_add(&a, "--wrapper", wrap[i], NULL);
 	}
-	argv[n] = NULL;
-	command_line(argv, cmd, size);
-	qsptop_pid = start(argv, f->out, f->err);
+	command_line(a.v, cmd, size);
+	qsptop_pid = start(a.v, f->out, f->err);
 	if (wait_tables(f->out, 1, ATTACH_MS))
 		return true;
 	text = slurp_file(f->err, "");

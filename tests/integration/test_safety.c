@@ -30,26 +30,17 @@ static char *result_of(const char *path)
 static int launch(const char *delay, const char *json, char *const *args,
 		  const char *res)
 {
-	char *argv[16];
-	int n = 0;
+	struct args a = { 0 };
 	struct run r;
 
-	argv[n++] = qsptop;
-	argv[n++] = "-b";
-	argv[n++] = "-d";
-	argv[n++] = (char *)delay;
-	if (json) {
-		argv[n++] = "-j";
-		argv[n++] = (char *)json;
-	}
-	argv[n++] = "--";
-	argv[n++] = workload;
-	for (; *args; args++)
-		argv[n++] = *args;
-	argv[n++] = (char *)res;
-	argv[n] = NULL;
+	args_add(&a, qsptop, "-b", "-d", delay, NULL);
+	if (json)
+		args_add(&a, "-j", json, NULL);
+	args_add(&a, "--", workload, NULL);
+	args_add_all(&a, args);
+	args_add(&a, res, NULL);
 	unlink(res);
-	r = run_capture(argv, RUN_TIMEOUT_MS, 0);
+	r = run_capture(a.v, RUN_TIMEOUT_MS, 0);
 	if (r.status != 0)
 		fprintf(stderr, "qsptop exited %d: %s\n", r.status, r.err);
 	run_free(&r);

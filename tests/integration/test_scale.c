@@ -23,29 +23,18 @@ static cJSON *run_scale(const char *opt, const char *opt_arg, char *const *args,
 			const char *res, int *status)
 {
 	char *json = tmp_path("scale.json");
-	char *argv[16];
-	int n = 0;
+	struct args a = { 0 };
 	struct run r;
 	cJSON *snap;
 
-	argv[n++] = qsptop;
-	argv[n++] = "-b";
-	argv[n++] = "-d";
-	argv[n++] = "1";
-	argv[n++] = "-j";
-	argv[n++] = json;
-	if (opt) {
-		argv[n++] = (char *)opt;
-		argv[n++] = (char *)opt_arg;
-	}
-	argv[n++] = "--";
-	argv[n++] = workload;
-	for (; *args; args++)
-		argv[n++] = *args;
-	argv[n++] = (char *)res;
-	argv[n] = NULL;
+	args_add(&a, qsptop, "-b", "-d", "1", "-j", json, NULL);
+	if (opt)
+		args_add(&a, opt, opt_arg, NULL);
+	args_add(&a, "--", workload, NULL);
+	args_add_all(&a, args);
+	args_add(&a, res, NULL);
 	unlink(json);
-	r = run_capture(argv, RUN_TIMEOUT_MS, 0);
+	r = run_capture(a.v, RUN_TIMEOUT_MS, 0);
 	*status = r.status;
 	if (r.status != 0)
 		fprintf(stderr, "qsptop: %s\n", r.err);

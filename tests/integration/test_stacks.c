@@ -31,29 +31,16 @@ static cJSON *launch_wrapper(const char *cmd, const char *flag, const char *arg,
 			     const char *folded, struct run *r)
 {
 	char *json = tmp_path("wrap.json"), *expect = tmp_path("wrap.expect");
-	char *argv[16];
-	int n = 0;
+	struct args a = { 0 };
 
-	argv[n++] = qsptop;
-	argv[n++] = "-b";
-	argv[n++] = "-d";
-	argv[n++] = "0.2";
-	argv[n++] = "-j";
-	argv[n++] = json;
-	argv[n++] = "--folded";
-	argv[n++] = (char *)folded;
-	if (flag) {
-		argv[n++] = (char *)flag;
-		argv[n++] = (char *)arg;
-	}
-	argv[n++] = "--";
-	argv[n++] = (char *)cmd;
-	argv[n++] = "wrapper";
-	argv[n++] = expect;
-	argv[n] = NULL;
+	args_add(&a, qsptop, "-b", "-d", "0.2", "-j", json, "--folded", folded,
+		 NULL);
+	if (flag)
+		args_add(&a, flag, arg, NULL);
+	args_add(&a, "--", cmd, "wrapper", expect, NULL);
 	unlink(json);
 	unlink(folded);
-	*r = run_argv(argv);
+	*r = run_argv(a.v);
 	return load_json(json);
 }
 

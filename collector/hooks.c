@@ -145,7 +145,7 @@ count_busy(struct thread_table *t, uint64_t key, struct obj_slot *x)
 		return;
 	e = table_entry(t, key, x->object);
 	if (e)
-		table_add(&e->failed, 1);
+		table_add(&e->c.failed, 1);
 	else
 		table_add(&t->dropped, 1);
 	errno = saved_errno;
@@ -222,12 +222,12 @@ static __attribute__((noinline)) void wait_end(struct wait *w, int rc)
 	guard(s);
 	if (acquired) {
 		count_free(table_slot_of(w->table, w->key, w->object));
-		table_add(&e->contended, 1);
+		table_add(&e->c.contended, 1);
 	} else {
-		table_add(&e->failed, 1);
+		table_add(&e->c.failed, 1);
 	}
-	table_add(&e->wait_ns, ns);
-	table_add(&e->hist[hist_bucket(ns)], 1);
+	table_add(&e->c.wait_ns, ns);
+	table_add(&e->c.hist[hist_bucket(ns)], 1);
 	note_max(e, ns);
 	if (w->use) {
 		table_add(&w->use->count, (uint64_t)acquired);

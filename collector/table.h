@@ -29,6 +29,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "../common/counts.h"
 #include "../common/hash.h"
 #include "../common/types.h"
 #include "frames.h"
@@ -44,18 +45,19 @@
 #define SITES_FIRST 16		/* slots of a new thread's site index */
 #define OBJECTS_FIRST 8		/* slots of a new site's object table */
 
-/* Waits and failures of one key in one thread; allocated at the first one. */
+/*
+ * Waits and failures of one key in one thread; allocated at the first one.
+ * Its counts are written by the owner with table_add() and read by the
+ * collector with table_load(); c.acquisitions stays 0 (the slot has them).
+ */
 struct entry {
-	uint64_t contended;	/* acquisitions after a wait */
-	uint64_t wait_ns;	/* every wait, timed out or not */
-	uint64_t failed;	/* busy trylocks, timed-out waits */
+	struct lock_counts c;
 	uint64_t max_wait_ns;
 	uint64_t epoch_max_ns;	/* longest wait of collector epoch max_epoch */
 	uint32_t max_epoch;
 	uint32_t row;		/* collector only: row id + 1, 0 = not yet known */
 	uint64_t nostack_count;	/* contended waits recorded without a stack */
 	uint64_t nostack_wait_ns;
-	uint64_t hist[HIST_BUCKETS];
 	uint32_t nostack_row;	/* collector only: its stack row id + 1 */
 };
 

@@ -39,20 +39,11 @@ struct stack_entry {
 	uint64_t prev_wait;
 };
 
-/* A row's counts without the histogram, which only rows that waited keep. */
-struct tally {
-	uint64_t acquisitions;
-	uint64_t contended;
-	uint64_t wait_ns;
-	uint64_t failed;
-};
-
 /*
  * What a row keeps of its waits, made on its first wait: most rows of a
  * big process never wait, and each interval touches every row.
  */
 struct row_waits {
-	uint64_t hist[HIST_BUCKETS];	/* since reset */
 	uint64_t trend[TREND_LEN];	/* ring, next slot is ticks % TREND_LEN */
 };
 
@@ -62,7 +53,7 @@ struct row {
 	uint64_t via;		/* through lock wrappers: the call site in the
 				   innermost one, where it shows while they are
 				   shown; else 0 */
-	struct tally since;	/* since reset */
+	struct lock_counts since; /* since reset */
 	uint64_t max_wait_ns;	/* since reset */
 	uint64_t pending_acq;	/* since the last tick */
 	uint64_t pending_wait;
@@ -98,7 +89,7 @@ struct model {
 	struct row_waits *waits; /* of the rows that waited */
 	size_t n_waits;
 	size_t waits_cap;
-	struct counts since;	/* all rows, since reset */
+	struct lock_counts since; /* all rows, since reset */
 	struct entry_slot *etab; /* open addressing, by (row, stack, tid) */
 	size_t etab_cap;	/* a power of two, at least twice n_entries */
 	size_t n_entries;

@@ -225,10 +225,10 @@ static void row_lend(const struct model *m, const struct row *r,
 	size_t oldest = m->ticks % TREND_LEN;
 
 	v->c.failed += r->since.failed;
+	for (int i = 0; i < HIST_BUCKETS; i++)
+		v->c.hist[i] += r->since.hist[i];
 	if (w == NULL)
 		return;
-	for (int i = 0; i < HIST_BUCKETS; i++)
-		v->c.hist[i] += w->hist[i];
 	for (size_t i = 0; i < TREND_LEN; i++)
 		v->trend[i] += w->trend[(oldest + i) % TREND_LEN];
 }

@@ -150,7 +150,7 @@ static void draw_table(struct screen *s, struct ui *ui)
 }
 
 /* The upper bound of the bucket holding fraction p of the waits. */
-static double percentile_ns(const struct counts *c, double p)
+static double percentile_ns(const struct lock_counts *c, double p)
 {
 	uint64_t total = 0, seen = 0;
 
@@ -222,7 +222,7 @@ static int detail_numbers(struct screen *s, const struct ui *ui,
 }
 
 /* The log2 histogram of contended waits, one bar per non-empty range. */
-static int detail_histogram(struct screen *s, const struct counts *c, int y)
+static int detail_histogram(struct screen *s, const struct lock_counts *c, int y)
 {
 	uint64_t most = 0;
 	int lo = HIST_BUCKETS, hi = -1;

@@ -68,11 +68,11 @@ static void def(struct model *m, uint32_t id, enum lock_type type,
 static void add(struct model *m, uint32_t id, uint64_t acq, uint64_t cont,
 		uint64_t wait, uint64_t max)
 {
-	struct proto_delta d = { .row = id, .acquisitions = acq,
+	struct proto_delta d = { .row = id, .c = { .acquisitions = acq,
 				 .contended = cont, .wait_ns = wait,
-				 .failed = 1, .max_wait_ns = max };
+				 .failed = 1 }, .max_wait_ns = max };
 
-	d.hist[3] = cont;
+	d.c.hist[3] = cont;
 	model_apply_delta(m, &d);
 }
 
@@ -1392,7 +1392,8 @@ static void test_fold_last_interval(void)
 	struct proto_stack_delta sd = { .row = 0, .stack = PROTO_NO_STACK, .tid = 1,
 					.count = 1, .wait_ns = 300000000 };
 	struct model_query q = { .sort = SORT_WAIT };
-	struct proto_delta d = { .row = 0, .acquisitions = 10, .wait_ns = 100000000 };
+	struct proto_delta d = { .row = 0, .c = { .acquisitions = 10,
+						  .wait_ns = 100000000 } };
 	struct proto_tick t = { .monotonic_ns = 1000000000 };
 	struct model_stats st;
 	struct view_row *v;
@@ -1401,8 +1402,8 @@ static void test_fold_last_interval(void)
 	model_set_origin(m, 0);
 	model_apply_delta(m, &d);
 	model_tick(m, &t);			/* 1 s: 100 ms waited */
-	d.acquisitions = 1;
-	d.wait_ns = 300000000;			/* a 300 ms wait ends in the flush */
+	d.c.acquisitions = 1;
+	d.c.wait_ns = 300000000;			/* a 300 ms wait ends in the flush */
 	model_apply_delta(m, &d);
 	model_apply_stack_delta(m, &sd);
 	t.monotonic_ns = 1005000000;
@@ -1815,7 +1816,7 @@ static void test_stats_sum_rows(void)
 	struct model *m = mixed_fixture();
 	struct model_query q = query(COALESCE_NONE, false);
 	struct model_stats s;
-	struct counts sum = { 0 };
+	struct lock_counts sum = { 0 };
 	struct view_row *v;
 	size_t n, bad = 0;
 

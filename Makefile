@@ -230,7 +230,7 @@ $(BUILD)/tests/test_inject: tui/inject.c tui/inject.h tui/inject_proc.c \
 # capture of its own making.
 HOOKS_TEST_SRC := tests/unit/test_hooks.c collector/hooks.c collector/table.c \
 		 collector/arena.c collector/rows.c collector/stacks.c \
-		 collector/unwind.c
+		 collector/unwind.c collector/state.c
 $(BUILD)/tests/test_hooks: $(HOOKS_TEST_SRC) | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(PKG_CFLAGS) -o $@ $^ -rdynamic -ldl -lpthread

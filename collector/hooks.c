@@ -27,8 +27,8 @@
 #include <unistd.h>
 
 #include "../common/clock.h"
-#include "collector.h"
 #include "hooks.h"
+#include "state.h"
 #include "table.h"
 #include "unwind.h"
 
@@ -78,10 +78,10 @@ static __attribute__((noinline)) struct thread_table *enter_slow(void)
 			table_count_claim_drop();	/* inside its claim */
 		return NULL;
 	}
-	if (s->never || !collector_recording())
+	if (s->never || !state_recording())
 		return NULL;
 	guard(s);
-	t = s->table ? s->table : table_claim();
+	t = s->table ? s->table : table_claim(real.libc_mutex_trylock);
 	errno = saved_errno;
 	if (t == NULL) {
 		table_count_claim_drop();
@@ -100,7 +100,7 @@ static inline struct thread_table *enter(void)
 {
 	struct thread_state *s = &tls_self;
 
-	if (unlikely(s->table == NULL || s->depth != 0 || !collector_recording()))
+	if (unlikely(s->table == NULL || s->depth != 0 || !state_recording()))
 		return enter_slow();
 	guard(s);
 	return s->table;

@@ -267,8 +267,10 @@ void rows_scan(struct rows *rs)
 		if (sc.dead)
 			table_sync_acquire(t);
 		scan_table(&sc, t);
-		if (sc.dead)
+		if (sc.dead) {
+			unwind_free(t);
 			table_recycle(t);
+		}
 		else
 			rs->threads_live++;
 	}

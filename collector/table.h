@@ -273,8 +273,11 @@ static inline struct obj_slot *table_slot_of(struct thread_table *t,
 struct entry *table_entry(struct thread_table *t, uint64_t key,
 			  uint64_t object);
 
-/* Claim a table for the calling thread; NULL when there is no memory. */
-struct thread_table *table_claim(void);
+/*
+ * Claim a table for the calling thread, holding its sentinel with trylock
+ * (libc's own: the sentinel is ours alone); NULL when there is no memory.
+ */
+struct thread_table *table_claim(int (*trylock)(pthread_mutex_t *));
 
 /* Whether a table's thread has exited (collector thread). */
 bool table_thread_gone(const struct thread_table *t);
@@ -294,7 +297,10 @@ void table_count_claim_drop(void);
 /* Free what owners retired since the last call (collector thread). */
 void table_free_retired(void);
 
-/* Free a dead thread's table contents and make it claimable (collector). */
+/*
+ * Free a dead thread's table contents and make it claimable (collector);
+ * its stack store is unwind_free()'s to release first.
+ */
 void table_recycle(struct thread_table *t);
 
 /* Forget every table and thread: the child side of fork(). */

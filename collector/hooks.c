@@ -206,8 +206,9 @@ wait_begin(struct wait *w, struct thread_table *t, uint64_t key,
 
 /*
  * After the call returned rc: a clock read and a few stores. A wait that
- * ended without the lock (timeout, error) counts as failed, but its time
- * is still time the thread waited. The slot is looked up again: a signal
+ * ended without the lock (timeout, error) is a timeout, and failed, and
+ * its time is still time the thread waited (on the stacks too, which
+ * count only acquisitions). The slot is looked up again: a signal
  * handler's lock calls during the wait may have moved it.
  */
 static __attribute__((noinline)) void wait_end(struct wait *w, int rc)
@@ -224,6 +225,7 @@ static __attribute__((noinline)) void wait_end(struct wait *w, int rc)
 		count_free(table_slot_of(w->table, w->key, w->object));
 		table_add(&e->c.contended, 1);
 	} else {
+		table_add(&e->c.timeouts, 1);
 		table_add(&e->c.failed, 1);
 	}
 	table_add(&e->c.wait_ns, ns);

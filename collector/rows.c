@@ -116,6 +116,7 @@ static void load_entry(struct lock_counts *c, const struct entry *e)
 {
 	c->acquisitions = 0;
 	c->contended = table_load(&e->c.contended);
+	c->timeouts = table_load(&e->c.timeouts);
 	c->wait_ns = table_load(&e->c.wait_ns);
 	c->failed = table_load(&e->c.failed);
 	for (unsigned i = 0; i < HIST_BUCKETS; i++)

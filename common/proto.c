@@ -11,7 +11,7 @@
 /* COUNTS entry fields present, as the bits of its field mask. */
 enum {
 	HAS_ACQ = 1, HAS_CONTENDED = 2, HAS_WAIT = 4, HAS_FAILED = 8,
-	HAS_MAX = 16, HAS_HIST = 32, HAS_ALL = 63
+	HAS_MAX = 16, HAS_HIST = 32, HAS_TIMEOUTS = 64, HAS_ALL = 127
 };
 
 /* A bounded reader: every get past the end sets err and yields zeros. */
@@ -285,14 +285,15 @@ static unsigned counts_fields(const struct proto_counts *m, uint32_t *hist_mask)
 	mask |= m->c.failed ? HAS_FAILED : 0;
 	mask |= m->max_wait_ns ? HAS_MAX : 0;
 	mask |= *hist_mask ? HAS_HIST : 0;
+	mask |= m->c.timeouts ? HAS_TIMEOUTS : 0;
 	return mask;
 }
 
 /*
  * A COUNTS entry: varint row id, varint field mask, then each field the
  * mask names as a varint; the histogram as a varint mask of its non-empty
- * buckets and one varint per bucket. A row that never waited costs a few
- * bytes.
+ * buckets and one varint per bucket; then the timeouts (protocol 4). A
+ * row that never waited costs a few bytes.
  */
 void proto_put_counts(struct wbuf *b, size_t *frame_off,
 		      const struct proto_counts *m)
@@ -302,7 +303,7 @@ void proto_put_counts(struct wbuf *b, size_t *frame_off,
 	uint8_t *p;
 
 	open_run(b, frame_off, MSG_COUNTS);
-	if (!wbuf_reserve(b, (8 + HIST_BUCKETS) * VARINT_MAX))
+	if (!wbuf_reserve(b, (9 + HIST_BUCKETS) * VARINT_MAX))
 		return;
 	p = varint_at(b->data + b->len, m->row);
 	p = varint_at(p, mask);
@@ -323,6 +324,8 @@ void proto_put_counts(struct wbuf *b, size_t *frame_off,
 				p = varint_at(p, m->c.hist[i]);
 		}
 	}
+	if (mask & HAS_TIMEOUTS)
+		p = varint_at(p, m->c.timeouts);
 	b->len = (size_t)(p - b->data);
 }
 
@@ -567,6 +570,7 @@ static void decode_counts(struct rbuf *r, struct proto_counts *m)
 		hist_mask = get_varint32(r);
 	for (unsigned i = 0; i < HIST_BUCKETS && !r->err; i++)
 		m->c.hist[i] = (hist_mask & (1u << i)) ? get_varint(r) : 0;
+	m->c.timeouts = (mask & HAS_TIMEOUTS) ? get_varint(r) : 0;
 }
 
 static void decode_stack(struct rbuf *r, struct proto_stack *m)

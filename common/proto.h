@@ -31,7 +31,7 @@
 #include "types.h"
 
 #define PROTO_MAGIC 0x54505351u /* "QSPT" */
-#define PROTO_VERSION 3	/* 3: the futex lock types */
+#define PROTO_VERSION 4	/* 3: the futex lock types; 4: timeouts */
 #define PROTO_HEADER_SIZE 8
 #define PROTO_MAX_PAYLOAD (1u << 20)
 #define PROTO_STR_MAX 4096

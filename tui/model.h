@@ -32,8 +32,10 @@ struct view_row {
 	enum lock_type type;
 	uint64_t site;		/* 0 when the group spans several sites */
 	uint64_t object;	/* 0 when the group spans several objects */
-	uint32_t n_objects;
+	uint32_t n_objects;	/* at least this many when objects_folded */
 	uint32_t n_sites;
+	bool objects_folded;	/* has a row of several objects, which the
+				   collector folded for want of memory */
 	uint32_t row_id;	/* the heaviest member row */
 	struct lock_counts c;	/* since reset */
 	uint64_t max_wait_ns;	/* since reset */

@@ -121,10 +121,11 @@ struct item {
 	uint64_t object;
 	uint64_t acq;		/* since reset */
 	uint64_t contended;
+	uint64_t timeouts;
 	uint64_t wait;
 	uint64_t last_acq;	/* the last interval */
 	uint64_t last_wait;
-	uint64_t max_wait;	/* its row's since reset; 0 for a caller only */
+	uint64_t max_wait;	/* of every wait it has, since reset */
 	uint32_t row;		/* the row lending failures, histogram, max
 				   and trend; NO_ROW for a caller only */
 	uint32_t row_id;	/* the row named for the line */
@@ -138,6 +139,7 @@ struct line {
 	uint64_t object;	/* 0 when it spans several objects */
 	uint64_t acq;		/* since reset */
 	uint64_t contended;
+	uint64_t timeouts;
 	uint64_t wait;
 	uint64_t max_wait;
 	double wait_per_s;	/* last interval */
@@ -147,6 +149,7 @@ struct line {
 	uint32_t row_id;
 	uint32_t n_objects;
 	uint32_t n_sites;
+	bool objects_folded;	/* see view_row */
 	uint8_t type;
 };
 

@@ -184,7 +184,8 @@ static void test_counts_span_frames(void)
 
 	for (uint32_t i = 0; i < 20000; i++) {
 		struct proto_counts c = { .row = i, .c = { .acquisitions = i * 3 + 1,
-					  .contended = i, .wait_ns = i * 1000ull },
+					  .contended = i, .timeouts = i / 2,
+					  .wait_ns = i * 1000ull },
 					  .max_wait_ns = i };
 		c.c.hist[i % (HIST_BUCKETS - 1)] = i + 1;
 		c.c.hist[HIST_BUCKETS - 1] = UINT64_MAX;
@@ -201,6 +202,7 @@ static void test_counts_span_frames(void)
 	CHECK_U64(s.count.c.hist[HIST_BUCKETS - 1], UINT64_MAX);
 	CHECK_U64(s.count.c.hist[0], 0);
 	CHECK_U64(s.count.c.wait_ns, 19999000);
+	CHECK_U64(s.count.c.timeouts, 9999);
 	CHECK_U64(s.count.max_wait_ns, 19999);
 	wbuf_free(&b);
 }
@@ -307,7 +309,7 @@ static const struct bad_case bad_cases[] = {
 	  { 0x51, 0x53, 0x50, 0x54, 1, 0, 0xff, 0xff }, 8 },
 	{ "empty counts frame", MSG_COUNTS, { 0 }, 0 },
 	{ "counts cut inside a varint", MSG_COUNTS, { 1, 1, 0x80 }, 3 },
-	{ "counts with an unknown field", MSG_COUNTS, { 1, 0x40, 1 }, 3 },
+	{ "counts with an unknown field", MSG_COUNTS, { 1, 0x80, 0x01, 1 }, 4 },
 	{ "counts cut inside the histogram", MSG_COUNTS, { 1, 32, 3, 1 }, 4 },
 	{ "histogram mask wider than 32 buckets", MSG_COUNTS,
 	  { 1, 32, 0x80, 0x80, 0x80, 0x80, 0x10, 1 }, 8 },

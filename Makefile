@@ -21,7 +21,7 @@ DEB_libdw := libdw-dev
 DEB_libelf := libelf-dev
 
 WARN    := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
-	   -Wformat=2 -Wno-format-nonliteral
+	   -Wformat=2
 ifeq ($(CI),true)
 WARN    += -Werror
 endif
@@ -29,12 +29,16 @@ CFLAGS  ?= -O2 -g
 ALL_CFLAGS = -std=c11 -D_GNU_SOURCE -fPIC $(WARN) $(CFLAGS) \
 	     -DQSPTOP_PREFIX='"$(PREFIX)"' \
 	     -DQSPTOP_SOURCE_THEMES='"$(CURDIR)/themes"'
-# Expanded when a recipe runs, after the dependency step has run.
-PKG_CFLAGS = $(shell pkg-config --cflags libcjson libdw ncursesw libunwind)
+# Expanded when a recipe runs, after the dependency step has run. The
+# collector needs none of them: it unwinds with its own code (frames.c);
+# only test_frames compares it with libunwind.
+PKG_CFLAGS = $(shell pkg-config --cflags libcjson libdw ncursesw)
 PKG_LIBS   = $(shell pkg-config --libs libcjson libdw libelf ncursesw)
+# The front end demangles C++ names with libstdc++'s __cxa_demangle.
+CXX_ABI_LIBS := -lstdc++
 # Unit tests take the front end from an archive without the screen (term.o,
 # live.o): they need no curses.
-UNIT_LIBS  = $(shell pkg-config --libs libcjson libdw libelf) -lm -lstdc++
+UNIT_LIBS  = $(shell pkg-config --libs libcjson libdw libelf) -lm $(CXX_ABI_LIBS)
 
 COMMON_SRC    := $(wildcard common/*.c)
 COLLECTOR_SRC := $(wildcard collector/*.c)
@@ -140,16 +144,18 @@ $(BUILD)/obj/%.o: %.c | $(DEPS_STAMP)
 	$(CC) $(ALL_CFLAGS) $(PKG_CFLAGS) -MMD -MP -c $< -o $@
 
 # The collector lives in someone else's process: hidden symbols except the
-# hooks, initial-exec TLS (it may be dlopen'ed), no dependency on our TUI.
+# hooks, initial-exec TLS (it may be dlopen'ed), no dependency on our TUI
+# or its libraries.
 $(BUILD)/obj/collector/%.o: ALL_CFLAGS += -fvisibility=hidden -ftls-model=initial-exec
+$(BUILD)/obj/collector/%.o: PKG_CFLAGS :=
 $(BUILD)/obj/lib/%.o: %.c | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -fvisibility=hidden -DQSPTOP_COLLECTOR $(PKG_CFLAGS) -MMD -MP -c $< -o $@
+	$(CC) $(ALL_CFLAGS) -fvisibility=hidden -DQSPTOP_COLLECTOR -MMD -MP -c $< -o $@
 $(BUILD)/libqsptop.so: $(COLLECTOR_OBJ) $(LIB_COMMON_OBJ)
 	$(CC) -shared -Wl,-z,now -Wl,-z,relro -o $@ $^ -ldl -lpthread
 
 $(BUILD)/qsptop: $(BUILD)/obj/tui/main.o $(TUI_LIB_OBJ) $(COMMON_OBJ)
-	$(CC) -o $@ $^ $(PKG_LIBS) -lm -lstdc++
+	$(CC) -o $@ $^ $(PKG_LIBS) -lm $(CXX_ABI_LIBS)
 
 $(UNIT_ARCHIVE): $(call obj,$(UNIT_TUI_SRC))
 	rm -f $@ && ar rcs $@ $^
@@ -208,14 +214,14 @@ $(BUILD)/asan/%: tests/unit/%.c $(ASAN_ARCHIVE) | $(DEPS_STAMP)
 COLLECTOR_UNIT_LIBS = -ldl -lpthread
 $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(COLLECTOR_UNIT)): $(BUILD)/tests/%: tests/unit/%.c $(COLLECTOR_UNIT_SRC) | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(PKG_CFLAGS) -o $@ $^ $(COLLECTOR_UNIT_LIBS)
+	$(CC) $(ALL_CFLAGS) -o $@ $^ $(COLLECTOR_UNIT_LIBS)
 $(patsubst tests/unit/%.c,$(BUILD)/asan/%,$(COLLECTOR_UNIT)): $(BUILD)/asan/%: tests/unit/%.c $(COLLECTOR_UNIT_SRC) | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(SANITIZE) $(PKG_CFLAGS) -o $@ $^ $(COLLECTOR_UNIT_LIBS)
+	$(CC) $(ALL_CFLAGS) $(SANITIZE) -o $@ $^ $(COLLECTOR_UNIT_LIBS)
 
 # The unwinder's tests link the collector sources they need, built with the
 # collector's flags; like the other unit tests, again under the sanitizers.
-UNWINDER_FLAGS = $(ALL_CFLAGS) -fvisibility=hidden -ftls-model=initial-exec $(PKG_CFLAGS)
+UNWINDER_FLAGS = $(ALL_CFLAGS) -fvisibility=hidden -ftls-model=initial-exec
 $(BUILD)/tests/test_cfi $(BUILD)/asan/test_cfi: $(BUILD)/%/test_cfi: \
 	tests/unit/test_cfi.c common/cfi.c common/cfi.h | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
@@ -233,7 +239,8 @@ $(FRAMES_MOD): tests/unit/frames_mod.cc | $(DEPS_STAMP)
 $(BUILD)/tests/test_frames $(BUILD)/asan/test_frames: $(BUILD)/%/test_frames: \
 	tests/unit/test_frames.c $(FRAMES_SRC) $(FRAMES_HDR) $(FRAMES_MOD) | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
-	$(CC) $(UNWINDER_FLAGS) $(if $(filter asan,$*),$(SANITIZE)) \
+	$(CC) $(UNWINDER_FLAGS) $(shell pkg-config --cflags libunwind) \
+		$(if $(filter asan,$*),$(SANITIZE)) \
 		-DFRAMES_MOD='"$(abspath $(FRAMES_MOD))"' -o $@ \
 		$(filter %.c,$^) $(shell pkg-config --libs libunwind) -lpthread -ldl
 
@@ -246,13 +253,13 @@ $(BUILD)/tests/test_inject: tui/inject.c tui/inject.h tui/inject_proc.c \
 # capture of its own making.
 HOOKS_TEST_SRC := tests/unit/test_hooks.c collector/hooks.c collector/table.c \
 		 collector/arena.c collector/rows.c collector/stacks.c \
-		 collector/unwind.c
+		 collector/unwind.c collector/state.c
 $(BUILD)/tests/test_hooks: $(HOOKS_TEST_SRC) | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(PKG_CFLAGS) -o $@ $^ -rdynamic -ldl -lpthread
+	$(CC) $(ALL_CFLAGS) -o $@ $^ -rdynamic -ldl -lpthread
 $(BUILD)/asan/test_hooks: $(HOOKS_TEST_SRC) | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(SANITIZE) $(PKG_CFLAGS) -o $@ $^ -rdynamic -ldl -lpthread
+	$(CC) $(ALL_CFLAGS) $(SANITIZE) -o $@ $^ -rdynamic -ldl -lpthread
 
 # The collector's stress test links the collector itself (it is its own
 # target), plainly and under ThreadSanitizer.
@@ -260,10 +267,10 @@ STRESS_SRC := tests/integration/test_stress.c $(COLLECTOR_SRC) $(COMMON_SRC)
 STRESS_LIBS = -rdynamic -ldl -lpthread
 $(BUILD)/tests/test_stress: $(STRESS_SRC) | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(PKG_CFLAGS) -o $@ $^ $(STRESS_LIBS)
+	$(CC) $(ALL_CFLAGS) -o $@ $^ $(STRESS_LIBS)
 $(BUILD)/tsan/test_stress: $(STRESS_SRC) | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -fsanitize=thread -Wno-tsan -O1 $(PKG_CFLAGS) -o $@ $^ $(STRESS_LIBS)
+	$(CC) $(ALL_CFLAGS) -fsanitize=thread -Wno-tsan -O1 -o $@ $^ $(STRESS_LIBS)
 
 # The fuzz targets: the decoder with common/, the theme parser alone.
 $(BUILD)/fuzz/fuzz_proto: tests/fuzz/fuzz_proto.c $(COMMON_SRC) \

@@ -23,6 +23,7 @@
 #include "hooks.h"
 #include "modules.h"
 #include "server.h"
+#include "state.h"
 #include "table.h"
 
 #define FINAL_FLUSH_MS 5000
@@ -30,20 +31,8 @@
 
 enum thread_phase { THREAD_NONE, THREAD_STARTING, THREAD_RUNNING, THREAD_FAILED };
 
-int collector_recording_flag;
 static int thread_state;
 static int launch_fd = -1;
-static bool injected;
-
-void collector_set_recording(bool on)
-{
-	__atomic_store_n(&collector_recording_flag, on, __ATOMIC_RELEASE);
-}
-
-bool collector_injected(void)
-{
-	return injected;
-}
 
 /* Create the collector thread with every signal blocked: the host's
  * signals must keep going to the host's threads. */
@@ -71,7 +60,8 @@ static void start_thread(void)
 	__atomic_store_n(&thread_state, THREAD_RUNNING, __ATOMIC_RELEASE);
 }
 
-void collector_start(void)
+/* Start the collector thread unless it runs. */
+static void collector_start(void)
 {
 	int none = THREAD_NONE;
 
@@ -154,7 +144,7 @@ static void strip_preload(void)
  */
 static void on_fork_child(void)
 {
-	collector_set_recording(false);
+	state_set_recording(false);
 	table_forget_all();
 	arena_forget_all();
 	server_forget();
@@ -173,8 +163,8 @@ __attribute__((visibility("default"))) void qsptop_wake(void)
 {
 	if (__atomic_load_n(&thread_state, __ATOMIC_ACQUIRE) != THREAD_NONE)
 		return;
-	if (!injected || got_active())
-		collector_set_recording(true);
+	if (!state_injected() || got_active())
+		state_set_recording(true);
 	collector_start();
 }
 
@@ -192,9 +182,9 @@ static void pin_self(void)
 
 __attribute__((constructor)) static void collector_init(void)
 {
-	bool launched;
+	bool launched, injected = !hooks_interposed();
 
-	injected = !hooks_interposed();
+	state_set_injected(injected);
 	if (hooks_resolve() < 0)
 		return;
 	proto_set_allocator(arena_realloc, arena_free);
@@ -216,7 +206,7 @@ __attribute__((constructor)) static void collector_init(void)
 		frames_sync();
 	}
 	pthread_atfork(NULL, NULL, on_fork_child);
-	collector_set_recording(true);
+	state_set_recording(true);
 	launched = launch_fd >= 0;
 	collector_start();
 	/*

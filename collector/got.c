@@ -66,7 +66,6 @@ static struct {
 	size_t n, cap;
 	unsigned long long adds, subs;	/* loader counters at the last scan */
 	bool active;
-	struct got_stats stats;
 } got;
 
 /* A module's dynamic section, every pointer checked against its segments. */
@@ -369,13 +368,11 @@ static bool store(struct pass *p, void **addr, void *value)
 	int prot = page_prot(p, (uintptr_t)page);
 	bool ro = prot >= 0 && !(prot & PROT_WRITE);
 
-	if (prot < 0 || (ro && mprotect(page, pagesize, prot | PROT_WRITE) < 0)) {
-		got.stats.errors++;
+	if (prot < 0 || (ro && mprotect(page, pagesize, prot | PROT_WRITE) < 0))
 		return false;
-	}
 	__atomic_store_n(addr, value, __ATOMIC_SEQ_CST);
-	if (ro && mprotect(page, pagesize, prot) < 0)
-		got.stats.errors++;
+	if (ro)
+		mprotect(page, pagesize, prot);
 	return __atomic_load_n(addr, __ATOMIC_SEQ_CST) == value;
 }
 
@@ -388,11 +385,9 @@ static void check_slot(struct pass *p, struct slot *s)
 		return;
 	if (v != s->original && v != __atomic_load_n(s->h->real, __ATOMIC_RELAXED)) {
 		s->lost = true;
-		got.stats.lost++;
 		return;
 	}
-	if (store(p, s->addr, s->h->hook))
-		got.stats.repatched++;
+	store(p, s->addr, s->h->hook);
 }
 
 /* A slot seen in a relocation: new ones are patched, known ones checked. */
@@ -412,10 +407,8 @@ static void patch_slot(struct pass *p, const struct image *img,
 		return;
 	}
 	/* libc's function, or this module's lazy stub (in its own code). */
-	if (v != libc && !modules_in_segment(img->info, v, 1, PF_X)) {
-		got.stats.foreign++;
+	if (v != libc && !modules_in_segment(img->info, v, 1, PF_X))
 		return;
-	}
 	if ((s = add_slot(m, addr, v, h)) != NULL && !store(p, addr, h->hook))
 		m->n--;
 }
@@ -438,10 +431,8 @@ static void patch_table(struct pass *p, const struct image *img,
 		    (h = hooks_find(name)) == NULL)
 			continue;
 		version = version_of(img, sym);
-		if (h->version && (version == NULL || strcmp(version, h->version))) {
-			got.stats.old_abi++;
-			continue;
-		}
+		if (h->version && (version == NULL || strcmp(version, h->version)))
+			continue;	/* another ABI (old condvars): not ours */
 		addr = (void **)(img->info->dlpi_addr + r->r_offset);
 		if ((uintptr_t)addr % sizeof(*addr) == 0 &&
 		    modules_in_segment(img->info, addr, sizeof(*addr), PF_R | PF_W))
@@ -539,7 +530,6 @@ static void forget_modules(bool all)
 {
 	size_t kept = 0;
 
-	got.stats.modules = got.stats.slots = 0;
 	for (size_t i = 0; i < got.n; i++) {
 		struct module *m = &got.v[i];
 
@@ -548,9 +538,6 @@ static void forget_modules(bool all)
 			arena_free(m->slots, m->cap * sizeof(*m->slots));
 			continue;
 		}
-		got.stats.modules++;
-		for (size_t j = 0; j < m->n; j++)
-			got.stats.slots += !m->slots[j].lost;
 		got.v[kept++] = *m;
 	}
 	got.n = kept;
@@ -576,10 +563,8 @@ static void run_pass(enum pass_kind kind)
 	modules_iterate(read_counters, c);
 	got.adds = c[0];
 	got.subs = c[1];
-	if (kind == PASS_PATCH) {
-		got.stats.old_abi = got.stats.foreign = 0;
+	if (kind == PASS_PATCH)
 		modules_iterate(note_ready, &p.ready);
-	}
 	read_maps(&p);
 	for (size_t i = 0; i < got.n; i++)
 		got.v[i].seen = false;
@@ -614,9 +599,4 @@ void got_restore_all(void)
 bool got_active(void)
 {
 	return got.active;
-}
-
-struct got_stats got_stats(void)
-{
-	return got.stats;
 }

@@ -8,16 +8,6 @@
 
 #include <stdbool.h>
 
-struct got_stats {
-	unsigned modules;	/* modules with at least one slot of ours */
-	unsigned slots;		/* slots pointing at a hook now */
-	unsigned old_abi;	/* references to other versions (old condvars) */
-	unsigned foreign;	/* slots bound to another definition: left */
-	unsigned lost;		/* slots the program rewrote: left, forgotten */
-	unsigned repatched;	/* hooks overwritten (lazy resolver) and redone */
-	unsigned errors;	/* slots whose page could not be written */
-};
-
 /* Point every matching slot of every loaded module at our hooks. */
 void got_patch_all(void);
 
@@ -32,8 +22,5 @@ void got_restore_all(void);
 
 /* Whether slots are patched (between got_patch_all and got_restore_all). */
 bool got_active(void);
-
-/* What the passes so far found and did. */
-struct got_stats got_stats(void);
 
 #endif

@@ -27,8 +27,8 @@
 #include <unistd.h>
 
 #include "../common/clock.h"
-#include "collector.h"
 #include "hooks.h"
+#include "state.h"
 #include "table.h"
 #include "unwind.h"
 
@@ -78,10 +78,10 @@ static __attribute__((noinline)) struct thread_table *enter_slow(void)
 			table_count_claim_drop();	/* inside its claim */
 		return NULL;
 	}
-	if (s->never || !collector_recording())
+	if (s->never || !state_recording())
 		return NULL;
 	guard(s);
-	t = s->table ? s->table : table_claim();
+	t = s->table ? s->table : table_claim(real.libc_mutex_trylock);
 	errno = saved_errno;
 	if (t == NULL) {
 		table_count_claim_drop();
@@ -100,7 +100,7 @@ static inline struct thread_table *enter(void)
 {
 	struct thread_state *s = &tls_self;
 
-	if (unlikely(s->table == NULL || s->depth != 0 || !collector_recording()))
+	if (unlikely(s->table == NULL || s->depth != 0 || !state_recording()))
 		return enter_slow();
 	guard(s);
 	return s->table;
@@ -145,7 +145,7 @@ count_busy(struct thread_table *t, uint64_t key, struct obj_slot *x)
 		return;
 	e = table_entry(t, key, x->object);
 	if (e)
-		table_add(&e->failed, 1);
+		table_add(&e->c.failed, 1);
 	else
 		table_add(&t->dropped, 1);
 	errno = saved_errno;
@@ -206,8 +206,9 @@ wait_begin(struct wait *w, struct thread_table *t, uint64_t key,
 
 /*
  * After the call returned rc: a clock read and a few stores. A wait that
- * ended without the lock (timeout, error) counts as failed, but its time
- * is still time the thread waited. The slot is looked up again: a signal
+ * ended without the lock (timeout, error) is a timeout, and failed, and
+ * its time is still time the thread waited (on the stacks too, which
+ * count only acquisitions). The slot is looked up again: a signal
  * handler's lock calls during the wait may have moved it.
  */
 static __attribute__((noinline)) void wait_end(struct wait *w, int rc)
@@ -222,12 +223,13 @@ static __attribute__((noinline)) void wait_end(struct wait *w, int rc)
 	guard(s);
 	if (acquired) {
 		count_free(table_slot_of(w->table, w->key, w->object));
-		table_add(&e->contended, 1);
+		table_add(&e->c.contended, 1);
 	} else {
-		table_add(&e->failed, 1);
+		table_add(&e->c.timeouts, 1);
+		table_add(&e->c.failed, 1);
 	}
-	table_add(&e->wait_ns, ns);
-	table_add(&e->hist[hist_bucket(ns)], 1);
+	table_add(&e->c.wait_ns, ns);
+	table_add(&e->c.hist[hist_bucket(ns)], 1);
 	note_max(e, ns);
 	if (w->use) {
 		table_add(&w->use->count, (uint64_t)acquired);

@@ -111,13 +111,16 @@ static uint32_t row_id(struct rows *rs, uint64_t site, uint64_t object,
 	return rs->n;
 }
 
-static void add_waits(struct waits *to, const struct entry *e)
+/* An entry's counts, each word read atomically: its thread may be adding. */
+static void load_entry(struct lock_counts *c, const struct entry *e)
 {
-	to->contended += table_load(&e->contended);
-	to->wait_ns += table_load(&e->wait_ns);
-	to->failed += table_load(&e->failed);
+	c->acquisitions = 0;
+	c->contended = table_load(&e->c.contended);
+	c->timeouts = table_load(&e->c.timeouts);
+	c->wait_ns = table_load(&e->c.wait_ns);
+	c->failed = table_load(&e->c.failed);
 	for (unsigned i = 0; i < HIST_BUCKETS; i++)
-		to->hist[i] += table_load(&e->hist[i]);
+		c->hist[i] = table_load(&e->c.hist[i]);
 }
 
 /*
@@ -134,14 +137,16 @@ static void scan_entry(struct scan *sc, const struct thread_table *t,
 	uint64_t nostack_wait = table_load(&e->nostack_wait_ns);
 	uint32_t epoch = __atomic_load_n(&e->max_epoch, __ATOMIC_RELAXED);
 	uint64_t max = table_load(&e->epoch_max_ns);
+	struct lock_counts c;
 
+	load_entry(&c, e);
 	if (w == NULL && (w = row->waits = arena_alloc(sizeof(*w))) == NULL) {
-		drop(sc, table_load(&e->contended) + table_load(&e->failed));
+		drop(sc, c.contended + c.failed);
 		return;
 	}
-	add_waits(&w->now, e);
+	lock_counts_add(&w->now, &c);
 	if (sc->dead)
-		add_waits(&w->retired, e);
+		lock_counts_add(&w->retired, &c);
 	if ((epoch == sc->epoch || epoch == sc->epoch + 1) && max > w->scan_max_ns)
 		w->scan_max_ns = max;
 	if (nostack_count || nostack_wait)
@@ -172,7 +177,7 @@ static void scan_objects(struct scan *sc, struct thread_table *t,
 				rs->v[*r - 1].via = via;
 		}
 		if (*r == 0) {
-			drop(sc, acq + (e ? table_load(&e->failed) : 0));
+			drop(sc, acq + (e ? table_load(&e->c.failed) : 0));
 			continue;
 		}
 		rs->v[*r - 1].acq_now += acq;
@@ -263,8 +268,10 @@ void rows_scan(struct rows *rs)
 		if (sc.dead)
 			table_sync_acquire(t);
 		scan_table(&sc, t);
-		if (sc.dead)
+		if (sc.dead) {
+			unwind_free(t);
 			table_recycle(t);
+		}
 		else
 			rs->threads_live++;
 	}

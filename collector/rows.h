@@ -9,24 +9,19 @@
 
 #include <stdint.h>
 
-#include "../common/types.h"
+#include "../common/counts.h"
 #include "stacks.h"
 
 /* Sessions that can be served at once; each keeps its pending maxima here. */
 #define SESSIONS_MAX 8
 
-/* The waits and failures of a row. */
-struct waits {
-	uint64_t contended;
-	uint64_t wait_ns;
-	uint64_t failed;
-	uint64_t hist[HIST_BUCKETS];
-};
-
-/* The part of a row that only rows with waits or failures have. */
+/*
+ * The part of a row that only rows with waits or failures have; its
+ * counts' acquisitions stay 0 (the row has them).
+ */
 struct row_waits {
-	struct waits retired;		/* from tables of exited threads */
-	struct waits now;		/* retired + live tables, last scan */
+	struct lock_counts retired;	/* from tables of exited threads */
+	struct lock_counts now;		/* retired + live tables, last scan */
 	uint64_t scan_max_ns;		/* longest wait the last scan saw */
 	uint64_t pending_max_ns[SESSIONS_MAX];	/* not yet sent, per session */
 };

@@ -26,7 +26,6 @@
 #include "../common/proto.h"
 #include "../common/sockpath.h"
 #include "arena.h"
-#include "collector.h"
 #include "frames.h"
 #include "got.h"
 #include "modules.h"
@@ -34,6 +33,7 @@
 #include "rows.h"
 #include "server.h"
 #include "session.h"
+#include "state.h"
 #include "table.h"
 
 #define DEFAULT_INTERVAL_MS 1000
@@ -92,7 +92,7 @@ static void fill_hello(int launched)
 	memset(h, 0, sizeof(*h));
 	h->magic = PROTO_MAGIC;
 	h->version = PROTO_VERSION;
-	h->mode = collector_injected() ? MODE_INJECTED
+	h->mode = state_injected() ? MODE_INJECTED
 		  : launched ? MODE_LAUNCH : MODE_PRELOAD;
 	h->pid = (uint32_t)getpid();
 	h->interval_ms = DEFAULT_INTERVAL_MS;
@@ -142,9 +142,9 @@ static void open_listener(void)
 static void activate(void)
 {
 	srv.grace_ns = 0;
-	if (!collector_injected() || got_active())
+	if (!state_injected() || got_active())
 		return;
-	collector_set_recording(true);
+	state_set_recording(true);
 	got_patch_all();
 }
 
@@ -158,13 +158,13 @@ static void deactivate(void)
 	srv.grace_ns = 0;
 	if (!got_active())
 		return;
-	collector_set_recording(false);
+	state_set_recording(false);
 	got_restore_all();
 }
 
 static bool dormant(void)
 {
-	return collector_injected() && !got_active();
+	return state_injected() && !got_active();
 }
 
 /* Sessions of a qsptop that said hello: a stray connection watches nothing. */
@@ -191,7 +191,7 @@ static void add_session(struct own_fd *fd)
 		if (srv.sessions[i] != NULL)
 			continue;
 		s = srv.sessions[i] = session_new(fd, (unsigned)i, &srv.hello,
-						  collector_injected(),
+						  state_injected(),
 						  clock_now_ns());
 		if (s == NULL) {
 			own_fd_close(fd);
@@ -235,7 +235,7 @@ static void end_session(int i)
 	session_free(srv.sessions[i]);
 	srv.sessions[i] = NULL;
 	rows_session_end(&srv.rows, (unsigned)i);
-	if (!collector_injected() || srv.finishing || watched())
+	if (!state_injected() || srv.finishing || watched())
 		return;
 	if (detached)
 		deactivate();
@@ -549,7 +549,7 @@ void *server_main(void *arg)
 	tls_self.never = true;
 	start_serving();
 	srv.last_scan_ns = clock_now_ns();
-	if (collector_injected()) {
+	if (state_injected()) {
 		/* qsptop injected us and is about to connect. */
 		activate();
 		srv.grace_ns = srv.last_scan_ns + GRACE_NS;

@@ -232,17 +232,14 @@ static void put_row_counts(struct session *s, struct rows *rs, uint32_t r,
 
 	if (*waited && w == NULL)
 		*c = (struct proto_counts){ 0 };
-	c->row = r;
-	c->acquisitions = row->acq_now;
 	*waited = w != NULL;
 	if (w) {
-		c->contended = w->now.contended;
-		c->wait_ns = w->now.wait_ns;
-		c->failed = w->now.failed;
+		c->c = w->now;
 		c->max_wait_ns = w->pending_max_ns[s->slot];
-		memcpy(c->hist, w->now.hist, sizeof(c->hist));
 		w->pending_max_ns[s->slot] = 0;
 	}
+	c->row = r;
+	c->c.acquisitions = row->acq_now;
 	proto_put_counts(&s->out, frame, c);
 }
 

@@ -5,10 +5,8 @@
 #include <unistd.h>
 
 #include "arena.h"
-#include "hooks.h"
 #include "lfstack.h"
 #include "table.h"
-#include "unwind.h"
 #include "frames.h"
 
 __thread struct thread_state tls_self __attribute__((tls_model("initial-exec")));
@@ -363,7 +361,8 @@ static struct thread_table *take_table(void)
  * Hold the table's robust mutex for the thread's life: the kernel marks it
  * owner-dead when the thread exits. Returns the thread id it holds it as.
  */
-static uint32_t hold_sentinel(struct thread_table *t)
+static uint32_t hold_sentinel(struct thread_table *t,
+			      int (*trylock)(pthread_mutex_t *))
 {
 	pthread_mutexattr_t a;
 
@@ -371,20 +370,19 @@ static uint32_t hold_sentinel(struct thread_table *t)
 	pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST);
 	pthread_mutex_init(&t->sentinel, &a);
 	pthread_mutexattr_destroy(&a);
-	if (real.libc_mutex_trylock == NULL ||
-	    real.libc_mutex_trylock(&t->sentinel) != 0)
+	if (trylock == NULL || trylock(&t->sentinel) != 0)
 		return 0;
 	return (uint32_t)t->sentinel.__data.__owner;
 }
 
-struct thread_table *table_claim(void)
+struct thread_table *table_claim(int (*trylock)(pthread_mutex_t *))
 {
 	struct thread_table *t = take_table();
 
 	if (t == NULL)
 		return NULL;
 	t->sites = new_site_index(SITES_FIRST);
-	t->tid = t->sites ? hold_sentinel(t) : 0;
+	t->tid = t->sites ? hold_sentinel(t, trylock) : 0;
 	if (t->tid == 0) {
 		if (t->sites)
 			arena_free(t->sites, t->sites->bytes);
@@ -423,7 +421,6 @@ void table_recycle(struct thread_table *t)
 	}
 	if (si)
 		arena_free(si, si->bytes);
-	unwind_free(t);
 	t->sites = NULL;
 	t->dropped = 0;
 	t->nested = 0;

@@ -29,6 +29,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "../common/counts.h"
 #include "../common/hash.h"
 #include "../common/types.h"
 #include "frames.h"
@@ -44,18 +45,19 @@
 #define SITES_FIRST 16		/* slots of a new thread's site index */
 #define OBJECTS_FIRST 8		/* slots of a new site's object table */
 
-/* Waits and failures of one key in one thread; allocated at the first one. */
+/*
+ * Waits and failures of one key in one thread; allocated at the first one.
+ * Its counts are written by the owner with table_add() and read by the
+ * collector with table_load(); c.acquisitions stays 0 (the slot has them).
+ */
 struct entry {
-	uint64_t contended;	/* acquisitions after a wait */
-	uint64_t wait_ns;	/* every wait, timed out or not */
-	uint64_t failed;	/* busy trylocks, timed-out waits */
+	struct lock_counts c;
 	uint64_t max_wait_ns;
 	uint64_t epoch_max_ns;	/* longest wait of collector epoch max_epoch */
 	uint32_t max_epoch;
 	uint32_t row;		/* collector only: row id + 1, 0 = not yet known */
 	uint64_t nostack_count;	/* contended waits recorded without a stack */
 	uint64_t nostack_wait_ns;
-	uint64_t hist[HIST_BUCKETS];
 	uint32_t nostack_row;	/* collector only: its stack row id + 1 */
 };
 
@@ -271,8 +273,11 @@ static inline struct obj_slot *table_slot_of(struct thread_table *t,
 struct entry *table_entry(struct thread_table *t, uint64_t key,
 			  uint64_t object);
 
-/* Claim a table for the calling thread; NULL when there is no memory. */
-struct thread_table *table_claim(void);
+/*
+ * Claim a table for the calling thread, holding its sentinel with trylock
+ * (libc's own: the sentinel is ours alone); NULL when there is no memory.
+ */
+struct thread_table *table_claim(int (*trylock)(pthread_mutex_t *));
 
 /* Whether a table's thread has exited (collector thread). */
 bool table_thread_gone(const struct thread_table *t);
@@ -292,7 +297,10 @@ void table_count_claim_drop(void);
 /* Free what owners retired since the last call (collector thread). */
 void table_free_retired(void);
 
-/* Free a dead thread's table contents and make it claimable (collector). */
+/*
+ * Free a dead thread's table contents and make it claimable (collector);
+ * its stack store is unwind_free()'s to release first.
+ */
 void table_recycle(struct thread_table *t);
 
 /* Forget every table and thread: the child side of fork(). */

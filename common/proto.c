@@ -11,7 +11,7 @@
 /* COUNTS entry fields present, as the bits of its field mask. */
 enum {
 	HAS_ACQ = 1, HAS_CONTENDED = 2, HAS_WAIT = 4, HAS_FAILED = 8,
-	HAS_MAX = 16, HAS_HIST = 32, HAS_ALL = 63
+	HAS_MAX = 16, HAS_HIST = 32, HAS_TIMEOUTS = 64, HAS_ALL = 127
 };
 
 /* A bounded reader: every get past the end sets err and yields zeros. */
@@ -273,26 +273,27 @@ static unsigned counts_fields(const struct proto_counts *m, uint32_t *hist_mask)
 	uint64_t any = 0;
 
 	for (unsigned i = 0; i < HIST_BUCKETS; i++)
-		any |= m->hist[i];
+		any |= m->c.hist[i];
 	*hist_mask = 0;
 	for (unsigned i = 0; any && i < HIST_BUCKETS; i++) {
-		if (m->hist[i] != 0)
+		if (m->c.hist[i] != 0)
 			*hist_mask |= 1u << i;
 	}
-	mask |= m->acquisitions ? HAS_ACQ : 0;
-	mask |= m->contended ? HAS_CONTENDED : 0;
-	mask |= m->wait_ns ? HAS_WAIT : 0;
-	mask |= m->failed ? HAS_FAILED : 0;
+	mask |= m->c.acquisitions ? HAS_ACQ : 0;
+	mask |= m->c.contended ? HAS_CONTENDED : 0;
+	mask |= m->c.wait_ns ? HAS_WAIT : 0;
+	mask |= m->c.failed ? HAS_FAILED : 0;
 	mask |= m->max_wait_ns ? HAS_MAX : 0;
 	mask |= *hist_mask ? HAS_HIST : 0;
+	mask |= m->c.timeouts ? HAS_TIMEOUTS : 0;
 	return mask;
 }
 
 /*
  * A COUNTS entry: varint row id, varint field mask, then each field the
  * mask names as a varint; the histogram as a varint mask of its non-empty
- * buckets and one varint per bucket. A row that never waited costs a few
- * bytes.
+ * buckets and one varint per bucket; then the timeouts (protocol 4). A
+ * row that never waited costs a few bytes.
  */
 void proto_put_counts(struct wbuf *b, size_t *frame_off,
 		      const struct proto_counts *m)
@@ -302,27 +303,29 @@ void proto_put_counts(struct wbuf *b, size_t *frame_off,
 	uint8_t *p;
 
 	open_run(b, frame_off, MSG_COUNTS);
-	if (!wbuf_reserve(b, (8 + HIST_BUCKETS) * VARINT_MAX))
+	if (!wbuf_reserve(b, (9 + HIST_BUCKETS) * VARINT_MAX))
 		return;
 	p = varint_at(b->data + b->len, m->row);
 	p = varint_at(p, mask);
 	if (mask & HAS_ACQ)
-		p = varint_at(p, m->acquisitions);
+		p = varint_at(p, m->c.acquisitions);
 	if (mask & HAS_CONTENDED)
-		p = varint_at(p, m->contended);
+		p = varint_at(p, m->c.contended);
 	if (mask & HAS_WAIT)
-		p = varint_at(p, m->wait_ns);
+		p = varint_at(p, m->c.wait_ns);
 	if (mask & HAS_FAILED)
-		p = varint_at(p, m->failed);
+		p = varint_at(p, m->c.failed);
 	if (mask & HAS_MAX)
 		p = varint_at(p, m->max_wait_ns);
 	if (mask & HAS_HIST) {
 		p = varint_at(p, hist_mask);
 		for (unsigned i = 0; i < HIST_BUCKETS; i++) {
 			if (hist_mask & (1u << i))
-				p = varint_at(p, m->hist[i]);
+				p = varint_at(p, m->c.hist[i]);
 		}
 	}
+	if (mask & HAS_TIMEOUTS)
+		p = varint_at(p, m->c.timeouts);
 	b->len = (size_t)(p - b->data);
 }
 
@@ -558,15 +561,16 @@ static void decode_counts(struct rbuf *r, struct proto_counts *m)
 	mask = get_varint32(r);
 	if (mask & ~(uint32_t)HAS_ALL)
 		r->err = true;
-	m->acquisitions = (mask & HAS_ACQ) ? get_varint(r) : 0;
-	m->contended = (mask & HAS_CONTENDED) ? get_varint(r) : 0;
-	m->wait_ns = (mask & HAS_WAIT) ? get_varint(r) : 0;
-	m->failed = (mask & HAS_FAILED) ? get_varint(r) : 0;
+	m->c.acquisitions = (mask & HAS_ACQ) ? get_varint(r) : 0;
+	m->c.contended = (mask & HAS_CONTENDED) ? get_varint(r) : 0;
+	m->c.wait_ns = (mask & HAS_WAIT) ? get_varint(r) : 0;
+	m->c.failed = (mask & HAS_FAILED) ? get_varint(r) : 0;
 	m->max_wait_ns = (mask & HAS_MAX) ? get_varint(r) : 0;
 	if (mask & HAS_HIST)
 		hist_mask = get_varint32(r);
 	for (unsigned i = 0; i < HIST_BUCKETS && !r->err; i++)
-		m->hist[i] = (hist_mask & (1u << i)) ? get_varint(r) : 0;
+		m->c.hist[i] = (hist_mask & (1u << i)) ? get_varint(r) : 0;
+	m->c.timeouts = (mask & HAS_TIMEOUTS) ? get_varint(r) : 0;
 }
 
 static void decode_stack(struct rbuf *r, struct proto_stack *m)

@@ -27,10 +27,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "counts.h"
 #include "types.h"
 
 #define PROTO_MAGIC 0x54505351u /* "QSPT" */
-#define PROTO_VERSION 3	/* 3: the futex lock types */
+#define PROTO_VERSION 4	/* 3: the futex lock types; 4: timeouts */
 #define PROTO_HEADER_SIZE 8
 #define PROTO_MAX_PAYLOAD (1u << 20)
 #define PROTO_STR_MAX 4096
@@ -111,12 +112,8 @@ struct proto_row {
  */
 struct proto_counts {
 	uint32_t row;
-	uint64_t acquisitions;
-	uint64_t contended;
-	uint64_t wait_ns;
-	uint64_t failed;	/* failed trylocks, timed-out timedlocks */
+	struct lock_counts c;
 	uint64_t max_wait_ns;
-	uint64_t hist[HIST_BUCKETS];
 };
 
 /*
@@ -126,12 +123,8 @@ struct proto_counts {
  */
 struct proto_delta {
 	uint32_t row;
-	uint64_t acquisitions;
-	uint64_t contended;
-	uint64_t wait_ns;
-	uint64_t failed;	/* failed trylocks, timed-out timedlocks */
+	struct lock_counts c;
 	uint64_t max_wait_ns;
-	uint64_t hist[HIST_BUCKETS];
 };
 
 /* A TICK flag: this update is the session's baseline. */

@@ -97,68 +97,21 @@ static uint64_t growth(uint64_t now, uint64_t before)
 	return now > before ? now - before : 0;
 }
 
-/* Whether any bucket of a histogram holds a count. */
-static bool hist_any(const uint64_t *hist)
-{
-	static const uint64_t zero[HIST_BUCKETS];
-
-	return memcmp(hist, zero, sizeof(zero)) != 0;
-}
-
-/*
- * The growth of a row's histogram into d's, which is all zero before; a
- * row that never waited has none and leaves it so. Whether it wrote.
- */
-static bool take_hist(struct row_last *l, const struct proto_counts *m,
-		      struct proto_delta *d)
-{
-	if (l->hist == NULL && !hist_any(m->hist))
-		return false;
-	if (l->hist == NULL)
-		l->hist = xcalloc(HIST_BUCKETS, sizeof(*l->hist));
-	for (unsigned i = 0; i < HIST_BUCKETS; i++) {
-		d->hist[i] = growth(m->hist[i], l->hist[i]);
-		l->hist[i] = m->hist[i];
-	}
-	return true;
-}
-
-/*
- * The growth of a row since its last counts; remember the new ones.
- * Whether d's histogram was written (it is all zero otherwise).
- */
-static bool take_counts(struct row_last *l, const struct proto_counts *m,
-			struct proto_delta *d)
-{
-	d->row = m->row;
-	d->acquisitions = growth(m->acquisitions, l->acquisitions);
-	d->contended = growth(m->contended, l->contended);
-	d->wait_ns = growth(m->wait_ns, l->wait_ns);
-	d->failed = growth(m->failed, l->failed);
-	d->max_wait_ns = m->max_wait_ns;
-	l->acquisitions = m->acquisitions;
-	l->contended = m->contended;
-	l->wait_ns = m->wait_ns;
-	l->failed = m->failed;
-	return take_hist(l, m, d);
-}
-
+/* The growth of a row since its last counts; remember the new ones. */
 static void on_counts(void *ctx, const struct proto_counts *m)
 {
 	struct client *c = ctx;
-	struct proto_delta *d = &c->delta;
-	bool hist;
+	struct proto_delta d = { .row = m->row, .max_wait_ns = m->max_wait_ns };
 
 	if (!hold_index((void **)&c->last, &c->last_cap, m->row, ROW_IDS_MAX,
 			sizeof(*c->last))) {
 		end(c, TARGET_LOST, "collector sent a row id out of range");
 		return;
 	}
-	hist = take_counts(&c->last[m->row], m, d);
+	lock_counts_growth(&d.c, &m->c, &c->last[m->row]);
+	c->last[m->row] = m->c;
 	if (!c->in_baseline)
-		model_apply_delta(c->model, d);
-	if (hist)
-		memset(d->hist, 0, sizeof(d->hist));
+		model_apply_delta(c->model, &d);
 }
 
 static void on_stack(void *ctx, const struct proto_stack *m)
@@ -401,8 +354,6 @@ void client_close(struct client *c)
 	end(c, c->state, NULL);
 	free(c->in);
 	c->in = NULL;
-	for (size_t i = 0; i < c->last_cap; i++)
-		free(c->last[i].hist);
 	free(c->last);
 	free(c->stack_last);
 	c->last = NULL;

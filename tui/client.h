@@ -12,11 +12,6 @@
 
 enum target_state { TARGET_RUNNING, TARGET_EXITED, TARGET_LOST };
 
-/* What the collector last said of a row: its cumulative counts. */
-struct row_last {
-	uint64_t acquisitions, contended, wait_ns, failed;
-	uint64_t *hist;			/* NULL until a wait is seen */
-};
 
 /* A stack row's definition and its last cumulative totals. */
 struct stack_last {
@@ -32,7 +27,8 @@ struct client {
 	struct proto_hello hello;
 	bool have_hello;
 	bool in_baseline;		/* counts are the baseline, not news */
-	struct row_last *last;		/* by row id */
+	struct lock_counts *last;	/* by row id: the collector's last
+					   cumulative counts */
 	size_t last_cap;
 	struct stack_last *stack_last;	/* by stack row id */
 	size_t stack_last_cap;
@@ -42,8 +38,6 @@ struct client {
 	enum target_state state;
 	uint64_t ticks;			/* TICK frames received */
 	uint64_t last_tick_ns;		/* collector clock of the last tick */
-	struct proto_delta delta;	/* reused; its histogram is zero
-					   between rows */
 	uint8_t *in;
 	size_t in_len;
 	char error[256];		/* why the connection ended badly */

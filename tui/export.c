@@ -137,6 +137,7 @@ static void row_json(struct jsonw *w, const struct app *a,
 		jsonw_null(w, "object");
 	jsonw_number(w, "n_objects", r->n_objects);
 	jsonw_number(w, "n_sites", r->n_sites);
+	jsonw_bool(w, "objects_folded", r->objects_folded);
 	if (r->n_sites == 1)
 		frame_json(w, "site", a->symbols, r->site, 1);
 	else
@@ -144,10 +145,10 @@ static void row_json(struct jsonw *w, const struct app *a,
 	jsonw_number(w, "acquisitions", (double)r->c.acquisitions);
 	jsonw_number(w, "contended", (double)r->c.contended);
 	jsonw_number(w, "failed", (double)r->c.failed);
+	jsonw_number(w, "timeouts", (double)r->c.timeouts);
 	jsonw_number(w, "wait_ns", (double)r->c.wait_ns);
 	jsonw_number(w, "max_wait_ns", (double)r->max_wait_ns);
-	jsonw_number(w, "avg_wait_ns", r->c.acquisitions ?
-		     (double)r->c.wait_ns / (double)r->c.acquisitions : 0);
+	jsonw_number(w, "avg_wait_ns", lock_counts_avg_wait_ns(&r->c));
 	jsonw_number(w, "wait_per_s_ns", r->wait_per_s);
 	jsonw_array(w, "wait_histogram");
 	for (int i = 0; i < HIST_BUCKETS; i++)

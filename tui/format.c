@@ -290,19 +290,17 @@ static void cell_contended(const struct view_row *r, const struct format_ctx *f,
 			   char *buf, size_t size)
 {
 	(void)f;
-	if (r->c.acquisitions == 0)
+	if (r->c.acquisitions + r->c.timeouts == 0)
 		snprintf(buf, size, "-");
 	else
-		snprintf(buf, size, "%.1f", 100.0 * (double)r->c.contended /
-			 (double)r->c.acquisitions);
+		snprintf(buf, size, "%.1f", 100.0 * lock_counts_wait_share(&r->c));
 }
 
 static void cell_avg(const struct view_row *r, const struct format_ctx *f,
 		     char *buf, size_t size)
 {
 	(void)f;
-	format_duration(buf, size, r->c.acquisitions == 0 ? 0 :
-			(double)r->c.wait_ns / (double)r->c.acquisitions);
+	format_duration(buf, size, lock_counts_avg_wait_ns(&r->c));
 }
 
 static void cell_max(const struct view_row *r, const struct format_ctx *f,
@@ -360,9 +358,9 @@ const struct column columns[] = {
 	{ "ACQ", 7, false, false, false, 7, SORT_COUNT,
 	  "acquisitions since start or reset", cell_acq },
 	{ "CONT%", 6, false, false, false, 5, SORT_CONTENDED,
-	  "share of acquisitions that had to wait (sorts by their count)", cell_contended },
+	  "share of calls that had to wait (sorts by contended count)", cell_contended },
 	{ "AVG", 8, false, false, false, 3, SORT_AVG,
-	  "wait per acquisition", cell_avg },
+	  "wait per wait, timed out or not", cell_avg },
 	{ "MAX", 8, false, false, false, 2, SORT_MAX,
 	  "longest single wait", cell_max },
 	{ "TREND", TREND_LEN, true, false, true, 1, -1,

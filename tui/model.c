@@ -99,13 +99,11 @@ int model_define_row(struct model *m, const struct proto_row *r)
 /* Whether a delta carries waits: a wait time or a histogram count. */
 static bool delta_waited(const struct proto_delta *d)
 {
-	static const uint64_t zero[HIST_BUCKETS];
-
-	return d->wait_ns != 0 || memcmp(d->hist, zero, sizeof zero) != 0;
+	return d->c.wait_ns != 0 || lock_counts_hist_any(&d->c);
 }
 
-/* The waits of a row, made empty when it has none yet. */
-static struct row_waits *row_waits_make(struct model *m, struct row *row)
+/* Give a row its waits, empty, when it has none yet. */
+static void row_waits_make(struct model *m, struct row *row)
 {
 	if (row->waits == 0) {
 		if (m->n_waits == m->waits_cap) {
@@ -116,7 +114,6 @@ static struct row_waits *row_waits_make(struct model *m, struct row *row)
 		memset(&m->waits[m->n_waits], 0, sizeof *m->waits);
 		row->waits = (uint32_t)++m->n_waits;
 	}
-	return &m->waits[row->waits - 1];
 }
 
 void model_apply_delta(struct model *m, const struct proto_delta *d)
@@ -127,26 +124,14 @@ void model_apply_delta(struct model *m, const struct proto_delta *d)
 		m->unknown_rows++;
 		return;
 	}
-	row->since.acquisitions += d->acquisitions;
-	row->since.contended += d->contended;
-	row->since.wait_ns += d->wait_ns;
-	row->since.failed += d->failed;
-	m->since.acquisitions += d->acquisitions;
-	m->since.contended += d->contended;
-	m->since.wait_ns += d->wait_ns;
-	m->since.failed += d->failed;
-	if (delta_waited(d)) {
-		struct row_waits *w = row_waits_make(m, row);
-
-		for (int i = 0; i < HIST_BUCKETS; i++) {
-			w->hist[i] += d->hist[i];
-			m->since.hist[i] += d->hist[i];
-		}
-	}
+	lock_counts_add(&row->since, &d->c);
+	lock_counts_add(&m->since, &d->c);
+	if (delta_waited(d))
+		row_waits_make(m, row);
 	if (d->max_wait_ns > row->max_wait_ns)
 		row->max_wait_ns = d->max_wait_ns;
-	row->pending_acq += d->acquisitions;
-	row->pending_wait += d->wait_ns;
+	row->pending_acq += d->c.acquisitions;
+	row->pending_wait += d->c.wait_ns;
 }
 
 /* ---- Stacks ---- */
@@ -370,9 +355,6 @@ void model_reset(struct model *m)
 
 		memset(&row->since, 0, sizeof row->since);
 		row->max_wait_ns = 0;
-		if (row->waits)
-			memset(m->waits[row->waits - 1].hist, 0,
-			       sizeof m->waits->hist);
 		for (uint32_t j = 0; j < row->n_se; j++) {
 			row->se[j].count = 0;
 			row->se[j].wait = 0;

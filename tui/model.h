@@ -27,23 +27,17 @@ enum sort_key {
 
 enum coalesce { COALESCE_NONE, COALESCE_SITE, COALESCE_OBJECT, COALESCE_COUNT };
 
-struct counts {
-	uint64_t acquisitions;
-	uint64_t contended;
-	uint64_t wait_ns;
-	uint64_t failed;
-	uint64_t hist[HIST_BUCKETS];
-};
-
 /* One line of the table: a row, or a coalesced group of rows. */
 struct view_row {
 	enum lock_type type;
 	uint64_t site;		/* 0 when the group spans several sites */
 	uint64_t object;	/* 0 when the group spans several objects */
-	uint32_t n_objects;
+	uint32_t n_objects;	/* at least this many when objects_folded */
 	uint32_t n_sites;
+	bool objects_folded;	/* has a row of several objects, which the
+				   collector folded for want of memory */
 	uint32_t row_id;	/* the heaviest member row */
-	struct counts c;	/* since reset */
+	struct lock_counts c;	/* since reset */
 	uint64_t max_wait_ns;	/* since reset */
 	double wait_per_s;	/* last interval */
 	double acq_per_s;	/* last interval */
@@ -64,7 +58,7 @@ struct model_stats {
 	double interval_s;	/* length of the last interval */
 	double wait_per_s;	/* all rows, last interval */
 	double acq_per_s;
-	struct counts total;	/* all rows, since reset */
+	struct lock_counts total; /* all rows, since reset */
 };
 
 /*

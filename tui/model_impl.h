@@ -39,20 +39,11 @@ struct stack_entry {
 	uint64_t prev_wait;
 };
 
-/* A row's counts without the histogram, which only rows that waited keep. */
-struct tally {
-	uint64_t acquisitions;
-	uint64_t contended;
-	uint64_t wait_ns;
-	uint64_t failed;
-};
-
 /*
  * What a row keeps of its waits, made on its first wait: most rows of a
  * big process never wait, and each interval touches every row.
  */
 struct row_waits {
-	uint64_t hist[HIST_BUCKETS];	/* since reset */
 	uint64_t trend[TREND_LEN];	/* ring, next slot is ticks % TREND_LEN */
 };
 
@@ -62,7 +53,7 @@ struct row {
 	uint64_t via;		/* through lock wrappers: the call site in the
 				   innermost one, where it shows while they are
 				   shown; else 0 */
-	struct tally since;	/* since reset */
+	struct lock_counts since; /* since reset */
 	uint64_t max_wait_ns;	/* since reset */
 	uint64_t pending_acq;	/* since the last tick */
 	uint64_t pending_wait;
@@ -98,7 +89,7 @@ struct model {
 	struct row_waits *waits; /* of the rows that waited */
 	size_t n_waits;
 	size_t waits_cap;
-	struct counts since;	/* all rows, since reset */
+	struct lock_counts since; /* all rows, since reset */
 	struct entry_slot *etab; /* open addressing, by (row, stack, tid) */
 	size_t etab_cap;	/* a power of two, at least twice n_entries */
 	size_t n_entries;
@@ -130,10 +121,11 @@ struct item {
 	uint64_t object;
 	uint64_t acq;		/* since reset */
 	uint64_t contended;
+	uint64_t timeouts;
 	uint64_t wait;
 	uint64_t last_acq;	/* the last interval */
 	uint64_t last_wait;
-	uint64_t max_wait;	/* its row's since reset; 0 for a caller only */
+	uint64_t max_wait;	/* of every wait it has, since reset */
 	uint32_t row;		/* the row lending failures, histogram, max
 				   and trend; NO_ROW for a caller only */
 	uint32_t row_id;	/* the row named for the line */
@@ -147,6 +139,7 @@ struct line {
 	uint64_t object;	/* 0 when it spans several objects */
 	uint64_t acq;		/* since reset */
 	uint64_t contended;
+	uint64_t timeouts;
 	uint64_t wait;
 	uint64_t max_wait;
 	double wait_per_s;	/* last interval */
@@ -156,6 +149,7 @@ struct line {
 	uint32_t row_id;
 	uint32_t n_objects;
 	uint32_t n_sites;
+	bool objects_folded;	/* see view_row */
 	uint8_t type;
 };
 

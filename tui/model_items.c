@@ -79,6 +79,7 @@ static void item_of_row(const struct model *m, const struct model_query *q,
 	it->object = r->object;
 	it->acq = r->since.acquisitions;
 	it->contended = r->since.contended;
+	it->timeouts = r->since.timeouts;
 	it->wait = r->since.wait_ns;
 	it->last_acq = r->last_acq;
 	it->last_wait = r->last_wait;
@@ -269,6 +270,9 @@ static void expand_entry(struct expand *x, uint32_t id,
 	c = &x->callers[*slot];
 	it->keep = true;
 	item_add_entry(it, e);
+	/* The wrapper row's longest wait is the only bound known for these. */
+	if (e->count && r->max_wait_ns > it->max_wait)
+		it->max_wait = r->max_wait_ns;
 	if (c->from != id) {
 		c->from = id;
 		c->from_wait = 0;

@@ -73,12 +73,9 @@ static uint64_t double_word(double d)
 	return u >> 63 ? ~u : u | 1ull << 63;
 }
 
-/* Average wait per acquisition; 0 without acquisitions. */
 static double line_avg(const struct line *l)
 {
-	if (l->acq == 0)
-		return 0;
-	return (double)l->wait / (double)l->acq;
+	return lock_avg_wait_ns(l->wait, lock_waits(l->contended, l->timeouts));
 }
 
 /* The value of a numeric sort key, as a word that orders like it. */

@@ -122,7 +122,9 @@ static void line_add(const struct model *m, struct line *l,
 {
 	l->acq += it->acq;
 	l->contended += it->contended;
+	l->timeouts += it->timeouts;
 	l->wait += it->wait;
+	l->objects_folded |= it->object == 0;
 	l->wait_per_s += model_rate(m, it->last_wait);
 	l->acq_per_s += model_rate(m, it->last_acq);
 	if (it->max_wait > l->max_wait)
@@ -225,10 +227,10 @@ static void row_lend(const struct model *m, const struct row *r,
 	size_t oldest = m->ticks % TREND_LEN;
 
 	v->c.failed += r->since.failed;
+	for (int i = 0; i < HIST_BUCKETS; i++)
+		v->c.hist[i] += r->since.hist[i];
 	if (w == NULL)
 		return;
-	for (int i = 0; i < HIST_BUCKETS; i++)
-		v->c.hist[i] += w->hist[i];
 	for (size_t i = 0; i < TREND_LEN; i++)
 		v->trend[i] += w->trend[(oldest + i) % TREND_LEN];
 }
@@ -246,9 +248,11 @@ static void view_row_of(struct view_ctx *vc, const struct group *g,
 	v->object = l.object;
 	v->n_objects = l.n_objects;
 	v->n_sites = l.n_sites;
+	v->objects_folded = l.objects_folded;
 	v->row_id = l.row_id;
 	v->c.acquisitions = l.acq;
 	v->c.contended = l.contended;
+	v->c.timeouts = l.timeouts;
 	v->c.wait_ns = l.wait;
 	v->max_wait_ns = l.max_wait;
 	v->wait_per_s = l.wait_per_s;

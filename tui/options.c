@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,10 +58,17 @@ static const char usage_text[] =
 	"Lock wrappers are skipped by default (the key w in the live screen shows\n"
 	"their own rows again). Built in, besides those given with --wrapper:\n";
 
-static void usage_error(const char *fmt, const char *arg)
+static void usage_error(const char *fmt, ...)
+	__attribute__((format(printf, 1, 2), noreturn));
+
+static void usage_error(const char *fmt, ...)
 {
+	va_list ap;
+
+	va_start(ap, fmt);
 	fputs("qsptop: ", stderr);
-	fprintf(stderr, fmt, arg);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
 	fputs("\nTry 'qsptop --help' for more information.\n", stderr);
 	exit(2);
 }
@@ -112,7 +120,7 @@ static long parse_count(const char *s, const char *what, long max)
 	errno = 0;
 	v = strtol(s, &end, 10);
 	if (errno || end == s || *end || v <= 0 || v > max)
-		usage_error(what, s);
+		usage_error("%s, got '%s'", what, s);
 	return v;
 }
 
@@ -122,7 +130,7 @@ static size_t parse_rows(const char *s)
 	if (strcmp(s, "all") == 0)
 		return 0;
 	return (size_t)parse_count(s, "-N: expected a positive count of rows "
-				   "or 'all', got '%s'", 1L << 30);
+				   "or 'all'", 1L << 30);
 }
 
 static void parse_sort(struct options *o, const char *s)
@@ -164,9 +172,9 @@ static void apply(struct options *o, int c, const char *arg)
 	int m;
 
 	switch (c) {
-	case 'p': o->pid = (pid_t)parse_count(arg, "-p: expected a process id, got '%s'", 1L << 22); break;
+	case 'p': o->pid = (pid_t)parse_count(arg, "-p: expected a process id", 1L << 22); break;
 	case 'd': o->delay_s = parse_delay(arg); break;
-	case 'n': o->iterations = parse_count(arg, "-n: expected a positive count, got '%s'", 1L << 30); break;
+	case 'n': o->iterations = parse_count(arg, "-n: expected a positive count", 1L << 30); break;
 	case 'b': o->batch = true; break;
 	case 'N': o->rows = parse_rows(arg); break;
 	case 'o': parse_sort(o, arg); break;
@@ -182,7 +190,7 @@ static void apply(struct options *o, int c, const char *arg)
 	case 't': o->theme = arg; break;
 	case OPT_MAX_MEMORY:
 		o->max_memory_mb = (unsigned)parse_count(arg, "--max-memory: expected "
-			"MiB between 1 and 1048575, got '%s'", (1L << 20) - 1);
+			"MiB between 1 and 1048575", (1L << 20) - 1);
 		break;
 	case 'h': print_usage(); exit(0);
 	case 'V': printf("qsptop %s\n", QSPTOP_VERSION); exit(0);

@@ -150,7 +150,7 @@ static void draw_table(struct screen *s, struct ui *ui)
 }
 
 /* The upper bound of the bucket holding fraction p of the waits. */
-static double percentile_ns(const struct counts *c, double p)
+static double percentile_ns(const struct lock_counts *c, double p)
 {
 	uint64_t total = 0, seen = 0;
 
@@ -195,12 +195,11 @@ static int detail_numbers(struct screen *s, const struct ui *ui,
 			  const struct view_row *r, int y)
 {
 	char site[1024], wait[32], rate[32], avg[32], max[32], p[3][32];
-	double acq = (double)r->c.acquisitions;
 
 	detail_site(site, sizeof(site), ui, r);
 	format_duration(wait, sizeof(wait), (double)r->c.wait_ns);
 	format_duration(rate, sizeof(rate), r->wait_per_s);
-	format_duration(avg, sizeof(avg), acq ? (double)r->c.wait_ns / acq : 0);
+	format_duration(avg, sizeof(avg), lock_counts_avg_wait_ns(&r->c));
 	format_duration(max, sizeof(max), (double)r->max_wait_ns);
 	format_duration(p[0], sizeof(p[0]), percentile_ns(&r->c, 0.5));
 	format_duration(p[1], sizeof(p[1]), percentile_ns(&r->c, 0.9));
@@ -211,9 +210,9 @@ static int detail_numbers(struct screen *s, const struct ui *ui,
 	else
 		screen_printf(s, 1, y++, SLOT_NORMAL, "object       0x%" PRIx64, r->object);
 	screen_printf(s, 1, y++, SLOT_NORMAL, "acquisitions %" PRIu64 "   contended %"
-		      PRIu64 " (%.1f%%)   failed %" PRIu64, r->c.acquisitions,
-		      r->c.contended, acq ? 100.0 * (double)r->c.contended / acq : 0,
-		      r->c.failed);
+		      PRIu64 "   timeouts %" PRIu64 " (%.1f%% waited)   failed %"
+		      PRIu64, r->c.acquisitions, r->c.contended, r->c.timeouts,
+		      100.0 * lock_counts_wait_share(&r->c), r->c.failed);
 	screen_printf(s, 1, y++, SLOT_NORMAL, "wait         %s total   %s/s now   "
 		      "avg %s   max %s", wait, rate, avg, max);
 	screen_printf(s, 1, y++, SLOT_NORMAL, "contended waits: p50 < %s   p90 < %s"
@@ -222,7 +221,7 @@ static int detail_numbers(struct screen *s, const struct ui *ui,
 }
 
 /* The log2 histogram of contended waits, one bar per non-empty range. */
-static int detail_histogram(struct screen *s, const struct counts *c, int y)
+static int detail_histogram(struct screen *s, const struct lock_counts *c, int y)
 {
 	uint64_t most = 0;
 	int lo = HIST_BUCKETS, hi = -1;

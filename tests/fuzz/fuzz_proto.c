@@ -114,13 +114,13 @@ static void on_counts(void *ctx, const struct proto_counts *m)
 
 	mix_u64(t, MSG_COUNTS);
 	mix_u64(t, m->row);
-	mix_u64(t, m->acquisitions);
-	mix_u64(t, m->contended);
-	mix_u64(t, m->wait_ns);
-	mix_u64(t, m->failed);
+	mix_u64(t, m->c.acquisitions);
+	mix_u64(t, m->c.contended);
+	mix_u64(t, m->c.wait_ns);
+	mix_u64(t, m->c.failed);
 	mix_u64(t, m->max_wait_ns);
-	for (size_t i = 0; i < sizeof(m->hist) / sizeof(m->hist[0]); i++)
-		mix_u64(t, m->hist[i]);
+	for (size_t i = 0; i < HIST_BUCKETS; i++)
+		mix_u64(t, m->c.hist[i]);
 }
 
 static void on_tick(void *ctx, const struct proto_tick *m)

@@ -83,12 +83,13 @@ static void put_counts(struct wbuf *b)
 	size_t frame = SIZE_MAX;
 
 	for (uint32_t i = 0; i < LOCK_TYPE_COUNT; i++) {
-		struct proto_counts c = { .row = i, .acquisitions = 1000 * (i + 1),
-			.contended = 10 * i, .wait_ns = 123456 * i, .failed = i / 2,
+		struct proto_counts c = { .row = i, .c = {
+			.acquisitions = 1000 * (i + 1), .contended = 10 * i,
+			.wait_ns = 123456 * i, .failed = i / 2 },
 			.max_wait_ns = 99999 * i };
 
-		c.hist[i * 6 % HIST_BUCKETS] = i + 1;
-		c.hist[HIST_BUCKETS - 1] = i;
+		c.c.hist[i * 6 % HIST_BUCKETS] = i + 1;
+		c.c.hist[HIST_BUCKETS - 1] = i;
 		proto_put_counts(b, &frame, &c);
 	}
 	proto_close_run(b, &frame);

@@ -16,11 +16,9 @@
 
 #include "../../collector/frames.h"
 #include "../../collector/rows.h"
+#include "../../collector/state.h"
 #include "../../collector/table.h"
 #include "check.h"
-
-/* What hooks.c needs from collector.c. */
-int collector_recording_flag = 1;
 
 /* No lock wrappers here. */
 uint32_t frames_wrappers_gen;
@@ -183,6 +181,7 @@ static void test_refused_clock_passes_through(void)
 
 int main(void)
 {
+	state_set_recording(true);
 	test_capture_time_is_waited();
 	test_handler_inside_hook();
 	test_refused_clock_passes_through();

@@ -68,11 +68,11 @@ static void def(struct model *m, uint32_t id, enum lock_type type,
 static void add(struct model *m, uint32_t id, uint64_t acq, uint64_t cont,
 		uint64_t wait, uint64_t max)
 {
-	struct proto_delta d = { .row = id, .acquisitions = acq,
+	struct proto_delta d = { .row = id, .c = { .acquisitions = acq,
 				 .contended = cont, .wait_ns = wait,
-				 .failed = 1, .max_wait_ns = max };
+				 .failed = 1 }, .max_wait_ns = max };
 
-	d.hist[3] = cont;
+	d.c.hist[3] = cont;
 	model_apply_delta(m, &d);
 }
 
@@ -410,8 +410,8 @@ static void test_coalesce_object(void)
 
 /*
  * Three rows whose order differs by key. Totals: beta 100 acq, 10 cont,
- * 3000 ns (avg 30), max 50; gamma 10, 30, 2000 (avg 200), max 500; alpha
- * 50, 20, 1000 (avg 20), max 1500. Last interval waits: beta 500,
+ * 3000 ns (avg 300), max 50; gamma 10, 30, 2000 (avg 66.7), max 500; alpha
+ * 50, 20, 1000 (avg 50), max 1500. Last interval waits: beta 500,
  * gamma 100, alpha 900.
  */
 static struct model *sort_fixture(void)
@@ -443,8 +443,8 @@ static void test_sort_keys(void)
 		{ SORT_WAIT, true, "gamma beta alpha" },
 		{ SORT_TOTAL, false, "beta gamma alpha" },
 		{ SORT_TOTAL, true, "alpha gamma beta" },
-		{ SORT_AVG, false, "gamma beta alpha" },
-		{ SORT_AVG, true, "alpha beta gamma" },
+		{ SORT_AVG, false, "beta gamma alpha" },
+		{ SORT_AVG, true, "alpha gamma beta" },
 		{ SORT_COUNT, false, "beta alpha gamma" },
 		{ SORT_COUNT, true, "gamma alpha beta" },
 		{ SORT_CONTENDED, false, "gamma alpha beta" },
@@ -1070,9 +1070,9 @@ static void test_wrapper_attribution(void)
 		  "1:20:2500 2:10:500" },
 	};
 	static const struct want_line split[] = {
-		{ 0x2000, 0xa0, 20, 20, 2500, 0, 0, 0, 2500, 20, 0,
+		{ 0x2000, 0xa0, 20, 20, 2500, 0, 0, 400, 2500, 20, 0,
 		  "1:20:2500" },
-		{ 0x3000, 0xa0, 10, 10, 500, 0, 0, 0, 500, 10, 0,
+		{ 0x3000, 0xa0, 10, 10, 500, 0, 0, 400, 500, 10, 0,
 		  "2:10:500" },
 		{ 0x1000, 0xa0, 70, 0, 0, 1, 30, 400, 0, 70, 0, "" },
 	};
@@ -1126,9 +1126,9 @@ static void test_wrapper_attribution(void)
 static void test_wrapper_merge(void)
 {
 	static const struct want_line want[] = {
-		{ 0x2000, 0xa0, 25, 22, 2600, 1, 2, 60, 2500, 20, 1,
+		{ 0x2000, 0xa0, 25, 22, 2600, 1, 2, 400, 2500, 20, 1,
 		  "1:20:2500 3:2:100" },
-		{ 0x3000, 0xa0, 15, 15, 1400, 0, 0, 0, 500, 10, 2,
+		{ 0x3000, 0xa0, 15, 15, 1400, 0, 0, 400, 500, 10, 2,
 		  "4:5:900 2:10:500" },
 		{ 0x1000, 0xa0, 70, 0, 0, 1, 30, 400, 0, 70, 0, "" },
 		{ 0x1100, 0xa0, 0, 0, 0, 1, 5, 300, 0, 0, 2, "" },
@@ -1175,7 +1175,7 @@ static void test_wrapper_all_frames(void)
 static void test_wrapper_coalesce(void)
 {
 	static const struct want_line by_site[] = {
-		{ 0x2000, 0, 12, 8, 750, 1, 1, 10, 0, 0, 1,
+		{ 0x2000, 0, 12, 8, 750, 1, 1, 40, 0, 0, 1,
 		  "1:7:700 2:1:50" },
 		{ 0x1000, 0, 23, 0, 0, 2, 7, 40, 0, 0, 0, "" },
 	};
@@ -1222,7 +1222,7 @@ static void test_wrapper_reset(void)
 	};
 	static const struct want_line again[] = {
 		{ 0x1000, 0xa0, 8, 0, 0, 1, 2, 200, 0, 70, 0, "" },
-		{ 0x2000, 0xa0, 2, 2, 200, 0, 0, 0, 2500, 20, 0, "1:2:200" },
+		{ 0x2000, 0xa0, 2, 2, 200, 0, 0, 200, 2500, 20, 0, "1:2:200" },
 		{ 0x3000, 0xa0, 0, 0, 0, 0, 0, 0, 500, 10, 0, "" },
 	};
 	struct model *m = wrapper_fixture();
@@ -1384,6 +1384,142 @@ static void test_stack_many(void)
 	model_free(m);
 }
 
+/* A row's waits that timed out: five 300 ms condvar waits, one that woke. */
+static void add_timeouts(struct model *m, uint32_t id)
+{
+	struct proto_delta d = { .row = id, .c = { .acquisitions = 1,
+				 .contended = 1, .timeouts = 5, .failed = 5,
+				 .wait_ns = 5 * 300000000ull + 1000000 },
+				 .max_wait_ns = 300000000 };
+
+	d.c.hist[hist_bucket(300000000)] = 5;
+	d.c.hist[hist_bucket(1000000)] = 1;
+	model_apply_delta(m, &d);
+}
+
+/*
+ * The derived numbers: waits count both outcomes, the average is over
+ * them (0 only without waits), and the share of calls that waited is
+ * defined without acquisitions.
+ */
+static void test_derived_numbers(void)
+{
+	struct lock_counts only_timeouts = { .timeouts = 5, .failed = 5,
+					     .wait_ns = 1500000000 };
+	struct lock_counts none = { .acquisitions = 7 };
+	struct lock_counts mixed = { .acquisitions = 30, .contended = 10,
+				     .timeouts = 10, .wait_ns = 2000 };
+
+	CHECK_U64(lock_counts_waits(&only_timeouts), 5);
+	CHECK_DBL(lock_counts_avg_wait_ns(&only_timeouts), 300000000);
+	CHECK_DBL(lock_counts_wait_share(&only_timeouts), 1);
+	CHECK_DBL(lock_counts_avg_wait_ns(&none), 0);
+	CHECK_DBL(lock_counts_wait_share(&none), 0);
+	CHECK_DBL(lock_counts_avg_wait_ns(&mixed), 100);
+	CHECK_DBL(lock_counts_wait_share(&mixed), 0.5);
+}
+
+/* Whether every line with wait time has 0 < avg <= max; says which not. */
+static void check_avg_within_max(const char *what, const struct view_row *v,
+				 size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		double avg = lock_counts_avg_wait_ns(&v[i].c);
+
+		if (v[i].c.wait_ns == 0)
+			continue;
+		CHECK(avg > 0 && avg <= (double)v[i].max_wait_ns,
+		      "%s line %zu: expected 0 < avg <= max, got avg %.0f, "
+		      "max %" PRIu64, what, i, avg, v[i].max_wait_ns);
+	}
+}
+
+/*
+ * Timed-out waits are waits: the average covers them and never exceeds
+ * the longest wait, before and after a reset and on coalesced lines.
+ */
+static void test_timeouts_avg_within_max(void)
+{
+	struct model *m = model_new();
+	struct view_row *v;
+	size_t n;
+
+	def(m, 0, LOCK_CONDVAR, 0x100, 0xa0);
+	def(m, 1, LOCK_CONDVAR, 0x100, 0xb0);
+	add_timeouts(m, 0);
+	add(m, 1, 100, 10, 50000, 9000);
+	n = view(m, COALESCE_NONE, SORT_TOTAL, false, NULL, &v);
+	CHECK_U64(v[0].c.timeouts, 5);
+	CHECK_U64(v[0].c.failed, 5);
+	CHECK_DBL(lock_counts_avg_wait_ns(&v[0].c), 1501000000.0 / 6);
+	check_avg_within_max("none", v, n);
+	free(v);
+	n = view(m, COALESCE_SITE, SORT_TOTAL, false, NULL, &v);
+	CHECK_U64(v[0].c.timeouts, 5);
+	check_avg_within_max("site", v, n);
+	free(v);
+	model_reset(m);
+	add_timeouts(m, 0);
+	n = view(m, COALESCE_NONE, SORT_TOTAL, false, NULL, &v);
+	CHECK_U64(v[0].c.timeouts, 5);
+	check_avg_within_max("after reset", v, n);
+	free(v);
+	model_free(m);
+}
+
+/*
+ * Waits moved from a wrapper's row to its caller keep a longest wait that
+ * covers them (the wrapper row's): before, the caller's line had waits
+ * and no max, an average above its max.
+ */
+static void test_wrapper_caller_has_max(void)
+{
+	struct model *m = wrapper_fixture();
+	struct model_query q = query(COALESCE_NONE, true);
+	struct view_row *v;
+	size_t n = model_view(m, &q, &v);
+
+	CHECK(n == 3, "wrappers skipped: expected 3 lines, got %zu", n);
+	check_avg_within_max("wrapper callers", v, n);
+	free(v);
+	model_free(m);
+}
+
+/*
+ * A row the collector folded (object 0) counts its locks as one: a line
+ * holding it says so, n_objects being a lower bound.
+ */
+static void test_objects_folded(void)
+{
+	struct model *m = model_new();
+	struct view_row *v;
+	size_t n;
+
+	def(m, 0, LOCK_MUTEX, 0x100, 0xa0);
+	def(m, 1, LOCK_MUTEX, 0x100, 0);	/* the site's folded row */
+	def(m, 2, LOCK_MUTEX, 0x200, 0xb0);
+	add(m, 0, 10, 1, 100, 100);
+	add(m, 1, 20, 2, 200, 100);
+	add(m, 2, 30, 3, 300, 100);
+	n = view(m, COALESCE_SITE, SORT_TOTAL, false, NULL, &v);
+	CHECK(n == 2, "site: expected 2 lines, got %zu", n);
+	for (size_t i = 0; i < n; i++) {
+		bool want = v[i].site == 0x100;
+
+		CHECK(v[i].objects_folded == want,
+		      "site %#" PRIx64 ": expected objects_folded %d, got %d",
+		      v[i].site, want, v[i].objects_folded);
+	}
+	free(v);
+	n = view(m, COALESCE_NONE, SORT_TOTAL, false, NULL, &v);
+	for (size_t i = 0; i < n; i++)
+		CHECK(v[i].objects_folded == (v[i].object == 0),
+		      "none, object %#" PRIx64 ": objects_folded %d",
+		      v[i].object, v[i].objects_folded);
+	free(v);
+	model_free(m);
+}
+
 /* The exit flush's few milliseconds join the interval before them. */
 static void test_fold_last_interval(void)
 {
@@ -1392,7 +1528,8 @@ static void test_fold_last_interval(void)
 	struct proto_stack_delta sd = { .row = 0, .stack = PROTO_NO_STACK, .tid = 1,
 					.count = 1, .wait_ns = 300000000 };
 	struct model_query q = { .sort = SORT_WAIT };
-	struct proto_delta d = { .row = 0, .acquisitions = 10, .wait_ns = 100000000 };
+	struct proto_delta d = { .row = 0, .c = { .acquisitions = 10,
+						  .wait_ns = 100000000 } };
 	struct proto_tick t = { .monotonic_ns = 1000000000 };
 	struct model_stats st;
 	struct view_row *v;
@@ -1401,8 +1538,8 @@ static void test_fold_last_interval(void)
 	model_set_origin(m, 0);
 	model_apply_delta(m, &d);
 	model_tick(m, &t);			/* 1 s: 100 ms waited */
-	d.acquisitions = 1;
-	d.wait_ns = 300000000;			/* a 300 ms wait ends in the flush */
+	d.c.acquisitions = 1;
+	d.c.wait_ns = 300000000;			/* a 300 ms wait ends in the flush */
 	model_apply_delta(m, &d);
 	model_apply_stack_delta(m, &sd);
 	t.monotonic_ns = 1005000000;
@@ -1496,10 +1633,8 @@ static struct model *mixed_fixture(void)
 static int ref_key(const struct view_row *a, const struct view_row *b,
 		   enum sort_key k)
 {
-	double aa = a->c.acquisitions ? (double)a->c.wait_ns /
-					(double)a->c.acquisitions : 0;
-	double ab = b->c.acquisitions ? (double)b->c.wait_ns /
-					(double)b->c.acquisitions : 0;
+	double aa = lock_counts_avg_wait_ns(&a->c);
+	double ab = lock_counts_avg_wait_ns(&b->c);
 
 	switch (k) {
 	case SORT_WAIT:
@@ -1815,7 +1950,7 @@ static void test_stats_sum_rows(void)
 	struct model *m = mixed_fixture();
 	struct model_query q = query(COALESCE_NONE, false);
 	struct model_stats s;
-	struct counts sum = { 0 };
+	struct lock_counts sum = { 0 };
 	struct view_row *v;
 	size_t n, bad = 0;
 
@@ -1886,6 +2021,10 @@ static void test_window_at_scale(void)
 
 int main(void)
 {
+	test_derived_numbers();
+	test_timeouts_avg_within_max();
+	test_wrapper_caller_has_max();
+	test_objects_folded();
 	test_fold_last_interval();
 	test_accumulate();
 	test_unknown_row();

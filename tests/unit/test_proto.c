@@ -40,7 +40,7 @@ static void on_counts(void *c, const struct proto_counts *m)
 
 	s->counts++;
 	s->count = *m;
-	s->acq_sum += m->acquisitions;
+	s->acq_sum += m->c.acquisitions;
 }
 
 static void on_stack(void *c, const struct proto_stack *m)
@@ -183,12 +183,13 @@ static void test_counts_span_frames(void)
 	int frames;
 
 	for (uint32_t i = 0; i < 20000; i++) {
-		struct proto_counts c = { .row = i, .acquisitions = i * 3 + 1,
-					  .contended = i, .wait_ns = i * 1000ull,
+		struct proto_counts c = { .row = i, .c = { .acquisitions = i * 3 + 1,
+					  .contended = i, .timeouts = i / 2,
+					  .wait_ns = i * 1000ull },
 					  .max_wait_ns = i };
-		c.hist[i % (HIST_BUCKETS - 1)] = i + 1;
-		c.hist[HIST_BUCKETS - 1] = UINT64_MAX;
-		want += c.acquisitions;
+		c.c.hist[i % (HIST_BUCKETS - 1)] = i + 1;
+		c.c.hist[HIST_BUCKETS - 1] = UINT64_MAX;
+		want += c.c.acquisitions;
 		proto_put_counts(&b, &frame, &c);
 	}
 	proto_close_run(&b, &frame);
@@ -197,10 +198,11 @@ static void test_counts_span_frames(void)
 	CHECK_U64(s.counts, 20000);
 	CHECK_U64(s.acq_sum, want);
 	CHECK_U64(s.count.row, 19999);
-	CHECK_U64(s.count.hist[19999 % (HIST_BUCKETS - 1)], 20000);
-	CHECK_U64(s.count.hist[HIST_BUCKETS - 1], UINT64_MAX);
-	CHECK_U64(s.count.hist[0], 0);
-	CHECK_U64(s.count.wait_ns, 19999000);
+	CHECK_U64(s.count.c.hist[19999 % (HIST_BUCKETS - 1)], 20000);
+	CHECK_U64(s.count.c.hist[HIST_BUCKETS - 1], UINT64_MAX);
+	CHECK_U64(s.count.c.hist[0], 0);
+	CHECK_U64(s.count.c.wait_ns, 19999000);
+	CHECK_U64(s.count.c.timeouts, 9999);
 	CHECK_U64(s.count.max_wait_ns, 19999);
 	wbuf_free(&b);
 }
@@ -208,7 +210,7 @@ static void test_counts_span_frames(void)
 /* A row that never waited travels in a few bytes, and zeros round-trip. */
 static void test_counts_are_compact(void)
 {
-	struct proto_counts c = { .row = 300, .acquisitions = 100000 };
+	struct proto_counts c = { .row = 300, .c.acquisitions = 100000 };
 	struct proto_counts zero = { .row = 7 };
 	struct wbuf b = { 0 };
 	struct seen s = { 0 };
@@ -223,7 +225,7 @@ static void test_counts_are_compact(void)
 	proto_close_run(&b, &frame);
 	CHECK(decode_all(b.data, b.len, &s, err) == 2, "counts decode: %s", err);
 	CHECK_U64(s.count.row, 7);
-	CHECK_U64(s.count.acquisitions, 0);
+	CHECK_U64(s.count.c.acquisitions, 0);
 	CHECK_U64(s.acq_sum, 100000);
 	wbuf_free(&b);
 }
@@ -307,7 +309,7 @@ static const struct bad_case bad_cases[] = {
 	  { 0x51, 0x53, 0x50, 0x54, 1, 0, 0xff, 0xff }, 8 },
 	{ "empty counts frame", MSG_COUNTS, { 0 }, 0 },
 	{ "counts cut inside a varint", MSG_COUNTS, { 1, 1, 0x80 }, 3 },
-	{ "counts with an unknown field", MSG_COUNTS, { 1, 0x40, 1 }, 3 },
+	{ "counts with an unknown field", MSG_COUNTS, { 1, 0x80, 0x01, 1 }, 4 },
 	{ "counts cut inside the histogram", MSG_COUNTS, { 1, 32, 3, 1 }, 4 },
 	{ "histogram mask wider than 32 buckets", MSG_COUNTS,
 	  { 1, 32, 0x80, 0x80, 0x80, 0x80, 0x10, 1 }, 8 },
@@ -356,7 +358,7 @@ static void test_bad_counts_apply_nothing(void)
 	char err[128];
 
 	for (uint32_t i = 0; i < 3; i++) {
-		struct proto_counts c = { .row = i, .acquisitions = 1000 };
+		struct proto_counts c = { .row = i, .c.acquisitions = 1000 };
 
 		proto_put_counts(&b, &frame, &c);
 	}

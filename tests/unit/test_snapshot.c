@@ -68,14 +68,14 @@ static void def_stack(uint32_t id, uint64_t f0, uint64_t f1)
 static void waits(uint32_t row, uint32_t stack, uint32_t tid, uint64_t count,
 		  uint64_t wait)
 {
-	struct proto_delta d = { .row = row, .acquisitions = 3 * count,
-				 .contended = count, .wait_ns = wait,
+	struct proto_delta d = { .row = row, .c = { .acquisitions = 3 * count,
+				 .contended = count, .wait_ns = wait },
 				 .max_wait_ns = wait };
 	struct proto_stack_delta sd = { .row = row, .stack = stack,
 					.tid = tid, .count = count,
 					.wait_ns = wait };
 
-	d.hist[hist_bucket(wait)] = count;
+	d.c.hist[hist_bucket(wait)] = count;
 	model_apply_delta(app.model, &d);
 	model_apply_stack_delta(app.model, &sd);
 }

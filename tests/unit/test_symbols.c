@@ -537,19 +537,19 @@ static const char inline_src[] =
  */
 struct inline_build {
 	const char *compiler;	/* a command that must exist */
-	const char *command;	/* %s: the source, then the executable */
+	const char *flags;	/* its options */
 	const char *source, *exe;
 	const char *f_name, *outer_name;
 	const char *inner_name, *twice_name;
 };
 
 static const struct inline_build inline_builds[] = {
-	{"cc", "cc -D_GNU_SOURCE -g -O1 %s -o %s 2>/dev/null", "inline.c",
+	{"cc", "-D_GNU_SOURCE -g -O1", "inline.c",
 	 "inline-c", "_Zqsptop_bad", "outer", "inner", "twice"},
-	{"c++", "c++ -g -O1 %s -o %s 2>/dev/null", "inline.cc", "inline-cxx",
+	{"c++", "-g -O1", "inline.cc", "inline-cxx",
 	 "ns::f(int)", "outer(int)", "inner", "twice"},
-	{"cc", "cc -D_GNU_SOURCE -g -O1 -fdebug-prefix-map=/tmp=/usr/include "
-	 "%s -o %s 2>/dev/null", "inline.c", "inline-sys", "_Zqsptop_bad",
+	{"cc", "-D_GNU_SOURCE -g -O1 -fdebug-prefix-map=/tmp=/usr/include",
+	 "inline.c", "inline-sys", "_Zqsptop_bad",
 	 "outer", NULL, NULL},
 };
 
@@ -578,8 +578,8 @@ static bool run_inline(const struct inline_build *b, unsigned long v[3])
 		       b->compiler);
 		return false;
 	}
-	snprintf(cmd, sizeof cmd, b->command, tmp_path(b->source),
-		 tmp_path(b->exe));
+	snprintf(cmd, sizeof cmd, "%s %s %s -o %s 2>/dev/null", b->compiler,
+		 b->flags, tmp_path(b->source), tmp_path(b->exe));
 	if (!write_file(b->source, inline_src) || !run(cmd)) {
 		printf("skipped: cannot build %s\n", b->source);
 		return false;

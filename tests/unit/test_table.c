@@ -28,7 +28,7 @@ struct real_functions real;
 
 static struct thread_table *claim_here(void)
 {
-	struct thread_table *t = table_claim();
+	struct thread_table *t = table_claim(real.libc_mutex_trylock);
 
 	tls_self.table = t;
 	return t;
@@ -129,7 +129,7 @@ static void test_cap_folds_then_drops(void)
 /* The collector's scan sums threads exactly; an exited thread is retired. */
 static void *thread_work(void *arg)
 {
-	struct thread_table *t = table_claim();
+	struct thread_table *t = table_claim(real.libc_mutex_trylock);
 	long n = (long)arg;
 
 	tls_self.table = t;

@@ -37,11 +37,11 @@ static const struct proto_row rows[] = {
 
 static void add(uint32_t row, uint64_t acq, uint64_t wait_ns)
 {
-	struct proto_delta d = { .row = row, .acquisitions = acq,
-				 .contended = acq / 10, .wait_ns = wait_ns,
+	struct proto_delta d = { .row = row, .c = { .acquisitions = acq,
+				 .contended = acq / 10, .wait_ns = wait_ns },
 				 .max_wait_ns = wait_ns / 4 };
 
-	d.hist[10] = acq / 10;
+	d.c.hist[10] = acq / 10;
 	model_apply_delta(app.model, &d);
 }
 

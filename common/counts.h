@@ -1,0 +1,121 @@
+/*
+ * The counts of lock calls, one record for every layer: a thread's entry
+ * in the collector, a row's totals, the wire, the front end's model.
+ *
+ * Every field is a sum, so counts of threads, intervals and rows add up.
+ * The longest wait is not: each layer keeps it beside, over its own span
+ * (since start, since last sent, since reset), and it covers every wait
+ * counted here, so the average wait never exceeds it.
+ *
+ * A wait ends with the lock (contended) or without it (timeouts: a timed
+ * lock or condvar wait that timed out, a futex wait that failed); wait_ns
+ * and the histogram cover both, and nothing else.
+ */
+#ifndef QSPTOP_COUNTS_H
+#define QSPTOP_COUNTS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "types.h"
+
+struct lock_counts {
+	uint64_t acquisitions;	/* the lock was taken, at once or after a wait */
+	uint64_t contended;	/* acquisitions after a wait */
+	uint64_t timeouts;	/* waits that ended without the lock */
+	uint64_t wait_ns;	/* every wait, timed out or not */
+	uint64_t failed;	/* busy trylocks, timed-out waits */
+	uint64_t hist[HIST_BUCKETS];	/* every wait, by hist_bucket() */
+};
+
+/* Add b to a. */
+static inline void lock_counts_add(struct lock_counts *a,
+				   const struct lock_counts *b)
+{
+	a->acquisitions += b->acquisitions;
+	a->contended += b->contended;
+	a->timeouts += b->timeouts;
+	a->wait_ns += b->wait_ns;
+	a->failed += b->failed;
+	for (unsigned i = 0; i < HIST_BUCKETS; i++)
+		a->hist[i] += b->hist[i];
+}
+
+static inline uint64_t lock_counts_sub_sat(uint64_t a, uint64_t b)
+{
+	return a > b ? a - b : 0;
+}
+
+/* The growth from before to now, each count at least 0. */
+static inline void lock_counts_growth(struct lock_counts *d,
+				      const struct lock_counts *now,
+				      const struct lock_counts *before)
+{
+	d->acquisitions = lock_counts_sub_sat(now->acquisitions,
+					      before->acquisitions);
+	d->contended = lock_counts_sub_sat(now->contended, before->contended);
+	d->timeouts = lock_counts_sub_sat(now->timeouts, before->timeouts);
+	d->wait_ns = lock_counts_sub_sat(now->wait_ns, before->wait_ns);
+	d->failed = lock_counts_sub_sat(now->failed, before->failed);
+	for (unsigned i = 0; i < HIST_BUCKETS; i++)
+		d->hist[i] = lock_counts_sub_sat(now->hist[i], before->hist[i]);
+}
+
+static inline bool lock_counts_equal(const struct lock_counts *a,
+				     const struct lock_counts *b)
+{
+	return memcmp(a, b, sizeof(*a)) == 0;
+}
+
+/* Waits of any outcome: those the wait time and the histogram cover. */
+static inline uint64_t lock_waits(uint64_t contended, uint64_t timeouts)
+{
+	return contended + timeouts;
+}
+
+/* Average wait in ns: wait time over waits; 0 only without waits. */
+static inline double lock_avg_wait_ns(uint64_t wait_ns, uint64_t waits)
+{
+	return waits ? (double)wait_ns / (double)waits : 0;
+}
+
+/*
+ * The share of calls that had to wait, 0 to 1: waits over acquisitions
+ * and timeouts (a call ends with one or the other); 0 without calls.
+ */
+static inline double lock_wait_share(uint64_t waits, uint64_t acquisitions,
+				     uint64_t timeouts)
+{
+	uint64_t calls = acquisitions + timeouts;
+
+	return calls ? (double)waits / (double)calls : 0;
+}
+
+static inline uint64_t lock_counts_waits(const struct lock_counts *c)
+{
+	return lock_waits(c->contended, c->timeouts);
+}
+
+static inline double lock_counts_avg_wait_ns(const struct lock_counts *c)
+{
+	return lock_avg_wait_ns(c->wait_ns, lock_counts_waits(c));
+}
+
+static inline double lock_counts_wait_share(const struct lock_counts *c)
+{
+	return lock_wait_share(lock_counts_waits(c), c->acquisitions,
+			       c->timeouts);
+}
+
+/* Whether any bucket of the histogram holds a wait. */
+static inline bool lock_counts_hist_any(const struct lock_counts *c)
+{
+	uint64_t any = 0;
+
+	for (unsigned i = 0; i < HIST_BUCKETS; i++)
+		any |= c->hist[i];
+	return any != 0;
+}
+
+#endif

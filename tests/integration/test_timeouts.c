@@ -1,0 +1,169 @@
+/*
+ * Waits that time out, through the real programs: five 300 ms condvar
+ * waits that all time out (tests/workloads/condtimed.c) are five
+ * timeouts and 1.5 s of wait on the condvar's row, with an average wait
+ * of their own; on every row with waits the average is above 0 and at
+ * most the longest wait, and the share of calls that waited (CONT%) is
+ * defined, also on the condvar's row, which acquired nothing.
+ */
+#include <cJSON.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../unit/check.h"
+#include "harness.h"
+
+enum { RUN_TIMEOUT_MS = 60000 };
+
+/*
+ * Run qsptop -b -j JSON -- wl_condtimed; the snapshot, or NULL. Its
+ * tables go to *out (the caller frees).
+ */
+static cJSON *run_condtimed(char **out)
+{
+	char *json = tmp_path("timeouts.json");
+	char *argv[] = { qsptop, "-b", "-d", "0.2", "-j", json, "--", workload,
+			 NULL };
+	struct run r;
+
+	unlink(json);
+	r = run_capture(argv, RUN_TIMEOUT_MS, 0);
+	CHECK(r.status == 0, "qsptop exits 0, got %d: %s", r.status, r.err);
+	*out = r.out;
+	r.out = NULL;
+	run_free(&r);
+	return load_json(json);
+}
+
+/* The first row of a type, or NULL. */
+static const cJSON *row_of(const cJSON *snap, const char *type)
+{
+	const cJSON *row;
+
+	cJSON_ArrayForEach(row, cJSON_GetObjectItem(snap, "rows")) {
+		if (strcmp(str_field(row, "type"), type) == 0)
+			return row;
+	}
+	return NULL;
+}
+
+/* The condvar's five timeouts: counted as waits, with their time. */
+static void test_condvar_timeouts(const cJSON *snap)
+{
+	const cJSON *row = row_of(snap, "condvar");
+	double wait_s, avg_ms;
+
+	CHECK(row != NULL, "a condvar row");
+	if (row == NULL)
+		return;
+	wait_s = num_field(row, "wait_ns") / 1e9;
+	avg_ms = num_field(row, "avg_wait_ns") / 1e6;
+	printf("condvar: %.0f timeouts, %.0f contended, %.3f s waited, "
+	       "avg %.1f ms, max %.1f ms\n", num_field(row, "timeouts"),
+	       num_field(row, "contended"), wait_s, avg_ms,
+	       num_field(row, "max_wait_ns") / 1e6);
+	CHECK(num_field(row, "timeouts") == 5, "condvar: 5 timeouts, got %.0f",
+	      num_field(row, "timeouts"));
+	CHECK(num_field(row, "failed") == 5,
+	      "condvar: the timeouts are still failed: 5, got %.0f",
+	      num_field(row, "failed"));
+	CHECK(num_field(row, "contended") == 0, "condvar: 0 contended, got %.0f",
+	      num_field(row, "contended"));
+	CHECK(wait_s >= 1.4 && wait_s <= 2.0,
+	      "condvar: 1.4-2.0 s waited, got %.3f s", wait_s);
+	CHECK(avg_ms >= 280 && avg_ms <= 400,
+	      "condvar: avg one 300 ms wait, got %.1f ms", avg_ms);
+}
+
+/* On every row: AVG > 0 and AVG <= MAX when it waited. */
+static void test_avg_within_max(const cJSON *snap)
+{
+	const cJSON *row;
+	int waited = 0, bad = 0;
+
+	cJSON_ArrayForEach(row, cJSON_GetObjectItem(snap, "rows")) {
+		double avg = num_field(row, "avg_wait_ns");
+		double max = num_field(row, "max_wait_ns");
+
+		if (num_field(row, "wait_ns") <= 0)
+			continue;
+		waited++;
+		if (!(avg > 0 && avg <= max)) {
+			bad++;
+			printf("  %s row: avg %.0f ns, max %.0f ns\n",
+			       str_field(row, "type"), avg, max);
+		}
+	}
+	CHECK(waited >= 2, "rows that waited: the condvar's and the mutex's, "
+	      "got %d", waited);
+	CHECK(bad == 0, "rows with waits: 0 < avg <= max, %d broke it", bad);
+}
+
+/* The mutex fought over: contended waits, a share of calls that waited. */
+static void test_mutex_fight(const cJSON *snap)
+{
+	const cJSON *row;
+	double best = 0;
+
+	cJSON_ArrayForEach(row, cJSON_GetObjectItem(snap, "rows")) {
+		if (strcmp(str_field(row, "type"), "mutex") == 0 &&
+		    num_field(row, "contended") > best)
+			best = num_field(row, "contended");
+	}
+	CHECK(best > 0, "the fought-over mutex waited: contended %.0f", best);
+}
+
+/*
+ * The last table's condvar line: ACQ 0, and every call waited. The line
+ * ends with WAIT/s WAIT ACQ CONT% AVG MAX, whatever the site holds.
+ */
+static void test_condvar_share(const char *tables)
+{
+	const char *line = NULL, *at = tables;
+	char copy[512], *tok[64];
+	size_t len;
+	int n = 0;
+
+	while ((at = strstr(at, "\ncondvar ")) != NULL)
+		line = ++at;
+	CHECK(line != NULL, "a condvar line in the batch tables");
+	if (line == NULL)
+		return;
+	len = strcspn(line, "\n");
+	snprintf(copy, sizeof(copy), "%.*s", (int)len, line);
+	for (char *save, *t = strtok_r(copy, " ", &save); t && n < 64;
+	     t = strtok_r(NULL, " ", &save))
+		tok[n++] = t;
+	CHECK(n >= 8, "condvar line: at least 8 columns, got %d", n);
+	if (n < 8)
+		return;
+	CHECK(strcmp(tok[n - 4], "0") == 0, "condvar: ACQ 0, got %s", tok[n - 4]);
+	CHECK(strcmp(tok[n - 3], "100.0") == 0, "condvar: CONT%% 100.0, got %s",
+	      tok[n - 3]);
+}
+
+int main(void)
+{
+	char cmd[PATH_MAX + 16], *tables = NULL;
+	cJSON *snap;
+
+	find_paths("/tmp/qsptop-timeouts-XXXXXX", "wl_condtimed");
+	signal(SIGPIPE, SIG_IGN);
+	snap = run_condtimed(&tables);
+	test_condvar_share(tables ? tables : "");
+	free(tables);
+	CHECK(snap != NULL, "a snapshot was written");
+	if (snap) {
+		test_condvar_timeouts(snap);
+		test_avg_within_max(snap);
+		test_mutex_fight(snap);
+		cJSON_Delete(snap);
+	}
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmp);
+	if (system(cmd) != 0)
+		fprintf(stderr, "could not remove %s\n", tmp);
+	return check_summary();
+}

@@ -233,6 +233,19 @@ void format_fit_left(char *buf, size_t size, const char *s, int width)
 		 utf8_tail(s, (size_t)(width - 1)));
 }
 
+void format_fit_right(char *buf, size_t size, const char *s, int width)
+{
+	size_t keep = 0;
+
+	if (width <= 0 || utf8_chars(s) <= (size_t)width) {
+		snprintf(buf, size, "%s", s);
+		return;
+	}
+	for (int n = 0; s[keep] && n < width - 1; keep++)
+		n += ((unsigned char)s[keep + 1] & 0xc0) != 0x80;
+	snprintf(buf, size, "%.*s%s", (int)keep, s, utf8 ? "\u2026" : "~");
+}
+
 static void cell_type(const struct view_row *r, const struct format_ctx *f,
 		      char *buf, size_t size)
 {

@@ -112,4 +112,7 @@ const char *format_site_label(void *symbols, uint64_t site);
 /* Fit s into width columns, cutting from the left ("…tail") when longer. */
 void format_fit_left(char *buf, size_t size, const char *s, int width);
 
+/* Fit s into width columns, cutting at the right ("head…") when longer. */
+void format_fit_right(char *buf, size_t size, const char *s, int width);
+
 #endif

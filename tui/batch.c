@@ -10,20 +10,21 @@ static void print_header(FILE *out, const struct app *a, size_t shown,
 			 size_t total)
 {
 	struct model_stats st;
-	char wait[32], acq[32], losses[96], rows[64] = "";
+	char lock[32], cond[32], acq[32], losses[96], rows[64] = "";
 
 	model_stats(a->model, &st);
 	format_losses(losses, sizeof(losses), &st);
-	format_duration(wait, sizeof(wait), st.wait_per_s);
+	format_duration(lock, sizeof(lock), st.lock_wait_per_s);
+	format_duration(cond, sizeof(cond), st.cond_wait_per_s);
 	format_count(acq, sizeof(acq), st.acq_per_s);
 	fprintf(out, "qsptop %s - pid %d %s - %s (%s) - interval %.2fs\n",
 		QSPTOP_VERSION, (int)a->attach.pid, a->client.hello.command,
 		app_state_name(a), a->attach.mode, st.interval_s);
 	if (a->opt.rows)
 		snprintf(rows, sizeof(rows), " - rows %zu of %zu", shown, total);
-	fprintf(out, "threads %u seen, %u live - wait %s/s - acq %s/s - "
-		"%s - sort %s%s - coalesce %s%s\n\n",
-		st.threads_seen, st.threads_live, wait, acq, losses,
+	fprintf(out, "threads %u seen, %u live - lock wait %s/s - cond wait %s/s"
+		" - acq %s/s - %s - sort %s%s - coalesce %s%s\n\n",
+		st.threads_seen, st.threads_live, lock, cond, acq, losses,
 		a->query.ascending ? "-" : "", sort_key_name(a->query.sort),
 		coalesce_name(a->query.coalesce), rows);
 }
@@ -53,10 +54,12 @@ static void print_row(FILE *out, const struct view_row *r,
 		      const struct format_ctx *f, const struct column_place *p,
 		      size_t n)
 {
+	struct format_ctx fc = *f;
 	char cell[512], cells[16][520];
 
 	for (size_t i = 0; i < n; i++) {
-		p[i].col->cell(r, f, cell, sizeof(cell));
+		fc.width = p[i].width;
+		p[i].col->cell(r, &fc, cell, sizeof(cell));
 		format_fit_left(cells[i], sizeof(cells[i]), cell, p[i].width);
 	}
 	print_cells(out, p, n, cells);

@@ -178,6 +178,10 @@ static void head_json(struct jsonw *w, const struct app *a,
 	jsonw_number(w, "threads", st->threads_seen);
 	jsonw_number(w, "dropped", (double)st->dropped);
 	jsonw_number(w, "folded", (double)st->folded);
+	jsonw_number(w, "lock_wait_ns", (double)st->lock_wait_ns);
+	jsonw_number(w, "cond_wait_ns", (double)st->cond_wait_ns);
+	jsonw_number(w, "lock_wait_per_s_ns", st->lock_wait_per_s);
+	jsonw_number(w, "cond_wait_per_s_ns", st->cond_wait_per_s);
 	memory_json(w, st);
 }
 

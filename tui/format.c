@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cxxname.h"
 #include "format.h"
 
 static bool utf8 = true;
@@ -143,6 +144,46 @@ void format_site_both(char *buf, size_t size, struct symbols *s, uint64_t site)
 		snprintf(buf, size, "%s (%s)", fn, line);
 }
 
+/* What follows a site's function name, fullest first; the last is "". */
+static void site_tails(char tails[3][640], const struct frame_info *fi,
+		       bool line)
+{
+	char fn[256], where[256], place[264] = "";
+
+	address_text(fn, sizeof(fn), fi);
+	if (line && fi->file && fi->line > 0) {
+		place_text(where, sizeof(where), fi->file, fi->line);
+		snprintf(place, sizeof(place), " (%s)", where);
+	}
+	if (fi->n_inlined)
+		snprintf(tails[0], sizeof(tails[0]), "%s inlined in %s", place, fn);
+	else
+		snprintf(tails[0], sizeof(tails[0]), "+0x%" PRIx64 "%s", fi->offset,
+			 place);
+	snprintf(tails[1], sizeof(tails[1]), "%s", place);
+	tails[2][0] = '\0';
+}
+
+void format_site_fit(char *buf, size_t size, struct symbols *s, uint64_t site,
+		     bool line, int width)
+{
+	struct frame_info fi;
+	char tails[3][640];
+	const char *name;
+
+	symbols_resolve(s, site, 1, &fi);
+	name = fi.n_inlined ? fi.function : fi.symbol;
+	if (name == NULL || fi.symbol == NULL) {
+		(line ? format_site_both : format_site)(buf, size, s, site);
+		return;
+	}
+	site_tails(tails, &fi, line);
+	for (int i = 0; i < 3; i++) {
+		if (cxxname_fit(buf, size, name, tails[i], width))
+			return;
+	}
+}
+
 void format_site_chain(char *buf, size_t size, struct symbols *s,
 		       uint64_t site)
 {
@@ -233,6 +274,19 @@ void format_fit_left(char *buf, size_t size, const char *s, int width)
 		 utf8_tail(s, (size_t)(width - 1)));
 }
 
+void format_fit_right(char *buf, size_t size, const char *s, int width)
+{
+	size_t keep = 0;
+
+	if (width <= 0 || utf8_chars(s) <= (size_t)width) {
+		snprintf(buf, size, "%s", s);
+		return;
+	}
+	for (int n = 0; s[keep] && n < width - 1; keep++)
+		n += ((unsigned char)s[keep + 1] & 0xc0) != 0x80;
+	snprintf(buf, size, "%.*s%s", (int)keep, s, utf8 ? "\u2026" : "~");
+}
+
 static void cell_type(const struct view_row *r, const struct format_ctx *f,
 		      char *buf, size_t size)
 {
@@ -259,10 +313,9 @@ static void cell_site(const struct view_row *r, const struct format_ctx *f,
 		snprintf(buf, size, "[%u sites]", r->n_sites);
 	else if (f->site_style == SITE_LINE)
 		format_site_line(buf, size, f->symbols, r->site);
-	else if (f->site_style == SITE_FUNCTION)
-		format_site(buf, size, f->symbols, r->site);
 	else
-		format_site_both(buf, size, f->symbols, r->site);
+		format_site_fit(buf, size, f->symbols, r->site,
+				f->site_style == SITE_BOTH, f->width);
 }
 
 static void cell_wait_rate(const struct view_row *r, const struct format_ctx *f,
@@ -344,26 +397,26 @@ void format_sparkline(char *buf, size_t size, const uint64_t *values, int n)
 }
 
 const struct column columns[] = {
-	{ "TYPE", 12, true, false, false, 8, -1,
+	{ "TYPE", 12, true, false, false, 3, -1,
 	  "mutex, rwlock-read, rwlock-write, spinlock, condvar, futex or futex-wake",
 	  cell_type },
-	{ "OBJECT", 14, true, false, false, 4, -1,
+	{ "OBJECT", 14, true, false, false, 1, -1,
 	  "the lock's address; [N objs] when rows are coalesced", cell_object },
 	{ "CALL SITE", 16, true, true, false, 10, SORT_SITE,
 	  "where the lock is taken (s: function+offset or file:line)", cell_site },
 	{ "WAIT/s", 8, false, false, false, 9, SORT_WAIT,
 	  "time threads waited here per second, last interval", cell_wait_rate },
-	{ "WAIT", 8, false, false, false, 6, SORT_TOTAL,
+	{ "WAIT", 8, false, false, false, 8, SORT_TOTAL,
 	  "total wait since start or reset", cell_wait },
 	{ "ACQ", 7, false, false, false, 7, SORT_COUNT,
 	  "acquisitions since start or reset", cell_acq },
-	{ "CONT%", 6, false, false, false, 5, SORT_CONTENDED,
+	{ "CONT%", 6, false, false, false, 6, SORT_CONTENDED,
 	  "share of calls that had to wait (sorts by contended count)", cell_contended },
-	{ "AVG", 8, false, false, false, 3, SORT_AVG,
+	{ "AVG", 8, false, false, false, 5, SORT_AVG,
 	  "wait per wait, timed out or not", cell_avg },
-	{ "MAX", 8, false, false, false, 2, SORT_MAX,
+	{ "MAX", 8, false, false, false, 4, SORT_MAX,
 	  "longest single wait", cell_max },
-	{ "TREND", TREND_LEN, true, false, true, 1, -1,
+	{ "TREND", TREND_LEN, true, false, true, 2, -1,
 	  "wait of the last intervals, oldest first", cell_trend },
 };
 const size_t column_count = sizeof(columns) / sizeof(columns[0]);

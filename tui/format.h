@@ -19,6 +19,7 @@ enum site_style { SITE_FUNCTION, SITE_LINE, SITE_BOTH };
 struct format_ctx {
 	struct symbols *symbols;
 	enum site_style site_style;
+	int width;		/* the cell's columns; 0: no limit */
 };
 
 struct column {
@@ -97,6 +98,16 @@ void format_site_line(char *buf, size_t size, struct symbols *s, uint64_t site);
 void format_site_both(char *buf, size_t size, struct symbols *s, uint64_t site);
 
 /*
+ * format_site_both() (line) or format_site() in width columns: what
+ * follows the function's name (the inlined function's, when the call was
+ * inlined) gives way first, "+0xoff" then "(file:line)", then the name
+ * shortens from the inside (cxxname.h), and is cut only when even its
+ * bare form is too wide. A width of 0 or less means no limit.
+ */
+void format_site_fit(char *buf, size_t size, struct symbols *s, uint64_t site,
+		     bool line, int width);
+
+/*
  * The whole chain, "??" for what is unknown: "hold (blame.c:38) inlined
  * in caller+0x24 (blame.c:56)", or "caller+0x24 (blame.c:56)".
  */
@@ -111,5 +122,8 @@ const char *format_site_label(void *symbols, uint64_t site);
 
 /* Fit s into width columns, cutting from the left ("…tail") when longer. */
 void format_fit_left(char *buf, size_t size, const char *s, int width);
+
+/* Fit s into width columns, cutting at the right ("head…") when longer. */
+void format_fit_right(char *buf, size_t size, const char *s, int width);
 
 #endif

@@ -126,6 +126,8 @@ void model_apply_delta(struct model *m, const struct proto_delta *d)
 	}
 	lock_counts_add(&row->since, &d->c);
 	lock_counts_add(&m->since, &d->c);
+	if (row->type == LOCK_CONDVAR)
+		m->since_cond_wait += d->c.wait_ns;
 	if (delta_waited(d))
 		row_waits_make(m, row);
 	if (d->max_wait_ns > row->max_wait_ns)
@@ -263,6 +265,8 @@ static void model_tick_row(struct model *m, struct row *row, size_t pos)
 	row->pending_wait = 0;
 	m->last_acq += row->last_acq;
 	m->last_wait += row->last_wait;
+	if (row->type == LOCK_CONDVAR)
+		m->last_cond_wait += row->last_wait;
 	for (uint32_t i = 0; i < row->n_se; i++) {
 		struct stack_entry *e = &row->se[i];
 
@@ -282,6 +286,7 @@ void model_tick(struct model *m, const struct proto_tick *t)
 	m->prev_interval_s = m->interval_s;
 	m->prev_acq = m->last_acq;
 	m->prev_wait = m->last_wait;
+	m->prev_cond_wait = m->last_cond_wait;
 	m->interval_s = 0;
 	if (m->have_tick && t->monotonic_ns > m->last_tick_ns)
 		m->interval_s =
@@ -290,6 +295,7 @@ void model_tick(struct model *m, const struct proto_tick *t)
 	m->last_tick_ns = t->monotonic_ns;
 	m->last_acq = 0;
 	m->last_wait = 0;
+	m->last_cond_wait = 0;
 	for (size_t i = 0; i < m->cap; i++) {
 		if (m->rows[i].defined)
 			model_tick_row(m, &m->rows[i], pos);
@@ -337,6 +343,7 @@ void model_fold_last_interval(struct model *m)
 	m->interval_s += m->prev_interval_s;
 	m->last_acq += m->prev_acq;
 	m->last_wait += m->prev_wait;
+	m->last_cond_wait += m->prev_cond_wait;
 	m->ticks--;
 }
 
@@ -361,6 +368,7 @@ void model_reset(struct model *m)
 		}
 	}
 	memset(&m->since, 0, sizeof m->since);
+	m->since_cond_wait = 0;
 }
 
 /*
@@ -384,6 +392,10 @@ void model_stats(const struct model *m, struct model_stats *s)
 	s->interval_s = m->interval_s;
 	s->wait_per_s = model_rate(m, m->last_wait);
 	s->acq_per_s = model_rate(m, m->last_acq);
+	s->cond_wait_per_s = model_rate(m, m->last_cond_wait);
+	s->lock_wait_per_s = model_rate(m, m->last_wait - m->last_cond_wait);
+	s->cond_wait_ns = m->since_cond_wait;
+	s->lock_wait_ns = m->since.wait_ns - m->since_cond_wait;
 }
 
 void model_note_raw_futex(struct model *m, uint32_t threads)

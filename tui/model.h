@@ -58,6 +58,15 @@ struct model_stats {
 	double interval_s;	/* length of the last interval */
 	double wait_per_s;	/* all rows, last interval */
 	double acq_per_s;
+	/*
+	 * wait_per_s and total.wait_ns split: the waits of locks (mutexes,
+	 * rwlocks, spinlocks, futexes) and those on condition variables,
+	 * mostly threads waiting for work, not for a lock.
+	 */
+	double lock_wait_per_s;
+	double cond_wait_per_s;
+	uint64_t lock_wait_ns;	/* since reset */
+	uint64_t cond_wait_ns;
 	struct lock_counts total; /* all rows, since reset */
 };
 

@@ -90,6 +90,7 @@ struct model {
 	size_t n_waits;
 	size_t waits_cap;
 	struct lock_counts since; /* all rows, since reset */
+	uint64_t since_cond_wait; /* condvar rows' part of since.wait_ns */
 	struct entry_slot *etab; /* open addressing, by (row, stack, tid) */
 	size_t etab_cap;	/* a power of two, at least twice n_entries */
 	size_t n_entries;
@@ -102,6 +103,8 @@ struct model {
 	uint64_t last_wait;
 	uint64_t prev_acq;
 	uint64_t prev_wait;
+	uint64_t last_cond_wait; /* condvar rows' part of last_wait */
+	uint64_t prev_cond_wait;
 	uint32_t threads_seen;
 	uint32_t threads_live;
 	uint64_t dropped;

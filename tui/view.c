@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "line.h"
 #include "view.h"
 
 #define HEADER_LINES 2
@@ -25,45 +26,88 @@ static const char *sep(void)
 }
 
 /*
- * Header line 1: who, what state, how often, then the command line, which
- * may be cut; PAUSED at the right.
+ * Fill line y with slot and lay the items out on it, whole or not at
+ * all; the screen's last cell is never shown (term.c), so not used.
+ */
+static void draw_items(struct screen *s, int y, enum theme_slot slot,
+		       struct line_item *items, size_t n, const char *between)
+{
+	int width = y == s->h - 1 ? s->w - 1 : s->w;
+	char text[2048];
+
+	screen_fill(s, 0, y, s->w, slot, L' ');
+	line_layout(items, n, width, between, text, sizeof(text));
+	screen_puts(s, 0, y, slot, text, width);
+}
+
+/*
+ * Header line 1: who, what state, how often, the command line (cut at
+ * its end rather than left out); PAUSED at the right.
  */
 static void draw_title(struct screen *s, const struct ui *ui)
 {
 	const struct app *a = ui->app;
-	char state[96];
+	char version[32], pid[32], state[160], every[48];
+	struct line_item items[] = {
+		{ .text = version, .priority = 3 },
+		{ .text = pid, .priority = 8 },
+		{ .text = state, .priority = 9 },
+		{ .text = every, .priority = 5 },
+		{ .text = a->client.hello.command, .priority = 1, .shrink = true },
+		{ .text = ui->paused ? "PAUSED" : NULL, .priority = 10, .right = true },
+	};
+	struct line_item *paused = &items[5];
+	char now[96];
 
-	app_state_text(a, state, sizeof(state));
-	screen_fill(s, 0, 0, s->w, SLOT_HEADER, L' ');
-	screen_printf(s, 0, 0, SLOT_HEADER, "qsptop %s%spid %d%s%s (%s)%severy %gs%s%s",
-		      QSPTOP_VERSION, sep(), (int)a->attach.pid, sep(), state,
-		      a->attach.mode, sep(), a->opt.delay_s, sep(),
-		      a->client.hello.command);
-	if (ui->paused)
-		screen_puts(s, s->w - 7, 0, SLOT_ERROR, " PAUSED", -1);
+	app_state_text(a, now, sizeof(now));
+	snprintf(version, sizeof(version), "qsptop %s", QSPTOP_VERSION);
+	snprintf(pid, sizeof(pid), "pid %d", (int)a->attach.pid);
+	snprintf(state, sizeof(state), "%s (%s)", now, a->attach.mode);
+	snprintf(every, sizeof(every), "every %gs", a->opt.delay_s);
+	draw_items(s, 0, SLOT_HEADER, items, sizeof(items) / sizeof(items[0]), sep());
+	if (paused->x >= 0)
+		screen_paint(s, paused->x, 0, paused->width, SLOT_ERROR);
 }
 
-/* Header line 2: rates, sort, coalesce, filter, threads, drops. */
+/*
+ * Header line 2: lock waits and condition variable waits (threads
+ * waiting for work, mostly) apart, acquisitions, the filter, threads,
+ * sort, coalescing, losses; losses come first when there are some.
+ */
 static void draw_totals(struct screen *s, const struct ui *ui)
 {
 	const struct model_query *q = &ui->app->query;
 	const struct model_stats *st = &ui->stats;
-	char wait[32], acq[32], filter[160] = "", line[512], losses[96];
+	char lock[48], cond[48], acq[48], filter[160] = "", threads[64];
+	char sort[48], coalesce[48], losses[96], v[32];
 	const char *arrow = format_utf8() ? (q->ascending ? "\u25b2" : "\u25bc")
 					  : (q->ascending ? "^" : "v");
+	bool lost = st->dropped || st->folded || st->raw_futex_threads;
+	struct line_item items[] = {
+		{ .text = lock, .priority = 10 },
+		{ .text = cond, .priority = 8 },
+		{ .text = acq, .priority = 6 },
+		{ .text = filter, .priority = 9 },
+		{ .text = threads, .priority = 5 },
+		{ .text = sort, .priority = 4 },
+		{ .text = coalesce, .priority = 3 },
+		{ .text = losses, .priority = lost ? 10 : 2 },
+	};
 
-	format_duration(wait, sizeof(wait), st->wait_per_s);
-	format_count(acq, sizeof(acq), st->acq_per_s);
-	format_losses(losses, sizeof(losses), st);
+	format_duration(v, sizeof(v), st->lock_wait_per_s);
+	snprintf(lock, sizeof(lock), "lock wait %s/s", v);
+	format_duration(v, sizeof(v), st->cond_wait_per_s);
+	snprintf(cond, sizeof(cond), "cond wait %s/s", v);
+	format_count(v, sizeof(v), st->acq_per_s);
+	snprintf(acq, sizeof(acq), "acq %s/s", v);
 	if (ui->filter[0])
-		snprintf(filter, sizeof(filter), "%sfilter: %s", sep(), ui->filter);
-	snprintf(line, sizeof(line), "wait %s/s%sacq %s/s%ssort %s %s%scoalesce %s%s"
-		 "%sthreads %u seen, %u live%s%s", wait, sep(), acq,
-		 sep(), sort_key_name(q->sort), arrow, sep(),
-		 coalesce_name(q->coalesce), filter, sep(), st->threads_seen,
-		 st->threads_live, sep(), losses);
-	screen_fill(s, 0, 1, s->w, SLOT_HEADER, L' ');
-	screen_puts(s, 0, 1, SLOT_HEADER, line, -1);
+		snprintf(filter, sizeof(filter), "filter: %s", ui->filter);
+	snprintf(threads, sizeof(threads), "threads %u seen, %u live",
+		 st->threads_seen, st->threads_live);
+	snprintf(sort, sizeof(sort), "sort %s %s", sort_key_name(q->sort), arrow);
+	snprintf(coalesce, sizeof(coalesce), "coalesce %s", coalesce_name(q->coalesce));
+	format_losses(losses, sizeof(losses), st);
+	draw_items(s, 1, SLOT_HEADER, items, sizeof(items) / sizeof(items[0]), sep());
 }
 
 static void draw_titles(struct screen *s, const struct ui *ui, int y,
@@ -97,7 +141,8 @@ static void draw_row(struct screen *s, const struct ui *ui, int y,
 		     const struct view_row *r, bool selected,
 		     const struct column_place *p, size_t n)
 {
-	struct format_ctx f = { ui->app->symbols, ui->site_style };
+	struct format_ctx f = { .symbols = ui->app->symbols,
+				.site_style = ui->site_style };
 	enum theme_slot slot = selected ? SLOT_SELECTION : heat(ui, r);
 	char cell[512], fitted[520];
 
@@ -107,6 +152,7 @@ static void draw_row(struct screen *s, const struct ui *ui, int y,
 		enum theme_slot cs = c->sparkline && !selected ? SLOT_SPARKLINE : slot;
 		int len;
 
+		f.width = p[i].width;
 		c->cell(r, &f, cell, sizeof(cell));
 		format_fit_left(fitted, sizeof(fitted), cell, p[i].width);
 		len = screen_width(fitted);
@@ -165,29 +211,49 @@ static double percentile_ns(const struct lock_counts *c, double p)
 }
 
 /*
- * "function+off (file:line) [module]", after the inlined functions that
- * make the call when there are some, or how many sites a group has.
+ * "function+off (file:line) [module]" in width columns, after the
+ * inlined functions that make the call when there are some, or how many
+ * sites a group has. When it does not fit whole, the module goes and the
+ * rest is fitted (format_site_fit()); a function's name shortened there
+ * is returned, whole, to be shown beside; NULL otherwise.
  */
-static void detail_site(char *buf, size_t size, const struct ui *ui,
-			const struct view_row *r)
+static const char *detail_site(char *buf, size_t size, const struct ui *ui,
+			       const struct view_row *r, int width)
 {
 	struct symbols *sym = ui->app->symbols;
 	struct frame_info fi;
-	char fn[256], line[256], chain[768];
+	char site[700], module[300];
+	const char *name;
 
 	if (r->n_sites > 1) {
 		snprintf(buf, size, "%u call sites", r->n_sites);
-		return;
+		return NULL;
 	}
 	symbols_resolve(sym, r->site, 1, &fi);
-	if (fi.n_inlined) {
-		format_site_chain(chain, sizeof(chain), sym, r->site);
-		snprintf(buf, size, "%s [%s]", chain, fi.module ? fi.module : "??");
-		return;
-	}
-	format_site(fn, sizeof(fn), sym, r->site);
-	format_site_line(line, sizeof(line), sym, r->site);
-	snprintf(buf, size, "%s (%s) [%s]", fn, line, fi.module ? fi.module : "??");
+	snprintf(module, sizeof(module), " [%s]", fi.module ? fi.module : "??");
+	if (fi.n_inlined)
+		format_site_chain(site, sizeof(site), sym, r->site);
+	else
+		format_site_fit(site, sizeof(site), sym, r->site, true, 0);
+	snprintf(buf, size, "%s%s", site, module);
+	if (screen_width(buf) <= width)
+		return NULL;
+	format_site_fit(buf, size, sym, r->site, true, width);
+	name = fi.n_inlined ? fi.function : fi.symbol;
+	return name && !strstr(buf, name) ? name : NULL;
+}
+
+/* A long name over as many lines as it takes, after its label. */
+static int detail_long_name(struct screen *s, const char *label,
+			    const char *name, int y)
+{
+	int room = s->w - 14;
+	size_t len = strlen(name);
+
+	screen_puts(s, 1, y, SLOT_NORMAL, label, -1);
+	for (size_t at = 0; room > 0 && at < len; at += (size_t)room)
+		screen_puts(s, 14, y++, SLOT_NORMAL, name + at, room);
+	return y;
 }
 
 /* Lines of the detail screen; returns the next free line. */
@@ -195,8 +261,10 @@ static int detail_numbers(struct screen *s, const struct ui *ui,
 			  const struct view_row *r, int y)
 {
 	char site[1024], wait[32], rate[32], avg[32], max[32], p[3][32];
+	const char *type = lock_type_name(r->type);
+	const char *full = detail_site(site, sizeof(site), ui, r,
+				       s->w - 1 - (int)strlen(type) - 4);
 
-	detail_site(site, sizeof(site), ui, r);
 	format_duration(wait, sizeof(wait), (double)r->c.wait_ns);
 	format_duration(rate, sizeof(rate), r->wait_per_s);
 	format_duration(avg, sizeof(avg), lock_counts_avg_wait_ns(&r->c));
@@ -204,7 +272,9 @@ static int detail_numbers(struct screen *s, const struct ui *ui,
 	format_duration(p[0], sizeof(p[0]), percentile_ns(&r->c, 0.5));
 	format_duration(p[1], sizeof(p[1]), percentile_ns(&r->c, 0.9));
 	format_duration(p[2], sizeof(p[2]), percentile_ns(&r->c, 0.99));
-	screen_printf(s, 1, y++, SLOT_NORMAL, "%s at %s", lock_type_name(r->type), site);
+	screen_printf(s, 1, y++, SLOT_NORMAL, "%s at %s", type, site);
+	if (full)
+		y = detail_long_name(s, "function", full, y);
 	if (r->n_objects > 1)
 		screen_printf(s, 1, y++, SLOT_NORMAL, "objects      %u locks", r->n_objects);
 	else
@@ -465,6 +535,30 @@ static void draw_page(struct screen *s, struct ui *ui, const char *title,
 	screen_free(full);
 }
 
+/* Key hints of the table, the most needed kept longest. */
+static struct line_item table_hints[] = {
+	{ .text = "q quit", .priority = 10 },
+	{ .text = "h help", .priority = 9 },
+	{ .text = "Enter details", .priority = 7 },
+	{ .text = "</> sort", .priority = 6 },
+	{ .text = "I invert", .priority = 2 },
+	{ .text = "m coalesce", .priority = 4 },
+	{ .text = "r reset", .priority = 3 },
+	{ .text = "/ filter", .priority = 8 },
+	{ .text = "e export", .priority = 5 },
+	{ .text = "f flame", .priority = 1 },
+	{ .text = "w wrappers", .priority = 1 },
+	{ .text = "Space pause", .priority = 3 },
+};
+
+/* Key hints of the detail and help pages. */
+static struct line_item page_hints[] = {
+	{ .text = "Esc back", .priority = 10 },
+	{ .text = "Up/Down scroll", .priority = 5 },
+	{ .text = "q quit", .priority = 9 },
+};
+
+/* The prompt being typed, a message, or the key hints. */
 static void draw_status(struct screen *s, const struct ui *ui)
 {
 	int y = s->h - 1;
@@ -477,11 +571,12 @@ static void draw_status(struct screen *s, const struct ui *ui)
 	else if (ui->message[0])
 		screen_puts(s, 0, y, ui->message_error ? SLOT_ERROR : SLOT_STATUS,
 			    ui->message, -1);
+	else if (ui->mode == UI_TABLE)
+		draw_items(s, y, SLOT_STATUS, table_hints, sizeof(table_hints) /
+			   sizeof(table_hints[0]), "  ");
 	else
-		screen_puts(s, 0, y, SLOT_STATUS, ui->mode == UI_TABLE ?
-			    "q quit  h help  Enter details  </> sort  I invert  "
-			    "m coalesce  r reset  / filter  e export  f flame  w wrappers  Space pause" :
-			    "Esc back  Up/Down scroll  q quit", -1);
+		draw_items(s, y, SLOT_STATUS, page_hints, sizeof(page_hints) /
+			   sizeof(page_hints[0]), "  ");
 }
 
 void view_draw(struct screen *s, struct ui *ui)

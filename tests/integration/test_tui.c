@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
+#include <regex.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -536,29 +537,28 @@ static void exit_file(char *out, size_t size, const char *name)
 	snprintf(out, size, "%s/exit-%s", tmp, name);
 }
 
-/* Start qsptop on `wl_locks MODE` in session name; env and args may be "". */
-static bool start_mode(const char *name, const char *mode, const char *env,
-		       const char *args)
+/*
+ * Start qsptop ARGS -- PROGRAM in session name, w x h; env and args
+ * may be "", program is for the shell.
+ */
+static bool start_sized(const char *name, int width, int height, const char *env,
+			const char *args, const char *program)
 {
 	static char cmd[16 * PATH_MAX];
-	char qdir[PATH_MAX + 8], qtop[PATH_MAX + 8], qwl[PATH_MAX + 8], qexp[PATH_MAX + 32], qexit[PATH_MAX + 32];
+	char qdir[PATH_MAX + 8], qtop[PATH_MAX + 8], qexit[PATH_MAX + 32];
 	char path[PATH_MAX + 32], w[16], h[16];
 	int rc;
 
 	session = name;
 	quoted(qdir, sizeof(qdir), tmp);
 	quoted(qtop, sizeof(qtop), qsptop);
-	quoted(qwl, sizeof(qwl), workload);
-	snprintf(path, sizeof(path), "%s/expect", tmp);
-	quoted(qexp, sizeof(qexp), path);
 	exit_file(path, sizeof(path), name);
 	quoted(qexit, sizeof(qexit), path);
 	snprintf(cmd, sizeof(cmd), "cd %s && ESCDELAY=25 TERM=xterm-256color "
-		 "LANG=C.UTF-8 TMPDIR=%s %s %s %s -o count -d 0.2 -- %s %s %s; "
-		 "echo EXIT=$? > %s", qdir, qdir, env, qtop, args, qwl, mode, qexp,
-		 qexit);
-	snprintf(w, sizeof(w), "%d", WIDTH);
-	snprintf(h, sizeof(h), "%d", HEIGHT);
+		 "LANG=C.UTF-8 TMPDIR=%s %s %s %s -- %s; echo EXIT=$? > %s", qdir,
+		 qdir, env, qtop, args, program, qexit);
+	snprintf(w, sizeof(w), "%d", width);
+	snprintf(h, sizeof(h), "%d", height);
 	rc = tmux(NULL, "new-session", "-d", "-x", w, "-y", h, "-s", name, cmd, NULL);
 	if (rc == 0 && sock_path[0] == '\0') {
 		char *out = NULL;
@@ -571,6 +571,21 @@ static bool start_mode(const char *name, const char *mode, const char *env,
 	}
 	CHECK(rc == 0, "%s: tmux new-session: expected exit 0, got %d", name, rc);
 	return rc == 0;
+}
+
+/* Start qsptop on `wl_locks MODE` in session name; env and args may be "". */
+static bool start_mode(const char *name, const char *mode, const char *env,
+		       const char *args)
+{
+	static char program[4 * PATH_MAX], all_args[PATH_MAX];
+	char qwl[PATH_MAX + 8], qexp[PATH_MAX + 32], path[PATH_MAX + 32];
+
+	quoted(qwl, sizeof(qwl), workload);
+	snprintf(path, sizeof(path), "%s/expect", tmp);
+	quoted(qexp, sizeof(qexp), path);
+	snprintf(program, sizeof(program), "%s %s %s", qwl, mode, qexp);
+	snprintf(all_args, sizeof(all_args), "%s -o count -d 0.2", args);
+	return start_sized(name, WIDTH, HEIGHT, env, all_args, program);
 }
 
 /* Start qsptop on `wl_locks tui` in session name. */
@@ -626,15 +641,19 @@ static void clip_columns(char *s, int cols)
 }
 
 /*
- * The title line as it should read at WIDTH columns with this delay;
- * *fits says whether it fits whole.
+ * The title line as it should read at WIDTH columns with this delay: the
+ * command line, last, is cut with an ellipsis when too long; *fits says
+ * whether it fits whole.
  */
 static void expected_title(char *out, size_t size, const char *delay, bool *fits)
 {
 	snprintf(out, size, TITLE_START "%d \u2502 running (launched) \u2502 every %ss "
 		 "\u2502 %s tui %s/expect", workload_pid, delay, workload, tmp);
 	*fits = columns_of(out) <= WIDTH;
-	clip_columns(out, WIDTH);
+	if (!*fits) {
+		clip_columns(out, WIDTH - 1);
+		strncat(out, "\u2026", size - strlen(out) - 1);
+	}
 }
 
 static bool title_is(const void *want)
@@ -812,9 +831,9 @@ static void check_header_kept(const char *context, const char *title)
 	screen_line(0, l0, sizeof(l0));
 	screen_line(1, l1, sizeof(l1));
 	screen_line(2, l2, sizeof(l2));
-	CHECK_SCREEN(strncmp(l0, "qsptop ", 7) == 0 && strncmp(l1, "wait ", 5) == 0 &&
+	CHECK_SCREEN(strncmp(l0, "qsptop ", 7) == 0 && strncmp(l1, "lock wait ", 10) == 0 &&
 		     strstr(l2, title),
-		     "%s: expected the title \"qsptop …\", the totals \"wait …\" and "
+		     "%s: expected the title \"qsptop …\", the totals \"lock wait …\" and "
 		     "\"%s\" to stay on lines 0-2, got \"%s\", \"%s\", \"%s\"",
 		     context, title, l0, l1, l2);
 }
@@ -1320,13 +1339,13 @@ static bool fits(const void *size)
 			return false;
 	}
 	screen_line(0, line, sizeof(line));
-	if (strncmp(line, "qsptop", 6) != 0)
+	if (strstr(line, "pid ") == NULL)
 		return false;
 	screen_line(1, line, sizeof(line));
-	if (strncmp(line, "wait ", 5) != 0)
+	if (strncmp(line, "lock wait ", 10) != 0)
 		return false;
 	screen_line(2, line, sizeof(line));
-	return strncmp(line, "TYPE", 4) == 0 && (!sz->alpha || line_with("site_alpha", 3) > 0);
+	return strstr(line, "CALL SITE") && (!sz->alpha || line_with("site_alpha", 3) > 0);
 }
 
 /* 60 wide and redrawn: ACQ kept, TREND dropped (not an old line cut by tmux). */
@@ -1567,6 +1586,237 @@ static void test_make_demo(void)
 	quit_session("make demo");
 }
 
+/* --- narrow screens and long C++ names (wl_cxxname) --- */
+
+/* Whether s is, whole, a match of the extended regular expression re. */
+static bool matches(const char *re, const char *s)
+{
+	char anchored[512];
+	regex_t r;
+	bool ok;
+
+	snprintf(anchored, sizeof(anchored), "^(%s)$", re);
+	if (regcomp(&r, anchored, REG_EXTENDED | REG_NOSUB) != 0)
+		return false;
+	ok = regexec(&r, s, 0, NULL, 0) == 0;
+	regfree(&r);
+	return ok;
+}
+
+/*
+ * Split line at sep (runs of it count once) and check that every piece is
+ * a whole item, one of res; the first piece that is not goes to odd.
+ */
+static bool items_whole(const char *line, const char *sep,
+			const char *const *res, size_t n, char *odd, size_t size)
+{
+	const char *p = line;
+
+	while (*p) {
+		const char *end = strstr(p, sep);
+		size_t len = end ? (size_t)(end - p) : strlen(p);
+		bool known = len == 0;
+
+		snprintf(odd, size, "%.*s", (int)len, p);
+		for (size_t i = 0; i < n && !known; i++)
+			known = matches(res[i], odd);
+		if (!known)
+			return false;
+		p = end ? end + strlen(sep) : p + len;
+	}
+	odd[0] = '\0';
+	return true;
+}
+
+#define DURATION "[0-9.]+(ns|us|ms|s)"
+#define SEP_BAR " \u2502 "
+
+/* Line 1 of the header: every item whole. */
+static const char *const totals_items[] = {
+	"lock wait " DURATION "/s", "cond wait " DURATION "/s",
+	"acq [0-9.]+[KMGTP]?/s", "threads [0-9]+ seen, [0-9]+ live",
+	"sort (wait|total|avg|count|contended|max|site) (\u25bc|\u25b2)",
+	"coalesce (none|site|object)", "dropped [0-9]+",
+};
+
+/* The key hints of the status line. */
+static const char *const hint_items[] = {
+	"q quit", "h help", "Enter details", "</> sort", "I invert", "m coalesce",
+	"r reset", "/ filter", "e export", "f flame", "w wrappers", "Space pause",
+};
+
+/*
+ * The title: the fixed items whole; the command line, last, whole or
+ * cut at its end with an ellipsis.
+ */
+static void check_title_items(const char *line, const char *command)
+{
+	static const char *const fixed[] = {
+		"qsptop [0-9.]+", "pid [0-9]+", "running \\(launched\\)", "every 0\\.2s",
+	};
+	const char *last = line, *p;
+	char odd[4096], head[4096];
+	size_t len;
+
+	while ((p = strstr(last, SEP_BAR)) != NULL)
+		last = p + strlen(SEP_BAR);
+	snprintf(head, sizeof(head), "%.*s", (int)(last - line), line);
+	len = strlen(last);
+	CHECK_SCREEN(items_whole(head, SEP_BAR, fixed, 4, odd, sizeof(odd)),
+		     "80x24 title: \"%s\" is not a whole item", odd);
+	if (len >= 3 && strcmp(last + len - 3, "\u2026") == 0)
+		len -= 3;
+	CHECK_SCREEN(strncmp(last, command, len) == 0 && len > 0 &&
+		     (len == strlen(last) ? strcmp(last, command) == 0 : true),
+		     "80x24 title: expected the command \"%s\", whole or cut with "
+		     "\"\u2026\", last; got \"%s\"", command, last);
+}
+
+/* The text of a row under the CALL SITE title, up to the next column. */
+static void site_cell(const char *titles, const char *row, char *out, size_t size)
+{
+	const char *site = strstr(titles, "CALL SITE");
+	const char *next = site ? strstr(site, "WAIT/s") : NULL;
+	int from = site ? (int)(site - titles) : 0;
+	int to = next ? (int)(next - titles) : from;
+	int a = column_byte(row, from), b = column_byte(row, to);
+
+	snprintf(out, size, "%.*s", b > a ? b - a : 0, row + a);
+}
+
+/*
+ * 17: at 80x24, the default terminal: every header and status item is
+ * whole or absent, AVG and MAX are shown, and CALL SITE shows the long
+ * C++ method's own name.
+ */
+static void test_narrow_cxx(void)
+{
+	char wl[PATH_MAX], program[PATH_MAX + 16], line[4096], titles[4096];
+	char odd[4096], cell[4096];
+	int row;
+
+	join(wl, build, "/tests/wl_cxxname");
+	quoted(program, sizeof(program), wl);
+	strcat(program, " 60");
+	if (!start_sized("cxx", 80, 24, "", "-d 0.2", program))
+		return;
+	SEE("80x24", "checkout_request");
+	SEE("80x24", "every 0.2s");
+	screen_line(0, line, sizeof(line));
+	snprintf(program, sizeof(program), "%s 60", wl);
+	check_title_items(line, program);
+	screen_line(1, line, sizeof(line));
+	CHECK_SCREEN(items_whole(line, SEP_BAR, totals_items, sizeof(totals_items) /
+				 sizeof(totals_items[0]), odd, sizeof(odd)),
+		     "80x24 totals: \"%s\" is not a whole item", odd);
+	CHECK_SCREEN(strncmp(line, "lock wait ", 10) == 0 && strstr(line, "cond wait "),
+		     "80x24 totals: expected \"lock wait …\" and \"cond wait …\" first");
+	last_line(line, sizeof(line));
+	CHECK_SCREEN(items_whole(line, "  ", hint_items, sizeof(hint_items) /
+				 sizeof(hint_items[0]), odd, sizeof(odd)),
+		     "80x24 status: \"%s\" is not a whole key hint", odd);
+	CHECK_SCREEN(strncmp(line, "q quit  h help", 14) == 0 && strstr(line, "/ filter"),
+		     "80x24 status: expected \"q quit\", \"h help\" and \"/ filter\"");
+	screen_line(2, titles, sizeof(titles));
+	CHECK_SCREEN(strstr(titles, "CALL SITE") && strstr(titles, " AVG") &&
+		     strstr(titles, " MAX") && strstr(titles, "WAIT/s") &&
+		     !strstr(titles, "OBJECT"), "80x24 column titles: expected CALL "
+		     "SITE, WAIT/s, AVG and MAX, no OBJECT");
+	row = line_with("checkout_request", 3);
+	screen_line(row, line, sizeof(line));
+	site_cell(titles, line, cell, sizeof(cell));
+	CHECK_SCREEN(strstr(cell, "checkout_request") != NULL, "80x24: expected "
+		     "\"checkout_request\" in the CALL SITE column, got \"%s\"", cell);
+	quit_session("80x24");
+}
+
+/* A row of the last table of batch output that contains needle, or NULL. */
+static const char *last_table_row(const char *out, const char *needle,
+				  char *titles, size_t size)
+{
+	const char *t = NULL, *p = out, *row;
+
+	while ((p = strstr(p, "CALL SITE")) != NULL)
+		t = p++;
+	if (t == NULL)
+		return NULL;
+	while (t > out && t[-1] != '\n')
+		t--;
+	snprintf(titles, size, "%.*s", (int)strcspn(t, "\n"), t);
+	row = strstr(t, needle);
+	while (row && row > t && row[-1] != '\n')
+		row--;
+	return row;
+}
+
+/* The JSON's lock and cond waits: apart, and adding up to the rows'. */
+static void check_wait_totals(const cJSON *snap)
+{
+	const cJSON *rows = cJSON_GetObjectItemCaseSensitive(snap, "rows"), *r;
+	double all = 0, cond = 0;
+	bool named = false;
+
+	cJSON_ArrayForEach(r, rows) {
+		const char *symbol = str_field(cJSON_GetObjectItemCaseSensitive(r, "site"),
+					       "symbol");
+
+		all += num_field(r, "wait_ns");
+		if (strcmp(str_field(r, "type") ? str_field(r, "type") : "", "condvar") == 0)
+			cond += num_field(r, "wait_ns");
+		named |= symbol && strncmp(symbol, "storage::engine::connection_pool<", 33) == 0 &&
+			 strstr(symbol, ">::checkout_request(std::vector<") != NULL;
+	}
+	CHECK(num_field(snap, "cond_wait_ns") == cond && cond > 0,
+	      "JSON cond_wait_ns: expected the condvar rows' %.0f ns, got %.0f",
+	      cond, num_field(snap, "cond_wait_ns"));
+	CHECK(num_field(snap, "lock_wait_ns") == all - cond && all - cond > 0,
+	      "JSON lock_wait_ns: expected the other rows' %.0f ns, got %.0f",
+	      all - cond, num_field(snap, "lock_wait_ns"));
+	CHECK(num_field(snap, "lock_wait_per_s_ns") >= 0 &&
+	      num_field(snap, "cond_wait_per_s_ns") >= 0,
+	      "JSON: expected lock_wait_per_s_ns and cond_wait_per_s_ns");
+	CHECK(named, "JSON: expected a site symbol with the method's full name");
+}
+
+/*
+ * 18: batch output, 132 columns: CALL SITE shows the method's name; the
+ * header and the JSON tell lock waits from condition variable waits.
+ */
+static void test_cxx_batch(void)
+{
+	char wl[PATH_MAX], json[PATH_MAX + 16], titles[4096], cell[4096];
+	char *argv[] = { qsptop, "-b", "-d", "0.2", "-j", json, "--", wl, "0.6", NULL };
+	const char *row;
+	struct run r;
+	cJSON *snap;
+
+	join(wl, build, "/tests/wl_cxxname");
+	snprintf(json, sizeof(json), "%s/cxx.json", tmp);
+	r = run_capture(argv, 30000, 0);
+	CHECK(r.status == 0, "wl_cxxname in batch: expected exit 0, got %d: %s",
+	      r.status, r.err);
+	CHECK(strstr(r.out, " - lock wait ") && strstr(r.out, " - cond wait "),
+	      "batch header: expected \"lock wait\" and \"cond wait\":\n%s", r.out);
+	row = last_table_row(r.out, "checkout_request", titles, sizeof(titles));
+	if (row) {
+		char line[4096];
+
+		snprintf(line, sizeof(line), "%.*s", (int)strcspn(row, "\n"), row);
+		site_cell(titles, line, cell, sizeof(cell));
+		CHECK(strstr(cell, "checkout_request(") && strstr(cell, "(cxxname.cc:") &&
+		      columns_of(line) <= 132, "batch: expected \"checkout_request(…\" and "
+		      "\"(cxxname.cc:\" in CALL SITE of a line of at most 132 columns, "
+		      "got \"%s\" in:\n%s", cell, line);
+	}
+	CHECK(row != NULL, "batch: expected a row of checkout_request:\n%s", r.out);
+	snap = load_json(json);
+	CHECK(snap != NULL, "wl_cxxname: expected a JSON snapshot in %s", json);
+	if (snap)
+		check_wait_totals(snap);
+	cJSON_Delete(snap);
+	run_free(&r);
+}
+
 int main(void)
 {
 	long started = monotonic_ms();
@@ -1612,6 +1862,8 @@ int main(void)
 	}
 	test_theme_options();
 	test_wrapper_stacks();
+	test_narrow_cxx();
+	test_cxx_batch();
 	test_make_demo();
 
 	free(screen);

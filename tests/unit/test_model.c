@@ -242,6 +242,41 @@ static void test_tick_rates(void)
 	model_free(m);
 }
 
+/* Lock waits and condition variable waits are counted apart, and add up. */
+static void test_lock_and_cond_wait(void)
+{
+	struct model *m = model_new();
+	struct model_stats s;
+
+	def(m, 0, LOCK_MUTEX, 0x100, 0xa0);
+	def(m, 1, LOCK_CONDVAR, 0x200, 0xb0);
+	def(m, 2, LOCK_FUTEX, 0x300, 0xc0);
+	tick(m, 1000000000);
+	add(m, 0, 10, 1, 100000000, 5);
+	add(m, 1, 10, 10, 900000000, 5);
+	add(m, 2, 10, 1, 20000000, 5);
+	tick(m, 1500000000);
+	model_stats(m, &s);
+	CHECK_DBL(s.lock_wait_per_s, 2.4e8);
+	CHECK_DBL(s.cond_wait_per_s, 1.8e9);
+	CHECK_DBL(s.lock_wait_per_s + s.cond_wait_per_s, s.wait_per_s);
+	CHECK_U64(s.lock_wait_ns, 120000000);
+	CHECK_U64(s.cond_wait_ns, 900000000);
+
+	add(m, 1, 1, 1, 100000000, 5);	/* a short last interval, folded */
+	tick(m, 1600000000);
+	model_fold_last_interval(m);
+	model_stats(m, &s);
+	CHECK_DBL(s.cond_wait_per_s, 1e9 / 0.6);
+	CHECK_DBL(s.lock_wait_per_s, 1.2e8 / 0.6);
+
+	model_reset(m);
+	model_stats(m, &s);
+	CHECK_U64(s.lock_wait_ns, 0);
+	CHECK_U64(s.cond_wait_ns, 0);
+	model_free(m);
+}
+
 static void test_trend_ring(void)
 {
 	struct model *m = model_new();
@@ -2032,6 +2067,7 @@ int main(void)
 	test_redefine_keeps_counts();
 	test_max_not_additive();
 	test_tick_rates();
+	test_lock_and_cond_wait();
 	test_trend_ring();
 	test_reset();
 	test_coalesce_site();

@@ -16,6 +16,7 @@
  */
 #include "../common/cfi.h"
 #include "../common/hash.h"
+#include "addrcache.h"
 #include "symbols.h"
 #include "xalloc.h"
 
@@ -37,8 +38,6 @@ char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
 
 /* How far past its base a module whose extent is unknown may reach. */
 #define GUESS_SPAN (256ull << 20)
-#define CACHE_MIN 1024
-#define NAMES_MIN 64
 /* Inlined calls kept around one address; deeper ones lose their innermost. */
 #define INLINE_MAX 64
 
@@ -77,27 +76,18 @@ struct module {
 	bool fdes_built;
 };
 
-/* An answer; info.inlined_in is the entry's own, freed with it. */
-struct cache_entry {
-	struct frame_info info;
-	uint8_t used;
-	uint8_t is_return;
-};
-
-/* An inlined function's demangled name, by its mangled one in libdw. */
-struct demangled {
-	const char *mangled;	/* NULL in a free slot */
-	const char *name;	/* the demangler's, or mangled if it failed */
-};
-
 struct symbols {
 	Dwfl *dwfl;
 	struct module *mods;
 	size_t nmods, cap;
-	struct cache_entry *cache;
-	size_t cache_cap, cache_used;	/* cache_cap is a power of two */
-	struct demangled *names;	/* keyed by the mangled name's address */
-	size_t names_cap, names_used;	/* names_cap is a power of two */
+	/* Answers (struct frame_info, each with its own inlined_in), by address. */
+	struct addrcache *returns;	/* return addresses */
+	struct addrcache *exact;	/* other addresses */
+	/*
+	 * Inlined functions' demangled names (char *, the demangler's, NULL
+	 * if it failed) by the address of their mangled names in libdw.
+	 */
+	struct addrcache *names;
 	char root[32];			/* before each module's path */
 };
 
@@ -113,25 +103,28 @@ struct symbols *symbols_new(void)
 
 	elf_version(EV_CURRENT);
 	s->dwfl = dwfl_begin(&dwfl_callbacks);
-	s->cache_cap = CACHE_MIN;
-	s->cache = xcalloc(s->cache_cap, sizeof *s->cache);
-	s->names_cap = NAMES_MIN;
-	s->names = xcalloc(s->names_cap, sizeof *s->names);
+	s->returns = addrcache_new(sizeof(struct frame_info));
+	s->exact = addrcache_new(sizeof(struct frame_info));
+	s->names = addrcache_new(sizeof(char *));
 	return s;
 }
 
-static void cache_clear(struct symbols *s);
+static void drop_answer(void *answer);
+
+static void drop_name(void *name)
+{
+	free(*(char **)name);
+}
 
 void symbols_free(struct symbols *s)
 {
 	if (!s)
 		return;
-	cache_clear(s);
+	addrcache_free(s->returns, drop_answer);
+	addrcache_free(s->exact, drop_answer);
 	if (s->dwfl)
 		dwfl_end(s->dwfl);
-	for (size_t i = 0; i < s->names_cap; i++)
-		if (s->names[i].name != s->names[i].mangled)
-			free((char *)s->names[i].name);
+	addrcache_free(s->names, drop_name);
 	for (size_t i = 0; i < s->nmods; i++) {
 		struct module *m = &s->mods[i];
 
@@ -145,8 +138,6 @@ void symbols_free(struct symbols *s)
 		free(m->fdes);
 	}
 	free(s->mods);
-	free(s->cache);
-	free(s->names);
 	free(s);
 }
 
@@ -283,13 +274,16 @@ static bool module_known(const struct symbols *s, const char *path,
 	return false;
 }
 
+static void drop_answer(void *answer)
+{
+	free((void *)((struct frame_info *)answer)->inlined_in);
+}
+
 /* Forget every cached answer: a new module may change them. */
 static void cache_clear(struct symbols *s)
 {
-	for (size_t i = 0; i < s->cache_cap; i++)
-		free((void *)s->cache[i].info.inlined_in);
-	memset(s->cache, 0, s->cache_cap * sizeof *s->cache);
-	s->cache_used = 0;
+	addrcache_clear(s->returns, drop_answer);
+	addrcache_clear(s->exact, drop_answer);
 }
 
 void symbols_set_root(struct symbols *s, const char *root)
@@ -502,12 +496,6 @@ static struct sym *module_sym(struct module *m, uint64_t pc)
 	return NULL;
 }
 
-/* Mix the bits of a cache key (splitmix64's finalizer). */
-static uint64_t cache_hash(uint64_t address, bool is_return)
-{
-	return hash_mix(address ^ (is_return ? 0x9e3779b97f4a7c15ull : 0));
-}
-
 /* The inlined calls holding a pc, outermost first. */
 struct inline_path {
 	Dwarf_Die call[INLINE_MAX];
@@ -570,58 +558,26 @@ static int unit_path(Dwarf_Die *parent, Dwarf_Addr pc, struct inline_path *p)
 	return found >= 0 ? found : search_children(parent, pc, p, true);
 }
 
-/* The slot of names holding mangled, or the free slot where it belongs. */
-static struct demangled *names_slot(struct demangled *names, size_t cap,
-				    const char *mangled)
-{
-	size_t i = (size_t)cache_hash((uint64_t)(uintptr_t)mangled, false) &
-		   (cap - 1);
-
-	while (names[i].mangled && names[i].mangled != mangled)
-		i = (i + 1) & (cap - 1);
-	return &names[i];
-}
-
-/* Double the names when half full. */
-static void names_grow(struct symbols *s)
-{
-	struct demangled *old = s->names;
-	size_t old_cap = s->names_cap;
-
-	if (2 * s->names_used < s->names_cap)
-		return;
-	s->names_cap *= 2;
-	s->names = xcalloc(s->names_cap, sizeof *s->names);
-	for (size_t i = 0; i < old_cap; i++)
-		if (old[i].mangled)
-			*names_slot(s->names, s->names_cap, old[i].mangled) = old[i];
-	free(old);
-}
-
 /*
  * A C++ name of libdw's demangled, once per name: libdw's strings stay
  * put, so their addresses are the keys.
  */
 static const char *demangle_once(struct symbols *s, const char *mangled)
 {
-	struct demangled *d;
-	char *name;
+	uint64_t key = (uint64_t)(uintptr_t)mangled;
+	char **known, *name;
 	int status;
 
 	if (strncmp(mangled, "_Z", 2) != 0)
 		return mangled;
-	d = names_slot(s->names, s->names_cap, mangled);
-	if (d->mangled)
-		return d->name;
+	if ((known = addrcache_find(s->names, key)))
+		return *known ? *known : mangled;
 	name = __cxa_demangle(mangled, NULL, NULL, &status);
 	if (status != 0 || !name) {
 		free(name);
 		name = NULL;
 	}
-	d->mangled = mangled;
-	d->name = name ? name : mangled;
-	s->names_used++;
-	names_grow(s);
+	*(char **)addrcache_add(s->names, key) = name;
 	return name ? name : mangled;
 }
 
@@ -824,50 +780,17 @@ static void resolve(struct symbols *s, uint64_t address, bool is_return,
 	place_site(places, module_places(s, m, pc, out->symbol, places), out);
 }
 
-/* The slot holding the key, or the empty slot where it belongs. */
-static struct cache_entry *cache_slot(struct cache_entry *cache, size_t cap,
-				      uint64_t address, bool is_return)
-{
-	size_t i = cache_hash(address, is_return) & (cap - 1);
-
-	while (cache[i].used && (cache[i].info.address != address ||
-				 cache[i].is_return != is_return))
-		i = (i + 1) & (cap - 1);
-	return &cache[i];
-}
-
-/* Double the cache when it is half full. */
-static void cache_grow(struct symbols *s)
-{
-	struct cache_entry *old = s->cache;
-	size_t old_cap = s->cache_cap;
-
-	if (2 * s->cache_used < s->cache_cap)
-		return;
-	s->cache_cap *= 2;
-	s->cache = xcalloc(s->cache_cap, sizeof *s->cache);
-	for (size_t i = 0; i < old_cap; i++)
-		if (old[i].used)
-			*cache_slot(s->cache, s->cache_cap, old[i].info.address,
-				    old[i].is_return) = old[i];
-	free(old);
-}
-
 void symbols_resolve(struct symbols *s, uint64_t address, int is_return,
 		     struct frame_info *out)
 {
-	bool ret = is_return != 0;
-	struct cache_entry *e;
+	struct addrcache *cache = is_return ? s->returns : s->exact;
+	struct frame_info *known = addrcache_find(cache, address);
 
-	e = cache_slot(s->cache, s->cache_cap, address, ret);
-	if (!e->used) {
-		resolve(s, address, ret, &e->info);
-		e->used = 1;
-		e->is_return = ret;
-		s->cache_used++;
+	if (!known) {
+		known = addrcache_add(cache, address);
+		resolve(s, address, is_return != 0, known);
 	}
-	*out = e->info;
-	cache_grow(s);
+	*out = *known;
 }
 
 size_t symbols_modules(const struct symbols *s)

@@ -26,12 +26,13 @@ static const char *sep(void)
 
 /*
  * Header line 1: who, what state, how often, then the command line, which
- * may be cut; PAUSED at the right.
+ * may be cut; PAUSED and names still to come at the right.
  */
 static void draw_title(struct screen *s, const struct ui *ui)
 {
 	const struct app *a = ui->app;
-	char state[96];
+	char state[96], names[96];
+	int right = ui->paused ? 7 : 0;
 
 	app_state_text(a, state, sizeof(state));
 	screen_fill(s, 0, 0, s->w, SLOT_HEADER, L' ');
@@ -41,6 +42,11 @@ static void draw_title(struct screen *s, const struct ui *ui)
 		      a->client.hello.command);
 	if (ui->paused)
 		screen_puts(s, s->w - 7, 0, SLOT_ERROR, " PAUSED", -1);
+	symbols_progress(a->symbols, format_utf8(), names + 1, sizeof(names) - 1);
+	names[0] = ' ';
+	if (names[1] && s->w - right - screen_width(names) >= 0)
+		screen_puts(s, s->w - right - screen_width(names), 0,
+			    SLOT_HEADER, names, -1);
 }
 
 /* Header line 2: rates, sort, coalesce, filter, threads, drops. */

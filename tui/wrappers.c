@@ -63,6 +63,7 @@ struct wrappers {
 	uint64_t *ranges;	/* the code of the named wrappers: lo, hi, ... */
 	size_t nranges, ranges_cap;
 	size_t modules_done;	/* modules whose functions were matched */
+	unsigned generation;	/* of the symbols all that was worked out from */
 };
 
 struct wrappers *wrappers_new(struct symbols *s)
@@ -133,6 +134,17 @@ static void patterns_changed(struct wrappers *w)
 	addrcache_clear(w->cache, NULL);
 	w->nranges = 0;
 	w->modules_done = 0;
+}
+
+/* Forget what was worked out from names that have changed since. */
+static void follow_symbols(struct wrappers *w)
+{
+	unsigned generation = symbols_generation(w->symbols);
+
+	if (generation != w->generation) {
+		patterns_changed(w);
+		w->generation = generation;
+	}
 }
 
 void wrappers_add(struct wrappers *w, const char *glob)
@@ -274,22 +286,24 @@ static bool in_named_address(const struct wrappers *w, uint64_t pc)
 }
 
 /*
- * Only addresses inside a known module are cached: one outside every
- * module may still fall into a module reported later.
+ * Only addresses inside a known module are cached, and only when their
+ * names are known: one outside every module may still fall into a module
+ * reported later, a name may come on a later refresh.
  */
 bool wrappers_match(void *ctx, uint64_t address)
 {
 	struct wrappers *w = ctx;
 	struct frame_info fi;
-	bool hit, *known;
+	bool hit, named, *known;
 
 	if (w == NULL || wrappers_count(w) == 0 || address == 0)
 		return false;
+	follow_symbols(w);
 	if ((known = addrcache_find(w->cache, address)))
 		return *known;
-	symbols_resolve(w->symbols, address, 1, &fi);
+	named = symbols_resolve(w->symbols, address, 1, &fi);
 	hit = wrappers_name_matches(w, fi.symbol) || in_named_address(w, address - 1);
-	if (fi.module == NULL)
+	if (fi.module == NULL || !named)
 		return hit;
 	*(bool *)addrcache_add(w->cache, address) = hit;
 	return hit;
@@ -322,6 +336,7 @@ size_t wrappers_ranges(struct wrappers *w, uint64_t **ranges)
 {
 	size_t named, total;
 
+	follow_symbols(w);
 	for (; w->modules_done < symbols_modules(w->symbols); w->modules_done++)
 		symbols_each_function(w->symbols, w->modules_done, match_function, w);
 	named = w->nranges;

@@ -34,11 +34,13 @@ double app_elapsed_s(const struct app *a)
 void app_sync_wrappers(struct app *a)
 {
 	size_t modules = symbols_modules(a->symbols);
+	unsigned generation = symbols_generation(a->symbols);
 	uint64_t *ranges = NULL;
 	size_t n = 0;
 
 	if (!a->client.have_hello || modules == 0 ||
-	    (a->wrappers_sent && modules == a->wrapper_modules))
+	    (a->wrappers_sent && modules == a->wrapper_modules &&
+	     generation == a->wrapper_generation))
 		return;
 	if (a->wrappers)
 		n = wrappers_ranges(a->wrappers, &ranges);
@@ -46,6 +48,7 @@ void app_sync_wrappers(struct app *a)
 	free(ranges);
 	a->wrappers_sent = true;
 	a->wrapper_modules = modules;
+	a->wrapper_generation = generation;
 }
 
 void app_probe_futex(struct app *a)

@@ -21,6 +21,7 @@ struct app {
 	struct model_query query;	/* current sort, coalesce, filter */
 	uint64_t reset_ns;		/* collector clock at the last reset */
 	size_t wrapper_modules;		/* modules known when ranges were sent */
+	unsigned wrapper_generation;	/* symbols_generation() then */
 	bool wrappers_sent;		/* the collector knows our wrappers */
 	bool child_reaped;		/* the launched command has ended */
 	int child_status;		/* its wait status, once reaped */
@@ -31,7 +32,7 @@ double app_elapsed_s(const struct app *a);
 
 /*
  * Tell the collector which code is lock wrappers when that may have
- * changed (modules were added). Call after each read.
+ * changed (modules were added, debuginfo arrived). Call after each read.
  */
 void app_sync_wrappers(struct app *a);
 

@@ -5,12 +5,16 @@
 #include "batch.h"
 #include "format.h"
 
-/* The header; with -N it says how many rows the table holds of how many. */
+/*
+ * The header; with -N it says how many rows the table holds of how many,
+ * while names are still to come it says so.
+ */
 static void print_header(FILE *out, const struct app *a, size_t shown,
 			 size_t total)
 {
 	struct model_stats st;
-	char lock[32], cond[32], acq[32], losses[96], rows[64] = "";
+	char lock[32], cond[32], acq[32], losses[96], rows[64] = "", note[80];
+	char names[96] = "";
 
 	model_stats(a->model, &st);
 	format_losses(losses, sizeof(losses), &st);
@@ -22,11 +26,14 @@ static void print_header(FILE *out, const struct app *a, size_t shown,
 		app_state_name(a), a->attach.mode, st.interval_s);
 	if (a->opt.rows)
 		snprintf(rows, sizeof(rows), " - rows %zu of %zu", shown, total);
+	symbols_progress(a->symbols, format_utf8(), note, sizeof(note));
+	if (note[0])
+		snprintf(names, sizeof(names), " - %s", note);
 	fprintf(out, "threads %u seen, %u live - lock wait %s/s - cond wait %s/s"
-		" - acq %s/s - %s - sort %s%s - coalesce %s%s\n\n",
+		" - acq %s/s - %s - sort %s%s - coalesce %s%s%s\n\n",
 		st.threads_seen, st.threads_live, lock, cond, acq, losses,
 		a->query.ascending ? "-" : "", sort_key_name(a->query.sort),
-		coalesce_name(a->query.coalesce), rows);
+		coalesce_name(a->query.coalesce), rows, names);
 }
 
 /* Batch lines are as wide as a wide terminal; CALL SITE gets the rest. */

@@ -20,6 +20,8 @@
 #include "xalloc.h"
 
 #define SCHEMA_VERSION 1
+/* How long a file export may wait for names still to come. */
+#define EXPORT_WAIT_MS 2000
 
 /* A number as text: "0x55d0c0a8e040". */
 static void hex(struct jsonw *w, const char *key, uint64_t v)
@@ -334,7 +336,10 @@ char *export_table_json(const struct app *a, const struct model_query *q)
 int export_json(const struct app *a, const struct model_query *q,
 		const char *path, char *err, size_t errlen)
 {
-	char *text = export_table_json(a, q);
+	char *text;
+
+	symbols_settle(a->symbols, EXPORT_WAIT_MS);
+	text = export_table_json(a, q);
 	int rc = write_text(path, text, err, errlen);
 
 	free(text);
@@ -478,7 +483,10 @@ char *export_table_folded(const struct app *a, const struct model_query *q)
 int export_folded(const struct app *a, const struct model_query *q,
 		  const char *path, char *err, size_t errlen)
 {
-	char *text = export_table_folded(a, q);
+	char *text;
+
+	symbols_settle(a->symbols, EXPORT_WAIT_MS);
+	text = export_table_folded(a, q);
 	int rc = write_text(path, text, err, errlen);
 
 	free(text);

@@ -60,11 +60,21 @@ static bool read_keys(struct ui *ui, struct screen *s)
 	return any;
 }
 
+/* Say once, on the status line, that debuginfod is no longer asked. */
+static void tell_fetch_failure(struct ui *ui, bool *told)
+{
+	const char *why = symbols_fetch_failure(ui->app->symbols);
+
+	if (why && !*told)
+		ui_message(ui, true, "%s", why);
+	*told |= why != NULL;
+}
+
 int live_run(struct app *a, const char *theme, volatile sig_atomic_t *stop)
 {
 	struct screen *s;
 	struct ui ui;
-	bool ended = false, dirty = true, idle;
+	bool ended = false, dirty = true, idle, names, told = false;
 	long shown = 0;
 	int w, h, rc;
 
@@ -91,10 +101,12 @@ int live_run(struct app *a, const char *theme, volatile sig_atomic_t *stop)
 			term_show(s);
 		}
 		idle = wait_input(a);
+		names = symbols_refresh(a->symbols);
+		tell_fetch_failure(&ui, &told);
 		rc = client_poll(&a->client, 0);
 		app_sync_wrappers(a);
 		app_probe_futex(a);
-		dirty = rc == 1 || (rc < 0 && !ended);
+		dirty = rc == 1 || (rc < 0 && !ended) || names;
 		if (dirty)
 			ui_refresh(&ui);
 		dirty |= idle;

@@ -51,6 +51,17 @@ static void install_signals(void)
 	signal(SIGXFSZ, SIG_IGN);
 }
 
+/* In batch mode, say once on stderr that debuginfod is no longer asked. */
+static void tell_fetch_failure(const struct app *a)
+{
+	static bool told;
+	const char *why = symbols_fetch_failure(a->symbols);
+
+	if (why && !told)
+		warning("%s", why);
+	told |= why != NULL;
+}
+
 /* Print every interval until the target ends, -n is reached or a signal. */
 static void run_batch(struct app *a)
 {
@@ -63,7 +74,9 @@ static void run_batch(struct app *a)
 		app_probe_futex(a);
 
 		if (rc == 1) {
+			symbols_refresh(a->symbols);
 			batch_print(stdout, a);
+			tell_fetch_failure(a);
 			if (a->opt.iterations && ++shown >= a->opt.iterations)
 				return;
 		}
@@ -235,7 +248,6 @@ static void attach(struct app *a, bool live, char *log, size_t size)
 	if (a->opt.pid) {
 		attach_connect(&a->attach, a->opt.pid, interval_ms,
 			       a->opt.force);
-		see_from_root(a);
 		return;
 	}
 	if (live)
@@ -308,15 +320,22 @@ int main(int argc, char **argv)
 	check_output_paths(&a.opt);
 	install_signals();
 	a.model = model_new();
-	a.symbols = symbols_new();
-	setup_query(&a);
 	attach(&a, live, log, sizeof(log));
+	/* After the launch: the command keeps DEBUGINFOD_URLS, symbols take it. */
+	a.symbols = symbols_new();
+	if (a.opt.pid)
+		see_from_root(&a);
+	setup_query(&a);
 	client_init(&a.client, a.attach.fd, a.model, a.symbols);
 	if (live)
 		live_run(&a, a.opt.theme, &stop_requested);
 	else
 		run_batch(&a);
 	rc = finish(&a);
+	if (!live) {
+		symbols_stop_fetching(a.symbols);
+		tell_fetch_failure(&a);
+	}
 	if (log[0])
 		report_command_log(log);
 	client_close(&a.client);

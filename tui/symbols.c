@@ -13,9 +13,19 @@
  * answers are cached per address, each with its chain. The strings handed
  * out point into module records, libdw's loaded files and the demangled
  * names of inlined functions, all kept until symbols_free().
+ *
+ * Nothing here waits on the network: libdwfl looks for debuginfo in local
+ * files and in debuginfod's cache only, and asks tui/fetch for the rest;
+ * when a module's debuginfo lands, the module is opened again in a Dwfl of
+ * its own (the old one is kept: handed-out strings point into it). Each
+ * refresh has a time budget for new addresses; past it, an address gets
+ * its module and offset only, and its name on a later refresh.
  */
 #include "../common/cfi.h"
+#include "../common/clock.h"
 #include "../common/hash.h"
+#include "addrcache.h"
+#include "fetch.h"
 #include "symbols.h"
 #include "xalloc.h"
 
@@ -37,8 +47,11 @@ char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
 
 /* How far past its base a module whose extent is unknown may reach. */
 #define GUESS_SPAN (256ull << 20)
-#define CACHE_MIN 1024
-#define NAMES_MIN 64
+/*
+ * Time a refresh may spend on new addresses: libc's take ~40 us each, so
+ * only programs with thousands of call sites in big binaries notice.
+ */
+#define REFRESH_BUDGET_MS 250
 /* Inlined calls kept around one address; deeper ones lose their innermost. */
 #define INLINE_MAX 64
 
@@ -68,6 +81,7 @@ struct module {
 	size_t build_id_len;
 	enum module_state state;
 	Dwfl_Module *dwfl_mod;	/* NULL unless trusted and libdwfl took it */
+	Dwfl *own_dwfl;		/* dwfl_mod's, once reopened; else shared */
 	struct sym *syms;
 	size_t nsyms;
 	char *names;		/* syms' names stripped of a default version */
@@ -77,33 +91,58 @@ struct module {
 	bool fdes_built;
 };
 
-/* An answer; info.inlined_in is the entry's own, freed with it. */
-struct cache_entry {
-	struct frame_info info;
-	uint8_t used;
-	uint8_t is_return;
-};
-
-/* An inlined function's demangled name, by its mangled one in libdw. */
-struct demangled {
-	const char *mangled;	/* NULL in a free slot */
-	const char *name;	/* the demangler's, or mangled if it failed */
-};
-
 struct symbols {
 	Dwfl *dwfl;
 	struct module *mods;
 	size_t nmods, cap;
-	struct cache_entry *cache;
-	size_t cache_cap, cache_used;	/* cache_cap is a power of two */
-	struct demangled *names;	/* keyed by the mangled name's address */
-	size_t names_cap, names_used;	/* names_cap is a power of two */
+	struct module *retired;	/* symbol state of reopened modules */
+	size_t nretired;
+	struct fetch *fetch;
+	unsigned generation;	/* bumped when debuginfo landed */
+	int64_t budget_ends_ms;	/* 0: no budget */
+	size_t pending;		/* addresses past the budget since it began */
+	/* Answers (struct frame_info, each with its own inlined_in), by address. */
+	struct addrcache *returns;	/* return addresses */
+	struct addrcache *exact;	/* other addresses */
+	/*
+	 * Inlined functions' demangled names (char *, the demangler's, NULL
+	 * if it failed) by the address of their mangled names in libdw.
+	 */
+	struct addrcache *names;
 	char root[32];			/* before each module's path */
 };
 
+/*
+ * libdwfl's search in local files (by build id, by debuglink) and then in
+ * debuginfod's cache; what is in neither is asked of the fetcher. libdwfl
+ * asks a server itself only when DEBUGINFOD_URLS is set, and the fetcher
+ * took it out. An alternate (dwz) file is asked for by its name, without
+ * a CRC: it is only looked for locally.
+ */
+static int find_debuginfo(Dwfl_Module *mod, void **userdata,
+			  const char *modname, Dwarf_Addr base,
+			  const char *file, const char *debuglink,
+			  GElf_Word crc, char **debuginfo_file)
+{
+	struct symbols *s = *userdata;
+	const unsigned char *id;
+	GElf_Addr vaddr;
+	int fd, len;
+
+	fd = dwfl_standard_find_debuginfo(mod, userdata, modname, base, file,
+					  debuglink, crc, debuginfo_file);
+	if (fd >= 0 || (debuglink && crc == 0) ||
+	    (len = dwfl_module_build_id(mod, &id, &vaddr)) <= 0)
+		return fd;
+	fd = fetch_open_cached(s->fetch, id, (size_t)len, debuginfo_file);
+	if (fd < 0)
+		fetch_request(s->fetch, id, (size_t)len);
+	return fd;
+}
+
 static const Dwfl_Callbacks dwfl_callbacks = {
 	.find_elf = dwfl_build_id_find_elf,
-	.find_debuginfo = dwfl_standard_find_debuginfo,
+	.find_debuginfo = find_debuginfo,
 	.section_address = dwfl_offline_section_address,
 };
 
@@ -111,42 +150,54 @@ struct symbols *symbols_new(void)
 {
 	struct symbols *s = xcalloc(1, sizeof *s);
 
+	s->fetch = fetch_new();
 	elf_version(EV_CURRENT);
 	s->dwfl = dwfl_begin(&dwfl_callbacks);
-	s->cache_cap = CACHE_MIN;
-	s->cache = xcalloc(s->cache_cap, sizeof *s->cache);
-	s->names_cap = NAMES_MIN;
-	s->names = xcalloc(s->names_cap, sizeof *s->names);
+	s->returns = addrcache_new(sizeof(struct frame_info));
+	s->exact = addrcache_new(sizeof(struct frame_info));
+	s->names = addrcache_new(sizeof(char *));
 	return s;
 }
 
-static void cache_clear(struct symbols *s);
+static void drop_answer(void *answer);
+
+static void drop_name(void *name)
+{
+	free(*(char **)name);
+}
+
+/* Free what m's symbols came from and were made of. */
+static void module_free_symbols(struct module *m)
+{
+	for (size_t j = 0; j < m->nsyms; j++)
+		if (m->syms[j].name_owned)
+			free((char *)m->syms[j].name);
+	free(m->syms);
+	free(m->names);
+	free(m->fdes);
+	if (m->own_dwfl)
+		dwfl_end(m->own_dwfl);
+}
 
 void symbols_free(struct symbols *s)
 {
 	if (!s)
 		return;
-	cache_clear(s);
+	fetch_free(s->fetch);
+	addrcache_free(s->returns, drop_answer);
+	addrcache_free(s->exact, drop_answer);
+	for (size_t i = 0; i < s->nretired; i++)
+		module_free_symbols(&s->retired[i]);
+	for (size_t i = 0; i < s->nmods; i++) {
+		module_free_symbols(&s->mods[i]);
+		free(s->mods[i].path);
+		free(s->mods[i].build_id);
+	}
 	if (s->dwfl)
 		dwfl_end(s->dwfl);
-	for (size_t i = 0; i < s->names_cap; i++)
-		if (s->names[i].name != s->names[i].mangled)
-			free((char *)s->names[i].name);
-	for (size_t i = 0; i < s->nmods; i++) {
-		struct module *m = &s->mods[i];
-
-		for (size_t j = 0; j < m->nsyms; j++)
-			if (m->syms[j].name_owned)
-				free((char *)m->syms[j].name);
-		free(m->path);
-		free(m->build_id);
-		free(m->syms);
-		free(m->names);
-		free(m->fdes);
-	}
+	addrcache_free(s->names, drop_name);
+	free(s->retired);
 	free(s->mods);
-	free(s->cache);
-	free(s->names);
 	free(s);
 }
 
@@ -211,13 +262,15 @@ static Elf *elf_open_loadable(int fd)
 	return NULL;
 }
 
-/* Hand the trusted file open on fd to libdwfl, placed at m's bias. */
-static void module_report(struct symbols *s, struct module *m, int fd)
+/* Hand the trusted file open on fd to dwfl, placed at m's bias. */
+static void module_report(struct symbols *s, struct module *m, Dwfl *dwfl,
+			  int fd)
 {
 	char name[32];
+	void **userdata;
 	int dwfl_fd;
 
-	if (!s->dwfl)
+	if (!dwfl)
 		return;
 	dwfl_fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
 	if (dwfl_fd < 0)
@@ -228,29 +281,38 @@ static void module_report(struct symbols *s, struct module *m, int fd)
 	 * With add_p_vaddr true the base is the bias (dlpi_addr); an ET_EXEC
 	 * ignores it and gets bias 0, which is what its dlpi_addr is.
 	 */
-	snprintf(name, sizeof name, "module%zu", s->nmods);
-	dwfl_report_begin_add(s->dwfl);
-	m->dwfl_mod = dwfl_report_elf(s->dwfl, name, m->path, dwfl_fd,
-				      m->base, true);
-	dwfl_report_end(s->dwfl, NULL, NULL);
+	snprintf(name, sizeof name, "module%zu", (size_t)(m - s->mods));
+	dwfl_report_begin_add(dwfl);
+	m->dwfl_mod = dwfl_report_elf(dwfl, name, m->path, dwfl_fd, m->base,
+				      true);
+	dwfl_report_end(dwfl, NULL, NULL);
 	if (!m->dwfl_mod)
 		close(dwfl_fd);
+	else if (dwfl_module_info(m->dwfl_mod, &userdata, NULL, NULL, NULL,
+				  NULL, NULL, NULL))
+		*userdata = s;	/* for find_debuginfo */
+}
+
+/* Open the file at m's path, if it is a regular file; -1 if not. */
+static int module_open(const struct symbols *s, const struct module *m)
+{
+	char path[PATH_MAX + sizeof(s->root)];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s%s", s->root, m->path);
+	/* Only regular files: opening a FIFO or a device could block. */
+	if (stat(path, &st) != 0 || !S_ISREG(st.st_mode))
+		return -1;
+	return open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 }
 
 /* Read m's extent and state from the file at its path. */
 static void module_load(struct symbols *s, struct module *m)
 {
-	char path[PATH_MAX + sizeof(s->root)];
+	int fd = module_open(s, m);
 	uint64_t lo, hi;
-	struct stat st;
 	Elf *elf;
-	int fd;
 
-	snprintf(path, sizeof(path), "%s%s", s->root, m->path);
-	/* Only regular files: opening a FIFO or a device could block. */
-	if (stat(path, &st) != 0 || !S_ISREG(st.st_mode))
-		return;
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0)
 		return;
 	elf = elf_open_loadable(fd);
@@ -264,8 +326,35 @@ static void module_load(struct symbols *s, struct module *m)
 	if (elf)
 		elf_end(elf);
 	if (m->state == MODULE_TRUSTED)
-		module_report(s, m, fd);
+		module_report(s, m, s->dwfl, fd);
 	close(fd);
+}
+
+/*
+ * Open trusted module m again in a Dwfl of its own, which finds the
+ * debuginfo that has landed since; its old symbols are kept until
+ * symbols_free(): strings handed out point into them.
+ */
+static void module_reopen(struct symbols *s, struct module *m)
+{
+	int fd = module_open(s, m);
+
+	s->retired = xreallocarray(s->retired, s->nretired + 1,
+				   sizeof *s->retired);
+	s->retired[s->nretired++] = *m;
+	m->own_dwfl = dwfl_begin(&dwfl_callbacks);
+	m->dwfl_mod = NULL;
+	m->syms = NULL;
+	m->nsyms = 0;
+	m->names = NULL;
+	m->syms_built = false;
+	m->fdes = NULL;
+	m->nfdes = 0;
+	m->fdes_built = false;
+	if (fd >= 0) {
+		module_report(s, m, m->own_dwfl, fd);
+		close(fd);
+	}
 }
 
 /* Whether the module is already known with this path, bias and id. */
@@ -283,13 +372,16 @@ static bool module_known(const struct symbols *s, const char *path,
 	return false;
 }
 
+static void drop_answer(void *answer)
+{
+	free((void *)((struct frame_info *)answer)->inlined_in);
+}
+
 /* Forget every cached answer: a new module may change them. */
 static void cache_clear(struct symbols *s)
 {
-	for (size_t i = 0; i < s->cache_cap; i++)
-		free((void *)s->cache[i].info.inlined_in);
-	memset(s->cache, 0, s->cache_cap * sizeof *s->cache);
-	s->cache_used = 0;
+	addrcache_clear(s->returns, drop_answer);
+	addrcache_clear(s->exact, drop_answer);
 }
 
 void symbols_set_root(struct symbols *s, const char *root)
@@ -502,12 +594,6 @@ static struct sym *module_sym(struct module *m, uint64_t pc)
 	return NULL;
 }
 
-/* Mix the bits of a cache key (splitmix64's finalizer). */
-static uint64_t cache_hash(uint64_t address, bool is_return)
-{
-	return hash_mix(address ^ (is_return ? 0x9e3779b97f4a7c15ull : 0));
-}
-
 /* The inlined calls holding a pc, outermost first. */
 struct inline_path {
 	Dwarf_Die call[INLINE_MAX];
@@ -570,58 +656,26 @@ static int unit_path(Dwarf_Die *parent, Dwarf_Addr pc, struct inline_path *p)
 	return found >= 0 ? found : search_children(parent, pc, p, true);
 }
 
-/* The slot of names holding mangled, or the free slot where it belongs. */
-static struct demangled *names_slot(struct demangled *names, size_t cap,
-				    const char *mangled)
-{
-	size_t i = (size_t)cache_hash((uint64_t)(uintptr_t)mangled, false) &
-		   (cap - 1);
-
-	while (names[i].mangled && names[i].mangled != mangled)
-		i = (i + 1) & (cap - 1);
-	return &names[i];
-}
-
-/* Double the names when half full. */
-static void names_grow(struct symbols *s)
-{
-	struct demangled *old = s->names;
-	size_t old_cap = s->names_cap;
-
-	if (2 * s->names_used < s->names_cap)
-		return;
-	s->names_cap *= 2;
-	s->names = xcalloc(s->names_cap, sizeof *s->names);
-	for (size_t i = 0; i < old_cap; i++)
-		if (old[i].mangled)
-			*names_slot(s->names, s->names_cap, old[i].mangled) = old[i];
-	free(old);
-}
-
 /*
  * A C++ name of libdw's demangled, once per name: libdw's strings stay
  * put, so their addresses are the keys.
  */
 static const char *demangle_once(struct symbols *s, const char *mangled)
 {
-	struct demangled *d;
-	char *name;
+	uint64_t key = (uint64_t)(uintptr_t)mangled;
+	char **known, *name;
 	int status;
 
 	if (strncmp(mangled, "_Z", 2) != 0)
 		return mangled;
-	d = names_slot(s->names, s->names_cap, mangled);
-	if (d->mangled)
-		return d->name;
+	if ((known = addrcache_find(s->names, key)))
+		return *known ? *known : mangled;
 	name = __cxa_demangle(mangled, NULL, NULL, &status);
 	if (status != 0 || !name) {
 		free(name);
 		name = NULL;
 	}
-	d->mangled = mangled;
-	d->name = name ? name : mangled;
-	s->names_used++;
-	names_grow(s);
+	*(char **)addrcache_add(s->names, key) = name;
 	return name ? name : mangled;
 }
 
@@ -797,23 +851,31 @@ static struct module *module_find(struct symbols *s, uint64_t pc)
 	return module_guess(s, pc);
 }
 
+/* Fill in out's address, module and offset; the module, or NULL. */
+static struct module *resolve_module(struct symbols *s, uint64_t address,
+				     uint64_t pc, struct frame_info *out)
+{
+	struct module *m = module_find(s, pc);
+
+	memset(out, 0, sizeof *out);
+	out->address = address;
+	if (m) {
+		out->module = m->path;
+		out->module_offset = address - m->base;
+	}
+	return m;
+}
+
 /* Resolve address without the cache. */
 static void resolve(struct symbols *s, uint64_t address, bool is_return,
 		    struct frame_info *out)
 {
 	uint64_t pc = is_return && address ? address - 1 : address;
 	struct inline_call places[INLINE_MAX + 1];
+	struct module *m = resolve_module(s, address, pc, out);
 	struct sym *sym;
-	struct module *m;
 
-	memset(out, 0, sizeof *out);
-	out->address = address;
-	m = module_find(s, pc);
-	if (!m)
-		return;
-	out->module = m->path;
-	out->module_offset = address - m->base;
-	if (m->state != MODULE_TRUSTED || !m->dwfl_mod)
+	if (!m || m->state != MODULE_TRUSTED || !m->dwfl_mod)
 		return;
 	sym = module_sym(m, pc);
 	if (sym) {
@@ -824,50 +886,103 @@ static void resolve(struct symbols *s, uint64_t address, bool is_return,
 	place_site(places, module_places(s, m, pc, out->symbol, places), out);
 }
 
-/* The slot holding the key, or the empty slot where it belongs. */
-static struct cache_entry *cache_slot(struct cache_entry *cache, size_t cap,
-				      uint64_t address, bool is_return)
-{
-	size_t i = cache_hash(address, is_return) & (cap - 1);
-
-	while (cache[i].used && (cache[i].info.address != address ||
-				 cache[i].is_return != is_return))
-		i = (i + 1) & (cap - 1);
-	return &cache[i];
-}
-
-/* Double the cache when it is half full. */
-static void cache_grow(struct symbols *s)
-{
-	struct cache_entry *old = s->cache;
-	size_t old_cap = s->cache_cap;
-
-	if (2 * s->cache_used < s->cache_cap)
-		return;
-	s->cache_cap *= 2;
-	s->cache = xcalloc(s->cache_cap, sizeof *s->cache);
-	for (size_t i = 0; i < old_cap; i++)
-		if (old[i].used)
-			*cache_slot(s->cache, s->cache_cap, old[i].info.address,
-				    old[i].is_return) = old[i];
-	free(old);
-}
-
-void symbols_resolve(struct symbols *s, uint64_t address, int is_return,
+bool symbols_resolve(struct symbols *s, uint64_t address, int is_return,
 		     struct frame_info *out)
 {
-	bool ret = is_return != 0;
-	struct cache_entry *e;
+	struct addrcache *cache = is_return ? s->returns : s->exact;
+	struct frame_info *known = addrcache_find(cache, address);
 
-	e = cache_slot(s->cache, s->cache_cap, address, ret);
-	if (!e->used) {
-		resolve(s, address, ret, &e->info);
-		e->used = 1;
-		e->is_return = ret;
-		s->cache_used++;
+	if (!known && s->budget_ends_ms && clock_now_ms() > s->budget_ends_ms) {
+		resolve_module(s, address, is_return && address ? address - 1
+								: address, out);
+		s->pending++;
+		return false;
 	}
-	*out = e->info;
-	cache_grow(s);
+	if (!known) {
+		known = addrcache_add(cache, address);
+		resolve(s, address, is_return != 0, known);
+	}
+	*out = *known;
+	return true;
+}
+
+/* Reopen the modules of a build id whose debuginfo has landed. */
+static void debuginfo_landed(void *ctx, const uint8_t *id, size_t len)
+{
+	struct symbols *s = ctx;
+
+	for (size_t i = 0; i < s->nmods; i++) {
+		struct module *m = &s->mods[i];
+
+		if (m->state == MODULE_TRUSTED && m->build_id_len == len &&
+		    memcmp(m->build_id, id, len) == 0)
+			module_reopen(s, m);
+	}
+	cache_clear(s);
+	s->generation++;
+}
+
+bool symbols_refresh(struct symbols *s)
+{
+	unsigned generation = s->generation;
+	size_t busy = fetch_busy(s->fetch), pending = s->pending;
+	const char *failure = fetch_failure(s->fetch);
+
+	fetch_poll(s->fetch, 0, debuginfo_landed, s);
+	s->pending = 0;
+	s->budget_ends_ms = clock_now_ms() + REFRESH_BUDGET_MS;
+	return pending || generation != s->generation ||
+	       busy != fetch_busy(s->fetch) || failure != fetch_failure(s->fetch);
+}
+
+/*
+ * Three quarters of the time for fetches under way, the rest at least for
+ * resolving.
+ */
+void symbols_settle(struct symbols *s, unsigned ms)
+{
+	int64_t start = clock_now_ms(), fetch_end = start + ms * 3 / 4;
+
+	while (fetch_busy(s->fetch) && clock_now_ms() < fetch_end)
+		fetch_poll(s->fetch, (int)(fetch_end - clock_now_ms()),
+			   debuginfo_landed, s);
+	s->pending = 0;
+	s->budget_ends_ms = start + ms;
+}
+
+size_t symbols_pending(const struct symbols *s)
+{
+	return s->pending + fetch_busy(s->fetch);
+}
+
+void symbols_progress(const struct symbols *s, bool utf8, char *buf,
+		      size_t size)
+{
+	const char *dots = utf8 ? "\u2026" : "...";
+	size_t busy = fetch_busy(s->fetch);
+
+	if (busy)
+		snprintf(buf, size, "resolving%s debuginfod: fetching %zu", dots,
+			 busy);
+	else if (s->pending)
+		snprintf(buf, size, "resolving%s", dots);
+	else if (size)
+		buf[0] = '\0';
+}
+
+const char *symbols_fetch_failure(const struct symbols *s)
+{
+	return fetch_failure(s->fetch);
+}
+
+void symbols_stop_fetching(struct symbols *s)
+{
+	fetch_stop(s->fetch);
+}
+
+unsigned symbols_generation(const struct symbols *s)
+{
+	return s->generation;
 }
 
 size_t symbols_modules(const struct symbols *s)

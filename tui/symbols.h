@@ -1,7 +1,10 @@
 /*
  * Addresses of the target turned into function+offset, file:line and
  * module, from the modules the collector reported. Works after the target
- * has exited: modules are opened by path and checked by build id.
+ * has exited: modules are opened by path and checked by build id. Never
+ * waits on the network: debuginfo missing locally is fetched from the
+ * debuginfod servers of DEBUGINFOD_URLS in the background, and names
+ * appear when it lands.
  */
 #ifndef QSPTOP_SYMBOLS_H
 #define QSPTOP_SYMBOLS_H
@@ -41,7 +44,10 @@ struct frame_info {
 
 struct symbols;
 
-/* Create an empty symbol resolver. */
+/*
+ * Create an empty symbol resolver. It takes DEBUGINFOD_URLS out of the
+ * environment (tui/fetch.h): create it after launching a command.
+ */
 struct symbols *symbols_new(void);
 void symbols_free(struct symbols *s);
 
@@ -63,10 +69,50 @@ void symbols_add_module(struct symbols *s, const char *path, uint64_t base,
  * Resolve an address. For a return address (is_return true) the symbol and
  * line are those of the call instruction (address - 1), the offset is still
  * relative to address. Strings stay valid until symbols_free(), the
- * inlined_in array until the next symbols_add_module().
+ * inlined_in array until the next symbols_add_module() or
+ * symbols_refresh(). Past the refresh's time budget a new address gets its
+ * module and offset only, and false: ask again on a later refresh.
  */
-void symbols_resolve(struct symbols *s, uint64_t address, int is_return,
+bool symbols_resolve(struct symbols *s, uint64_t address, int is_return,
 		     struct frame_info *out);
+
+/*
+ * Start a refresh: take in the debuginfo fetched since the last one and
+ * give new addresses a fresh time budget. Whether names may have changed
+ * since (so the screen is worth drawing again).
+ */
+bool symbols_refresh(struct symbols *s);
+
+/*
+ * Before an export: wait up to three quarters of ms for the fetches under
+ * way, then give new addresses the rest of ms.
+ */
+void symbols_settle(struct symbols *s, unsigned ms);
+
+/* How many names are still to come: addresses past the budget, fetches. */
+size_t symbols_pending(const struct symbols *s);
+
+/*
+ * A short note while names are to come ("resolving…", "resolving…
+ * debuginfod: fetching 2"), "" otherwise; "..." unless utf8.
+ */
+void symbols_progress(const struct symbols *s, bool utf8, char *buf,
+		      size_t size);
+
+/*
+ * Why debuginfod is no longer asked, in one line ("debuginfod: URL did not
+ * answer in 5s; names from local files only"), or NULL.
+ */
+const char *symbols_fetch_failure(const struct symbols *s);
+
+/* Give up the fetches under way (they count as not answered). */
+void symbols_stop_fetching(struct symbols *s);
+
+/*
+ * A number that changes whenever the names of modules already added may
+ * have changed (their debuginfo arrived).
+ */
+unsigned symbols_generation(const struct symbols *s);
 
 /* How many modules have been added: the modules are 0 .. that - 1. */
 size_t symbols_modules(const struct symbols *s);

@@ -42,23 +42,27 @@ static void draw_items(struct screen *s, int y, enum theme_slot slot,
 
 /*
  * Header line 1: who, what state, how often, the command line (cut at
- * its end rather than left out); PAUSED at the right.
+ * its end rather than left out); names still to come and PAUSED at the
+ * right.
  */
 static void draw_title(struct screen *s, const struct ui *ui)
 {
 	const struct app *a = ui->app;
-	char version[32], pid[32], state[160], every[48];
+	char version[32], pid[32], state[160], every[48], names[96];
 	struct line_item items[] = {
 		{ .text = version, .priority = 3 },
 		{ .text = pid, .priority = 8 },
 		{ .text = state, .priority = 9 },
 		{ .text = every, .priority = 5 },
 		{ .text = a->client.hello.command, .priority = 1, .shrink = true },
+		{ .text = NULL, .priority = 7, .right = true }, /* names to come */
 		{ .text = ui->paused ? "PAUSED" : NULL, .priority = 10, .right = true },
 	};
-	struct line_item *paused = &items[5];
+	struct line_item *paused = &items[6];
 	char now[96];
 
+	symbols_progress(a->symbols, format_utf8(), names, sizeof(names));
+	items[5].text = names[0] ? names : NULL;
 	app_state_text(a, now, sizeof(now));
 	snprintf(version, sizeof(version), "qsptop %s", QSPTOP_VERSION);
 	snprintf(pid, sizeof(pid), "pid %d", (int)a->attach.pid);

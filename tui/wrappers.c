@@ -3,11 +3,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../common/hash.h"
+#include "addrcache.h"
 #include "wrappers.h"
 #include "xalloc.h"
 
-#define CACHE_MIN 256
 #define NAME_MAX_LEN 1024
 #define PATH_MAX_LEN 4096
 
@@ -53,12 +52,6 @@ const char *const wrappers_builtin_globs[] = {
 	NULL,
 };
 
-struct cache_entry {
-	uint64_t address;
-	bool used;
-	bool is_wrapper;
-};
-
 struct wrappers {
 	struct symbols *symbols;
 	char **globs;
@@ -66,11 +59,11 @@ struct wrappers {
 	size_t nglobs;
 	char **addresses;	/* "0xADDR" and "MODULE+0xOFFSET" patterns */
 	size_t naddresses;
-	struct cache_entry *cache;
-	size_t cache_cap, cache_used;	/* cache_cap is a power of two */
+	struct addrcache *cache;	/* whether an address is in a wrapper */
 	uint64_t *ranges;	/* the code of the named wrappers: lo, hi, ... */
 	size_t nranges, ranges_cap;
 	size_t modules_done;	/* modules whose functions were matched */
+	unsigned generation;	/* of the symbols all that was worked out from */
 };
 
 struct wrappers *wrappers_new(struct symbols *s)
@@ -78,8 +71,7 @@ struct wrappers *wrappers_new(struct symbols *s)
 	struct wrappers *w = xcalloc(1, sizeof *w);
 
 	w->symbols = s;
-	w->cache_cap = CACHE_MIN;
-	w->cache = xcalloc(w->cache_cap, sizeof *w->cache);
+	w->cache = addrcache_new(sizeof(bool));
 	return w;
 }
 
@@ -96,16 +88,9 @@ void wrappers_free(struct wrappers *w)
 	free(w->globs);
 	free(w->needles);
 	free(w->addresses);
-	free(w->cache);
+	addrcache_free(w->cache, NULL);
 	free(w->ranges);
 	free(w);
-}
-
-/* Forget every cached answer: the patterns changed. */
-static void cache_clear(struct wrappers *w)
-{
-	memset(w->cache, 0, w->cache_cap * sizeof *w->cache);
-	w->cache_used = 0;
 }
 
 /* The longest run of a glob without a wildcard, which any match contains. */
@@ -146,9 +131,20 @@ static bool is_address(const char *pattern)
 /* Forget what was worked out from the patterns: they changed. */
 static void patterns_changed(struct wrappers *w)
 {
-	cache_clear(w);
+	addrcache_clear(w->cache, NULL);
 	w->nranges = 0;
 	w->modules_done = 0;
+}
+
+/* Forget what was worked out from names that have changed since. */
+static void follow_symbols(struct wrappers *w)
+{
+	unsigned generation = symbols_generation(w->symbols);
+
+	if (generation != w->generation) {
+		patterns_changed(w);
+		w->generation = generation;
+	}
 }
 
 void wrappers_add(struct wrappers *w, const char *glob)
@@ -259,33 +255,6 @@ bool wrappers_name_matches(const struct wrappers *w, const char *name)
 	return any_glob(w, bare);
 }
 
-/* The slot holding address, or the empty slot where it belongs. */
-static struct cache_entry *cache_slot(struct cache_entry *cache, size_t cap,
-				      uint64_t address)
-{
-	size_t i = hash_mix(address) & (cap - 1);
-
-	while (cache[i].used && cache[i].address != address)
-		i = (i + 1) & (cap - 1);
-	return &cache[i];
-}
-
-/* Double the cache when it is half full. */
-static void cache_grow(struct wrappers *w)
-{
-	struct cache_entry *old = w->cache;
-	size_t old_cap = w->cache_cap;
-
-	if (2 * w->cache_used < w->cache_cap)
-		return;
-	w->cache_cap *= 2;
-	w->cache = xcalloc(w->cache_cap, sizeof *w->cache);
-	for (size_t i = 0; i < old_cap; i++)
-		if (old[i].used)
-			*cache_slot(w->cache, w->cache_cap, old[i].address) = old[i];
-	free(old);
-}
-
 /* The address a "0xADDR" or "MODULE+0xOFFSET" pattern names; 0 if unknown. */
 static uint64_t pattern_address(const struct wrappers *w, const char *pattern)
 {
@@ -317,28 +286,26 @@ static bool in_named_address(const struct wrappers *w, uint64_t pc)
 }
 
 /*
- * Only addresses inside a known module are cached: one outside every
- * module may still fall into a module reported later.
+ * Only addresses inside a known module are cached, and only when their
+ * names are known: one outside every module may still fall into a module
+ * reported later, a name may come on a later refresh.
  */
 bool wrappers_match(void *ctx, uint64_t address)
 {
 	struct wrappers *w = ctx;
-	struct cache_entry *e;
 	struct frame_info fi;
-	bool hit;
+	bool hit, named, *known;
 
 	if (w == NULL || wrappers_count(w) == 0 || address == 0)
 		return false;
-	e = cache_slot(w->cache, w->cache_cap, address);
-	if (e->used)
-		return e->is_wrapper;
-	symbols_resolve(w->symbols, address, 1, &fi);
+	follow_symbols(w);
+	if ((known = addrcache_find(w->cache, address)))
+		return *known;
+	named = symbols_resolve(w->symbols, address, 1, &fi);
 	hit = wrappers_name_matches(w, fi.symbol) || in_named_address(w, address - 1);
-	if (fi.module == NULL)
+	if (fi.module == NULL || !named)
 		return hit;
-	*e = (struct cache_entry){ address, true, hit };
-	w->cache_used++;
-	cache_grow(w);
+	*(bool *)addrcache_add(w->cache, address) = hit;
 	return hit;
 }
 
@@ -369,6 +336,7 @@ size_t wrappers_ranges(struct wrappers *w, uint64_t **ranges)
 {
 	size_t named, total;
 
+	follow_symbols(w);
 	for (; w->modules_done < symbols_modules(w->symbols); w->modules_done++)
 		symbols_each_function(w->symbols, w->modules_done, match_function, w);
 	named = w->nranges;

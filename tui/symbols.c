@@ -950,11 +950,6 @@ void symbols_settle(struct symbols *s, unsigned ms)
 	s->budget_ends_ms = start + ms;
 }
 
-size_t symbols_pending(const struct symbols *s)
-{
-	return s->pending + fetch_busy(s->fetch);
-}
-
 void symbols_progress(const struct symbols *s, bool utf8, char *buf,
 		      size_t size)
 {

@@ -89,9 +89,6 @@ bool symbols_refresh(struct symbols *s);
  */
 void symbols_settle(struct symbols *s, unsigned ms);
 
-/* How many names are still to come: addresses past the budget, fetches. */
-size_t symbols_pending(const struct symbols *s);
-
 /*
  * A short note while names are to come ("resolving…", "resolving…
  * debuginfod: fetching 2"), "" otherwise; "..." unless utf8.

@@ -1,0 +1,285 @@
+/*
+ * The modules of the target, as the collector reported them. Each is
+ * opened by path (under the target's root) and checked against its build
+ * id; a trusted module is handed to libdwfl, which finds separate
+ * debuginfo by build id. A module whose file is missing gets a guessed
+ * extent, so that its addresses still get module+offset.
+ */
+#include "symbols_impl.h"
+#include "xalloc.h"
+
+#include <elfutils/libdwelf.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* How far past its base a module whose extent is unknown may reach. */
+#define GUESS_SPAN (256ull << 20)
+
+void module_free_symbols(struct module *m)
+{
+	for (size_t j = 0; j < m->nsyms; j++)
+		if (m->syms[j].name_owned)
+			free((char *)m->syms[j].name);
+	free(m->syms);
+	free(m->names);
+	free(m->fdes);
+	if (m->own_dwfl)
+		dwfl_end(m->own_dwfl);
+}
+
+/* Find the span of the PT_LOAD segments of elf, relative to the bias. */
+static bool elf_extent(Elf *elf, uint64_t *lo, uint64_t *hi)
+{
+	size_t phnum;
+	GElf_Phdr ph;
+
+	*lo = UINT64_MAX;
+	*hi = 0;
+	if (elf_getphdrnum(elf, &phnum) != 0)
+		return false;
+	for (size_t i = 0; i < phnum; i++) {
+		if (!gelf_getphdr(elf, (int)i, &ph))
+			return false;
+		if (ph.p_type != PT_LOAD || ph.p_memsz == 0)
+			continue;
+		if (ph.p_vaddr + ph.p_memsz < ph.p_vaddr)
+			return false;
+		if ((ph.p_vaddr & ~0xfffull) < *lo)
+			*lo = ph.p_vaddr & ~0xfffull;
+		if (ph.p_vaddr + ph.p_memsz > *hi)
+			*hi = ph.p_vaddr + ph.p_memsz;
+	}
+	return *hi > *lo;
+}
+
+/* Whether elf is the file the target loaded as m. */
+static bool elf_is_loaded_file(Elf *elf, const struct module *m)
+{
+	GElf_Ehdr eh;
+	const void *id;
+	ssize_t len;
+
+	/* An executable is never relocated: a bias means another file. */
+	if (!gelf_getehdr(elf, &eh) || (eh.e_type == ET_EXEC && m->base))
+		return false;
+	if (m->build_id_len == 0)
+		return true;
+	len = dwelf_elf_gnu_build_id(elf, &id);
+	return len > 0 && (size_t)len == m->build_id_len &&
+	       memcmp(id, m->build_id, m->build_id_len) == 0;
+}
+
+/* Open fd as an ELF executable or shared object, or return NULL. */
+static Elf *elf_open_loadable(int fd)
+{
+	struct stat st;
+	GElf_Ehdr eh;
+	Elf *elf;
+
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
+		return NULL;
+	/* ELF_C_READ reads with pread: a truncated file cannot fault. */
+	elf = elf_begin(fd, ELF_C_READ, NULL);
+	if (elf && elf_kind(elf) == ELF_K_ELF && gelf_getehdr(elf, &eh) &&
+	    (eh.e_type == ET_EXEC || eh.e_type == ET_DYN))
+		return elf;
+	if (elf)
+		elf_end(elf);
+	return NULL;
+}
+
+/* Hand the trusted file open on fd to dwfl, placed at m's bias. */
+static void module_report(struct symbols *s, struct module *m, Dwfl *dwfl,
+			  int fd)
+{
+	char name[32];
+	void **userdata;
+	int dwfl_fd;
+
+	if (!dwfl)
+		return;
+	dwfl_fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+	if (dwfl_fd < 0)
+		return;
+	/*
+	 * Names are unique: libdwfl merges a module reported again under the
+	 * same name and range, and drops the old one if the files differ.
+	 * With add_p_vaddr true the base is the bias (dlpi_addr); an ET_EXEC
+	 * ignores it and gets bias 0, which is what its dlpi_addr is.
+	 */
+	snprintf(name, sizeof name, "module%zu", (size_t)(m - s->mods));
+	dwfl_report_begin_add(dwfl);
+	m->dwfl_mod = dwfl_report_elf(dwfl, name, m->path, dwfl_fd, m->base,
+				      true);
+	dwfl_report_end(dwfl, NULL, NULL);
+	if (!m->dwfl_mod)
+		close(dwfl_fd);
+	else if (dwfl_module_info(m->dwfl_mod, &userdata, NULL, NULL, NULL,
+				  NULL, NULL, NULL))
+		*userdata = s;	/* for find_debuginfo */
+}
+
+/* Open the file at m's path, if it is a regular file; -1 if not. */
+static int module_open(const struct symbols *s, const struct module *m)
+{
+	char path[PATH_MAX + sizeof(s->root)];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s%s", s->root, m->path);
+	/* Only regular files: opening a FIFO or a device could block. */
+	if (stat(path, &st) != 0 || !S_ISREG(st.st_mode))
+		return -1;
+	return open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+}
+
+/* Read m's extent and state from the file at its path. */
+static void module_load(struct symbols *s, struct module *m)
+{
+	int fd = module_open(s, m);
+	uint64_t lo, hi;
+	Elf *elf;
+
+	if (fd < 0)
+		return;
+	elf = elf_open_loadable(fd);
+	if (elf && elf_extent(elf, &lo, &hi) && m->base + lo >= m->base &&
+	    m->base + hi > m->base + lo) {
+		m->start = m->base + lo;
+		m->end = m->base + hi;
+		m->state = elf_is_loaded_file(elf, m) ? MODULE_TRUSTED
+						      : MODULE_MISMATCH;
+	}
+	if (elf)
+		elf_end(elf);
+	if (m->state == MODULE_TRUSTED)
+		module_report(s, m, s->dwfl, fd);
+	close(fd);
+}
+
+void module_reopen(struct symbols *s, struct module *m)
+{
+	int fd = module_open(s, m);
+
+	s->retired = xreallocarray(s->retired, s->nretired + 1,
+				   sizeof *s->retired);
+	s->retired[s->nretired++] = *m;
+	m->own_dwfl = symbols_dwfl_begin();
+	m->dwfl_mod = NULL;
+	m->syms = NULL;
+	m->nsyms = 0;
+	m->names = NULL;
+	m->syms_built = false;
+	m->fdes = NULL;
+	m->nfdes = 0;
+	m->fdes_built = false;
+	if (fd >= 0) {
+		module_report(s, m, m->own_dwfl, fd);
+		close(fd);
+	}
+}
+
+/* Whether the module is already known with this path, bias and id. */
+static bool module_known(const struct symbols *s, const char *path,
+			 uint64_t base, const uint8_t *build_id, size_t len)
+{
+	for (size_t i = 0; i < s->nmods; i++) {
+		const struct module *m = &s->mods[i];
+
+		if (m->base == base && m->build_id_len == len &&
+		    strcmp(m->path, path) == 0 &&
+		    (len == 0 || memcmp(m->build_id, build_id, len) == 0))
+			return true;
+	}
+	return false;
+}
+
+void symbols_set_root(struct symbols *s, const char *root)
+{
+	snprintf(s->root, sizeof(s->root), "%s", root);
+}
+
+void symbols_add_module(struct symbols *s, const char *path, uint64_t base,
+			const uint8_t *build_id, size_t build_id_len)
+{
+	struct module *m;
+	size_t len;
+
+	if (!path)
+		return;
+	if (!build_id)
+		build_id_len = 0;
+	if (module_known(s, path, base, build_id, build_id_len))
+		return;
+	if (s->nmods == s->cap) {
+		s->cap = s->cap ? 2 * s->cap : 16;
+		s->mods = xreallocarray(s->mods, s->cap, sizeof *s->mods);
+	}
+	m = &s->mods[s->nmods];
+	memset(m, 0, sizeof *m);
+	len = strlen(path) + 1;
+	m->path = memcpy(xreallocarray(NULL, len, 1), path, len);
+	m->base = base;
+	m->build_id_len = build_id_len;
+	m->build_id = xreallocarray(NULL, build_id_len, 1);
+	if (build_id_len)
+		memcpy(m->build_id, build_id, build_id_len);
+	module_load(s, m);
+	s->nmods++;
+	cache_clear(s);
+}
+
+/*
+ * The module of unknown extent whose base is the closest start at or
+ * below pc, if within GUESS_SPAN; modules at bias 0 are never guessed.
+ */
+static struct module *module_guess(struct symbols *s, uint64_t pc)
+{
+	struct module *best = NULL;
+	uint64_t best_start = 0;
+
+	for (size_t i = 0; i < s->nmods; i++) {
+		struct module *m = &s->mods[i];
+		uint64_t start = m->end ? m->start : m->base;
+
+		if (start && start <= pc && start >= best_start) {
+			best = m;
+			best_start = start;
+		}
+	}
+	if (!best || best->end || pc - best->base >= GUESS_SPAN)
+		return NULL;
+	return best;
+}
+
+struct module *module_find(struct symbols *s, uint64_t pc)
+{
+	for (size_t i = s->nmods; i-- > 0;) {
+		struct module *m = &s->mods[i];
+
+		if (m->end && pc >= m->start && pc < m->end)
+			return m;
+	}
+	return module_guess(s, pc);
+}
+
+size_t symbols_modules(const struct symbols *s)
+{
+	return s->nmods;
+}
+
+uint64_t symbols_module_base(const struct symbols *s, const char *name)
+{
+	for (size_t i = 0; i < s->nmods; i++) {
+		const char *path = s->mods[i].path, *slash = strrchr(path, '/');
+
+		if (strcmp(path, name) == 0 || (slash && strcmp(slash + 1, name) == 0))
+			return s->mods[i].base;
+	}
+	return 0;
+}

@@ -24,7 +24,7 @@ static void print_header(FILE *out, const struct app *a, size_t shown,
 	fprintf(out, "threads %u seen, %u live - wait %s/s - acq %s/s - "
 		"%s - sort %s%s - coalesce %s%s\n\n",
 		st.threads_seen, st.threads_live, wait, acq, losses,
-		a->query.ascending ? "-" : "", sort_key_name(a->query.sort),
+		a->query.ascending ? "-" : "", a->query.sort->key,
 		coalesce_name(a->query.coalesce), rows);
 }
 
@@ -56,7 +56,7 @@ static void print_row(FILE *out, const struct view_row *r,
 	char cell[512], cells[16][520];
 
 	for (size_t i = 0; i < n; i++) {
-		p[i].col->cell(r, f, cell, sizeof(cell));
+		p[i].col->cell(p[i].col, r, f, cell, sizeof(cell));
 		format_fit_left(cells[i], sizeof(cells[i]), cell, p[i].width);
 	}
 	print_cells(out, p, n, cells);

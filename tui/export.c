@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "export.h"
+#include "format.h"
 #include "jsonw.h"
 #include "outfile.h"
 #include "xalloc.h"
@@ -126,6 +127,31 @@ static void memory_json(struct jsonw *w, const struct model_stats *st)
 	jsonw_end(w);
 }
 
+/*
+ * A row's numbers in the order of schema 1, each the value of the column
+ * that names it (failed, which no column shows, the row's own), then those
+ * of columns schema 1 did not have.
+ */
+static void numbers_json(struct jsonw *w, const struct view_row *r)
+{
+	static const char *const schema1[] = { "acquisitions", "contended",
+		"failed", "wait_ns", "max_wait_ns", "avg_wait_ns",
+		"wait_per_s_ns" };
+	size_t n = sizeof(schema1) / sizeof(schema1[0]), i;
+
+	for (i = 0; i < n; i++) {
+		const struct column *c = column_by_json(schema1[i]);
+
+		jsonw_number(w, schema1[i], c ? c->value(r) : (double)r->c.failed);
+	}
+	for (const struct column *c = columns; c < columns + column_count; c++) {
+		for (i = 0; c->json && i < n && strcmp(c->json, schema1[i]); i++)
+			;
+		if (c->json && i == n)
+			jsonw_number(w, c->json, c->value(r));
+	}
+}
+
 static void row_json(struct jsonw *w, const struct app *a,
 		     const struct view_row *r, const struct line_drill *d)
 {
@@ -141,14 +167,7 @@ static void row_json(struct jsonw *w, const struct app *a,
 		frame_json(w, "site", a->symbols, r->site, 1);
 	else
 		jsonw_null(w, "site");
-	jsonw_number(w, "acquisitions", (double)r->c.acquisitions);
-	jsonw_number(w, "contended", (double)r->c.contended);
-	jsonw_number(w, "failed", (double)r->c.failed);
-	jsonw_number(w, "wait_ns", (double)r->c.wait_ns);
-	jsonw_number(w, "max_wait_ns", (double)r->max_wait_ns);
-	jsonw_number(w, "avg_wait_ns", r->c.acquisitions ?
-		     (double)r->c.wait_ns / (double)r->c.acquisitions : 0);
-	jsonw_number(w, "wait_per_s_ns", r->wait_per_s);
+	numbers_json(w, r);
 	jsonw_array(w, "wait_histogram");
 	for (int i = 0; i < HIST_BUCKETS; i++)
 		jsonw_number(w, NULL, (double)r->c.hist[i]);
@@ -171,7 +190,7 @@ static void head_json(struct jsonw *w, const struct app *a,
 	jsonw_number(w, "elapsed_s", app_elapsed_s(a));
 	jsonw_number(w, "interval_s", a->opt.delay_s);
 	jsonw_string(w, "coalesce", coalesce_name(q->coalesce));
-	jsonw_string(w, "sort", sort_key_name(q->sort));
+	jsonw_string(w, "sort", q->sort->key);
 	if (q->filter && *q->filter)
 		jsonw_string(w, "filter", q->filter);
 	jsonw_number(w, "threads", st->threads_seen);

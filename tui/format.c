@@ -233,16 +233,18 @@ void format_fit_left(char *buf, size_t size, const char *s, int width)
 		 utf8_tail(s, (size_t)(width - 1)));
 }
 
-static void cell_type(const struct view_row *r, const struct format_ctx *f,
-		      char *buf, size_t size)
+static void cell_type(const struct column *c, const struct view_row *r,
+		      const struct format_ctx *f, char *buf, size_t size)
 {
+	(void)c;
 	(void)f;
 	snprintf(buf, size, "%s", lock_type_name(r->type));
 }
 
-static void cell_object(const struct view_row *r, const struct format_ctx *f,
-			char *buf, size_t size)
+static void cell_object(const struct column *c, const struct view_row *r,
+			const struct format_ctx *f, char *buf, size_t size)
 {
+	(void)c;
 	(void)f;
 	if (r->n_objects > 1)
 		snprintf(buf, size, "[%u objs]", r->n_objects);
@@ -252,9 +254,10 @@ static void cell_object(const struct view_row *r, const struct format_ctx *f,
 		snprintf(buf, size, "0x%" PRIx64, r->object);
 }
 
-static void cell_site(const struct view_row *r, const struct format_ctx *f,
-		      char *buf, size_t size)
+static void cell_site(const struct column *c, const struct view_row *r,
+		      const struct format_ctx *f, char *buf, size_t size)
 {
+	(void)c;
 	if (r->n_sites > 1)
 		snprintf(buf, size, "[%u sites]", r->n_sites);
 	else if (f->site_style == SITE_LINE)
@@ -265,30 +268,26 @@ static void cell_site(const struct view_row *r, const struct format_ctx *f,
 		format_site_both(buf, size, f->symbols, r->site);
 }
 
-static void cell_wait_rate(const struct view_row *r, const struct format_ctx *f,
-			   char *buf, size_t size)
+/* The column's value as a duration. */
+static void cell_duration(const struct column *c, const struct view_row *r,
+			  const struct format_ctx *f, char *buf, size_t size)
 {
 	(void)f;
-	format_duration(buf, size, r->wait_per_s);
+	format_duration(buf, size, c->value(r));
 }
 
-static void cell_wait(const struct view_row *r, const struct format_ctx *f,
-		      char *buf, size_t size)
+/* The column's value as a count. */
+static void cell_count(const struct column *c, const struct view_row *r,
+		       const struct format_ctx *f, char *buf, size_t size)
 {
 	(void)f;
-	format_duration(buf, size, (double)r->c.wait_ns);
+	format_count(buf, size, c->value(r));
 }
 
-static void cell_acq(const struct view_row *r, const struct format_ctx *f,
-		     char *buf, size_t size)
+static void cell_contended(const struct column *c, const struct view_row *r,
+			   const struct format_ctx *f, char *buf, size_t size)
 {
-	(void)f;
-	format_count(buf, size, (double)r->c.acquisitions);
-}
-
-static void cell_contended(const struct view_row *r, const struct format_ctx *f,
-			   char *buf, size_t size)
-{
+	(void)c;
 	(void)f;
 	if (r->c.acquisitions == 0)
 		snprintf(buf, size, "-");
@@ -297,26 +296,44 @@ static void cell_contended(const struct view_row *r, const struct format_ctx *f,
 			 (double)r->c.acquisitions);
 }
 
-static void cell_avg(const struct view_row *r, const struct format_ctx *f,
-		     char *buf, size_t size)
+static void cell_trend(const struct column *c, const struct view_row *r,
+		       const struct format_ctx *f, char *buf, size_t size)
 {
-	(void)f;
-	format_duration(buf, size, r->c.acquisitions == 0 ? 0 :
-			(double)r->c.wait_ns / (double)r->c.acquisitions);
-}
-
-static void cell_max(const struct view_row *r, const struct format_ctx *f,
-		     char *buf, size_t size)
-{
-	(void)f;
-	format_duration(buf, size, (double)r->max_wait_ns);
-}
-
-static void cell_trend(const struct view_row *r, const struct format_ctx *f,
-		       char *buf, size_t size)
-{
+	(void)c;
 	(void)f;
 	format_sparkline(buf, size, r->trend, TREND_LEN);
+}
+
+static double value_wait_rate(const struct view_row *r)
+{
+	return r->wait_per_s;
+}
+
+static double value_wait(const struct view_row *r)
+{
+	return (double)r->c.wait_ns;
+}
+
+static double value_acquisitions(const struct view_row *r)
+{
+	return (double)r->c.acquisitions;
+}
+
+static double value_contended(const struct view_row *r)
+{
+	return (double)r->c.contended;
+}
+
+double row_avg_wait(const struct view_row *r)
+{
+	if (r->c.acquisitions == 0)
+		return 0;
+	return (double)r->c.wait_ns / (double)r->c.acquisitions;
+}
+
+static double value_max(const struct view_row *r)
+{
+	return (double)r->max_wait_ns;
 }
 
 void format_sparkline(char *buf, size_t size, const uint64_t *values, int n)
@@ -346,29 +363,75 @@ void format_sparkline(char *buf, size_t size, const uint64_t *values, int n)
 }
 
 const struct column columns[] = {
-	{ "TYPE", 12, true, false, false, 8, -1,
-	  "mutex, rwlock-read, rwlock-write, spinlock, condvar, futex or futex-wake",
-	  cell_type },
-	{ "OBJECT", 14, true, false, false, 4, -1,
-	  "the lock's address; [N objs] when rows are coalesced", cell_object },
-	{ "CALL SITE", 16, true, true, false, 10, SORT_SITE,
-	  "where the lock is taken (s: function+offset or file:line)", cell_site },
-	{ "WAIT/s", 8, false, false, false, 9, SORT_WAIT,
-	  "time threads waited here per second, last interval", cell_wait_rate },
-	{ "WAIT", 8, false, false, false, 6, SORT_TOTAL,
-	  "total wait since start or reset", cell_wait },
-	{ "ACQ", 7, false, false, false, 7, SORT_COUNT,
-	  "acquisitions since start or reset", cell_acq },
-	{ "CONT%", 6, false, false, false, 5, SORT_CONTENDED,
-	  "share of acquisitions that had to wait (sorts by their count)", cell_contended },
-	{ "AVG", 8, false, false, false, 3, SORT_AVG,
-	  "wait per acquisition", cell_avg },
-	{ "MAX", 8, false, false, false, 2, SORT_MAX,
-	  "longest single wait", cell_max },
-	{ "TREND", TREND_LEN, true, false, true, 1, -1,
-	  "wait of the last intervals, oldest first", cell_trend },
+	{ .title = "TYPE", .width = 12, .left = true, .priority = 8,
+	  .cell = cell_type,
+	  .help = "mutex, rwlock-read, rwlock-write, spinlock, condvar, futex or futex-wake" },
+	{ .title = "OBJECT", .width = 14, .left = true, .priority = 4,
+	  .cell = cell_object,
+	  .help = "the lock's address; [N objs] when rows are coalesced" },
+	{ .title = "CALL SITE", .width = 16, .left = true, .flex = true,
+	  .priority = 10, .key = "site", .cell = cell_site,
+	  .help = "where the lock is taken (s: function+offset or file:line)" },
+	{ .title = "WAIT/s", .width = 8, .priority = 9, .key = "wait",
+	  .json = "wait_per_s_ns", .value = value_wait_rate,
+	  .cell = cell_duration,
+	  .help = "time threads waited here per second, last interval" },
+	{ .title = "WAIT", .width = 8, .priority = 6, .key = "total",
+	  .json = "wait_ns", .value = value_wait, .cell = cell_duration,
+	  .help = "total wait since start or reset" },
+	{ .title = "ACQ", .width = 7, .priority = 7, .key = "count",
+	  .json = "acquisitions", .value = value_acquisitions,
+	  .cell = cell_count,
+	  .help = "acquisitions since start or reset" },
+	{ .title = "CONT%", .width = 6, .priority = 5, .key = "contended",
+	  .json = "contended", .value = value_contended,
+	  .cell = cell_contended,
+	  .help = "share of acquisitions that had to wait (sorts by their count)" },
+	{ .title = "AVG", .width = 8, .priority = 3, .key = "avg",
+	  .json = "avg_wait_ns", .value = row_avg_wait, .cell = cell_duration,
+	  .help = "wait per acquisition" },
+	{ .title = "MAX", .width = 8, .priority = 2, .key = "max",
+	  .json = "max_wait_ns", .value = value_max, .cell = cell_duration,
+	  .help = "longest single wait" },
+	{ .title = "TREND", .width = TREND_LEN, .left = true, .sparkline = true,
+	  .priority = 1, .cell = cell_trend,
+	  .help = "wait of the last intervals, oldest first" },
 };
 const size_t column_count = sizeof(columns) / sizeof(columns[0]);
+
+const struct column *column_by_key(const char *key)
+{
+	for (size_t i = 0; key != NULL && i < column_count; i++) {
+		if (columns[i].key && strcmp(columns[i].key, key) == 0)
+			return &columns[i];
+	}
+	return NULL;
+}
+
+const struct column *column_by_json(const char *name)
+{
+	for (size_t i = 0; i < column_count; i++) {
+		if (columns[i].json && strcmp(columns[i].json, name) == 0)
+			return &columns[i];
+	}
+	return NULL;
+}
+
+void column_keys(char *buf, size_t size, const char *sep)
+{
+	size_t len = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < column_count && len < size; i++) {
+		int n;
+
+		if (columns[i].key == NULL)
+			continue;
+		n = snprintf(buf + len, size - len, "%s%s", len ? sep : "",
+			     columns[i].key);
+		len += n > 0 ? (size_t)n : 0;
+	}
+}
 
 /* Columns kept at a priority cut, and the width they need with spaces. */
 static int layout_width(bool tui, int min_priority, bool *keep)

@@ -21,6 +21,11 @@ struct format_ctx {
 	enum site_style site_style;
 };
 
+/*
+ * One column of the table, and everything about it: its title and place,
+ * its cell, the number it sorts by, its name on the command line (-o) and
+ * in the JSON snapshot, and its line in the help screen.
+ */
 struct column {
 	const char *title;
 	int width;		/* for CALL SITE: the least it may get */
@@ -28,14 +33,29 @@ struct column {
 	bool flex;		/* takes the width left over */
 	bool sparkline;		/* own colour; the TUI shows it, batch does not */
 	int priority;		/* narrow screens drop low priorities first */
-	int sort;		/* enum sort_key, or -1 */
+	const char *key;	/* -o KEY and JSON "sort"; NULL: not a sort key */
+	const char *json;	/* the JSON row field of its value, or NULL */
+	/* The number it shows and sorts by; NULL: sorts by the site label. */
+	double (*value)(const struct view_row *r);
+	void (*cell)(const struct column *c, const struct view_row *r,
+		     const struct format_ctx *f, char *buf, size_t size);
 	const char *help;	/* what the column means, for the help screen */
-	void (*cell)(const struct view_row *r, const struct format_ctx *f,
-		     char *buf, size_t size);
 };
 
 extern const struct column columns[];
 extern const size_t column_count;
+
+/* The column sorted by KEY ("wait", "site", ...), or NULL. */
+const struct column *column_by_key(const char *key);
+
+/* The column whose value is the JSON row field name, or NULL. */
+const struct column *column_by_json(const char *name);
+
+/* The sort keys in column order, joined by sep: "site | wait | ...". */
+void column_keys(char *buf, size_t size, const char *sep);
+
+/* Wait per acquisition, 0 without acquisitions: the AVG column's value. */
+double row_avg_wait(const struct view_row *r);
 
 /* Where one column goes on a line of a given width. */
 struct column_place {

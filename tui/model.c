@@ -14,16 +14,6 @@
 #include "model_impl.h"
 #include "xalloc.h"
 
-static const char *const sort_key_names[SORT_KEY_COUNT] = {
-	[SORT_WAIT] = "wait",
-	[SORT_TOTAL] = "total",
-	[SORT_AVG] = "avg",
-	[SORT_COUNT] = "count",
-	[SORT_CONTENDED] = "contended",
-	[SORT_MAX] = "max",
-	[SORT_SITE] = "site",
-};
-
 static const char *const coalesce_names[COALESCE_COUNT] = {
 	[COALESCE_NONE] = "none",
 	[COALESCE_SITE] = "site",
@@ -407,22 +397,6 @@ void model_stats(const struct model *m, struct model_stats *s)
 void model_note_raw_futex(struct model *m, uint32_t threads)
 {
 	m->raw_futex_threads = threads;
-}
-
-const char *sort_key_name(enum sort_key k)
-{
-	if ((unsigned)k >= SORT_KEY_COUNT)
-		return "unknown";
-	return sort_key_names[k];
-}
-
-int sort_key_parse(const char *name)
-{
-	for (int i = 0; name != NULL && i < SORT_KEY_COUNT; i++) {
-		if (strcmp(name, sort_key_names[i]) == 0)
-			return i;
-	}
-	return -1;
 }
 
 const char *coalesce_name(enum coalesce c)

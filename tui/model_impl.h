@@ -148,6 +148,7 @@ struct line {
 	uint64_t acq;		/* since reset */
 	uint64_t contended;
 	uint64_t wait;
+	uint64_t failed;
 	uint64_t max_wait;
 	double wait_per_s;	/* last interval */
 	double acq_per_s;
@@ -159,7 +160,15 @@ struct line {
 	uint8_t type;
 };
 
-#define ORDER_WORDS 5
+/* The words of an order key, in the order they are compared. */
+enum order_word {
+	WORD_PRIMARY,		/* the sort column's value, or site rank */
+	WORD_WAIT,		/* most total wait first */
+	WORD_SITE,
+	WORD_OBJECT,
+	WORD_TYPE_ROW,		/* type << 32 | row id */
+	ORDER_WORDS
+};
 
 /* What a line sorts by, word after word, smallest first. */
 struct order {
@@ -220,8 +229,8 @@ static inline double model_rate(const struct model *m, uint64_t amount)
 size_t model_items(const struct model *m, const struct model_query *q,
 		   struct item **out);
 
-/* The order key of line l, numbered i, under q. */
-void order_key(const struct model_query *q, const struct line *l,
+/* The order key of line i, whose numbers are v, under q. */
+void order_key(const struct model_query *q, const struct view_row *v,
 	       uint32_t i, struct order *out);
 
 /* Sorting by site, rank the sites of n keys by label, asked once a site. */

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "../common/types.h"
+#include "format.h"
 #include "options.h"
 #include "wrappers.h"
 #include "xalloc.h"
@@ -33,7 +34,7 @@ static const char usage_text[] =
 	"  -N, --rows N           in batch mode, print only the first N rows of each\n"
 	"                         table (default all; the live screen shows what\n"
 	"                         fits, --json and --folded keep every row)\n"
-	"  -o, --sort KEY         wait | total | avg | count | contended | max | site;\n"
+	"  -o, --sort KEY         %s;\n"
 	"                         a leading - sorts low to high, + high to low\n"
 	"  -m, --coalesce MODE    none (site x object) | site | object (default none)\n"
 	"  -j, --json FILE        write a JSON snapshot when qsptop stops (- = stdout)\n"
@@ -70,7 +71,10 @@ static void print_usage(void)
 {
 	int col = 0;
 
-	fputs(usage_text, stdout);
+	char keys[256];
+
+	column_keys(keys, sizeof(keys), " | ");
+	printf(usage_text, keys);
 	for (size_t i = 0; wrappers_builtin_globs[i]; i++) {
 		int len = (int)strlen(wrappers_builtin_globs[i]);
 
@@ -127,35 +131,36 @@ static size_t parse_rows(const char *s)
 
 static void parse_sort(struct options *o, const char *s)
 {
-	int k;
+	char keys[256], fmt[320];
 
 	o->ascending = false;
 	if (*s == '-' || *s == '+')
 		o->ascending = *s++ == '-';
-	k = sort_key_parse(s);
-	if (k < 0)
-		usage_error("-o: unknown sort key '%s' "
-			    "(wait, total, avg, count, contended, max, site)", s);
-	o->sort = (enum sort_key)k;
+	o->sort = column_by_key(s);
+	if (o->sort == NULL) {
+		column_keys(keys, sizeof(keys), ", ");
+		snprintf(fmt, sizeof(fmt), "-o: unknown sort key '%%s' (%s)", keys);
+		usage_error(fmt, s);
+	}
 }
 
 static const struct option long_options[] = {
-	{ "pid", required_argument, NULL, 'p' },
-	{ "delay", required_argument, NULL, 'd' },
-	{ "iterations", required_argument, NULL, 'n' },
-	{ "batch", no_argument, NULL, 'b' },
-	{ "rows", required_argument, NULL, 'N' },
-	{ "sort", required_argument, NULL, 'o' },
-	{ "coalesce", required_argument, NULL, 'm' },
-	{ "json", required_argument, NULL, 'j' },
-	{ "folded", required_argument, NULL, OPT_FOLDED },
-	{ "wrapper", required_argument, NULL, OPT_WRAPPER },
-	{ "force", no_argument, NULL, OPT_FORCE },
-	{ "theme", required_argument, NULL, 't' },
-	{ "max-memory", required_argument, NULL, OPT_MAX_MEMORY },
-	{ "help", no_argument, NULL, 'h' },
-	{ "version", no_argument, NULL, 'V' },
-	{ NULL, 0, NULL, 0 },
+	{ .name = "pid", .has_arg = required_argument, .val = 'p' },
+	{ .name = "delay", .has_arg = required_argument, .val = 'd' },
+	{ .name = "iterations", .has_arg = required_argument, .val = 'n' },
+	{ .name = "batch", .has_arg = no_argument, .val = 'b' },
+	{ .name = "rows", .has_arg = required_argument, .val = 'N' },
+	{ .name = "sort", .has_arg = required_argument, .val = 'o' },
+	{ .name = "coalesce", .has_arg = required_argument, .val = 'm' },
+	{ .name = "json", .has_arg = required_argument, .val = 'j' },
+	{ .name = "folded", .has_arg = required_argument, .val = OPT_FOLDED },
+	{ .name = "wrapper", .has_arg = required_argument, .val = OPT_WRAPPER },
+	{ .name = "force", .has_arg = no_argument, .val = OPT_FORCE },
+	{ .name = "theme", .has_arg = required_argument, .val = 't' },
+	{ .name = "max-memory", .has_arg = required_argument, .val = OPT_MAX_MEMORY },
+	{ .name = "help", .has_arg = no_argument, .val = 'h' },
+	{ .name = "version", .has_arg = no_argument, .val = 'V' },
+	{ 0 },
 };
 
 /* Apply one option letter. */
@@ -194,7 +199,7 @@ void options_parse(struct options *o, int argc, char **argv)
 {
 	int c;
 
-	*o = (struct options){ .delay_s = 1.0, .sort = SORT_WAIT,
+	*o = (struct options){ .delay_s = 1.0, .sort = column_by_key("wait"),
 			       .coalesce = COALESCE_NONE };
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "+p:d:n:bN:o:m:j:t:hV", long_options,

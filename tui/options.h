@@ -12,7 +12,7 @@ struct options {
 	long iterations;	/* 0: until the target exits or the user quits */
 	bool batch;
 	size_t rows;		/* -N: batch tables' first rows; 0 = all */
-	enum sort_key sort;
+	const struct column *sort; /* -o: a column of format.h */
 	bool ascending;
 	enum coalesce coalesce;
 	const char *json_path;	/* "-" for stdout */

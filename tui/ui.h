@@ -93,6 +93,7 @@ void ui_message(struct ui *ui, bool error, const char *fmt, ...)
 struct key_binding {
 	int keys[3];
 	const char *label;	/* how the help screen names the keys */
+	const char *hint;	/* on the status line ("q quit"), or NULL */
 	const char *help;
 	void (*act)(struct ui *ui);
 };

@@ -59,7 +59,7 @@ static void draw_totals(struct screen *s, const struct ui *ui)
 		snprintf(filter, sizeof(filter), "%sfilter: %s", sep(), ui->filter);
 	snprintf(line, sizeof(line), "wait %s/s%sacq %s/s%ssort %s %s%scoalesce %s%s"
 		 "%sthreads %u seen, %u live%s%s", wait, sep(), acq,
-		 sep(), sort_key_name(q->sort), arrow, sep(),
+		 sep(), q->sort->key, arrow, sep(),
 		 coalesce_name(q->coalesce), filter, sep(), st->threads_seen,
 		 st->threads_live, sep(), losses);
 	screen_fill(s, 0, 1, s->w, SLOT_HEADER, L' ');
@@ -71,7 +71,7 @@ static void draw_titles(struct screen *s, const struct ui *ui, int y,
 {
 	screen_fill(s, 0, y, s->w, SLOT_COLUMN, L' ');
 	for (size_t i = 0; i < n; i++) {
-		bool sorted = p[i].col->sort == (int)ui->app->query.sort;
+		bool sorted = p[i].col == ui->app->query.sort;
 		enum theme_slot slot = sorted ? SLOT_SORTED : SLOT_COLUMN;
 		int len = (int)strlen(p[i].col->title);
 		int x = p[i].col->left ? p[i].x : p[i].x + p[i].width - len;
@@ -107,7 +107,7 @@ static void draw_row(struct screen *s, const struct ui *ui, int y,
 		enum theme_slot cs = c->sparkline && !selected ? SLOT_SPARKLINE : slot;
 		int len;
 
-		c->cell(r, &f, cell, sizeof(cell));
+		c->cell(c, r, &f, cell, sizeof(cell));
 		format_fit_left(fitted, sizeof(fitted), cell, p[i].width);
 		len = screen_width(fitted);
 		screen_puts(s, c->left ? p[i].x : p[i].x + p[i].width - len, y, cs,
@@ -200,7 +200,7 @@ static int detail_numbers(struct screen *s, const struct ui *ui,
 	detail_site(site, sizeof(site), ui, r);
 	format_duration(wait, sizeof(wait), (double)r->c.wait_ns);
 	format_duration(rate, sizeof(rate), r->wait_per_s);
-	format_duration(avg, sizeof(avg), acq ? (double)r->c.wait_ns / acq : 0);
+	format_duration(avg, sizeof(avg), row_avg_wait(r));
 	format_duration(max, sizeof(max), (double)r->max_wait_ns);
 	format_duration(p[0], sizeof(p[0]), percentile_ns(&r->c, 0.5));
 	format_duration(p[1], sizeof(p[1]), percentile_ns(&r->c, 0.9));
@@ -466,9 +466,27 @@ static void draw_page(struct screen *s, struct ui *ui, const char *title,
 	screen_free(full);
 }
 
+/* The status line's hints, from the key table: "q quit  h help  ...". */
+static void key_hints(char *buf, size_t size)
+{
+	size_t len = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < key_binding_count && len < size; i++) {
+		int n;
+
+		if (key_bindings[i].hint == NULL)
+			continue;
+		n = snprintf(buf + len, size - len, "%s%s", len ? "  " : "",
+			     key_bindings[i].hint);
+		len += n > 0 ? (size_t)n : 0;
+	}
+}
+
 static void draw_status(struct screen *s, const struct ui *ui)
 {
 	int y = s->h - 1;
+	char hints[512];
 
 	screen_fill(s, 0, y, s->w, SLOT_STATUS, L' ');
 	if (ui->prompt != PROMPT_NONE)
@@ -478,11 +496,12 @@ static void draw_status(struct screen *s, const struct ui *ui)
 	else if (ui->message[0])
 		screen_puts(s, 0, y, ui->message_error ? SLOT_ERROR : SLOT_STATUS,
 			    ui->message, -1);
-	else
-		screen_puts(s, 0, y, SLOT_STATUS, ui->mode == UI_TABLE ?
-			    "q quit  h help  Enter details  </> sort  I invert  "
-			    "m coalesce  r reset  / filter  e export  f flame  w wrappers  Space pause" :
-			    "Esc back  Up/Down scroll  q quit", -1);
+	else if (ui->mode == UI_TABLE) {
+		key_hints(hints, sizeof(hints));
+		screen_puts(s, 0, y, SLOT_STATUS, hints, -1);
+	} else {
+		screen_puts(s, 0, y, SLOT_STATUS, "Esc back  Up/Down scroll  q quit", -1);
+	}
 }
 
 void view_draw(struct screen *s, struct ui *ui)

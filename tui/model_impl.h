@@ -1,6 +1,7 @@
 /*
  * The model's insides, shared by model.c (storage, intervals, reset),
- * model_items.c (wrapper attribution), model_view.c (grouping, building),
+ * model_attrib.c (wrapper attribution), model_items.c (the candidate
+ * lines), model_view.c (grouping, building),
  * model_order.c (sorting) and model_drill.c (the stacks and threads behind
  * a line). Not for use outside them.
  */
@@ -121,26 +122,6 @@ struct model {
 	uint32_t raw_futex_threads;
 };
 
-/*
- * A candidate line before grouping: a row as it is or, with wrappers
- * skipped, what is left of a wrapper row, or a caller its stacks went to.
- */
-struct item {
-	uint64_t site;
-	uint64_t object;
-	uint64_t acq;		/* since reset */
-	uint64_t contended;
-	uint64_t wait;
-	uint64_t last_acq;	/* the last interval */
-	uint64_t last_wait;
-	uint64_t max_wait;	/* its row's since reset; 0 for a caller only */
-	uint32_t row;		/* the row lending failures, histogram, max
-				   and trend; NO_ROW for a caller only */
-	uint32_t row_id;	/* the row named for the line */
-	uint8_t type;
-	bool keep;		/* a wrapper's remainder only when not empty */
-};
-
 /* A line of a view before it is built: its members and its numbers. */
 struct line {
 	uint64_t site;		/* 0 when the line spans several sites */
@@ -220,14 +201,6 @@ static inline double model_rate(const struct model *m, uint64_t amount)
 {
 	return m->interval_s > 0 ? (double)amount / m->interval_s : 0;
 }
-
-/*
- * The items of a view: one per row or, with wrappers skipped, wrapper rows
- * split by their defined stacks, merged by (site, object, type). Caller
- * frees *out.
- */
-size_t model_items(const struct model *m, const struct model_query *q,
-		   struct item **out);
 
 /* The order key of line i, whose numbers are v, under q. */
 void order_key(const struct model_query *q, const struct view_row *v,

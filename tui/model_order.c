@@ -23,8 +23,7 @@ static void site_set_grow(struct site_set *s)
 
 	if (s->n < s->cap)
 		return;
-	s->cap = s->cap ? s->cap * 2 : 64;
-	s->site = xreallocarray(s->site, s->cap, sizeof *s->site);
+	s->site = xgrow(s->site, &s->cap, s->n + 1, 64, sizeof *s->site);
 	slots = 2 * s->cap;
 	free(s->slots);
 	s->slots = xreallocarray(NULL, slots, sizeof *s->slots);

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "model_impl.h"
+#include "model_items.h"
 #include "xalloc.h"
 
 /* What grouping and building need. */

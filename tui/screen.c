@@ -57,14 +57,6 @@ void screen_fill(struct screen *s, int x, int y, int n, enum theme_slot slot,
 	}
 }
 
-void screen_paint(struct screen *s, int x, int y, int n, enum theme_slot slot)
-{
-	if (y < 0 || y >= s->h)
-		return;
-	for (int i = x < 0 ? -x : 0; i < n && x + i < s->w; i++)
-		cell_at(s, x + i, y)->slot = (unsigned char)slot;
-}
-
 int screen_puts(struct screen *s, int x, int y, enum theme_slot slot,
 		const char *text, int max)
 {

@@ -51,9 +51,6 @@ int screen_printf(struct screen *s, int x, int y, enum theme_slot slot,
 void screen_fill(struct screen *s, int x, int y, int n, enum theme_slot slot,
 		 wchar_t ch);
 
-/* Give n cells from (x, y) a new slot, keeping their characters. */
-void screen_paint(struct screen *s, int x, int y, int n, enum theme_slot slot);
-
 /* Line y as UTF-8, trailing blanks removed (for tests). */
 void screen_line(const struct screen *s, int y, char *out, size_t size);
 

@@ -1,35 +1,68 @@
 /* Printing the table as text, one block per interval. */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
 
 #include "batch.h"
 #include "format.h"
 
+/* Without -w, COLUMNS or a terminal, lines are as wide as a wide terminal. */
+#define BATCH_WIDTH 132
+
+/* -w, else COLUMNS, else the terminal's width, else BATCH_WIDTH. */
+static int batch_width(const struct app *a, FILE *out)
+{
+	const char *env = getenv("COLUMNS");
+	struct winsize ws;
+	char *end;
+	long n;
+
+	if (a->opt.width)
+		return a->opt.width;
+	n = env ? strtol(env, &end, 10) : 0;
+	if (env && *env && *end == '\0' && n >= 40 && n <= 1000)
+		return (int)n;
+	if (isatty(fileno(out)) && ioctl(fileno(out), TIOCGWINSZ, &ws) == 0 &&
+	    ws.ws_col >= 40)
+		return ws.ws_col;
+	return BATCH_WIDTH;
+}
+
+/* A header line, cut to the width. */
+static void print_line(FILE *out, int width, const char *line)
+{
+	fprintf(out, "%.*s\n", width, line);
+}
+
 /* The header; with -N it says how many rows the table holds of how many. */
-static void print_header(FILE *out, const struct app *a, size_t shown,
-			 size_t total)
+static void print_header(FILE *out, const struct app *a, int width,
+			 size_t shown, size_t total)
 {
 	struct model_stats st;
-	char wait[32], acq[32], losses[96], rows[64] = "";
+	char wait[32], acq[32], losses[96], rows[64] = "", types[128];
+	char line[8192];
 
 	model_stats(a->model, &st);
 	format_losses(losses, sizeof(losses), &st);
 	format_duration(wait, sizeof(wait), st.wait_per_s);
 	format_count(acq, sizeof(acq), st.acq_per_s);
-	fprintf(out, "qsptop %s - pid %d %s - %s (%s) - interval %.2fs\n",
-		QSPTOP_VERSION, (int)a->attach.pid, a->client.hello.command,
-		app_state_name(a), a->attach.mode, st.interval_s);
+	format_types(types, sizeof(types), &a->query, " - ");
+	snprintf(line, sizeof(line), "qsptop %s - pid %d %s - %s (%s) - "
+		 "interval %.2fs", QSPTOP_VERSION, (int)a->attach.pid,
+		 a->client.hello.command, app_state_name(a), a->attach.mode,
+		 st.interval_s);
+	print_line(out, width, line);
 	if (a->opt.rows)
 		snprintf(rows, sizeof(rows), " - rows %zu of %zu", shown, total);
-	fprintf(out, "threads %u seen, %u live - wait %s/s - acq %s/s - "
-		"%s - sort %s%s - coalesce %s%s\n\n",
-		st.threads_seen, st.threads_live, wait, acq, losses,
-		a->query.ascending ? "-" : "", a->query.sort->key,
-		coalesce_name(a->query.coalesce), rows);
+	snprintf(line, sizeof(line), "threads %u seen, %u live - wait %s/s - "
+		 "acq %s/s - %s - sort %s%s%s - coalesce %s%s",
+		 st.threads_seen, st.threads_live, wait, acq, losses,
+		 a->query.ascending ? "-" : "", a->query.sort->key, types,
+		 coalesce_name(a->query.coalesce), rows);
+	print_line(out, width, line);
+	fputc('\n', out);
 }
-
-/* Batch lines are as wide as a wide terminal; CALL SITE gets the rest. */
-#define BATCH_WIDTH 132
 
 /* One line of cells, separated by a space, each aligned in its width. */
 static void print_cells(FILE *out, const struct column_place *p, size_t n,
@@ -70,9 +103,10 @@ void batch_print(FILE *out, const struct app *a)
 	struct view_row *rows;
 	size_t n = model_view_window(a->model, &a->query, &w, &rows);
 	struct column_place place[16];
-	size_t ncol = format_layout(BATCH_WIDTH, false, place);
+	int width = batch_width(a, out);
+	size_t ncol = format_layout(width, false, place);
 
-	print_header(out, a, n, w.total);
+	print_header(out, a, width, n, w.total);
 	print_titles(out, place, ncol);
 	for (size_t i = 0; i < n; i++)
 		print_row(out, &rows[i], &f, place, ncol);

@@ -177,6 +177,17 @@ static void row_json(struct jsonw *w, const struct app *a,
 	jsonw_end(w);
 }
 
+/* The lock types shown: all of them unless filtered. */
+static void types_json(struct jsonw *w, const struct model_query *q)
+{
+	jsonw_array(w, "types");
+	for (unsigned t = 0; t < LOCK_TYPE_COUNT; t++) {
+		if (q->types == 0 || (q->types >> t & 1))
+			jsonw_string(w, NULL, lock_type_name((enum lock_type)t));
+	}
+	jsonw_end(w);
+}
+
 /* The snapshot's fields before its rows. */
 static void head_json(struct jsonw *w, const struct app *a,
 		      const struct model_query *q, const struct model_stats *st)
@@ -193,6 +204,8 @@ static void head_json(struct jsonw *w, const struct app *a,
 	jsonw_string(w, "sort", q->sort->key);
 	if (q->filter && *q->filter)
 		jsonw_string(w, "filter", q->filter);
+	types_json(w, q);
+	jsonw_bool(w, "idle_last", !q->mix_idle);
 	jsonw_number(w, "threads", st->threads_seen);
 	jsonw_number(w, "dropped", (double)st->dropped);
 	jsonw_number(w, "folded", (double)st->folded);

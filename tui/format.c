@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "format.h"
+#include "lockset.h"
 
 static bool utf8 = true;
 
@@ -466,6 +467,24 @@ size_t format_layout(int width, bool tui, struct column_place *out)
 		n++;
 	}
 	return n;
+}
+
+void format_types(char *buf, size_t size, const struct model_query *q,
+		  const char *sep)
+{
+	unsigned set = q->types ? q->types : LOCKSET_ALL;
+	bool idle_last = !q->mix_idle && (set & LOCKSET_IDLE) &&
+			 (set & LOCKSET_LOCKS);
+	char names[128];
+
+	lockset_name(set, names, sizeof(names));
+	if (set == LOCKSET_ALL)
+		snprintf(buf, size, "%s", idle_last ? sep : "");
+	else
+		snprintf(buf, size, "%stypes %s%s", sep, names,
+			 idle_last ? ", " : "");
+	if (idle_last)
+		snprintf(buf + strlen(buf), size - strlen(buf), "idle last");
 }
 
 void format_losses(char *buf, size_t size, const struct model_stats *st)

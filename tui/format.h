@@ -129,6 +129,13 @@ void format_site_chain(char *buf, size_t size, struct symbols *s,
  */
 const char *format_site_label(void *symbols, uint64_t site);
 
+/*
+ * The header's word on lock types, after sep: "types locks", "idle
+ * last" while idle waits sort after the locks; "" when there is none.
+ */
+void format_types(char *buf, size_t size, const struct model_query *q,
+		  const char *sep);
+
 /* Fit s into width columns, cutting from the left ("…tail") when longer. */
 void format_fit_left(char *buf, size_t size, const char *s, int width);
 

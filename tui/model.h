@@ -72,6 +72,12 @@ struct model_query {
 	enum coalesce coalesce;
 	const struct column *sort; /* biggest value first, or site A to Z */
 	bool ascending;
+	/*
+	 * Idle waits (condvar, futex-wake: lockset.h) sort after the locks,
+	 * whatever the order, unless mixed in.
+	 */
+	bool mix_idle;
+	unsigned types;		/* the lock types shown (lockset.h); 0 = all */
 	const char *filter;	/* substring of the site label; NULL = all */
 	site_label_fn site_label; /* needed to sort by site and filter */
 	void *ctx;

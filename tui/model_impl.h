@@ -143,6 +143,7 @@ struct line {
 
 /* The words of an order key, in the order they are compared. */
 enum order_word {
+	WORD_IDLE,		/* 1 for an idle wait sorted after the locks */
 	WORD_PRIMARY,		/* the sort column's value, or site rank */
 	WORD_WAIT,		/* most total wait first */
 	WORD_SITE,

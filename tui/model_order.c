@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "format.h"
+#include "lockset.h"
 #include "model_impl.h"
 #include "xalloc.h"
 
@@ -118,7 +119,8 @@ static uint64_t *label_ranks(const struct model_query *q,
 }
 
 /*
- * Biggest first unless ascending; ties: most total wait first, then site,
+ * Locks before idle waits unless they are mixed; then biggest first
+ * unless ascending; ties: most total wait first, then site,
  * object, type and row id, lowest first. By site the first word waits
  * for order_sites().
  */
@@ -127,6 +129,7 @@ void order_key(const struct model_query *q, const struct view_row *v,
 {
 	uint64_t k = q->sort->value ? double_word(q->sort->value(v)) : 0;
 
+	out->key[WORD_IDLE] = !q->mix_idle && lockset_idle(v->type);
 	out->key[WORD_PRIMARY] = q->ascending ? k : ~k;
 	out->key[WORD_WAIT] = ~v->c.wait_ns;
 	out->key[WORD_SITE] = v->site;

@@ -117,6 +117,12 @@ static bool site_matches(struct view_ctx *vc, uint64_t site)
 	return vc->match[i];
 }
 
+/* Whether the query shows lines of a lock type. */
+static bool type_shown(const struct model_query *q, unsigned type)
+{
+	return q->types == 0 || (q->types >> type & 1) != 0;
+}
+
 /* Add the counts, rates and max of an item (and its row's failures) to l. */
 static void line_add(const struct model *m, struct line *l,
 		     const struct item *it)
@@ -228,7 +234,8 @@ static size_t view_lines(struct view_ctx *vc, size_t n, struct group **groups,
 					&vc->items[vc->ids[j]], vc->q->coalesce))
 				break;
 		}
-		if (!line_of(vc, (uint32_t)i, (uint32_t)(j - i), &l))
+		if (!type_shown(vc->q, vc->items[vc->ids[i]].type) ||
+		    !line_of(vc, (uint32_t)i, (uint32_t)(j - i), &l))
 			continue;
 		(*groups)[count] = (struct group){ (uint32_t)i,
 						   (uint32_t)(j - i) };

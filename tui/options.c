@@ -8,12 +8,14 @@
 
 #include "../common/types.h"
 #include "format.h"
+#include "lockset.h"
 #include "options.h"
 #include "wrappers.h"
 #include "xalloc.h"
 
 /* Long options without a letter. */
-enum { OPT_FOLDED = 0x100, OPT_WRAPPER, OPT_MAX_MEMORY, OPT_FORCE };
+enum { OPT_FOLDED = 0x100, OPT_WRAPPER, OPT_MAX_MEMORY, OPT_FORCE, OPT_MIX_IDLE,
+       OPT_TYPE };
 
 static const char usage_text[] =
 	"Usage: qsptop [options] -p PID\n"
@@ -36,6 +38,14 @@ static const char usage_text[] =
 	"                         fits, --json and --folded keep every row)\n"
 	"  -o, --sort KEY         %s;\n"
 	"                         a leading - sorts low to high, + high to low\n"
+	"      --type LIST        show only these lock types, comma-separated:\n"
+	"                         mutex, rwlock-read, rwlock-write, rwlock (both),\n"
+	"                         spinlock, futex, condvar, futex-wake; locks (all\n"
+	"                         but the idle waits condvar and futex-wake), idle\n"
+	"      --mix-idle         sort idle waits (condvar, futex-wake) among the\n"
+	"                         locks; by default they follow every lock row\n"
+	"  -w, --width COLUMNS    batch line width (default: $COLUMNS, else the\n"
+	"                         terminal's, else 132)\n"
 	"  -m, --coalesce MODE    none (site x object) | site | object (default none)\n"
 	"  -j, --json FILE        write a JSON snapshot when qsptop stops (- = stdout)\n"
 	"      --folded FILE      write the waited-on stacks in folded form when\n"
@@ -144,6 +154,18 @@ static void parse_sort(struct options *o, const char *s)
 	}
 }
 
+static void parse_types(struct options *o, const char *list)
+{
+	char bad[64], fmt[256];
+
+	o->types = lockset_parse(list, bad, sizeof(bad));
+	if (o->types == 0) {
+		snprintf(fmt, sizeof(fmt), "--type: unknown lock type '%%s' (%s)",
+			 lockset_names);
+		usage_error(fmt, bad);
+	}
+}
+
 static const struct option long_options[] = {
 	{ .name = "pid", .has_arg = required_argument, .val = 'p' },
 	{ .name = "delay", .has_arg = required_argument, .val = 'd' },
@@ -152,6 +174,9 @@ static const struct option long_options[] = {
 	{ .name = "rows", .has_arg = required_argument, .val = 'N' },
 	{ .name = "sort", .has_arg = required_argument, .val = 'o' },
 	{ .name = "coalesce", .has_arg = required_argument, .val = 'm' },
+	{ .name = "type", .has_arg = required_argument, .val = OPT_TYPE },
+	{ .name = "mix-idle", .has_arg = no_argument, .val = OPT_MIX_IDLE },
+	{ .name = "width", .has_arg = required_argument, .val = 'w' },
 	{ .name = "json", .has_arg = required_argument, .val = 'j' },
 	{ .name = "folded", .has_arg = required_argument, .val = OPT_FOLDED },
 	{ .name = "wrapper", .has_arg = required_argument, .val = OPT_WRAPPER },
@@ -180,6 +205,15 @@ static void apply(struct options *o, int c, const char *arg)
 			usage_error("-m: unknown coalesce mode '%s' (none, site, object)", arg);
 		o->coalesce = (enum coalesce)m;
 		break;
+	case OPT_TYPE: parse_types(o, arg); break;
+	case OPT_MIX_IDLE: o->mix_idle = true; break;
+	case 'w':
+		o->width = (int)parse_count(arg, "-w: expected a width between "
+			"40 and 1000 columns, got '%s'", 1000);
+		if (o->width < 40)
+			usage_error("-w: expected a width between 40 and 1000 "
+				    "columns, got '%s'", arg);
+		break;
 	case 'j': o->json_path = arg; break;
 	case OPT_FOLDED: o->folded_path = arg; break;
 	case OPT_WRAPPER: add_wrapper(o, arg); break;
@@ -200,9 +234,10 @@ void options_parse(struct options *o, int argc, char **argv)
 	int c;
 
 	*o = (struct options){ .delay_s = 1.0, .sort = column_by_key("wait"),
+			       .types = LOCKSET_ALL,
 			       .coalesce = COALESCE_NONE };
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+p:d:n:bN:o:m:j:t:hV", long_options,
+	while ((c = getopt_long(argc, argv, "+p:d:n:bN:o:m:w:j:t:hV", long_options,
 				NULL)) != -1) {
 		if (c == '?' && optopt)
 			usage_error("unknown or incomplete option '-%s'",

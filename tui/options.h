@@ -14,6 +14,9 @@ struct options {
 	size_t rows;		/* -N: batch tables' first rows; 0 = all */
 	const struct column *sort; /* -o: a column of format.h */
 	bool ascending;
+	bool mix_idle;		/* --mix-idle: idle waits among the locks */
+	unsigned types;		/* --type: lock types shown (lockset.h) */
+	int width;		/* -w: batch line width; 0: COLUMNS, terminal, 132 */
 	enum coalesce coalesce;
 	const char *json_path;	/* "-" for stdout */
 	const char *folded_path; /* --folded; "-" for stdout */

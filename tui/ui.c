@@ -9,6 +9,7 @@
 
 #include "client.h"
 #include "export.h"
+#include "lockset.h"
 #include "outfile.h"
 #include "ui.h"
 #include "xalloc.h"
@@ -256,6 +257,32 @@ static void act_coalesce(struct ui *ui)
 	ui_message(ui, false, "coalesce: %s", coalesce_name(q->coalesce));
 }
 
+/* Show all lock types, then only the locks, then only the idle waits. */
+static void act_types(struct ui *ui)
+{
+	struct model_query *q = &ui->app->query;
+	char names[128];
+
+	q->types = q->types == LOCKSET_LOCKS ? LOCKSET_IDLE :
+		   q->types == LOCKSET_IDLE ? LOCKSET_ALL : LOCKSET_LOCKS;
+	ui->has_sel_key = false;
+	ui->selected = 0;
+	rebuild(ui);
+	lockset_name(q->types, names, sizeof(names));
+	ui_message(ui, false, "types: %s", names);
+}
+
+/* Sort the idle waits after the locks, or among them. */
+static void act_mix_idle(struct ui *ui)
+{
+	struct model_query *q = &ui->app->query;
+
+	q->mix_idle = !q->mix_idle;
+	rebuild(ui);
+	ui_message(ui, false, "idle waits (condvar, futex-wake): %s",
+		   q->mix_idle ? "sorted among the locks" : "after the locks");
+}
+
 /* Reset: a new baseline in qsptop; the target is never touched. */
 static void act_reset(struct ui *ui)
 {
@@ -495,6 +522,12 @@ const struct key_binding key_bindings[] = {
 	  .help = "invert the sort order", .act = act_invert },
 	{ .keys = { 'm' }, .label = "m", .hint = "m coalesce",
 	  .help = "coalesce: none -> site -> object", .act = act_coalesce },
+	{ .keys = { 'T' }, .label = "T", .hint = "T types",
+	  .help = "lock types shown: all -> locks (no condvar, futex-wake) -> idle waits",
+	  .act = act_types },
+	{ .keys = { 'i' }, .label = "i",
+	  .help = "idle waits (condvar, futex-wake) after the locks / among them",
+	  .act = act_mix_idle },
 	{ .keys = { 'r' }, .label = "r", .hint = "r reset",
 	  .help = "reset: count from now (the target is not touched)",
 	  .act = act_reset },

@@ -48,7 +48,8 @@ static void draw_totals(struct screen *s, const struct ui *ui)
 {
 	const struct model_query *q = &ui->app->query;
 	const struct model_stats *st = &ui->stats;
-	char wait[32], acq[32], filter[160] = "", line[512], losses[96];
+	char wait[32], acq[32], filter[160] = "", line[640], losses[96];
+	char types[160];
 	const char *arrow = format_utf8() ? (q->ascending ? "\u25b2" : "\u25bc")
 					  : (q->ascending ? "^" : "v");
 
@@ -57,9 +58,10 @@ static void draw_totals(struct screen *s, const struct ui *ui)
 	format_losses(losses, sizeof(losses), st);
 	if (ui->filter[0])
 		snprintf(filter, sizeof(filter), "%sfilter: %s", sep(), ui->filter);
-	snprintf(line, sizeof(line), "wait %s/s%sacq %s/s%ssort %s %s%scoalesce %s%s"
+	format_types(types, sizeof(types), q, sep());
+	snprintf(line, sizeof(line), "wait %s/s%sacq %s/s%ssort %s %s%s%scoalesce %s%s"
 		 "%sthreads %u seen, %u live%s%s", wait, sep(), acq,
-		 sep(), q->sort->key, arrow, sep(),
+		 sep(), q->sort->key, arrow, types, sep(),
 		 coalesce_name(q->coalesce), filter, sep(), st->threads_seen,
 		 st->threads_live, sep(), losses);
 	screen_fill(s, 0, 1, s->w, SLOT_HEADER, L' ');

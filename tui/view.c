@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lockset.h"
 #include "view.h"
 
 #define HEADER_LINES 2
@@ -117,6 +118,12 @@ static void draw_row(struct screen *s, const struct ui *ui, int y,
 	}
 }
 
+/* Whether the query hides some lock types. */
+static bool types_filtered(const struct model_query *q)
+{
+	return q->types != 0 && q->types != LOCKSET_ALL;
+}
+
 /* Keep the selected row on screen. */
 static void scroll_into_view(struct ui *ui)
 {
@@ -148,6 +155,8 @@ static void draw_table(struct screen *s, struct ui *ui)
 	if (ui->nrows == 0)
 		screen_puts(s, 1, y0, SLOT_NORMAL, ui->filter[0] ?
 			    "no rows match the filter (Esc clears it)" :
+			    types_filtered(&ui->app->query) ?
+			    "no rows of these types (T: the next types)" :
 			    "no lock calls seen yet", -1);
 }
 

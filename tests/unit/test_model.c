@@ -598,6 +598,54 @@ static void test_filter(void)
 }
 
 /* A multi-site row is kept when any member's site matches. */
+/*
+ * Idle waits (condvar, futex-wake) after the locks in every order unless
+ * mixed in; a type set shows only its types.
+ */
+static void test_types(void)
+{
+	static const struct {
+		enum sort_key key;
+		bool asc, mix;
+		unsigned types;
+		const char *want;
+	} cases[] = {
+		{ SORT_TOTAL, false, false, 0, "worker_lock main Queue_Push" },
+		{ SORT_TOTAL, true, false, 0, "main worker_lock Queue_Push" },
+		{ SORT_SITE, false, false, 0, "main worker_lock Queue_Push" },
+		{ SORT_TOTAL, false, true, 0, "Queue_Push worker_lock main" },
+		{ SORT_TOTAL, true, true, 0, "main worker_lock Queue_Push" },
+		{ SORT_TOTAL, false, false, 1u << LOCK_MUTEX, "worker_lock" },
+		{ SORT_TOTAL, false, false, 1u << LOCK_CONDVAR, "Queue_Push" },
+		{ SORT_TOTAL, false, false, 1u << LOCK_FUTEX, "" },
+	};
+	struct model *m = model_new();
+	struct view_row *v;
+	char got[128];
+
+	def(m, 0, LOCK_MUTEX, 0x400, 0xa0);	/* worker_lock */
+	def(m, 1, LOCK_CONDVAR, 0x500, 0xb0);	/* Queue_Push */
+	def(m, 2, LOCK_SPIN, 0x600, 0xc0);	/* main */
+	add(m, 0, 1, 1, 20, 1);
+	add(m, 1, 1, 1, 3000, 1);
+	add(m, 2, 1, 1, 10, 1);
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		struct model_query q = { .sort = by(cases[i].key),
+			.ascending = cases[i].asc, .mix_idle = cases[i].mix,
+			.types = cases[i].types, .site_label = label_of };
+		size_t n = model_view(m, &q, &v);
+
+		view_labels(v, n, got, sizeof got);
+		CHECK(strcmp(got, cases[i].want) == 0,
+		      "sort %s%s%s, types 0x%x: expected \"%s\", got \"%s\"",
+		      sort_names[cases[i].key], cases[i].asc ? " ascending" : "",
+		      cases[i].mix ? " mixed" : "", cases[i].types,
+		      cases[i].want, got);
+		free(v);
+	}
+	model_free(m);
+}
+
 static void test_filter_coalesced(void)
 {
 	struct model *m = model_new();
@@ -1927,6 +1975,7 @@ int main(void)
 	test_sort_keys();
 	test_tie_break();
 	test_filter();
+	test_types();
 	test_filter_coalesced();
 	test_names();
 	test_empty();

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "export.h"
+#include "format.h"
 #include "jsonw.h"
 #include "outfile.h"
 #include "xalloc.h"
@@ -128,6 +129,39 @@ static void memory_json(struct jsonw *w, const struct model_stats *st)
 	jsonw_end(w);
 }
 
+/* The counts no column shows, by their JSON names. */
+static double row_only_number(const struct view_row *r, const char *name)
+{
+	return strcmp(name, "failed") == 0 ? (double)r->c.failed
+					   : (double)r->c.timeouts;
+}
+
+/*
+ * A row's numbers in the order of the schema, each the value of the
+ * column that names it (failed and timeouts, which no column shows, the
+ * row's own), then those of columns the schema's list does not have.
+ */
+static void numbers_json(struct jsonw *w, const struct view_row *r)
+{
+	static const char *const fixed[] = { "acquisitions", "contended",
+		"failed", "timeouts", "wait_ns", "max_wait_ns", "avg_wait_ns",
+		"wait_per_s_ns" };
+	size_t n = sizeof(fixed) / sizeof(fixed[0]), i;
+
+	for (i = 0; i < n; i++) {
+		const struct column *c = column_by_json(fixed[i]);
+
+		jsonw_number(w, fixed[i], c ? c->value(r)
+					    : row_only_number(r, fixed[i]));
+	}
+	for (const struct column *c = columns; c < columns + column_count; c++) {
+		for (i = 0; c->json && i < n && strcmp(c->json, fixed[i]); i++)
+			;
+		if (c->json && i == n)
+			jsonw_number(w, c->json, c->value(r));
+	}
+}
+
 static void row_json(struct jsonw *w, const struct app *a,
 		     const struct view_row *r, const struct line_drill *d)
 {
@@ -144,20 +178,24 @@ static void row_json(struct jsonw *w, const struct app *a,
 		frame_json(w, "site", a->symbols, r->site, 1);
 	else
 		jsonw_null(w, "site");
-	jsonw_number(w, "acquisitions", (double)r->c.acquisitions);
-	jsonw_number(w, "contended", (double)r->c.contended);
-	jsonw_number(w, "failed", (double)r->c.failed);
-	jsonw_number(w, "timeouts", (double)r->c.timeouts);
-	jsonw_number(w, "wait_ns", (double)r->c.wait_ns);
-	jsonw_number(w, "max_wait_ns", (double)r->max_wait_ns);
-	jsonw_number(w, "avg_wait_ns", lock_counts_avg_wait_ns(&r->c));
-	jsonw_number(w, "wait_per_s_ns", r->wait_per_s);
+	numbers_json(w, r);
 	jsonw_array(w, "wait_histogram");
 	for (int i = 0; i < HIST_BUCKETS; i++)
 		jsonw_number(w, NULL, (double)r->c.hist[i]);
 	jsonw_end(w);
 	stacks_json(w, a, d);
 	threads_json(w, d);
+	jsonw_end(w);
+}
+
+/* The lock types shown: all of them unless filtered. */
+static void types_json(struct jsonw *w, const struct model_query *q)
+{
+	jsonw_array(w, "types");
+	for (unsigned t = 0; t < LOCK_TYPE_COUNT; t++) {
+		if (q->types == 0 || (q->types >> t & 1))
+			jsonw_string(w, NULL, lock_type_name((enum lock_type)t));
+	}
 	jsonw_end(w);
 }
 
@@ -174,9 +212,11 @@ static void head_json(struct jsonw *w, const struct app *a,
 	jsonw_number(w, "elapsed_s", app_elapsed_s(a));
 	jsonw_number(w, "interval_s", a->opt.delay_s);
 	jsonw_string(w, "coalesce", coalesce_name(q->coalesce));
-	jsonw_string(w, "sort", sort_key_name(q->sort));
+	jsonw_string(w, "sort", q->sort->key);
 	if (q->filter && *q->filter)
 		jsonw_string(w, "filter", q->filter);
+	types_json(w, q);
+	jsonw_bool(w, "idle_last", !q->mix_idle);
 	jsonw_number(w, "threads", st->threads_seen);
 	jsonw_number(w, "dropped", (double)st->dropped);
 	jsonw_number(w, "folded", (double)st->folded);

@@ -5,6 +5,7 @@
 
 #include "cxxname.h"
 #include "format.h"
+#include "lockset.h"
 
 static bool utf8 = true;
 
@@ -287,16 +288,18 @@ void format_fit_right(char *buf, size_t size, const char *s, int width)
 	snprintf(buf, size, "%.*s%s", (int)keep, s, utf8 ? "\u2026" : "~");
 }
 
-static void cell_type(const struct view_row *r, const struct format_ctx *f,
-		      char *buf, size_t size)
+static void cell_type(const struct column *c, const struct view_row *r,
+		      const struct format_ctx *f, char *buf, size_t size)
 {
+	(void)c;
 	(void)f;
 	snprintf(buf, size, "%s", lock_type_name(r->type));
 }
 
-static void cell_object(const struct view_row *r, const struct format_ctx *f,
-			char *buf, size_t size)
+static void cell_object(const struct column *c, const struct view_row *r,
+			const struct format_ctx *f, char *buf, size_t size)
 {
+	(void)c;
 	(void)f;
 	if (r->n_objects > 1)
 		snprintf(buf, size, "[%u objs]", r->n_objects);
@@ -306,9 +309,10 @@ static void cell_object(const struct view_row *r, const struct format_ctx *f,
 		snprintf(buf, size, "0x%" PRIx64, r->object);
 }
 
-static void cell_site(const struct view_row *r, const struct format_ctx *f,
-		      char *buf, size_t size)
+static void cell_site(const struct column *c, const struct view_row *r,
+		      const struct format_ctx *f, char *buf, size_t size)
 {
+	(void)c;
 	if (r->n_sites > 1)
 		snprintf(buf, size, "[%u sites]", r->n_sites);
 	else if (f->site_style == SITE_LINE)
@@ -318,30 +322,26 @@ static void cell_site(const struct view_row *r, const struct format_ctx *f,
 				f->site_style == SITE_BOTH, f->width);
 }
 
-static void cell_wait_rate(const struct view_row *r, const struct format_ctx *f,
-			   char *buf, size_t size)
+/* The column's value as a duration. */
+static void cell_duration(const struct column *c, const struct view_row *r,
+			  const struct format_ctx *f, char *buf, size_t size)
 {
 	(void)f;
-	format_duration(buf, size, r->wait_per_s);
+	format_duration(buf, size, c->value(r));
 }
 
-static void cell_wait(const struct view_row *r, const struct format_ctx *f,
-		      char *buf, size_t size)
+/* The column's value as a count. */
+static void cell_count(const struct column *c, const struct view_row *r,
+		       const struct format_ctx *f, char *buf, size_t size)
 {
 	(void)f;
-	format_duration(buf, size, (double)r->c.wait_ns);
+	format_count(buf, size, c->value(r));
 }
 
-static void cell_acq(const struct view_row *r, const struct format_ctx *f,
-		     char *buf, size_t size)
+static void cell_contended(const struct column *c, const struct view_row *r,
+			   const struct format_ctx *f, char *buf, size_t size)
 {
-	(void)f;
-	format_count(buf, size, (double)r->c.acquisitions);
-}
-
-static void cell_contended(const struct view_row *r, const struct format_ctx *f,
-			   char *buf, size_t size)
-{
+	(void)c;
 	(void)f;
 	if (r->c.acquisitions + r->c.timeouts == 0)
 		snprintf(buf, size, "-");
@@ -349,25 +349,42 @@ static void cell_contended(const struct view_row *r, const struct format_ctx *f,
 		snprintf(buf, size, "%.1f", 100.0 * lock_counts_wait_share(&r->c));
 }
 
-static void cell_avg(const struct view_row *r, const struct format_ctx *f,
-		     char *buf, size_t size)
+static void cell_trend(const struct column *c, const struct view_row *r,
+		       const struct format_ctx *f, char *buf, size_t size)
 {
-	(void)f;
-	format_duration(buf, size, lock_counts_avg_wait_ns(&r->c));
-}
-
-static void cell_max(const struct view_row *r, const struct format_ctx *f,
-		     char *buf, size_t size)
-{
-	(void)f;
-	format_duration(buf, size, (double)r->max_wait_ns);
-}
-
-static void cell_trend(const struct view_row *r, const struct format_ctx *f,
-		       char *buf, size_t size)
-{
+	(void)c;
 	(void)f;
 	format_sparkline(buf, size, r->trend, TREND_LEN);
+}
+
+static double value_wait_rate(const struct view_row *r)
+{
+	return r->wait_per_s;
+}
+
+static double value_wait(const struct view_row *r)
+{
+	return (double)r->c.wait_ns;
+}
+
+static double value_acquisitions(const struct view_row *r)
+{
+	return (double)r->c.acquisitions;
+}
+
+static double value_contended(const struct view_row *r)
+{
+	return (double)r->c.contended;
+}
+
+double row_avg_wait(const struct view_row *r)
+{
+	return lock_counts_avg_wait_ns(&r->c);
+}
+
+static double value_max(const struct view_row *r)
+{
+	return (double)r->max_wait_ns;
 }
 
 void format_sparkline(char *buf, size_t size, const uint64_t *values, int n)
@@ -397,29 +414,75 @@ void format_sparkline(char *buf, size_t size, const uint64_t *values, int n)
 }
 
 const struct column columns[] = {
-	{ "TYPE", 12, true, false, false, 3, -1,
-	  "mutex, rwlock-read, rwlock-write, spinlock, condvar, futex or futex-wake",
-	  cell_type },
-	{ "OBJECT", 14, true, false, false, 1, -1,
-	  "the lock's address; [N objs] when rows are coalesced", cell_object },
-	{ "CALL SITE", 16, true, true, false, 10, SORT_SITE,
-	  "where the lock is taken (s: function+offset or file:line)", cell_site },
-	{ "WAIT/s", 8, false, false, false, 9, SORT_WAIT,
-	  "time threads waited here per second, last interval", cell_wait_rate },
-	{ "WAIT", 8, false, false, false, 8, SORT_TOTAL,
-	  "total wait since start or reset", cell_wait },
-	{ "ACQ", 7, false, false, false, 7, SORT_COUNT,
-	  "acquisitions since start or reset", cell_acq },
-	{ "CONT%", 6, false, false, false, 6, SORT_CONTENDED,
-	  "share of calls that had to wait (sorts by contended count)", cell_contended },
-	{ "AVG", 8, false, false, false, 5, SORT_AVG,
-	  "wait per wait, timed out or not", cell_avg },
-	{ "MAX", 8, false, false, false, 4, SORT_MAX,
-	  "longest single wait", cell_max },
-	{ "TREND", TREND_LEN, true, false, true, 2, -1,
-	  "wait of the last intervals, oldest first", cell_trend },
+	{ .title = "TYPE", .width = 12, .left = true, .priority = 3,
+	  .cell = cell_type,
+	  .help = "mutex, rwlock-read, rwlock-write, spinlock, condvar, futex or futex-wake" },
+	{ .title = "OBJECT", .width = 14, .left = true, .priority = 1,
+	  .cell = cell_object,
+	  .help = "the lock's address; [N objs] when rows are coalesced" },
+	{ .title = "CALL SITE", .width = 16, .left = true, .flex = true,
+	  .priority = 10, .key = "site", .cell = cell_site,
+	  .help = "where the lock is taken (s: function+offset or file:line)" },
+	{ .title = "WAIT/s", .width = 8, .priority = 9, .key = "wait",
+	  .json = "wait_per_s_ns", .value = value_wait_rate,
+	  .cell = cell_duration,
+	  .help = "time threads waited here per second, last interval" },
+	{ .title = "WAIT", .width = 8, .priority = 8, .key = "total",
+	  .json = "wait_ns", .value = value_wait, .cell = cell_duration,
+	  .help = "total wait since start or reset" },
+	{ .title = "ACQ", .width = 7, .priority = 7, .key = "count",
+	  .json = "acquisitions", .value = value_acquisitions,
+	  .cell = cell_count,
+	  .help = "acquisitions since start or reset" },
+	{ .title = "CONT%", .width = 6, .priority = 6, .key = "contended",
+	  .json = "contended", .value = value_contended,
+	  .cell = cell_contended,
+	  .help = "share of calls that had to wait (sorts by contended count)" },
+	{ .title = "AVG", .width = 8, .priority = 5, .key = "avg",
+	  .json = "avg_wait_ns", .value = row_avg_wait, .cell = cell_duration,
+	  .help = "wait per wait, timed out or not" },
+	{ .title = "MAX", .width = 8, .priority = 4, .key = "max",
+	  .json = "max_wait_ns", .value = value_max, .cell = cell_duration,
+	  .help = "longest single wait" },
+	{ .title = "TREND", .width = TREND_LEN, .left = true, .sparkline = true,
+	  .priority = 2, .cell = cell_trend,
+	  .help = "wait of the last intervals, oldest first" },
 };
 const size_t column_count = sizeof(columns) / sizeof(columns[0]);
+
+const struct column *column_by_key(const char *key)
+{
+	for (size_t i = 0; key != NULL && i < column_count; i++) {
+		if (columns[i].key && strcmp(columns[i].key, key) == 0)
+			return &columns[i];
+	}
+	return NULL;
+}
+
+const struct column *column_by_json(const char *name)
+{
+	for (size_t i = 0; i < column_count; i++) {
+		if (columns[i].json && strcmp(columns[i].json, name) == 0)
+			return &columns[i];
+	}
+	return NULL;
+}
+
+void column_keys(char *buf, size_t size, const char *sep)
+{
+	size_t len = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < column_count && len < size; i++) {
+		int n;
+
+		if (columns[i].key == NULL)
+			continue;
+		n = snprintf(buf + len, size - len, "%s%s", len ? sep : "",
+			     columns[i].key);
+		len += n > 0 ? (size_t)n : 0;
+	}
+}
 
 /* Columns kept at a priority cut, and the width they need with spaces. */
 static int layout_width(bool tui, int min_priority, bool *keep)
@@ -454,6 +517,24 @@ size_t format_layout(int width, bool tui, struct column_place *out)
 		n++;
 	}
 	return n;
+}
+
+void format_types(char *buf, size_t size, const struct model_query *q,
+		  const char *sep)
+{
+	unsigned set = q->types ? q->types : LOCKSET_ALL;
+	bool idle_last = !q->mix_idle && (set & LOCKSET_IDLE) &&
+			 (set & LOCKSET_LOCKS);
+	char names[128];
+
+	lockset_name(set, names, sizeof(names));
+	if (set == LOCKSET_ALL)
+		snprintf(buf, size, "%s", idle_last ? sep : "");
+	else
+		snprintf(buf, size, "%stypes %s%s", sep, names,
+			 idle_last ? ", " : "");
+	if (idle_last)
+		snprintf(buf + strlen(buf), size - strlen(buf), "idle last");
 }
 
 void format_losses(char *buf, size_t size, const struct model_stats *st)

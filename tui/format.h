@@ -22,6 +22,11 @@ struct format_ctx {
 	int width;		/* the cell's columns; 0: no limit */
 };
 
+/*
+ * One column of the table, and everything about it: its title and place,
+ * its cell, the number it sorts by, its name on the command line (-o) and
+ * in the JSON snapshot, and its line in the help screen.
+ */
 struct column {
 	const char *title;
 	int width;		/* for CALL SITE: the least it may get */
@@ -29,14 +34,29 @@ struct column {
 	bool flex;		/* takes the width left over */
 	bool sparkline;		/* own colour; the TUI shows it, batch does not */
 	int priority;		/* narrow screens drop low priorities first */
-	int sort;		/* enum sort_key, or -1 */
+	const char *key;	/* -o KEY and JSON "sort"; NULL: not a sort key */
+	const char *json;	/* the JSON row field of its value, or NULL */
+	/* The number it shows and sorts by; NULL: sorts by the site label. */
+	double (*value)(const struct view_row *r);
+	void (*cell)(const struct column *c, const struct view_row *r,
+		     const struct format_ctx *f, char *buf, size_t size);
 	const char *help;	/* what the column means, for the help screen */
-	void (*cell)(const struct view_row *r, const struct format_ctx *f,
-		     char *buf, size_t size);
 };
 
 extern const struct column columns[];
 extern const size_t column_count;
+
+/* The column sorted by KEY ("wait", "site", ...), or NULL. */
+const struct column *column_by_key(const char *key);
+
+/* The column whose value is the JSON row field name, or NULL. */
+const struct column *column_by_json(const char *name);
+
+/* The sort keys in column order, joined by sep: "site | wait | ...". */
+void column_keys(char *buf, size_t size, const char *sep);
+
+/* Wait per acquisition, 0 without acquisitions: the AVG column's value. */
+double row_avg_wait(const struct view_row *r);
 
 /* Where one column goes on a line of a given width. */
 struct column_place {
@@ -119,6 +139,13 @@ void format_site_chain(char *buf, size_t size, struct symbols *s,
  * call was inlined in with its file:line, and the module.
  */
 const char *format_site_label(void *symbols, uint64_t site);
+
+/*
+ * The header's word on lock types, after sep: "types locks", "idle
+ * last" while idle waits sort after the locks; "" when there is none.
+ */
+void format_types(char *buf, size_t size, const struct model_query *q,
+		  const char *sep);
 
 /* Fit s into width columns, cutting from the left ("…tail") when longer. */
 void format_fit_left(char *buf, size_t size, const char *s, int width);

@@ -277,6 +277,7 @@ static void setup_query(struct app *a)
 		wrappers_add(a->wrappers, a->opt.wrappers[i]);
 	a->query = (struct model_query){ .coalesce = a->opt.coalesce,
 		.sort = a->opt.sort, .ascending = a->opt.ascending,
+		.mix_idle = a->opt.mix_idle, .types = a->opt.types,
 		.site_label = query_site_label, .ctx = a,
 		.skip_wrappers = wrappers_count(a->wrappers) > 0,
 		.is_wrapper = query_is_wrapper };

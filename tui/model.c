@@ -14,16 +14,6 @@
 #include "model_impl.h"
 #include "xalloc.h"
 
-static const char *const sort_key_names[SORT_KEY_COUNT] = {
-	[SORT_WAIT] = "wait",
-	[SORT_TOTAL] = "total",
-	[SORT_AVG] = "avg",
-	[SORT_COUNT] = "count",
-	[SORT_CONTENDED] = "contended",
-	[SORT_MAX] = "max",
-	[SORT_SITE] = "site",
-};
-
 static const char *const coalesce_names[COALESCE_COUNT] = {
 	[COALESCE_NONE] = "none",
 	[COALESCE_SITE] = "site",
@@ -61,15 +51,10 @@ struct row *model_row(const struct model *m, uint32_t id)
 /* Make room for index id in array p of *cap elements, zeroing new slots. */
 static void *grow_zeroed(void *p, size_t *cap, size_t id, size_t size)
 {
-	size_t n = *cap ? *cap : 64;
+	size_t old = *cap;
 
-	if (id < *cap)
-		return p;
-	while (n <= id)
-		n *= 2;
-	p = xreallocarray(p, n, size);
-	memset((char *)p + *cap * size, 0, (n - *cap) * size);
-	*cap = n;
+	p = xgrow(p, cap, id + 1, 64, size);
+	memset((char *)p + old * size, 0, (*cap - old) * size);
 	return p;
 }
 
@@ -106,11 +91,8 @@ static bool delta_waited(const struct proto_delta *d)
 static void row_waits_make(struct model *m, struct row *row)
 {
 	if (row->waits == 0) {
-		if (m->n_waits == m->waits_cap) {
-			m->waits_cap = m->waits_cap ? m->waits_cap * 2 : 64;
-			m->waits = xreallocarray(m->waits, m->waits_cap,
-						 sizeof *m->waits);
-		}
+		m->waits = xgrow(m->waits, &m->waits_cap, m->n_waits + 1, 64,
+				 sizeof *m->waits);
 		memset(&m->waits[m->n_waits], 0, sizeof *m->waits);
 		row->waits = (uint32_t)++m->n_waits;
 	}
@@ -204,6 +186,7 @@ static struct stack_entry *row_entry(struct model *m, uint32_t id,
 				     uint32_t stack, uint32_t tid)
 {
 	struct row *row = &m->rows[id];
+	size_t cap_se = row->cap_se;
 	struct entry_slot *s;
 	struct stack_entry *e;
 
@@ -214,10 +197,8 @@ static struct stack_entry *row_entry(struct model *m, uint32_t id,
 		return &row->se[s->idx];
 	if (m->n_entries >= MODEL_MAX_ENTRIES)
 		return NULL;
-	if (row->n_se == row->cap_se) {
-		row->cap_se = row->cap_se ? row->cap_se * 2 : 4;
-		row->se = xreallocarray(row->se, row->cap_se, sizeof *row->se);
-	}
+	row->se = xgrow(row->se, &cap_se, row->n_se + 1, 4, sizeof *row->se);
+	row->cap_se = (uint32_t)cap_se;
 	*s = (struct entry_slot){ id, row->n_se };
 	e = &row->se[row->n_se++];
 	memset(e, 0, sizeof *e);
@@ -401,22 +382,6 @@ void model_stats(const struct model *m, struct model_stats *s)
 void model_note_raw_futex(struct model *m, uint32_t threads)
 {
 	m->raw_futex_threads = threads;
-}
-
-const char *sort_key_name(enum sort_key k)
-{
-	if ((unsigned)k >= SORT_KEY_COUNT)
-		return "unknown";
-	return sort_key_names[k];
-}
-
-int sort_key_parse(const char *name)
-{
-	for (int i = 0; name != NULL && i < SORT_KEY_COUNT; i++) {
-		if (strcmp(name, sort_key_names[i]) == 0)
-			return i;
-	}
-	return -1;
 }
 
 const char *coalesce_name(enum coalesce c)

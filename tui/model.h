@@ -14,17 +14,6 @@
 
 #define TREND_LEN 20
 
-enum sort_key {
-	SORT_WAIT,		/* wait per second, last interval */
-	SORT_TOTAL,		/* total wait since reset */
-	SORT_AVG,		/* wait per acquisition */
-	SORT_COUNT,		/* acquisitions */
-	SORT_CONTENDED,		/* contended acquisitions */
-	SORT_MAX,		/* longest single wait */
-	SORT_SITE,		/* call-site label, alphabetical */
-	SORT_KEY_COUNT
-};
-
 enum coalesce { COALESCE_NONE, COALESCE_SITE, COALESCE_OBJECT, COALESCE_COUNT };
 
 /* One line of the table: a row, or a coalesced group of rows. */
@@ -79,12 +68,21 @@ typedef const char *(*site_label_fn)(void *ctx, uint64_t site);
 /* Whether a return address lies in a lock wrapper function. */
 typedef bool (*is_wrapper_fn)(void *ctx, uint64_t address);
 
+/* A column of the table (format.h): what it sorts by. */
+struct column;
+
 struct model_query {
 	enum coalesce coalesce;
-	enum sort_key sort;
+	const struct column *sort; /* biggest value first, or site A to Z */
 	bool ascending;
+	/*
+	 * Idle waits (condvar, futex-wake: lockset.h) sort after the locks,
+	 * whatever the order, unless mixed in.
+	 */
+	bool mix_idle;
+	unsigned types;		/* the lock types shown (lockset.h); 0 = all */
 	const char *filter;	/* substring of the site label; NULL = all */
-	site_label_fn site_label; /* needed for SORT_SITE and filter */
+	site_label_fn site_label; /* needed to sort by site and filter */
 	void *ctx;
 	/*
 	 * With skip_wrappers, a row whose site is in a wrapper is split by its
@@ -241,9 +239,7 @@ void model_stats(const struct model *m, struct model_stats *s);
 /* How many threads were seen in futex waits no hook sees (rawfutex.h). */
 void model_note_raw_futex(struct model *m, uint32_t threads);
 
-/* Names used on the command line and in JSON ("wait", "site", ...). */
-const char *sort_key_name(enum sort_key k);
-int sort_key_parse(const char *name);
+/* Names used on the command line and in JSON ("none", "site", ...). */
 const char *coalesce_name(enum coalesce c);
 int coalesce_parse(const char *name);
 

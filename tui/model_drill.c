@@ -30,10 +30,7 @@ static bool in_line(const struct view_row *r, enum coalesce c, uint64_t site,
 static void parts_push(struct part **p, size_t *n, size_t *cap, uint32_t id,
 		       const struct stack_entry *e)
 {
-	if (*n == *cap) {
-		*cap = *cap ? *cap * 2 : 16;
-		*p = xreallocarray(*p, *cap, sizeof **p);
-	}
+	*p = xgrow(*p, cap, *n + 1, 16, sizeof **p);
 	(*p)[(*n)++] = (struct part){ id, e->count,
 				      e->wait };
 }
@@ -247,10 +244,7 @@ struct key_parts {
 static void key_parts_push(struct key_parts *kp, uint32_t key,
 			   const struct stack_entry *e)
 {
-	if (kp->n == kp->cap) {
-		kp->cap = kp->cap ? kp->cap * 2 : 256;
-		kp->p = xreallocarray(kp->p, kp->cap, sizeof *kp->p);
-	}
+	kp->p = xgrow(kp->p, &kp->cap, kp->n + 1, 256, sizeof *kp->p);
 	kp->p[kp->n++] = (struct key_part){ key, e->stack, e->tid,
 					    e->count,
 					    e->wait };

@@ -1,6 +1,7 @@
 /*
  * The model's insides, shared by model.c (storage, intervals, reset),
- * model_items.c (wrapper attribution), model_view.c (grouping, building),
+ * model_attrib.c (wrapper attribution), model_items.c (the candidate
+ * lines), model_view.c (grouping, building),
  * model_order.c (sorting) and model_drill.c (the stacks and threads behind
  * a line). Not for use outside them.
  */
@@ -115,27 +116,6 @@ struct model {
 	uint32_t raw_futex_threads;
 };
 
-/*
- * A candidate line before grouping: a row as it is or, with wrappers
- * skipped, what is left of a wrapper row, or a caller its stacks went to.
- */
-struct item {
-	uint64_t site;
-	uint64_t object;
-	uint64_t acq;		/* since reset */
-	uint64_t contended;
-	uint64_t timeouts;
-	uint64_t wait;
-	uint64_t last_acq;	/* the last interval */
-	uint64_t last_wait;
-	uint64_t max_wait;	/* of every wait it has, since reset */
-	uint32_t row;		/* the row lending failures, histogram, max
-				   and trend; NO_ROW for a caller only */
-	uint32_t row_id;	/* the row named for the line */
-	uint8_t type;
-	bool keep;		/* a wrapper's remainder only when not empty */
-};
-
 /* A line of a view before it is built: its members and its numbers. */
 struct line {
 	uint64_t site;		/* 0 when the line spans several sites */
@@ -144,6 +124,7 @@ struct line {
 	uint64_t contended;
 	uint64_t timeouts;
 	uint64_t wait;
+	uint64_t failed;
 	uint64_t max_wait;
 	double wait_per_s;	/* last interval */
 	double acq_per_s;
@@ -156,7 +137,16 @@ struct line {
 	uint8_t type;
 };
 
-#define ORDER_WORDS 5
+/* The words of an order key, in the order they are compared. */
+enum order_word {
+	WORD_IDLE,		/* 1 for an idle wait sorted after the locks */
+	WORD_PRIMARY,		/* the sort column's value, or site rank */
+	WORD_WAIT,		/* most total wait first */
+	WORD_SITE,
+	WORD_OBJECT,
+	WORD_TYPE_ROW,		/* type << 32 | row id */
+	ORDER_WORDS
+};
 
 /* What a line sorts by, word after word, smallest first. */
 struct order {
@@ -209,16 +199,8 @@ static inline double model_rate(const struct model *m, uint64_t amount)
 	return m->interval_s > 0 ? (double)amount / m->interval_s : 0;
 }
 
-/*
- * The items of a view: one per row or, with wrappers skipped, wrapper rows
- * split by their defined stacks, merged by (site, object, type). Caller
- * frees *out.
- */
-size_t model_items(const struct model *m, const struct model_query *q,
-		   struct item **out);
-
-/* The order key of line l, numbered i, under q. */
-void order_key(const struct model_query *q, const struct line *l,
+/* The order key of line i, whose numbers are v, under q. */
+void order_key(const struct model_query *q, const struct view_row *v,
 	       uint32_t i, struct order *out);
 
 /* Sorting by site, rank the sites of n keys by label, asked once a site. */

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "format.h"
+#include "lockset.h"
 #include "model_impl.h"
 #include "xalloc.h"
 
@@ -22,8 +24,7 @@ static void site_set_grow(struct site_set *s)
 
 	if (s->n < s->cap)
 		return;
-	s->cap = s->cap ? s->cap * 2 : 64;
-	s->site = xreallocarray(s->site, s->cap, sizeof *s->site);
+	s->site = xgrow(s->site, &s->cap, s->n + 1, 64, sizeof *s->site);
 	slots = 2 * s->cap;
 	free(s->slots);
 	s->slots = xreallocarray(NULL, slots, sizeof *s->slots);
@@ -73,32 +74,6 @@ static uint64_t double_word(double d)
 	return u >> 63 ? ~u : u | 1ull << 63;
 }
 
-static double line_avg(const struct line *l)
-{
-	return lock_avg_wait_ns(l->wait, lock_waits(l->contended, l->timeouts));
-}
-
-/* The value of a numeric sort key, as a word that orders like it. */
-static uint64_t primary_word(const struct line *l, enum sort_key k)
-{
-	switch (k) {
-	case SORT_WAIT:
-		return double_word(l->wait_per_s);
-	case SORT_TOTAL:
-		return l->wait;
-	case SORT_AVG:
-		return double_word(line_avg(l));
-	case SORT_COUNT:
-		return l->acq;
-	case SORT_CONTENDED:
-		return l->contended;
-	case SORT_MAX:
-		return l->max_wait;
-	default:
-		return 0;
-	}
-}
-
 /* Labels of distinct sites, ordered by an index. */
 struct labels {
 	char **text;
@@ -144,20 +119,22 @@ static uint64_t *label_ranks(const struct model_query *q,
 }
 
 /*
- * Biggest first unless ascending; ties: most total wait first, then site,
+ * Locks before idle waits unless they are mixed; then biggest first
+ * unless ascending; ties: most total wait first, then site,
  * object, type and row id, lowest first. By site the first word waits
  * for order_sites().
  */
-void order_key(const struct model_query *q, const struct line *l,
+void order_key(const struct model_query *q, const struct view_row *v,
 	       uint32_t i, struct order *out)
 {
-	uint64_t k = q->sort == SORT_SITE ? 0 : primary_word(l, q->sort);
+	uint64_t k = q->sort->value ? double_word(q->sort->value(v)) : 0;
 
-	out->key[0] = q->ascending ? k : ~k;
-	out->key[1] = ~l->wait;
-	out->key[2] = l->site;
-	out->key[3] = l->object;
-	out->key[4] = (uint64_t)l->type << 32 | l->row_id;
+	out->key[WORD_IDLE] = !q->mix_idle && lockset_idle(v->type);
+	out->key[WORD_PRIMARY] = q->ascending ? k : ~k;
+	out->key[WORD_WAIT] = ~v->c.wait_ns;
+	out->key[WORD_SITE] = v->site;
+	out->key[WORD_OBJECT] = v->object;
+	out->key[WORD_TYPE_ROW] = (uint64_t)v->type << 32 | v->row_id;
 	out->line = i;
 }
 
@@ -172,19 +149,22 @@ void order_sites(const struct model_query *q, struct order *o, size_t n)
 	uint32_t *of;
 	uint64_t *rank;
 
-	if (q->sort != SORT_SITE)
+	if (q->sort->value != NULL)
 		return;
 	if (q->site_label == NULL) {
-		for (size_t i = 0; i < n; i++)
-			o[i].key[0] = q->ascending ? ~o[i].key[2] : o[i].key[2];
+		for (size_t i = 0; i < n; i++) {
+			uint64_t site = o[i].key[WORD_SITE];
+
+			o[i].key[WORD_PRIMARY] = q->ascending ? ~site : site;
+		}
 		return;
 	}
 	of = xreallocarray(NULL, n + 1, sizeof *of);
 	for (size_t i = 0; i < n; i++)
-		of[i] = site_set_add(&s, o[i].key[2]);
+		of[i] = site_set_add(&s, o[i].key[WORD_SITE]);
 	rank = label_ranks(q, &s);
 	for (size_t i = 0; i < n; i++)
-		o[i].key[0] = q->ascending ? ~rank[of[i]] : rank[of[i]];
+		o[i].key[WORD_PRIMARY] = q->ascending ? ~rank[of[i]] : rank[of[i]];
 	free(rank);
 	free(of);
 	site_set_free(&s);

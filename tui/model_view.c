@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "model_impl.h"
+#include "model_items.h"
 #include "xalloc.h"
 
 /* What grouping and building need. */
@@ -116,7 +117,13 @@ static bool site_matches(struct view_ctx *vc, uint64_t site)
 	return vc->match[i];
 }
 
-/* Add the counts, rates and max of an item to l. */
+/* Whether the query shows lines of a lock type. */
+static bool type_shown(const struct model_query *q, unsigned type)
+{
+	return q->types == 0 || (q->types >> type & 1) != 0;
+}
+
+/* Add the counts, rates and max of an item (and its row's failures) to l. */
 static void line_add(const struct model *m, struct line *l,
 		     const struct item *it)
 {
@@ -125,6 +132,8 @@ static void line_add(const struct model *m, struct line *l,
 	l->timeouts += it->timeouts;
 	l->wait += it->wait;
 	l->objects_folded |= it->object == 0;
+	if (it->row != NO_ROW)
+		l->failed += m->rows[it->row].since.failed;
 	l->wait_per_s += model_rate(m, it->last_wait);
 	l->acq_per_s += model_rate(m, it->last_acq);
 	if (it->max_wait > l->max_wait)
@@ -189,6 +198,26 @@ struct group {
 	uint32_t n;
 };
 
+/* The numbers of line l in a table row; its histogram and trend untouched. */
+static void line_numbers(const struct line *l, struct view_row *v)
+{
+	v->type = l->type;
+	v->site = l->site;
+	v->object = l->object;
+	v->n_objects = l->n_objects;
+	v->n_sites = l->n_sites;
+	v->objects_folded = l->objects_folded;
+	v->row_id = l->row_id;
+	v->c.acquisitions = l->acq;
+	v->c.contended = l->contended;
+	v->c.timeouts = l->timeouts;
+	v->c.wait_ns = l->wait;
+	v->c.failed = l->failed;
+	v->max_wait_ns = l->max_wait;
+	v->wait_per_s = l->wait_per_s;
+	v->acq_per_s = l->acq_per_s;
+}
+
 /*
  * Group, filter and coalesce the n items into lines, keeping of each its
  * members and its order key; returns the count.
@@ -196,6 +225,7 @@ struct group {
 static size_t view_lines(struct view_ctx *vc, size_t n, struct group **groups,
 			 struct order **order)
 {
+	struct view_row numbers = { 0 };
 	size_t count = 0;
 	struct line l;
 
@@ -208,25 +238,26 @@ static size_t view_lines(struct view_ctx *vc, size_t n, struct group **groups,
 					&vc->items[vc->ids[j]], vc->q->coalesce))
 				break;
 		}
-		if (!line_of(vc, (uint32_t)i, (uint32_t)(j - i), &l))
+		if (!type_shown(vc->q, vc->items[vc->ids[i]].type) ||
+		    !line_of(vc, (uint32_t)i, (uint32_t)(j - i), &l))
 			continue;
 		(*groups)[count] = (struct group){ (uint32_t)i,
 						   (uint32_t)(j - i) };
-		order_key(vc->q, &l, (uint32_t)count, &(*order)[count]);
+		line_numbers(&l, &numbers);
+		order_key(vc->q, &numbers, (uint32_t)count, &(*order)[count]);
 		count++;
 	}
 	order_sites(vc->q, *order, count);
 	return count;
 }
 
-/* Add what row r lends a line: failures, histogram, trend. */
+/* Add what row r lends a line: histogram, trend. */
 static void row_lend(const struct model *m, const struct row *r,
 		     struct view_row *v)
 {
 	const struct row_waits *w = row_waits(m, r);
 	size_t oldest = m->ticks % TREND_LEN;
 
-	v->c.failed += r->since.failed;
 	for (int i = 0; i < HIST_BUCKETS; i++)
 		v->c.hist[i] += r->since.hist[i];
 	if (w == NULL)
@@ -243,20 +274,7 @@ static void view_row_of(struct view_ctx *vc, const struct group *g,
 
 	line_of(vc, g->first, g->n, &l);
 	memset(v, 0, sizeof *v);
-	v->type = l.type;
-	v->site = l.site;
-	v->object = l.object;
-	v->n_objects = l.n_objects;
-	v->n_sites = l.n_sites;
-	v->objects_folded = l.objects_folded;
-	v->row_id = l.row_id;
-	v->c.acquisitions = l.acq;
-	v->c.contended = l.contended;
-	v->c.timeouts = l.timeouts;
-	v->c.wait_ns = l.wait;
-	v->max_wait_ns = l.max_wait;
-	v->wait_per_s = l.wait_per_s;
-	v->acq_per_s = l.acq_per_s;
+	line_numbers(&l, v);
 	for (uint32_t i = 0; i < l.n; i++) {
 		const struct item *it = &vc->items[vc->ids[l.first + i]];
 
@@ -278,8 +296,8 @@ static size_t view_find(const struct view_window *w,
 	for (size_t i = 0; i < n; i++) {
 		const uint64_t *k = order[i].key;
 
-		if (k[2] != w->site || k[3] != w->object ||
-		    k[4] >> 32 != (uint64_t)w->type)
+		if (k[WORD_SITE] != w->site || k[WORD_OBJECT] != w->object ||
+		    k[WORD_TYPE_ROW] >> 32 != (uint64_t)w->type)
 			continue;
 		if (best == SIZE_MAX || order_cmp(&order[i], &order[best]) < 0)
 			best = i;
@@ -369,7 +387,8 @@ void model_table_drill(const struct model_table *t, struct drill *out)
 	for (size_t i = 0; i < t->n; i++) {
 		const uint64_t *k = t->order[i].key;
 
-		keys[i] = (struct line_key){ k[2], k[3], (uint8_t)(k[4] >> 32) };
+		keys[i] = (struct line_key){ k[WORD_SITE], k[WORD_OBJECT],
+					     (uint8_t)(k[WORD_TYPE_ROW] >> 32) };
 	}
 	drill_keys(t->vc.m, t->vc.q, keys, t->n, out);
 	free(keys);

@@ -8,12 +8,15 @@
 #include <string.h>
 
 #include "../common/types.h"
+#include "format.h"
+#include "lockset.h"
 #include "options.h"
 #include "wrappers.h"
 #include "xalloc.h"
 
 /* Long options without a letter. */
-enum { OPT_FOLDED = 0x100, OPT_WRAPPER, OPT_MAX_MEMORY, OPT_FORCE };
+enum { OPT_FOLDED = 0x100, OPT_WRAPPER, OPT_MAX_MEMORY, OPT_FORCE, OPT_MIX_IDLE,
+       OPT_TYPE };
 
 static const char usage_text[] =
 	"Usage: qsptop [options] -p PID\n"
@@ -34,8 +37,16 @@ static const char usage_text[] =
 	"  -N, --rows N           in batch mode, print only the first N rows of each\n"
 	"                         table (default all; the live screen shows what\n"
 	"                         fits, --json and --folded keep every row)\n"
-	"  -o, --sort KEY         wait | total | avg | count | contended | max | site;\n"
+	"  -o, --sort KEY         %s;\n"
 	"                         a leading - sorts low to high, + high to low\n"
+	"      --type LIST        show only these lock types, comma-separated:\n"
+	"                         mutex, rwlock-read, rwlock-write, rwlock (both),\n"
+	"                         spinlock, futex, condvar, futex-wake; locks (all\n"
+	"                         but the idle waits condvar and futex-wake), idle\n"
+	"      --mix-idle         sort idle waits (condvar, futex-wake) among the\n"
+	"                         locks; by default they follow every lock row\n"
+	"  -w, --width COLUMNS    batch line width (default: $COLUMNS, else the\n"
+	"                         terminal's, else 132)\n"
 	"  -m, --coalesce MODE    none (site x object) | site | object (default none)\n"
 	"  -j, --json FILE        write a JSON snapshot when qsptop stops (- = stdout)\n"
 	"      --folded FILE      write the waited-on stacks in folded form when\n"
@@ -78,7 +89,10 @@ static void print_usage(void)
 {
 	int col = 0;
 
-	fputs(usage_text, stdout);
+	char keys[256];
+
+	column_keys(keys, sizeof(keys), " | ");
+	printf(usage_text, keys);
 	for (size_t i = 0; wrappers_builtin_globs[i]; i++) {
 		int len = (int)strlen(wrappers_builtin_globs[i]);
 
@@ -135,35 +149,48 @@ static size_t parse_rows(const char *s)
 
 static void parse_sort(struct options *o, const char *s)
 {
-	int k;
+	char keys[256];
 
 	o->ascending = false;
 	if (*s == '-' || *s == '+')
 		o->ascending = *s++ == '-';
-	k = sort_key_parse(s);
-	if (k < 0)
-		usage_error("-o: unknown sort key '%s' "
-			    "(wait, total, avg, count, contended, max, site)", s);
-	o->sort = (enum sort_key)k;
+	o->sort = column_by_key(s);
+	if (o->sort == NULL) {
+		column_keys(keys, sizeof(keys), ", ");
+		usage_error("-o: unknown sort key '%s' (%s)", s, keys);
+	}
+}
+
+static void parse_types(struct options *o, const char *list)
+{
+	char bad[64];
+
+	o->types = lockset_parse(list, bad, sizeof(bad));
+	if (o->types == 0)
+		usage_error("--type: unknown lock type '%s' (%s)", bad,
+			    lockset_names);
 }
 
 static const struct option long_options[] = {
-	{ "pid", required_argument, NULL, 'p' },
-	{ "delay", required_argument, NULL, 'd' },
-	{ "iterations", required_argument, NULL, 'n' },
-	{ "batch", no_argument, NULL, 'b' },
-	{ "rows", required_argument, NULL, 'N' },
-	{ "sort", required_argument, NULL, 'o' },
-	{ "coalesce", required_argument, NULL, 'm' },
-	{ "json", required_argument, NULL, 'j' },
-	{ "folded", required_argument, NULL, OPT_FOLDED },
-	{ "wrapper", required_argument, NULL, OPT_WRAPPER },
-	{ "force", no_argument, NULL, OPT_FORCE },
-	{ "theme", required_argument, NULL, 't' },
-	{ "max-memory", required_argument, NULL, OPT_MAX_MEMORY },
-	{ "help", no_argument, NULL, 'h' },
-	{ "version", no_argument, NULL, 'V' },
-	{ NULL, 0, NULL, 0 },
+	{ .name = "pid", .has_arg = required_argument, .val = 'p' },
+	{ .name = "delay", .has_arg = required_argument, .val = 'd' },
+	{ .name = "iterations", .has_arg = required_argument, .val = 'n' },
+	{ .name = "batch", .has_arg = no_argument, .val = 'b' },
+	{ .name = "rows", .has_arg = required_argument, .val = 'N' },
+	{ .name = "sort", .has_arg = required_argument, .val = 'o' },
+	{ .name = "coalesce", .has_arg = required_argument, .val = 'm' },
+	{ .name = "type", .has_arg = required_argument, .val = OPT_TYPE },
+	{ .name = "mix-idle", .has_arg = no_argument, .val = OPT_MIX_IDLE },
+	{ .name = "width", .has_arg = required_argument, .val = 'w' },
+	{ .name = "json", .has_arg = required_argument, .val = 'j' },
+	{ .name = "folded", .has_arg = required_argument, .val = OPT_FOLDED },
+	{ .name = "wrapper", .has_arg = required_argument, .val = OPT_WRAPPER },
+	{ .name = "force", .has_arg = no_argument, .val = OPT_FORCE },
+	{ .name = "theme", .has_arg = required_argument, .val = 't' },
+	{ .name = "max-memory", .has_arg = required_argument, .val = OPT_MAX_MEMORY },
+	{ .name = "help", .has_arg = no_argument, .val = 'h' },
+	{ .name = "version", .has_arg = no_argument, .val = 'V' },
+	{ 0 },
 };
 
 /* Apply one option letter. */
@@ -182,6 +209,15 @@ static void apply(struct options *o, int c, const char *arg)
 		if ((m = coalesce_parse(arg)) < 0)
 			usage_error("-m: unknown coalesce mode '%s' (none, site, object)", arg);
 		o->coalesce = (enum coalesce)m;
+		break;
+	case OPT_TYPE: parse_types(o, arg); break;
+	case OPT_MIX_IDLE: o->mix_idle = true; break;
+	case 'w':
+		o->width = (int)parse_count(arg, "-w: expected a width between "
+			"40 and 1000 columns, got '%s'", 1000);
+		if (o->width < 40)
+			usage_error("-w: expected a width between 40 and 1000 "
+				    "columns, got '%s'", arg);
 		break;
 	case 'j': o->json_path = arg; break;
 	case OPT_FOLDED: o->folded_path = arg; break;
@@ -202,10 +238,11 @@ void options_parse(struct options *o, int argc, char **argv)
 {
 	int c;
 
-	*o = (struct options){ .delay_s = 1.0, .sort = SORT_WAIT,
+	*o = (struct options){ .delay_s = 1.0, .sort = column_by_key("wait"),
+			       .types = LOCKSET_ALL,
 			       .coalesce = COALESCE_NONE };
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+p:d:n:bN:o:m:j:t:hV", long_options,
+	while ((c = getopt_long(argc, argv, "+p:d:n:bN:o:m:w:j:t:hV", long_options,
 				NULL)) != -1) {
 		if (c == '?' && optopt)
 			usage_error("unknown or incomplete option '-%s'",

@@ -12,8 +12,11 @@ struct options {
 	long iterations;	/* 0: until the target exits or the user quits */
 	bool batch;
 	size_t rows;		/* -N: batch tables' first rows; 0 = all */
-	enum sort_key sort;
+	const struct column *sort; /* -o: a column of format.h */
 	bool ascending;
+	bool mix_idle;		/* --mix-idle: idle waits among the locks */
+	unsigned types;		/* --type: lock types shown (lockset.h) */
+	int width;		/* -w: batch line width; 0: COLUMNS, terminal, 132 */
 	enum coalesce coalesce;
 	const char *json_path;	/* "-" for stdout */
 	const char *folded_path; /* --folded; "-" for stdout */

@@ -9,6 +9,7 @@
 
 #include "client.h"
 #include "export.h"
+#include "lockset.h"
 #include "outfile.h"
 #include "ui.h"
 #include "xalloc.h"
@@ -222,27 +223,17 @@ static void act_back(struct ui *ui)
 	}
 }
 
-/* The sortable columns in screen order, and where the sort key is. */
-static int sort_columns(int *keys, int current, int *at)
-{
-	int n = 0;
-
-	*at = 0;
-	for (size_t i = 0; i < column_count; i++) {
-		if (columns[i].sort < 0)
-			continue;
-		if (columns[i].sort == current)
-			*at = n;
-		keys[n++] = columns[i].sort;
-	}
-	return n;
-}
-
+/* Sort by the next sort key, step columns along (-1: to the left). */
 static void move_sort(struct ui *ui, int step)
 {
-	int keys[16], at, n = sort_columns(keys, (int)ui->app->query.sort, &at);
+	const struct column *c = ui->app->query.sort;
 
-	ui->app->query.sort = (enum sort_key)keys[(at + step + n) % n];
+	long n = (long)column_count;
+
+	do
+		c = &columns[(c - columns + step + n) % n];
+	while (c->key == NULL);
+	ui->app->query.sort = c;
 	rebuild(ui);
 }
 
@@ -264,6 +255,32 @@ static void act_coalesce(struct ui *ui)
 	ui->selected = 0;
 	rebuild(ui);
 	ui_message(ui, false, "coalesce: %s", coalesce_name(q->coalesce));
+}
+
+/* Show all lock types, then only the locks, then only the idle waits. */
+static void act_types(struct ui *ui)
+{
+	struct model_query *q = &ui->app->query;
+	char names[128];
+
+	q->types = q->types == LOCKSET_LOCKS ? LOCKSET_IDLE :
+		   q->types == LOCKSET_IDLE ? LOCKSET_ALL : LOCKSET_LOCKS;
+	ui->has_sel_key = false;
+	ui->selected = 0;
+	rebuild(ui);
+	lockset_name(q->types, names, sizeof(names));
+	ui_message(ui, false, "types: %s", names);
+}
+
+/* Sort the idle waits after the locks, or among them. */
+static void act_mix_idle(struct ui *ui)
+{
+	struct model_query *q = &ui->app->query;
+
+	q->mix_idle = !q->mix_idle;
+	rebuild(ui);
+	ui_message(ui, false, "idle waits (condvar, futex-wake): %s",
+		   q->mix_idle ? "sorted among the locks" : "after the locks");
 }
 
 /* Reset: a new baseline in qsptop; the target is never touched. */
@@ -475,29 +492,67 @@ static void prompt_key(struct ui *ui, int key)
 }
 
 const struct key_binding key_bindings[] = {
-	{ { 'q', K_F10 }, "q F10", "quit", act_quit },
-	{ { 'h', '?', K_F1 }, "h ? F1", "this help (any of these keys again: back)", act_help },
-	{ { K_UP, 'k' }, "Up k", "select the row above / scroll up", act_up },
-	{ { K_DOWN, 'j' }, "Down j", "select the row below / scroll down", act_down },
-	{ { K_PGUP }, "PgUp", "one page up", act_page_up },
-	{ { K_PGDN }, "PgDn", "one page down", act_page_down },
-	{ { K_HOME, 'g' }, "Home g", "first row", act_home },
-	{ { K_END, 'G' }, "End G", "last row", act_end },
-	{ { K_ENTER }, "Enter", "details of the selected row", act_detail },
-	{ { K_ESC }, "Esc", "back to the table; in the table, clear the filter", act_back },
-	{ { '<', K_LEFT }, "< Left", "sort by the column to the left", act_sort_left },
-	{ { '>', K_RIGHT, K_F6 }, "> Right F6", "sort by the column to the right", act_sort_right },
-	{ { 'I' }, "I", "invert the sort order", act_invert },
-	{ { 'm' }, "m", "coalesce: none -> site -> object", act_coalesce },
-	{ { 'r' }, "r", "reset: count from now (the target is not touched)", act_reset },
-	{ { ' ' }, "Space", "pause / resume the display (counting goes on)", act_pause },
-	{ { 'd' }, "d", "set the refresh delay", act_delay },
-	{ { '/' }, "/", "filter by call site, function, file or module", act_filter },
-	{ { 's' }, "s", "call site as function+offset or file:line", act_site_style },
-	{ { 'e' }, "e", "export what is shown as JSON (qsptop-PID-DATE.json)", act_export },
-	{ { 'f' }, "f", "write the shown rows' stacks for flame graphs (qsptop-PID-DATE.folded)", act_folded },
-	{ { 'w' }, "w", "skip lock wrappers (waits go to their callers) / show their rows", act_wrappers },
-	{ { 't' }, "t", "next colour theme", act_theme },
+	{ .keys = { 'q', K_F10 }, .label = "q F10", .hint = "q quit", .hint_rank = 10,
+	  .help = "quit", .act = act_quit },
+	{ .keys = { 'h', '?', K_F1 }, .label = "h ? F1", .hint = "h help", .hint_rank = 9,
+	  .help = "this help (any of these keys again: back)",
+	  .act = act_help },
+	{ .keys = { K_UP, 'k' }, .label = "Up k",
+	  .help = "select the row above / scroll up", .act = act_up },
+	{ .keys = { K_DOWN, 'j' }, .label = "Down j",
+	  .help = "select the row below / scroll down", .act = act_down },
+	{ .keys = { K_PGUP }, .label = "PgUp",
+	  .help = "one page up", .act = act_page_up },
+	{ .keys = { K_PGDN }, .label = "PgDn",
+	  .help = "one page down", .act = act_page_down },
+	{ .keys = { K_HOME, 'g' }, .label = "Home g",
+	  .help = "first row", .act = act_home },
+	{ .keys = { K_END, 'G' }, .label = "End G",
+	  .help = "last row", .act = act_end },
+	{ .keys = { K_ENTER }, .label = "Enter", .hint = "Enter details", .hint_rank = 7,
+	  .help = "details of the selected row", .act = act_detail },
+	{ .keys = { K_ESC }, .label = "Esc",
+	  .help = "back to the table; in the table, clear the filter",
+	  .act = act_back },
+	{ .keys = { '<', K_LEFT }, .label = "< Left", .hint = "</> sort", .hint_rank = 6,
+	  .help = "sort by the column to the left", .act = act_sort_left },
+	{ .keys = { '>', K_RIGHT, K_F6 }, .label = "> Right F6",
+	  .help = "sort by the column to the right", .act = act_sort_right },
+	{ .keys = { 'I' }, .label = "I", .hint = "I invert", .hint_rank = 2,
+	  .help = "invert the sort order", .act = act_invert },
+	{ .keys = { 'm' }, .label = "m", .hint = "m coalesce", .hint_rank = 4,
+	  .help = "coalesce: none -> site -> object", .act = act_coalesce },
+	{ .keys = { 'T' }, .label = "T", .hint = "T types", .hint_rank = 6,
+	  .help = "lock types shown: all -> locks (no condvar, futex-wake) -> idle waits",
+	  .act = act_types },
+	{ .keys = { 'i' }, .label = "i",
+	  .help = "idle waits (condvar, futex-wake) after the locks / among them",
+	  .act = act_mix_idle },
+	{ .keys = { 'r' }, .label = "r", .hint = "r reset", .hint_rank = 3,
+	  .help = "reset: count from now (the target is not touched)",
+	  .act = act_reset },
+	{ .keys = { ' ' }, .label = "Space", .hint = "Space pause", .hint_rank = 3,
+	  .help = "pause / resume the display (counting goes on)",
+	  .act = act_pause },
+	{ .keys = { 'd' }, .label = "d", .hint = "d delay", .hint_rank = 2,
+	  .help = "set the refresh delay", .act = act_delay },
+	{ .keys = { '/' }, .label = "/", .hint = "/ filter", .hint_rank = 8,
+	  .help = "filter by call site, function, file or module",
+	  .act = act_filter },
+	{ .keys = { 's' }, .label = "s", .hint = "s site", .hint_rank = 2,
+	  .help = "call site as function+offset or file:line",
+	  .act = act_site_style },
+	{ .keys = { 'e' }, .label = "e", .hint = "e export", .hint_rank = 5,
+	  .help = "export what is shown as JSON (qsptop-PID-DATE.json)",
+	  .act = act_export },
+	{ .keys = { 'f' }, .label = "f", .hint = "f flame", .hint_rank = 1,
+	  .help = "write the shown rows' stacks for flame graphs (qsptop-PID-DATE.folded)",
+	  .act = act_folded },
+	{ .keys = { 'w' }, .label = "w", .hint = "w wrappers", .hint_rank = 1,
+	  .help = "skip lock wrappers (waits go to their callers) / show their rows",
+	  .act = act_wrappers },
+	{ .keys = { 't' }, .label = "t", .hint = "t theme", .hint_rank = 1,
+	  .help = "next colour theme", .act = act_theme },
 };
 const size_t key_binding_count = sizeof(key_bindings) / sizeof(key_bindings[0]);
 

@@ -93,6 +93,8 @@ void ui_message(struct ui *ui, bool error, const char *fmt, ...)
 struct key_binding {
 	int keys[3];
 	const char *label;	/* how the help screen names the keys */
+	const char *hint;	/* on the status line ("q quit"), or NULL */
+	int hint_rank;		/* narrow lines keep the highest-ranked hints */
 	const char *help;
 	void (*act)(struct ui *ui);
 };

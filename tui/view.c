@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "line.h"
+#include "lockset.h"
 #include "view.h"
 
 #define HEADER_LINES 2
@@ -83,7 +84,7 @@ static void draw_totals(struct screen *s, const struct ui *ui)
 	const struct model_query *q = &ui->app->query;
 	const struct model_stats *st = &ui->stats;
 	char lock[48], cond[48], acq[48], filter[160] = "", threads[64];
-	char sort[48], coalesce[48], losses[96], v[32];
+	char sort[48], coalesce[48], losses[96], v[32], types[160];
 	const char *arrow = format_utf8() ? (q->ascending ? "\u25b2" : "\u25bc")
 					  : (q->ascending ? "^" : "v");
 	bool lost = st->dropped || st->folded || st->raw_futex_threads;
@@ -92,6 +93,7 @@ static void draw_totals(struct screen *s, const struct ui *ui)
 		{ .text = cond, .priority = 8 },
 		{ .text = acq, .priority = 6 },
 		{ .text = filter, .priority = 9 },
+		{ .text = types, .priority = 9 },
 		{ .text = threads, .priority = 5 },
 		{ .text = sort, .priority = 4 },
 		{ .text = coalesce, .priority = 3 },
@@ -106,9 +108,10 @@ static void draw_totals(struct screen *s, const struct ui *ui)
 	snprintf(acq, sizeof(acq), "acq %s/s", v);
 	if (ui->filter[0])
 		snprintf(filter, sizeof(filter), "filter: %s", ui->filter);
+	format_types(types, sizeof(types), q, "");
 	snprintf(threads, sizeof(threads), "threads %u seen, %u live",
 		 st->threads_seen, st->threads_live);
-	snprintf(sort, sizeof(sort), "sort %s %s", sort_key_name(q->sort), arrow);
+	snprintf(sort, sizeof(sort), "sort %s %s", q->sort->key, arrow);
 	snprintf(coalesce, sizeof(coalesce), "coalesce %s", coalesce_name(q->coalesce));
 	format_losses(losses, sizeof(losses), st);
 	draw_items(s, 1, SLOT_HEADER, items, sizeof(items) / sizeof(items[0]), sep());
@@ -119,7 +122,7 @@ static void draw_titles(struct screen *s, const struct ui *ui, int y,
 {
 	screen_fill(s, 0, y, s->w, SLOT_COLUMN, L' ');
 	for (size_t i = 0; i < n; i++) {
-		bool sorted = p[i].col->sort == (int)ui->app->query.sort;
+		bool sorted = p[i].col == ui->app->query.sort;
 		enum theme_slot slot = sorted ? SLOT_SORTED : SLOT_COLUMN;
 		int len = (int)strlen(p[i].col->title);
 		int x = p[i].col->left ? p[i].x : p[i].x + p[i].width - len;
@@ -157,12 +160,18 @@ static void draw_row(struct screen *s, const struct ui *ui, int y,
 		int len;
 
 		f.width = p[i].width;
-		c->cell(r, &f, cell, sizeof(cell));
+		c->cell(c, r, &f, cell, sizeof(cell));
 		format_fit_left(fitted, sizeof(fitted), cell, p[i].width);
 		len = screen_width(fitted);
 		screen_puts(s, c->left ? p[i].x : p[i].x + p[i].width - len, y, cs,
 			    fitted, p[i].width);
 	}
+}
+
+/* Whether the query hides some lock types. */
+static bool types_filtered(const struct model_query *q)
+{
+	return q->types != 0 && q->types != LOCKSET_ALL;
 }
 
 /* Keep the selected row on screen. */
@@ -196,6 +205,8 @@ static void draw_table(struct screen *s, struct ui *ui)
 	if (ui->nrows == 0)
 		screen_puts(s, 1, y0, SLOT_NORMAL, ui->filter[0] ?
 			    "no rows match the filter (Esc clears it)" :
+			    types_filtered(&ui->app->query) ?
+			    "no rows of these types (T: the next types)" :
 			    "no lock calls seen yet", -1);
 }
 
@@ -271,7 +282,7 @@ static int detail_numbers(struct screen *s, const struct ui *ui,
 
 	format_duration(wait, sizeof(wait), (double)r->c.wait_ns);
 	format_duration(rate, sizeof(rate), r->wait_per_s);
-	format_duration(avg, sizeof(avg), lock_counts_avg_wait_ns(&r->c));
+	format_duration(avg, sizeof(avg), row_avg_wait(r));
 	format_duration(max, sizeof(max), (double)r->max_wait_ns);
 	format_duration(p[0], sizeof(p[0]), percentile_ns(&r->c, 0.5));
 	format_duration(p[1], sizeof(p[1]), percentile_ns(&r->c, 0.9));
@@ -539,28 +550,26 @@ static void draw_page(struct screen *s, struct ui *ui, const char *title,
 	screen_free(full);
 }
 
-/* Key hints of the table, the most needed kept longest. */
-static struct line_item table_hints[] = {
-	{ .text = "q quit", .priority = 10 },
-	{ .text = "h help", .priority = 9 },
-	{ .text = "Enter details", .priority = 7 },
-	{ .text = "</> sort", .priority = 6 },
-	{ .text = "I invert", .priority = 2 },
-	{ .text = "m coalesce", .priority = 4 },
-	{ .text = "r reset", .priority = 3 },
-	{ .text = "/ filter", .priority = 8 },
-	{ .text = "e export", .priority = 5 },
-	{ .text = "f flame", .priority = 1 },
-	{ .text = "w wrappers", .priority = 1 },
-	{ .text = "Space pause", .priority = 3 },
-};
-
 /* Key hints of the detail and help pages. */
 static struct line_item page_hints[] = {
 	{ .text = "Esc back", .priority = 10 },
 	{ .text = "Up/Down scroll", .priority = 5 },
 	{ .text = "q quit", .priority = 9 },
 };
+
+/* The table's key hints, from the key table, the most needed kept longest. */
+static void draw_key_hints(struct screen *s, int y)
+{
+	struct line_item items[32];
+	size_t n = 0;
+
+	for (size_t i = 0; i < key_binding_count && n < 32; i++)
+		if (key_bindings[i].hint)
+			items[n++] = (struct line_item){
+				.text = key_bindings[i].hint,
+				.priority = key_bindings[i].hint_rank };
+	draw_items(s, y, SLOT_STATUS, items, n, "  ");
+}
 
 /* The prompt being typed, a message, or the key hints. */
 static void draw_status(struct screen *s, const struct ui *ui)
@@ -576,8 +585,7 @@ static void draw_status(struct screen *s, const struct ui *ui)
 		screen_puts(s, 0, y, ui->message_error ? SLOT_ERROR : SLOT_STATUS,
 			    ui->message, -1);
 	else if (ui->mode == UI_TABLE)
-		draw_items(s, y, SLOT_STATUS, table_hints, sizeof(table_hints) /
-			   sizeof(table_hints[0]), "  ");
+		draw_key_hints(s, y);
 	else
 		draw_items(s, y, SLOT_STATUS, page_hints, sizeof(page_hints) /
 			   sizeof(page_hints[0]), "  ");

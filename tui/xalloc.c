@@ -70,6 +70,21 @@ void *xreallocarray(void *p, size_t n, size_t size)
 	return xrealloc(p, n * size);
 }
 
+void *xgrow(void *p, size_t *cap, size_t need, size_t first, size_t size)
+{
+	size_t n = *cap ? *cap : first;
+
+	if (need <= *cap)
+		return p;
+	while (n < need) {
+		if (n > SIZE_MAX / 2)
+			fatal("allocation too large (%zu elements)", need);
+		n *= 2;
+	}
+	*cap = n;
+	return xreallocarray(p, n, size);
+}
+
 char *xstrdup(const char *s)
 {
 	return xstrndup(s, strlen(s));

@@ -765,6 +765,24 @@ static void test_coalesce(void)
 	CHECK_SCREEN(strstr(screen, "[3 objs]") == NULL, "coalesce none: no \"[3 objs]\"");
 }
 
+/* 4b: T shows the locks only, then the idle waits only (none here), then all. */
+static void test_types(void)
+{
+	TOTALS("start", "idle last");
+	keys("T", NULL);
+	TOTALS("T", "types locks");
+	STATUS("T", "types: locks");
+	expect_rows("T: every row here is a lock", ROWS_BY_COUNT);
+	keys("T", NULL);
+	TOTALS("T T", "types idle");
+	SEE("T T: no condvar or futex-wake row here", "no rows of these types");
+	GONE("T T: the lock rows are filtered out", "site_alpha");
+	keys("T", NULL);
+	CHECK_SCREEN(wait_until(lacks_text, "types ", TIMEOUT_MS),
+		     "T T T: expected no types in the header");
+	expect_rows("T T T: all types again", ROWS_BY_COUNT);
+}
+
 /* 5: / filters as it is typed; Enter keeps it, Esc in the table clears it. */
 static void test_filter(void)
 {
@@ -1847,6 +1865,7 @@ int main(void)
 		test_invert();
 		test_sort_columns();
 		test_coalesce();
+		test_types();
 		test_filter();
 		test_site_style();
 		test_details();

@@ -7,8 +7,33 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../tui/format.h"
 #include "../../tui/model.h"
 #include "check.h"
+
+/* The sort keys the tests name, and the columns (format.h) sorting by them. */
+enum sort_key {
+	SORT_WAIT, SORT_TOTAL, SORT_AVG, SORT_COUNT, SORT_CONTENDED, SORT_MAX,
+	SORT_SITE, SORT_KEY_COUNT
+};
+
+static const char *const sort_names[SORT_KEY_COUNT] = {
+	"wait", "total", "avg", "count", "contended", "max", "site",
+};
+
+static const struct column *by(enum sort_key k)
+{
+	return column_by_key(sort_names[k]);
+}
+
+static enum sort_key key_of(const struct column *c)
+{
+	int k = 0;
+
+	while (k < SORT_KEY_COUNT && strcmp(c->key, sort_names[k]) != 0)
+		k++;
+	return (enum sort_key)k;
+}
 
 #define CHECK_DBL(got, want)                                               \
 	CHECK(near((got), (want)), "%s: expected %.9g, got %.9g", #got,   \
@@ -88,7 +113,7 @@ static void tick(struct model *m, uint64_t ns)
 static size_t view(const struct model *m, enum coalesce c, enum sort_key k,
 		   bool asc, const char *filter, struct view_row **rows)
 {
-	struct model_query q = { .coalesce = c, .sort = k, .ascending = asc,
+	struct model_query q = { .coalesce = c, .sort = by(k), .ascending = asc,
 				 .filter = filter, .site_label = label_of };
 
 	return model_view(m, &q, rows);
@@ -503,7 +528,7 @@ static void test_sort_keys(void)
 		}
 		CHECK(strcmp(got, cases[i].want) == 0,
 		      "sort %s %s: expected \"%s\", got \"%s\"",
-		      sort_key_name(cases[i].key),
+		      sort_names[cases[i].key],
 		      cases[i].asc ? "ascending" : "default", cases[i].want,
 		      got);
 		free(v);
@@ -578,7 +603,7 @@ static void test_filter(void)
 		{ "nothing", "" },
 	};
 	struct model *m = model_new();
-	struct model_query q = { .filter = "main" };
+	struct model_query q = { .sort = by(SORT_WAIT), .filter = "main" };
 	struct view_row *v;
 	char got[128];
 
@@ -608,6 +633,54 @@ static void test_filter(void)
 }
 
 /* A multi-site row is kept when any member's site matches. */
+/*
+ * Idle waits (condvar, futex-wake) after the locks in every order unless
+ * mixed in; a type set shows only its types.
+ */
+static void test_types(void)
+{
+	static const struct {
+		enum sort_key key;
+		bool asc, mix;
+		unsigned types;
+		const char *want;
+	} cases[] = {
+		{ SORT_TOTAL, false, false, 0, "worker_lock main Queue_Push" },
+		{ SORT_TOTAL, true, false, 0, "main worker_lock Queue_Push" },
+		{ SORT_SITE, false, false, 0, "main worker_lock Queue_Push" },
+		{ SORT_TOTAL, false, true, 0, "Queue_Push worker_lock main" },
+		{ SORT_TOTAL, true, true, 0, "main worker_lock Queue_Push" },
+		{ SORT_TOTAL, false, false, 1u << LOCK_MUTEX, "worker_lock" },
+		{ SORT_TOTAL, false, false, 1u << LOCK_CONDVAR, "Queue_Push" },
+		{ SORT_TOTAL, false, false, 1u << LOCK_FUTEX, "" },
+	};
+	struct model *m = model_new();
+	struct view_row *v;
+	char got[128];
+
+	def(m, 0, LOCK_MUTEX, 0x400, 0xa0);	/* worker_lock */
+	def(m, 1, LOCK_CONDVAR, 0x500, 0xb0);	/* Queue_Push */
+	def(m, 2, LOCK_SPIN, 0x600, 0xc0);	/* main */
+	add(m, 0, 1, 1, 20, 1);
+	add(m, 1, 1, 1, 3000, 1);
+	add(m, 2, 1, 1, 10, 1);
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		struct model_query q = { .sort = by(cases[i].key),
+			.ascending = cases[i].asc, .mix_idle = cases[i].mix,
+			.types = cases[i].types, .site_label = label_of };
+		size_t n = model_view(m, &q, &v);
+
+		view_labels(v, n, got, sizeof got);
+		CHECK(strcmp(got, cases[i].want) == 0,
+		      "sort %s%s%s, types 0x%x: expected \"%s\", got \"%s\"",
+		      sort_names[cases[i].key], cases[i].asc ? " ascending" : "",
+		      cases[i].mix ? " mixed" : "", cases[i].types,
+		      cases[i].want, got);
+		free(v);
+	}
+	model_free(m);
+}
+
 static void test_filter_coalesced(void)
 {
 	struct model *m = model_new();
@@ -638,25 +711,27 @@ static void test_names(void)
 {
 	static const char *const bad[] = { "", "WAIT", "bogus", "sites" };
 
+	for (size_t i = 0; i < column_count; i++)
+		CHECK(columns[i].key == NULL ||
+		      column_by_key(columns[i].key) == &columns[i],
+		      "sort key \"%s\": expected its column %s",
+		      columns[i].key, columns[i].title);
 	for (int k = 0; k < SORT_KEY_COUNT; k++)
-		CHECK(sort_key_parse(sort_key_name((enum sort_key)k)) == k,
-		      "sort key %d: expected round trip, got %d via \"%s\"", k,
-		      sort_key_parse(sort_key_name((enum sort_key)k)),
-		      sort_key_name((enum sort_key)k));
+		CHECK(by((enum sort_key)k) != NULL, "sort key \"%s\": no column",
+		      sort_names[k]);
 	for (int c = 0; c < COALESCE_COUNT; c++)
 		CHECK(coalesce_parse(coalesce_name((enum coalesce)c)) == c,
 		      "coalesce %d: expected round trip, got %d via \"%s\"", c,
 		      coalesce_parse(coalesce_name((enum coalesce)c)),
 		      coalesce_name((enum coalesce)c));
-	CHECK_STR(sort_key_name(SORT_AVG), "avg");
-	CHECK_STR(sort_key_name(SORT_CONTENDED), "contended");
+	CHECK_STR(by(SORT_AVG)->title, "AVG");
+	CHECK_STR(by(SORT_CONTENDED)->title, "CONT%");
 	CHECK_STR(coalesce_name(COALESCE_OBJECT), "object");
-	CHECK_U64(sort_key_parse("max"), SORT_MAX);
 	CHECK_U64(coalesce_parse("site"), COALESCE_SITE);
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-		CHECK(sort_key_parse(bad[i]) == -1,
-		      "sort key \"%s\": expected -1, got %d", bad[i],
-		      sort_key_parse(bad[i]));
+		CHECK(column_by_key(bad[i]) == NULL,
+		      "sort key \"%s\": expected none, got %s", bad[i],
+		      column_by_key(bad[i]) ? column_by_key(bad[i])->title : "");
 		CHECK(coalesce_parse(bad[i]) == -1,
 		      "coalesce \"%s\": expected -1, got %d", bad[i],
 		      coalesce_parse(bad[i]));
@@ -741,7 +816,7 @@ static void sadd(struct model *m, uint32_t row, uint32_t stack, uint32_t tid,
 
 static struct model_query query(enum coalesce c, bool skip)
 {
-	return (struct model_query){ .coalesce = c, .sort = SORT_TOTAL,
+	return (struct model_query){ .coalesce = c, .sort = by(SORT_TOTAL),
 				     .site_label = label_of,
 				     .skip_wrappers = skip,
 				     .is_wrapper = in_wrapper };
@@ -1267,7 +1342,7 @@ static void test_wrapper_reset(void)
 	check_view(m, &q, "reset", zero, 2);
 	add(m, 0, 10, 2, 200, 200);
 	sadd(m, 0, 1, 2, 2, 200);
-	q.sort = SORT_COUNT;
+	q.sort = by(SORT_COUNT);
 	check_view(m, &q, "after reset", again, 3);
 	model_free(m);
 }
@@ -1562,7 +1637,7 @@ static void test_fold_last_interval(void)
 	struct proto_row r = { .id = 0, .type = LOCK_MUTEX, .site = 0x10, .object = 0x20 };
 	struct proto_stack_delta sd = { .row = 0, .stack = PROTO_NO_STACK, .tid = 1,
 					.count = 1, .wait_ns = 300000000 };
-	struct model_query q = { .sort = SORT_WAIT };
+	struct model_query q = { .sort = by(SORT_WAIT) };
 	struct proto_delta d = { .row = 0, .c = { .acquisitions = 10,
 						  .wait_ns = 100000000 } };
 	struct proto_tick t = { .monotonic_ns = 1000000000 };
@@ -1716,12 +1791,12 @@ static int ref_cmp(const struct model_query *q, const struct view_row *a,
 	char la[64], lb[64];
 	int r;
 
-	if (q->sort == SORT_SITE) {
+	if (key_of(q->sort) == SORT_SITE) {
 		ref_label(q, a->site, la, sizeof la);
 		ref_label(q, b->site, lb, sizeof lb);
 		r = strcmp(la, lb);
 	} else {
-		r = -ref_key(a, b, q->sort);
+		r = -ref_key(a, b, key_of(q->sort));
 	}
 	if (q->ascending)
 		r = -r;
@@ -1744,7 +1819,7 @@ static struct model_query combo(unsigned i)
 	struct model_query q = query((enum coalesce)(i % COALESCE_COUNT),
 				     i / 3 % 2);
 
-	q.sort = (enum sort_key)(i / 6 % SORT_KEY_COUNT);
+	q.sort = by((enum sort_key)(i / 6 % SORT_KEY_COUNT));
 	q.ascending = i / 42 % 2;
 	q.filter = i / 84 % 2 ? "2" : NULL;
 	q.site_label = (const site_label_fn[]){ label_of, coarse_label,
@@ -1760,7 +1835,7 @@ static const char *combo_name(const struct model_query *q)
 	static char buf[128];
 
 	snprintf(buf, sizeof buf, "sort %s%s, coalesce %s, wrappers %s, "
-		 "filter %s, labels %s", sort_key_name(q->sort),
+		 "filter %s, labels %s", q->sort->key,
 		 q->ascending ? " ascending" : "", coalesce_name(q->coalesce),
 		 q->skip_wrappers ? "skipped" : "shown",
 		 q->filter ? q->filter : "none",
@@ -2042,7 +2117,7 @@ static void test_window_at_scale(void)
 		struct view_row *full;
 		size_t n;
 
-		q.sort = cases[i].k;
+		q.sort = by(cases[i].k);
 		q.ascending = cases[i].asc;
 		n = model_view(m, &q, &full);
 		check_sorted(&q, full, n);
@@ -2075,6 +2150,7 @@ int main(void)
 	test_sort_keys();
 	test_tie_break();
 	test_filter();
+	test_types();
 	test_filter_coalesced();
 	test_names();
 	test_empty();

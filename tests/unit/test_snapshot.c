@@ -37,7 +37,7 @@ static void setup(void)
 	app.attach.pid = 4242;
 	app.attach.mode = "launched";
 	app.opt.delay_s = 1;
-	app.query = (struct model_query){ .sort = SORT_WAIT,
+	app.query = (struct model_query){ .sort = column_by_key("wait"),
 		.site_label = format_site_label, .ctx = app.symbols,
 		.skip_wrappers = true, .is_wrapper = in_wrapper };
 }
@@ -257,6 +257,46 @@ static void test_snapshot_matches_rows(void)
 	teardown();
 }
 
+/* The type filter and the idle order are recorded: types, idle_last. */
+static void test_snapshot_records_types(void)
+{
+	static const struct {
+		unsigned types;
+		bool mix;
+		const char *want;
+	} cases[] = {
+		{ 0, false, "mutex rwlock-read rwlock-write spinlock condvar futex futex-wake" },
+		{ 1u << LOCK_MUTEX | 1u << LOCK_CONDVAR, true, "mutex condvar" },
+	};
+
+	setup();
+	def_row(0, 0x2000, 0xa000);
+	tick(0);
+	waits(0, PROTO_NO_STACK, 9, 1, 500);
+	tick(1);
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		char *text, got[256] = "";
+		cJSON *doc, *t;
+
+		app.query.types = cases[i].types;
+		app.query.mix_idle = cases[i].mix;
+		text = export_table_json(&app, &app.query);
+		doc = cJSON_Parse(text);
+		cJSON_ArrayForEach(t, cJSON_GetObjectItem(doc, "types")) {
+			strcat(got, got[0] ? " " : "");
+			strcat(got, t->valuestring);
+		}
+		CHECK(strcmp(got, cases[i].want) == 0,
+		      "types: expected \"%s\", got \"%s\"", cases[i].want, got);
+		CHECK(cJSON_IsTrue(cJSON_GetObjectItem(doc, "idle_last")) ==
+		      !cases[i].mix, "idle_last: expected %s",
+		      cases[i].mix ? "false" : "true");
+		cJSON_Delete(doc);
+		free(text);
+	}
+	teardown();
+}
+
 static double now_s(void)
 {
 	struct timespec ts;
@@ -322,6 +362,7 @@ int main(void)
 {
 	snprintf(path, sizeof path, "/tmp/qsptop-export-%d", (int)getpid());
 	test_snapshot_matches_rows();
+	test_snapshot_records_types();
 	test_snapshot_of_many_rows();
 	unlink(path);
 	return check_summary();

@@ -73,7 +73,7 @@ static void setup(void)
 	app.attach.pid = 4242;
 	app.attach.mode = "launched";
 	app.opt.delay_s = 1;
-	app.query = (struct model_query){ .sort = SORT_WAIT,
+	app.query = (struct model_query){ .sort = column_by_key("wait"),
 		.site_label = format_site_label, .ctx = app.symbols };
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
 		model_define_row(app.model, &rows[i]);
@@ -150,6 +150,12 @@ static void test_table(void)
 	CHECK_SCREEN(find("0x401000") == 3 && find("0x402000") == 6, "rows by wait/s");
 	CHECK_SCREEN(strstr(line(3), "1000") && strstr(line(3), "300ms"), "row cells");
 	CHECK_SCREEN(strstr(line(29), "q quit"), "key hints on the status line");
+	draw(240, 30);
+	for (size_t i = 0; i < key_binding_count; i++)
+		CHECK_SCREEN(!key_bindings[i].hint ||
+			     strstr(line(29), key_bindings[i].hint),
+			     "status line hints '%s'", key_bindings[i].hint);
+	draw(120, 30);
 }
 
 static void test_sort_keys(void)

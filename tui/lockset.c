@@ -1,0 +1,72 @@
+/* Sets of lock types: parsing --type, naming a set. */
+#include <stdio.h>
+#include <string.h>
+
+#include "lockset.h"
+
+const char lockset_names[] = "mutex, rwlock-read, rwlock-write, rwlock, "
+	"spinlock, futex, condvar, futex-wake, locks, idle";
+
+bool lockset_idle(unsigned type)
+{
+	return (LOCKSET_IDLE >> type & 1) != 0;
+}
+
+/* The set one name stands for, or 0. */
+static unsigned name_set(const char *name)
+{
+	int t = lock_type_parse(name);
+
+	if (t >= 0)
+		return 1u << t;
+	if (strcmp(name, "rwlock") == 0)
+		return 1u << LOCK_RWLOCK_READ | 1u << LOCK_RWLOCK_WRITE;
+	if (strcmp(name, "locks") == 0)
+		return LOCKSET_LOCKS;
+	if (strcmp(name, "idle") == 0)
+		return LOCKSET_IDLE;
+	return 0;
+}
+
+unsigned lockset_parse(const char *list, char *bad, size_t size)
+{
+	unsigned set = 0;
+	const char *p = list;
+
+	do {
+		size_t len = strcspn(p, ",");
+		char name[32];
+		unsigned one;
+
+		snprintf(name, sizeof(name), "%.*s", (int)len, p);
+		one = len < sizeof(name) ? name_set(name) : 0;
+		if (one == 0) {
+			snprintf(bad, size, "%.*s", (int)len, p);
+			return 0;
+		}
+		set |= one;
+		p += len;
+	} while (*p++ == ',');
+	return set;
+}
+
+void lockset_name(unsigned set, char *buf, size_t size)
+{
+	size_t len = 0;
+
+	if (set == LOCKSET_ALL || set == LOCKSET_LOCKS || set == LOCKSET_IDLE) {
+		snprintf(buf, size, "%s", set == LOCKSET_ALL ? "all" :
+			 set == LOCKSET_LOCKS ? "locks" : "idle");
+		return;
+	}
+	buf[0] = '\0';
+	for (unsigned t = 0; t < LOCK_TYPE_COUNT && len < size; t++) {
+		int n;
+
+		if (!(set >> t & 1))
+			continue;
+		n = snprintf(buf + len, size - len, "%s%s", len ? "," : "",
+			     lock_type_name((enum lock_type)t));
+		len += n > 0 ? (size_t)n : 0;
+	}
+}

@@ -1,0 +1,39 @@
+/*
+ * The items of a view, made by model_items.c for model_view.c to group:
+ * not for use elsewhere.
+ */
+#ifndef QSPTOP_MODEL_ITEMS_H
+#define QSPTOP_MODEL_ITEMS_H
+
+#include "model_impl.h"
+
+/*
+ * A candidate line before grouping: a row as it is or, with wrappers
+ * skipped, what is left of a wrapper row, or a caller its stacks went to.
+ */
+struct item {
+	uint64_t site;
+	uint64_t object;
+	uint64_t acq;		/* since reset */
+	uint64_t contended;
+	uint64_t timeouts;
+	uint64_t wait;
+	uint64_t last_acq;	/* the last interval */
+	uint64_t last_wait;
+	uint64_t max_wait;	/* of every wait it has, since reset */
+	uint32_t row;		/* the row lending failures, histogram, max
+				   and trend; NO_ROW for a caller only */
+	uint32_t row_id;	/* the row named for the line */
+	uint8_t type;
+	bool keep;		/* a wrapper's remainder only when not empty */
+};
+
+/*
+ * The items of a view: one per row or, with wrappers skipped, wrapper rows
+ * split by their defined stacks, merged by (site, object, type). Caller
+ * frees *out.
+ */
+size_t model_items(const struct model *m, const struct model_query *q,
+		   struct item **out);
+
+#endif

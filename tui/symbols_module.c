@@ -216,10 +216,7 @@ void symbols_add_module(struct symbols *s, const char *path, uint64_t base,
 		build_id_len = 0;
 	if (module_known(s, path, base, build_id, build_id_len))
 		return;
-	if (s->nmods == s->cap) {
-		s->cap = s->cap ? 2 * s->cap : 16;
-		s->mods = xreallocarray(s->mods, s->cap, sizeof *s->mods);
-	}
+	s->mods = xgrow(s->mods, &s->cap, s->nmods + 1, 16, sizeof *s->mods);
 	m = &s->mods[s->nmods];
 	memset(m, 0, sizeof *m);
 	len = strlen(path) + 1;

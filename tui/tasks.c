@@ -50,10 +50,7 @@ static struct task *task_of(struct tasks *t, uint32_t tid)
 	for (size_t i = 0; i < t->n; i++)
 		if (t->v[i].tid == tid)
 			return &t->v[i];
-	if (t->n == t->cap) {
-		t->cap = t->cap ? 2 * t->cap : 16;
-		t->v = xreallocarray(t->v, t->cap, sizeof *t->v);
-	}
+	t->v = xgrow(t->v, &t->cap, t->n + 1, 16, sizeof *t->v);
 	t->v[t->n] = (struct task){ .tid = tid, .read_ms = -REREAD_MS };
 	return &t->v[t->n++];
 }

@@ -314,10 +314,8 @@ static void add_range(struct wrappers *w, uint64_t lo, uint64_t hi)
 {
 	if (hi <= lo)
 		return;
-	if (w->nranges == w->ranges_cap) {
-		w->ranges_cap = w->ranges_cap ? 2 * w->ranges_cap : 64;
-		w->ranges = xreallocarray(w->ranges, w->ranges_cap, 2 * sizeof *w->ranges);
-	}
+	w->ranges = xgrow(w->ranges, &w->ranges_cap, w->nranges + 1, 64,
+			  2 * sizeof *w->ranges);
 	w->ranges[2 * w->nranges] = lo;
 	w->ranges[2 * w->nranges + 1] = hi;
 	w->nranges++;

@@ -11,6 +11,7 @@
 struct part {
 	uint32_t id;
 	uint64_t count;
+	uint64_t timeouts;
 	uint64_t wait;
 };
 
@@ -34,8 +35,7 @@ static void parts_push(struct part **p, size_t *n, size_t *cap, uint32_t id,
 		*cap = *cap ? *cap * 2 : 16;
 		*p = xreallocarray(*p, *cap, sizeof **p);
 	}
-	(*p)[(*n)++] = (struct part){ id, e->count,
-				      e->wait };
+	(*p)[(*n)++] = (struct part){ id, e->count, e->timeouts, e->wait };
 }
 
 /*
@@ -96,6 +96,11 @@ static int cmp_part_weight(const void *pa, const void *pb)
 	return cmp_u64(a->id, b->id);
 }
 
+static bool part_any(const struct part *p)
+{
+	return p->count != 0 || p->timeouts != 0 || p->wait != 0;
+}
+
 /* Sum the parts of each id, drop empty sums, order heaviest first. */
 static size_t parts_merge(struct part *p, size_t n)
 {
@@ -107,13 +112,14 @@ static size_t parts_merge(struct part *p, size_t n)
 	for (size_t i = 1; i < n; i++) {
 		if (p[i].id == p[out].id) {
 			p[out].count += p[i].count;
+			p[out].timeouts += p[i].timeouts;
 			p[out].wait += p[i].wait;
 		} else {
-			out += p[out].count != 0 || p[out].wait != 0;
+			out += part_any(&p[out]);
 			p[out] = p[i];
 		}
 	}
-	out += p[out].count != 0 || p[out].wait != 0;
+	out += part_any(&p[out]);
 	qsort(p, out, sizeof *p, cmp_part_weight);
 	return out;
 }
@@ -134,6 +140,7 @@ size_t model_row_stacks(const struct model *m, const struct model_query *q,
 			.depth = s ? s->depth : 0,
 			.frames = s ? s->frames : NULL,
 			.count = p[i].count,
+			.timeouts = p[i].timeouts,
 			.wait_ns = p[i].wait,
 		};
 	}
@@ -235,6 +242,7 @@ struct key_part {
 	uint32_t stack;
 	uint32_t tid;
 	uint64_t count;
+	uint64_t timeouts;
 	uint64_t wait;
 };
 
@@ -251,9 +259,8 @@ static void key_parts_push(struct key_parts *kp, uint32_t key,
 		kp->cap = kp->cap ? kp->cap * 2 : 256;
 		kp->p = xreallocarray(kp->p, kp->cap, sizeof *kp->p);
 	}
-	kp->p[kp->n++] = (struct key_part){ key, e->stack, e->tid,
-					    e->count,
-					    e->wait };
+	kp->p[kp->n++] = (struct key_part){ key, e->stack, e->tid, e->count,
+					    e->timeouts, e->wait };
 }
 
 /* Every entry's waits with the line key they count for, as line_parts(). */
@@ -317,7 +324,7 @@ static size_t drill_merge(const struct key_part *p, size_t n, bool by_thread,
 {
 	for (size_t i = 0; i < n; i++)
 		tmp[i] = (struct part){ by_thread ? p[i].tid : p[i].stack,
-					p[i].count, p[i].wait };
+					p[i].count, p[i].timeouts, p[i].wait };
 	return parts_merge(tmp, n);
 }
 
@@ -338,6 +345,7 @@ static void drill_key(const struct model *m, const struct key_part *p,
 			.depth = s ? s->depth : 0,
 			.frames = s ? s->frames : NULL,
 			.count = tmp[i].count,
+			.timeouts = tmp[i].timeouts,
 			.wait_ns = tmp[i].wait,
 		};
 	}

@@ -235,7 +235,7 @@ static struct stack_store *store_with(struct thread_table *t,
 
 /* Waits of entry e through stack index k of t's store, as a hook counts them. */
 static void stack_wait(struct thread_table *t, struct entry *e, uint32_t k,
-		       uint64_t contended, uint64_t ns)
+		       uint64_t contended, uint64_t timeouts, uint64_t ns)
 {
 	struct stack_store *st = t->stacks;
 	struct stack_use *u = NULL;
@@ -253,6 +253,7 @@ static void stack_wait(struct thread_table *t, struct entry *e, uint32_t k,
 		st->nuses++;
 	}
 	table_add(&u->count, contended);
+	table_add(&u->timeouts, timeouts);
 	table_add(&u->wait_ns, ns);
 }
 
@@ -287,8 +288,8 @@ static void *stack_thread(void *arg)
 	memcpy(w->table->stacks->stacks[1].frames, frames_b, sizeof(frames_b));
 	w->table->stacks->stacks[1].depth = 3;
 	w->table->stacks->nstacks = 2;
-	stack_wait(w->table, e, 0, 3, 3000);
-	stack_wait(w->table, e, 1, 1, 1000);
+	stack_wait(w->table, e, 0, 3, 0, 3000);
+	stack_wait(w->table, e, 1, 1, 0, 1000);
 	return NULL;
 }
 
@@ -309,8 +310,9 @@ static void test_stacks_interned_and_totalled(void)
 	      "an entry and a stack store");
 	if (e == NULL || t->stacks == NULL)
 		return;
-	stack_wait(t, e, 0, 5, 5000);
+	stack_wait(t, e, 0, 5, 2, 5000);
 	table_add(&e->nostack_count, 2);
+	table_add(&e->nostack_timeouts, 3);
 	table_add(&e->nostack_wait_ns, 2000);
 	pthread_create(&th, NULL, stack_thread, &stack_work);
 	pthread_join(th, NULL);
@@ -336,21 +338,24 @@ static void test_stacks_interned_and_totalled(void)
 	      "a total per (row, stack, thread)");
 	if (!(mine && theirs && other && nostack))
 		return;
-	CHECK_U64(mine->count, 5);
-	CHECK_U64(mine->wait_ns, 5000);
-	CHECK_U64(theirs->count, 3);
-	CHECK_U64(theirs->wait_ns, 3000);
-	CHECK_U64(other->count, 1);
-	CHECK_U64(nostack->count, 2);
-	CHECK_U64(nostack->wait_ns, 2000);
+	CHECK_U64(mine->now.count, 5);
+	CHECK_U64(mine->now.timeouts, 2);
+	CHECK_U64(mine->now.wait_ns, 5000);
+	CHECK_U64(theirs->now.count, 3);
+	CHECK_U64(theirs->now.wait_ns, 3000);
+	CHECK_U64(other->now.count, 1);
+	CHECK_U64(nostack->now.count, 2);
+	CHECK_U64(nostack->now.timeouts, 3);
+	CHECK_U64(nostack->now.wait_ns, 2000);
 	CHECK_U64(rs.stacks.n, 4);
-	stack_wait(t, e, 0, 1, 100);
+	stack_wait(t, e, 0, 1, 1, 100);
 	rows_scan(&rs);
 	CHECK_U64(rs.stacks.ndefs, 2);
 	CHECK_U64(rs.stacks.n, 4);
-	CHECK_U64(mine->count, 6);
+	CHECK_U64(mine->now.count, 6);
+	CHECK_U64(mine->now.timeouts, 3);
 	CHECK(mine->changed_seq == rs.seq, "a grown total is marked changed");
-	CHECK_U64(theirs->count, 3);
+	CHECK_U64(theirs->now.count, 3);
 	CHECK(theirs->changed_seq == rs.seq - 1,
 	      "an exited thread's total stays, unchanged");
 	CHECK_U64(rs.v[r].waits->now.contended, 7 + 4);

@@ -3,7 +3,8 @@
  * over a socket pair and read back with the protocol's own decoder. The
  * first update defines and sends every row (a baseline when asked for);
  * later ones send only the rows and stack rows that changed, with their
- * cumulative counts, timeouts included, and each longest wait once.
+ * cumulative counts, timeouts included, and each longest wait once; a
+ * session sent the counts since start gets the longest waits since start.
  */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -138,7 +139,7 @@ static struct pair open_pair(unsigned slot, bool baseline)
 	wbuf_free(&b);
 	CHECK(p.s && session_read(p.s, now_ns) && p.s->greeted,
 	      "the session reads the client hello");
-	rows_session_start(&rs, slot);
+	rows_session_start(&rs, slot, baseline);
 	return p;
 }
 
@@ -216,6 +217,8 @@ static struct entry *add_waits(uint64_t site, uint64_t object,
 	table_add(&e->c.hist[hist_bucket(ns)], contended + timeouts);
 	e->max_epoch = table_epoch;
 	table_store(&e->epoch_max_ns, max);
+	if (max > e->max_wait_ns)
+		table_store(&e->max_wait_ns, max);
 	return e;
 }
 
@@ -318,6 +321,7 @@ static void test_stack_counts(struct pair *p)
 	st->nstacks = 1;
 	st->uses[0].entry = e;
 	st->uses[0].count = 2;
+	st->uses[0].timeouts = 1;
 	st->uses[0].wait_ns = 2000;
 	st->nuses = 1;
 	t->stacks = st;
@@ -326,16 +330,18 @@ static void test_stack_counts(struct pair *p)
 	CHECK_U64(s.stack_rows_defined, 1);
 	CHECK_U64(s.n_stack_counts, 1);
 	CHECK_U64(s.stack_counts.count, 2);
+	CHECK_U64(s.stack_counts.timeouts, 1);
 	CHECK_U64(s.stack_counts.wait_ns, 2000);
 	update(p, &s);
 	CHECK_U64(s.n_stack_counts, 0);
-	table_add(&st->uses[0].count, 1);
+	table_add(&st->uses[0].timeouts, 1);
 	table_add(&st->uses[0].wait_ns, 500);
 	update(p, &s);
 	CHECK_U64(s.stacks_defined, 0);
 	CHECK_U64(s.stack_rows_defined, 0);
 	CHECK_U64(s.n_stack_counts, 1);
-	CHECK_U64(s.stack_counts.count, 3);
+	CHECK_U64(s.stack_counts.count, 2);
+	CHECK_U64(s.stack_counts.timeouts, 2);
 	CHECK_U64(s.stack_counts.wait_ns, 2500);
 }
 
@@ -354,8 +360,13 @@ static void test_late_session(uint32_t busy)
 	CHECK_U64(s.stacks_defined, 1);
 	CHECK_U64(s.n_stack_counts, 1);
 	CHECK(!(s.tick_flags & PROTO_TICK_BASELINE), "its first TICK is no baseline");
-	if (busy < MAX_ROWS)
+	if (busy < MAX_ROWS) {
 		CHECK_U64(s.counts[busy].c.timeouts, 5);
+		CHECK(s.counts[busy].max_wait_ns == 2500,
+		      "a session sent counts since start gets the longest wait "
+		      "since start: expected 2500, got %llu",
+		      (unsigned long long)s.counts[busy].max_wait_ns);
+	}
 	close_pair(&q);
 }
 

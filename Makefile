@@ -63,10 +63,12 @@ DEPS_STAMP    := $(BUILD)/.deps-ok
 SANITIZE      := -fsanitize=address,undefined -fno-sanitize-recover=all \
 		 -fno-omit-frame-pointer
 # Unit tests of the collector link its own modules, not the front end's.
-COLLECTOR_UNIT := tests/unit/test_unwind.c tests/unit/test_table.c
+COLLECTOR_UNIT := tests/unit/test_unwind.c tests/unit/test_table.c \
+		 tests/unit/test_rows.c tests/unit/test_session.c
 COLLECTOR_UNIT_SRC := collector/table.c collector/arena.c collector/rows.c \
 		 collector/stacks.c collector/unwind.c collector/frames.c \
-		 collector/ehframe.c common/cfi.c collector/modules.c
+		 collector/ehframe.c common/cfi.c collector/modules.c \
+		 collector/session.c collector/ownfd.c common/proto.c
 ASAN_BIN      := $(patsubst tests/unit/%.c,$(BUILD)/asan/%,$(UNIT_SRC))
 # The front end and common/ as archives for the unit tests, built once
 # plainly and once under the sanitizers; the screen stays out.

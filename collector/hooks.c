@@ -208,7 +208,7 @@ wait_begin(struct wait *w, struct thread_table *t, uint64_t key,
  * After the call returned rc: a clock read and a few stores. A wait that
  * ended without the lock (timeout, error) is a timeout, and failed, and
  * its time is still time the thread waited (on the stacks too, which
- * count only acquisitions). The slot is looked up again: a signal
+ * count it as a timeout). The slot is looked up again: a signal
  * handler's lock calls during the wait may have moved it.
  */
 static __attribute__((noinline)) void wait_end(struct wait *w, int rc)
@@ -232,10 +232,10 @@ static __attribute__((noinline)) void wait_end(struct wait *w, int rc)
 	table_add(&e->c.hist[hist_bucket(ns)], 1);
 	note_max(e, ns);
 	if (w->use) {
-		table_add(&w->use->count, (uint64_t)acquired);
+		table_add(acquired ? &w->use->count : &w->use->timeouts, 1);
 		table_add(&w->use->wait_ns, ns);
 	} else {
-		table_add(&e->nostack_count, (uint64_t)acquired);
+		table_add(acquired ? &e->nostack_count : &e->nostack_timeouts, 1);
 		table_add(&e->nostack_wait_ns, ns);
 	}
 	unwind_earn(w->table, ns);

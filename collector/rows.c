@@ -133,8 +133,10 @@ static void scan_entry(struct scan *sc, const struct thread_table *t,
 {
 	struct row *row = &sc->rs->v[r];
 	struct row_waits *w = row->waits;
-	uint64_t nostack_count = table_load(&e->nostack_count);
-	uint64_t nostack_wait = table_load(&e->nostack_wait_ns);
+	struct stack_waits nostack = {
+		.count = table_load(&e->nostack_count),
+		.timeouts = table_load(&e->nostack_timeouts),
+		.wait_ns = table_load(&e->nostack_wait_ns) };
 	uint32_t epoch = __atomic_load_n(&e->max_epoch, __ATOMIC_RELAXED);
 	uint64_t max = table_load(&e->epoch_max_ns);
 	struct lock_counts c;
@@ -149,9 +151,12 @@ static void scan_entry(struct scan *sc, const struct thread_table *t,
 		lock_counts_add(&w->retired, &c);
 	if ((epoch == sc->epoch || epoch == sc->epoch + 1) && max > w->scan_max_ns)
 		w->scan_max_ns = max;
-	if (nostack_count || nostack_wait)
+	max = table_load(&e->max_wait_ns);
+	if (max > w->max_ns)
+		w->max_ns = max;
+	if (nostack.count || nostack.timeouts || nostack.wait_ns)
 		stacks_add(&sc->rs->stacks, r, PROTO_NO_STACK, t->tid,
-			   &e->nostack_row, nostack_count, nostack_wait, sc->dead);
+			   &e->nostack_row, &nostack, sc->dead);
 }
 
 /* Add one site's object table; via is the site's (see struct site_slot). */
@@ -280,11 +285,13 @@ void rows_scan(struct rows *rs)
 	rs->dropped = rs->dropped_retired + sc.dropped + table_claim_drops();
 }
 
-void rows_session_start(struct rows *rs, unsigned k)
+void rows_session_start(struct rows *rs, unsigned k, bool baseline)
 {
 	for (uint32_t r = 0; r < rs->n; r++) {
-		if (rs->v[r].waits)
-			rs->v[r].waits->pending_max_ns[k] = 0;
+		struct row_waits *w = rs->v[r].waits;
+
+		if (w)
+			w->pending_max_ns[k] = baseline ? 0 : w->max_ns;
 	}
 	rs->sessions |= 1u << k;
 }

@@ -23,6 +23,7 @@ struct row_waits {
 	struct lock_counts retired;	/* from tables of exited threads */
 	struct lock_counts now;		/* retired + live tables, last scan */
 	uint64_t scan_max_ns;		/* longest wait the last scan saw */
+	uint64_t max_ns;		/* longest wait since start */
 	uint64_t pending_max_ns[SESSIONS_MAX];	/* not yet sent, per session */
 };
 
@@ -57,8 +58,12 @@ struct rows {
 /* Sum every thread table into rs, retiring and recycling dead tables. */
 void rows_scan(struct rows *rs);
 
-/* Start keeping pending maxima for session slot k, from zero. */
-void rows_session_start(struct rows *rs, unsigned k);
+/*
+ * Start keeping pending maxima for session slot k: from zero for a
+ * session whose first update is a baseline, else from the longest waits
+ * since start (it is sent everything since start).
+ */
+void rows_session_start(struct rows *rs, unsigned k, bool baseline);
 
 /* Stop keeping them for slot k. */
 void rows_session_end(struct rows *rs, unsigned k);

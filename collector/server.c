@@ -197,7 +197,7 @@ static void add_session(struct own_fd *fd)
 			own_fd_close(fd);
 			return;
 		}
-		rows_session_start(&srv.rows, (unsigned)i);
+		rows_session_start(&srv.rows, (unsigned)i, !s->baseline_sent);
 		session_write(s);
 		return;
 	}

@@ -279,8 +279,9 @@ static void put_stack_counts(struct session *s, const struct stacks *ss)
 
 	for (uint32_t k = 0; k < ss->n; k++) {
 		const struct stack_row *sr = &ss->v[k];
-		struct proto_stack_counts m = { .id = k, .count = sr->count,
-						.wait_ns = sr->wait_ns };
+		struct proto_stack_counts m = { .id = k, .count = sr->now.count,
+						.timeouts = sr->now.timeouts,
+						.wait_ns = sr->now.wait_ns };
 
 		if (sr->changed_seq > s->sent_seq)
 			proto_put_stack_counts(&s->out, &frame, &m);

@@ -126,16 +126,15 @@ static struct stack_row *row_for(struct stacks *ss, uint32_t row,
 
 void stacks_begin_scan(struct stacks *ss)
 {
-	for (uint32_t k = 0; k < ss->n; k++) {
-		ss->v[k].count = ss->v[k].retired_count;
-		ss->v[k].wait_ns = ss->v[k].retired_wait;
-	}
+	for (uint32_t k = 0; k < ss->n; k++)
+		ss->v[k].now = ss->v[k].retired;
 }
 
 void stacks_end_scan(struct stacks *ss, uint64_t seq)
 {
 	for (uint32_t k = 0; k < ss->n; k++) {
-		uint64_t sum = ss->v[k].count + ss->v[k].wait_ns;
+		const struct stack_waits *w = &ss->v[k].now;
+		uint64_t sum = w->count + w->timeouts + w->wait_ns;
 
 		if (sum != ss->v[k].last_sum)
 			ss->v[k].changed_seq = seq;
@@ -143,8 +142,15 @@ void stacks_end_scan(struct stacks *ss, uint64_t seq)
 	}
 }
 
+static void waits_add(struct stack_waits *a, const struct stack_waits *b)
+{
+	a->count += b->count;
+	a->timeouts += b->timeouts;
+	a->wait_ns += b->wait_ns;
+}
+
 void stacks_add(struct stacks *ss, uint32_t row, uint32_t stack, uint32_t tid,
-		uint32_t *cache, uint64_t count, uint64_t wait_ns, bool dead)
+		uint32_t *cache, const struct stack_waits *add, bool dead)
 {
 	struct stack_row *sr = *cache ? &ss->v[*cache - 1] : NULL;
 
@@ -154,12 +160,9 @@ void stacks_add(struct stacks *ss, uint32_t row, uint32_t stack, uint32_t tid,
 			return;		/* the row's totals stay exact */
 		*cache = (uint32_t)(sr - ss->v) + 1;
 	}
-	sr->count += count;
-	sr->wait_ns += wait_ns;
-	if (dead) {
-		sr->retired_count += count;
-		sr->retired_wait += wait_ns;
-	}
+	waits_add(&sr->now, add);
+	if (dead)
+		waits_add(&sr->retired, add);
 }
 
 /* The global id of stack index idx of a store (cached); NO_GLOBAL_ID if none. */
@@ -189,12 +192,15 @@ void stacks_scan_table(struct stacks *ss, struct thread_table *t, bool dead)
 	for (uint32_t k = 0; k < n; k++) {
 		struct stack_use *u = &st->uses[st->use_order[k]];
 		struct entry *e = __atomic_load_n(&u->entry, __ATOMIC_ACQUIRE);
+		struct stack_waits add;
 		uint32_t stack;
 
 		if (e == NULL || e->row == 0 ||
 		    (stack = stack_of(ss, st, u->stack)) == NO_GLOBAL_ID)
 			continue;
-		stacks_add(ss, e->row - 1, stack, t->tid, &u->stack_row,
-			   table_load(&u->count), table_load(&u->wait_ns), dead);
+		add.count = table_load(&u->count);
+		add.timeouts = table_load(&u->timeouts);
+		add.wait_ns = table_load(&u->wait_ns);
+		stacks_add(ss, e->row - 1, stack, t->tid, &u->stack_row, &add, dead);
 	}
 }

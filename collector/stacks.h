@@ -1,7 +1,7 @@
 /*
  * The collector thread's view of stacks: definitions deduplicated across
- * threads under global ids, and contended waits summed per (row, stack,
- * thread), exited threads' included. Collector thread only.
+ * threads under global ids, and waits summed per (row, stack, thread),
+ * exited threads' included. Collector thread only.
  */
 #ifndef QSPTOP_STACKS_H
 #define QSPTOP_STACKS_H
@@ -14,16 +14,21 @@
 #define STACKS_MAX (1u << 16)
 #define STACK_ROWS_MAX (1u << 20)
 
+/* Waits through a stack: ended with the lock, timed out, and their time. */
+struct stack_waits {
+	uint64_t count;
+	uint64_t timeouts;
+	uint64_t wait_ns;
+};
+
 struct stack_row {
 	uint32_t row;
 	uint32_t stack;			/* global id, or PROTO_NO_STACK */
 	uint32_t tid;
 	uint32_t unused;
-	uint64_t retired_count;		/* from tables of exited threads */
-	uint64_t retired_wait;
-	uint64_t count;			/* retired + live, last scan */
-	uint64_t wait_ns;
-	uint64_t last_sum;		/* count + wait_ns, last scan */
+	struct stack_waits retired;	/* from tables of exited threads */
+	struct stack_waits now;		/* retired + live, last scan */
+	uint64_t last_sum;		/* all of now added, last scan */
 	uint64_t changed_seq;		/* the scan that last changed it */
 };
 
@@ -48,11 +53,11 @@ void stacks_begin_scan(struct stacks *ss);
 void stacks_scan_table(struct stacks *ss, struct thread_table *t, bool dead);
 
 /*
- * Add count and wait_ns to (row, stack, tid); *cache keeps the stack row's
- * id + 1 between scans. A dead thread's part is also retired.
+ * Add waits to (row, stack, tid); *cache keeps the stack row's id + 1
+ * between scans. A dead thread's part is also retired.
  */
 void stacks_add(struct stacks *ss, uint32_t row, uint32_t stack, uint32_t tid,
-		uint32_t *cache, uint64_t count, uint64_t wait_ns, bool dead);
+		uint32_t *cache, const struct stack_waits *add, bool dead);
 
 /* End a scan: mark the stack rows that changed with seq. */
 void stacks_end_scan(struct stacks *ss, uint64_t seq);

@@ -56,8 +56,9 @@ struct entry {
 	uint64_t epoch_max_ns;	/* longest wait of collector epoch max_epoch */
 	uint32_t max_epoch;
 	uint32_t row;		/* collector only: row id + 1, 0 = not yet known */
-	uint64_t nostack_count;	/* contended waits recorded without a stack */
-	uint64_t nostack_wait_ns;
+	uint64_t nostack_count;	/* waits recorded without a stack: contended, */
+	uint64_t nostack_timeouts;	/* timed out, */
+	uint64_t nostack_wait_ns;	/* and their time */
 	uint32_t nostack_row;	/* collector only: its stack row id + 1 */
 };
 

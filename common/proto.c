@@ -329,6 +329,7 @@ void proto_put_counts(struct wbuf *b, size_t *frame_off,
 	b->len = (size_t)(p - b->data);
 }
 
+/* A STACK_COUNTS entry: varint id, count, wait, timeouts (protocol 5). */
 void proto_put_stack_counts(struct wbuf *b, size_t *frame_off,
 			    const struct proto_stack_counts *m)
 {
@@ -336,6 +337,7 @@ void proto_put_stack_counts(struct wbuf *b, size_t *frame_off,
 	put_varint(b, m->id);
 	put_varint(b, m->count);
 	put_varint(b, m->wait_ns);
+	put_varint(b, m->timeouts);
 }
 
 void proto_close_run(struct wbuf *b, size_t *frame_off)
@@ -596,6 +598,7 @@ static void decode_stack_counts(struct rbuf *r, struct proto_stack_counts *m)
 	m->id = get_varint32(r);
 	m->count = get_varint(r);
 	m->wait_ns = get_varint(r);
+	m->timeouts = get_varint(r);
 }
 
 /*

@@ -31,7 +31,8 @@
 #include "types.h"
 
 #define PROTO_MAGIC 0x54505351u /* "QSPT" */
-#define PROTO_VERSION 4	/* 3: the futex lock types; 4: timeouts */
+/* 3: the futex lock types; 4: timeouts; 5: timeouts in STACK_COUNTS */
+#define PROTO_VERSION 5
 #define PROTO_HEADER_SIZE 8
 #define PROTO_MAX_PAYLOAD (1u << 20)
 #define PROTO_STR_MAX 4096
@@ -150,8 +151,7 @@ struct proto_stack {
 };
 
 /*
- * An id for the contended waits of one row through one stack in one
- * thread. stack is PROTO_NO_STACK for waits recorded without a stack (the
+ * An id for the waits of one row through one stack in one thread. stack is PROTO_NO_STACK for waits recorded without a stack (the
  * per-thread unwinding budget was spent, or no room was left).
  */
 struct proto_stack_row {
@@ -161,10 +161,14 @@ struct proto_stack_row {
 	uint32_t tid;
 };
 
-/* Cumulative contended waits of a stack row since the collector started. */
+/*
+ * Cumulative waits of a stack row since the collector started: those that
+ * ended with the lock (count), those that timed out, and the time of both.
+ */
 struct proto_stack_counts {
 	uint32_t id;
 	uint64_t count;
+	uint64_t timeouts;
 	uint64_t wait_ns;
 };
 
@@ -174,6 +178,7 @@ struct proto_stack_delta {
 	uint32_t stack;
 	uint32_t tid;
 	uint64_t count;
+	uint64_t timeouts;
 	uint64_t wait_ns;
 };
 

@@ -150,8 +150,10 @@ static void on_stack_counts(void *ctx, const struct proto_stack_counts *m)
 	l = &c->stack_last[m->id];
 	d = (struct proto_stack_delta){ .row = l->row, .stack = l->stack,
 		.tid = l->tid, .count = growth(m->count, l->count),
+		.timeouts = growth(m->timeouts, l->timeouts),
 		.wait_ns = growth(m->wait_ns, l->wait_ns) };
 	l->count = m->count;
+	l->timeouts = m->timeouts;
 	l->wait_ns = m->wait_ns;
 	if (!c->in_baseline)
 		model_apply_stack_delta(c->model, &d);

@@ -86,6 +86,7 @@ static void stack_json(struct jsonw *w, const struct stack_view *sv,
 	jsonw_object(w, NULL);
 	jsonw_number(w, "wait_ns", (double)sv->wait_ns);
 	jsonw_number(w, "count", (double)sv->count);
+	jsonw_number(w, "timeouts", (double)sv->timeouts);
 	jsonw_bool(w, "sampled", sv->stack == PROTO_NO_STACK);
 	jsonw_array(w, "frames");
 	for (unsigned i = 0; sv->frames && i < sv->depth; i++)

@@ -223,6 +223,7 @@ void model_apply_stack_delta(struct model *m, const struct proto_stack_delta *d)
 	if (e == NULL)
 		return;
 	e->count += d->count;
+	e->timeouts += d->timeouts;
 	e->wait += d->wait_ns;
 	e->pending_count += d->count;
 	e->pending_wait += d->wait_ns;
@@ -345,6 +346,7 @@ void model_reset(struct model *m)
 		row->max_wait_ns = 0;
 		for (uint32_t j = 0; j < row->n_se; j++) {
 			row->se[j].count = 0;
+			row->se[j].timeouts = 0;
 			row->se[j].wait = 0;
 		}
 	}

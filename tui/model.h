@@ -120,7 +120,8 @@ struct stack_view {
 	const uint64_t *frames;	/* innermost first; NULL for PROTO_NO_STACK;
 				   valid until the model next changes */
 	uint64_t count;		/* contended acquisitions through this stack */
-	uint64_t wait_ns;
+	uint64_t timeouts;	/* waits through it that timed out */
+	uint64_t wait_ns;	/* the time of both */
 };
 
 /* One thread's share of a row's contended waits, since reset. */

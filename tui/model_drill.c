@@ -11,6 +11,7 @@
 struct part {
 	uint32_t id;
 	uint64_t count;
+	uint64_t timeouts;
 	uint64_t wait;
 };
 
@@ -31,8 +32,7 @@ static void parts_push(struct part **p, size_t *n, size_t *cap, uint32_t id,
 		       const struct stack_entry *e)
 {
 	*p = xgrow(*p, cap, *n + 1, 16, sizeof **p);
-	(*p)[(*n)++] = (struct part){ id, e->count,
-				      e->wait };
+	(*p)[(*n)++] = (struct part){ id, e->count, e->timeouts, e->wait };
 }
 
 /*
@@ -93,6 +93,11 @@ static int cmp_part_weight(const void *pa, const void *pb)
 	return cmp_u64(a->id, b->id);
 }
 
+static bool part_any(const struct part *p)
+{
+	return p->count != 0 || p->timeouts != 0 || p->wait != 0;
+}
+
 /* Sum the parts of each id, drop empty sums, order heaviest first. */
 static size_t parts_merge(struct part *p, size_t n)
 {
@@ -104,13 +109,14 @@ static size_t parts_merge(struct part *p, size_t n)
 	for (size_t i = 1; i < n; i++) {
 		if (p[i].id == p[out].id) {
 			p[out].count += p[i].count;
+			p[out].timeouts += p[i].timeouts;
 			p[out].wait += p[i].wait;
 		} else {
-			out += p[out].count != 0 || p[out].wait != 0;
+			out += part_any(&p[out]);
 			p[out] = p[i];
 		}
 	}
-	out += p[out].count != 0 || p[out].wait != 0;
+	out += part_any(&p[out]);
 	qsort(p, out, sizeof *p, cmp_part_weight);
 	return out;
 }
@@ -131,6 +137,7 @@ size_t model_row_stacks(const struct model *m, const struct model_query *q,
 			.depth = s ? s->depth : 0,
 			.frames = s ? s->frames : NULL,
 			.count = p[i].count,
+			.timeouts = p[i].timeouts,
 			.wait_ns = p[i].wait,
 		};
 	}
@@ -232,6 +239,7 @@ struct key_part {
 	uint32_t stack;
 	uint32_t tid;
 	uint64_t count;
+	uint64_t timeouts;
 	uint64_t wait;
 };
 
@@ -245,9 +253,8 @@ static void key_parts_push(struct key_parts *kp, uint32_t key,
 			   const struct stack_entry *e)
 {
 	kp->p = xgrow(kp->p, &kp->cap, kp->n + 1, 256, sizeof *kp->p);
-	kp->p[kp->n++] = (struct key_part){ key, e->stack, e->tid,
-					    e->count,
-					    e->wait };
+	kp->p[kp->n++] = (struct key_part){ key, e->stack, e->tid, e->count,
+					    e->timeouts, e->wait };
 }
 
 /* Every entry's waits with the line key they count for, as line_parts(). */
@@ -311,7 +318,7 @@ static size_t drill_merge(const struct key_part *p, size_t n, bool by_thread,
 {
 	for (size_t i = 0; i < n; i++)
 		tmp[i] = (struct part){ by_thread ? p[i].tid : p[i].stack,
-					p[i].count, p[i].wait };
+					p[i].count, p[i].timeouts, p[i].wait };
 	return parts_merge(tmp, n);
 }
 
@@ -332,6 +339,7 @@ static void drill_key(const struct model *m, const struct key_part *p,
 			.depth = s ? s->depth : 0,
 			.frames = s ? s->frames : NULL,
 			.count = tmp[i].count,
+			.timeouts = tmp[i].timeouts,
 			.wait_ns = tmp[i].wait,
 		};
 	}

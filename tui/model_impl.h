@@ -26,11 +26,15 @@
 #define NO_ROW UINT32_MAX
 #define EMPTY_SLOT UINT32_MAX
 
-/* Contended waits of one row through one stack in one thread. */
+/*
+ * Waits of one row through one stack in one thread: count ended with the
+ * lock, timeouts without it, wait is the time of both.
+ */
 struct stack_entry {
 	uint32_t stack;		/* or PROTO_NO_STACK */
 	uint32_t tid;
 	uint64_t count;		/* since reset */
+	uint64_t timeouts;
 	uint64_t wait;
 	uint64_t pending_count;	/* since the last tick */
 	uint64_t pending_wait;

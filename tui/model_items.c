@@ -31,11 +31,12 @@ static void item_of_row(const struct model *m, const struct model_query *q,
 	it->keep = true;
 }
 
-/* Add the waits of an entry to an item, as contended acquisitions. */
+/* Add the waits of an entry to an item: contended acquisitions, timeouts. */
 static void item_add_entry(struct item *it, const struct stack_entry *e)
 {
 	it->acq += e->count;
 	it->contended += e->count;
+	it->timeouts += e->timeouts;
 	it->wait += e->wait;
 	it->last_acq += e->last_count;
 	it->last_wait += e->last_wait;
@@ -61,6 +62,7 @@ static void item_remainder(const struct model *m, const struct row *r,
 	}
 	it->acq = sub_sat(it->acq, moved.acq);
 	it->contended = sub_sat(it->contended, moved.contended);
+	it->timeouts = sub_sat(it->timeouts, moved.timeouts);
 	it->wait = sub_sat(it->wait, moved.wait);
 	it->last_acq = sub_sat(it->last_acq, moved.last_acq);
 	it->last_wait = sub_sat(it->last_wait, moved.last_wait);
@@ -213,7 +215,7 @@ static void expand_entry(struct expand *x, uint32_t id,
 	it->keep = true;
 	item_add_entry(it, e);
 	/* The wrapper row's longest wait is the only bound known for these. */
-	if (e->count && r->max_wait_ns > it->max_wait)
+	if ((e->count || e->timeouts) && r->max_wait_ns > it->max_wait)
 		it->max_wait = r->max_wait_ns;
 	if (c->from != id) {
 		c->from = id;

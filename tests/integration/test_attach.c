@@ -319,7 +319,7 @@ static char *against_impostor(const void *bytes, size_t len, int *status)
 
 static void test_hostile_collector(void)
 {
-	struct proto_hello h = { .magic = PROTO_MAGIC, .version = 99 };
+	struct proto_hello h = { .magic = PROTO_MAGIC, .version = PROTO_VERSION - 1 };
 	struct wbuf b = { 0 };
 	int status;
 	char *err = against_impostor("\xff\xff\xff\xff garbage garbage", 24, &status);

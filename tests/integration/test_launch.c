@@ -40,26 +40,31 @@ static cJSON *launch_mode(const char *mode, struct run *r, const char *expect)
 }
 
 /*
- * Every contended wait is in a row's stacks, unwound or counted without a
- * stack: their counts sum to the row's contended count and their waits to
- * its wait (timed-out waits are in both, though not acquisitions).
+ * Every wait is in a row's stacks, unwound or counted without a stack:
+ * their counts sum to the row's contended count, their timeouts to its
+ * timeouts, and their waits to its wait.
  */
 static void check_stack_sums(const char *mode, const cJSON *snap, int *sampled)
 {
 	const cJSON *row, *st;
 
 	cJSON_ArrayForEach(row, cJSON_GetObjectItem(snap, "rows")) {
-		double count = 0, wait = 0;
+		double count = 0, timeouts = 0, wait = 0;
 
 		cJSON_ArrayForEach(st, cJSON_GetObjectItem(row, "stacks")) {
 			count += num_field(st, "count");
+			timeouts += num_field(st, "timeouts");
 			wait += num_field(st, "wait_ns");
 			*sampled += cJSON_IsTrue(cJSON_GetObjectItem(st, "sampled"));
 		}
-		CHECK(count == num_field(row, "contended") && wait == num_field(row, "wait_ns"),
-		      "%s: %s's stacks sum to %.0f waits and %.0f ns, the row has %.0f and %.0f",
-		      mode, str_field(cJSON_GetObjectItem(row, "site"), "symbol"), count, wait,
-		      num_field(row, "contended"), num_field(row, "wait_ns"));
+		CHECK(count == num_field(row, "contended") &&
+		      timeouts == num_field(row, "timeouts") &&
+		      wait == num_field(row, "wait_ns"),
+		      "%s: %s's stacks sum to %.0f contended, %.0f timeouts and "
+		      "%.0f ns, the row has %.0f, %.0f and %.0f", mode,
+		      str_field(cJSON_GetObjectItem(row, "site"), "symbol"), count,
+		      timeouts, wait, num_field(row, "contended"),
+		      num_field(row, "timeouts"), num_field(row, "wait_ns"));
 	}
 }
 

@@ -5,6 +5,12 @@
  * of their own; on every row with waits the average is above 0 and at
  * most the longest wait, and the share of calls that waited (CONT%) is
  * defined, also on the condvar's row, which acquired nothing.
+ *
+ * The condvar waits go through a lock wrapper, wait_until(). Counted on
+ * the wrapper's row before qsptop named it (a preloaded collector, qsptop
+ * -p --wrapper wait_until later), they reach the caller's line through
+ * the row's stacks: the line has the five timeouts, and an average wait
+ * of its own within its longest.
  */
 #include <cJSON.h>
 #include <signal.h>
@@ -102,6 +108,93 @@ static void test_avg_within_max(const cJSON *snap)
 	CHECK(bad == 0, "rows with waits: 0 < avg <= max, %d broke it", bad);
 }
 
+/* The line of type's rows at a call site in fn, or NULL. */
+static const cJSON *line_in(const cJSON *snap, const char *type, const char *fn)
+{
+	const cJSON *row;
+
+	cJSON_ArrayForEach(row, cJSON_GetObjectItem(snap, "rows")) {
+		const char *sym = str_field(cJSON_GetObjectItem(row, "site"), "symbol");
+
+		if (strcmp(str_field(row, "type"), type) == 0 && sym &&
+		    strcmp(sym, fn) == 0)
+			return row;
+	}
+	return NULL;
+}
+
+/* wl_condtimed stay, preloaded, once its waits are over; its pid or -1. */
+static pid_t start_stay(void)
+{
+	char preload[sizeof(library) + 16], *out = tmp_path("stay.out");
+	pid_t pid;
+	char *text = NULL;
+
+	unlink(out);
+	snprintf(preload, sizeof(preload), "LD_PRELOAD=%s", library);
+	pid = start_with((char *[]){ workload, "stay", NULL },
+			 &(struct start_opts){ .out = out, .env = preload });
+	for (int i = 0; i < 1000; i++) {
+		free(text);
+		text = slurp_file(out, "");
+		if (strstr(text, "done"))
+			break;
+		usleep(10000);
+	}
+	CHECK(strstr(text, "done") != NULL, "wl_condtimed stay: its waits end, "
+	      "got output \"%s\"", text);
+	free(text);
+	return pid;
+}
+
+/*
+ * The caller of the wrapper, wait_until()'s waits given to it from the
+ * wrapper row's stacks: five timeouts, 0 < avg <= max on every line.
+ */
+static void test_wrapper_caller_timeouts(void)
+{
+	char *json = tmp_path("wrapped.json"), pidstr[16];
+	pid_t pid = start_stay();
+	const cJSON *line, *st;
+	double stack_timeouts = 0;
+	cJSON *snap;
+	struct run r;
+
+	snprintf(pidstr, sizeof(pidstr), "%d", (int)pid);
+	unlink(json);
+	r = run_capture((char *[]){ qsptop, "-b", "-d", "0.2", "-n", "2", "-j",
+				    json, "--wrapper", "wait_until", "-p",
+				    pidstr, NULL }, RUN_TIMEOUT_MS, 0);
+	kill(pid, SIGTERM);
+	wait_status(pid, 10000);
+	CHECK(r.status == 0, "-p --wrapper: qsptop exits 0, got %d: %s",
+	      r.status, r.err);
+	run_free(&r);
+	snap = load_json(json);
+	CHECK(snap != NULL, "-p --wrapper: a snapshot was written");
+	if (snap == NULL)
+		return;
+	line = line_in(snap, "condvar", "sleeper_main");
+	CHECK(line != NULL, "-p --wrapper: a condvar line at sleeper_main");
+	if (line) {
+		printf("wrapped condvar: %.0f timeouts, %.3f s waited, avg %.1f ms, "
+		       "max %.1f ms\n", num_field(line, "timeouts"),
+		       num_field(line, "wait_ns") / 1e9,
+		       num_field(line, "avg_wait_ns") / 1e6,
+		       num_field(line, "max_wait_ns") / 1e6);
+		CHECK(num_field(line, "timeouts") == 5,
+		      "-p --wrapper: the caller's line has 5 timeouts, got %.0f",
+		      num_field(line, "timeouts"));
+		cJSON_ArrayForEach(st, cJSON_GetObjectItem(line, "stacks"))
+			stack_timeouts += num_field(st, "timeouts");
+		CHECK(stack_timeouts == 5,
+		      "-p --wrapper: its stacks hold the 5 timeouts, got %.0f",
+		      stack_timeouts);
+	}
+	test_avg_within_max(snap);
+	cJSON_Delete(snap);
+}
+
 /* The mutex fought over: contended waits, a share of calls that waited. */
 static void test_mutex_fight(const cJSON *snap)
 {
@@ -162,6 +255,7 @@ int main(void)
 		test_mutex_fight(snap);
 		cJSON_Delete(snap);
 	}
+	test_wrapper_caller_timeouts();
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmp);
 	if (system(cmd) != 0)
 		fprintf(stderr, "could not remove %s\n", tmp);

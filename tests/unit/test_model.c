@@ -1596,6 +1596,50 @@ static void test_wrapper_caller_has_max(void)
 }
 
 /*
+ * A wrapper row's waits that timed out, moved to its callers through its
+ * stacks: the caller's line has them as timeouts (waits with their time,
+ * 0 < avg <= max), its stack too, and the wrapper's remainder (its
+ * failures) keeps none. Before, a stack carried its time but not its
+ * timed-out waits.
+ */
+static void test_wrapper_caller_timeouts(void)
+{
+	struct model *m = model_new();
+	struct model_query q = query(COALESCE_NONE, true);
+	struct proto_stack_delta d = { .row = 0, .stack = 1, .tid = 1,
+				       .count = 1, .timeouts = 5,
+				       .wait_ns = 5 * 300000000ull + 1000000 };
+	struct stack_view *sv = NULL;
+	struct view_row *v;
+	size_t n, k = 0, caller = 0;
+
+	def(m, 0, LOCK_CONDVAR, 0x1000, 0xa0);
+	sdef(m, 1, 3, (uint64_t[]){ 0x1000, 0x2000, 0x9000 });
+	tick(m, 0);
+	add_timeouts(m, 0);
+	model_apply_stack_delta(m, &d);
+	tick(m, 1000000000);
+	n = model_view(m, &q, &v);
+	CHECK(n == 2, "wrapper timeouts: expected 2 lines, got %zu", n);
+	if (n == 2) {
+		caller = v[0].site == 0x2000 ? 0 : 1;
+		CHECK_U64(v[caller].site, 0x2000);
+		CHECK_U64(v[caller].c.contended, 1);
+		CHECK_U64(v[caller].c.timeouts, 5);
+		CHECK_U64(v[1 - caller].site, 0x1000);
+		CHECK_U64(v[1 - caller].c.timeouts, 0);
+		CHECK_U64(v[1 - caller].c.wait_ns, 0);
+		check_avg_within_max("wrapper timeouts", v, n);
+		k = model_row_stacks(m, &q, &v[caller], &sv);
+	}
+	CHECK(k == 1 && sv[0].timeouts == 5 && sv[0].count == 1,
+	      "wrapper timeouts: one stack with 1 contended, 5 timeouts");
+	free(sv);
+	free(v);
+	model_free(m);
+}
+
+/*
  * A row the collector folded (object 0) counts its locks as one: a line
  * holding it says so, n_objects being a lower bound.
  */
@@ -2133,6 +2177,7 @@ int main(void)
 {
 	test_derived_numbers();
 	test_timeouts_avg_within_max();
+	test_wrapper_caller_timeouts();
 	test_wrapper_caller_has_max();
 	test_objects_folded();
 	test_fold_last_interval();

@@ -248,6 +248,7 @@ static void test_stacks_round_trip(void)
 	proto_put_stack_row(&b, &sr);
 	for (uint32_t i = 0; i < 40000; i++) {
 		struct proto_stack_counts c = { .id = i, .count = i + 1,
+						.timeouts = i % 7,
 						.wait_ns = i * 10ull };
 		want += c.wait_ns;
 		proto_put_stack_counts(&b, &frame, &c);
@@ -266,6 +267,7 @@ static void test_stacks_round_trip(void)
 	CHECK_U64(s.stack_wait_sum, want);
 	CHECK_U64(s.stack_count.id, 39999);
 	CHECK_U64(s.stack_count.count, 40000);
+	CHECK_U64(s.stack_count.timeouts, 39999 % 7);
 	wbuf_free(&b);
 }
 

@@ -469,10 +469,11 @@ static void feed_stacks(void)
 		{ 2, 3, { 0x401000, 0x600010, 0x700000 } },
 	};
 	static const struct proto_stack_delta deltas[] = {
-		{ 0, 1, 101, 2, 60 * SEC / 100 },
-		{ 0, 1, 102, 1, 15 * SEC / 100 },
-		{ 0, 2, 101, 3, 20 * SEC / 100 },
-		{ 0, PROTO_NO_STACK, 103, 1, 5 * SEC / 100 },
+		{ .row = 0, .stack = 1, .tid = 101, .count = 2, .wait_ns = 60 * SEC / 100 },
+		{ .row = 0, .stack = 1, .tid = 102, .count = 1, .wait_ns = 15 * SEC / 100 },
+		{ .row = 0, .stack = 2, .tid = 101, .count = 3, .wait_ns = 20 * SEC / 100 },
+		{ .row = 0, .stack = PROTO_NO_STACK, .tid = 103, .count = 1,
+		  .wait_ns = 5 * SEC / 100 },
 	};
 
 	for (size_t i = 0; i < sizeof(stacks) / sizeof(stacks[0]); i++)

@@ -79,6 +79,7 @@ static inline bool workload_alive(int pid)
 	return strstr(cmd, "wl_locks") != NULL;
 }
 
+/* At exit: our server, its socket, the workload if still there, tmp. */
 static inline void cleanup(void)
 {
 	run_quietly(kill_server_argv);
@@ -90,6 +91,7 @@ static inline void cleanup(void)
 		run_quietly(remove_tmp_argv);
 }
 
+/* On a signal: the server, its socket and tmp; async-signal-safe only. */
 static inline void on_signal(int sig)
 {
 	(void)sig;

@@ -1,4 +1,5 @@
 /* Printing the table as text, one block per interval. */
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -6,6 +7,7 @@
 
 #include "batch.h"
 #include "format.h"
+#include "line.h"
 
 /* Without -w, COLUMNS or a terminal, lines are as wide as a wide terminal. */
 #define BATCH_WIDTH 132
@@ -29,10 +31,35 @@ static int batch_width(const struct app *a, FILE *out)
 	return BATCH_WIDTH;
 }
 
-/* A header line, cut to the width. */
-static void print_line(FILE *out, int width, const char *line)
+/* A header line of items that give way whole when the width is short. */
+static void print_items(FILE *out, int width, struct line_item *items,
+			size_t n)
 {
-	fprintf(out, "%.*s\n", width, line);
+	char line[4096];
+
+	line_layout(items, n, width, " - ", line, sizeof(line));
+	fprintf(out, "%s\n", line);
+}
+
+/* Header line 1: who, which process, what state, how often. */
+static void print_title(FILE *out, const struct app *a, int width,
+			double interval_s)
+{
+	char version[32], pid[PATH_MAX + 32], state[96], every[48];
+	struct line_item items[] = {
+		{ .text = version, .priority = 3 },
+		{ .text = pid, .priority = 9, .shrink = true },
+		{ .text = state, .priority = 10 },
+		{ .text = every, .priority = 5 },
+	};
+
+	snprintf(version, sizeof(version), "qsptop %s", QSPTOP_VERSION);
+	snprintf(pid, sizeof(pid), "pid %d %s", (int)a->attach.pid,
+		 a->client.hello.command);
+	snprintf(state, sizeof(state), "%s (%s)", app_state_name(a),
+		 a->attach.mode);
+	snprintf(every, sizeof(every), "interval %.2fs", interval_s);
+	print_items(out, width, items, sizeof(items) / sizeof(items[0]));
 }
 
 /*
@@ -43,31 +70,44 @@ static void print_header(FILE *out, const struct app *a, int width,
 			 size_t shown, size_t total)
 {
 	struct model_stats st;
-	char lock[32], cond[32], acq[32], losses[96], rows[64] = "", types[128];
-	char note[80], names[96] = "", line[8192];
+	char threads[64], lock[48], cond[48], acq[48], losses[96], sort[48];
+	char types[128], coalesce[48], rows[64] = "", names[80], v[32];
+	bool lost;
+	struct line_item items[] = {
+		{ .text = threads, .priority = 6 },
+		{ .text = lock, .priority = 10 },
+		{ .text = cond, .priority = 8 },
+		{ .text = acq, .priority = 7 },
+		{ .text = losses, .priority = 2 },
+		{ .text = sort, .priority = 4 },
+		{ .text = types, .priority = 9 },
+		{ .text = coalesce, .priority = 3 },
+		{ .text = rows, .priority = 10 },
+		{ .text = names, .priority = 9 },
+	};
 
 	model_stats(a->model, &st);
+	lost = st.dropped || st.folded || st.raw_futex_threads;
+	items[4].priority = lost ? 10 : 2;
+	print_title(out, a, width, st.interval_s);
+	snprintf(threads, sizeof(threads), "threads %u seen, %u live",
+		 st.threads_seen, st.threads_live);
+	format_duration(v, sizeof(v), st.lock_wait_per_s);
+	snprintf(lock, sizeof(lock), "lock wait %s/s", v);
+	format_duration(v, sizeof(v), st.cond_wait_per_s);
+	snprintf(cond, sizeof(cond), "cond wait %s/s", v);
+	format_count(v, sizeof(v), st.acq_per_s);
+	snprintf(acq, sizeof(acq), "acq %s/s", v);
 	format_losses(losses, sizeof(losses), &st);
-	format_duration(lock, sizeof(lock), st.lock_wait_per_s);
-	format_duration(cond, sizeof(cond), st.cond_wait_per_s);
-	format_count(acq, sizeof(acq), st.acq_per_s);
-	format_types(types, sizeof(types), &a->query, " - ");
-	snprintf(line, sizeof(line), "qsptop %s - pid %d %s - %s (%s) - "
-		 "interval %.2fs", QSPTOP_VERSION, (int)a->attach.pid,
-		 a->client.hello.command, app_state_name(a), a->attach.mode,
-		 st.interval_s);
-	print_line(out, width, line);
+	snprintf(sort, sizeof(sort), "sort %s%s", a->query.ascending ? "-" : "",
+		 a->query.sort->key);
+	format_types(types, sizeof(types), &a->query, "");
+	snprintf(coalesce, sizeof(coalesce), "coalesce %s",
+		 coalesce_name(a->query.coalesce));
 	if (a->opt.rows)
-		snprintf(rows, sizeof(rows), " - rows %zu of %zu", shown, total);
-	symbols_progress(a->symbols, format_utf8(), note, sizeof(note));
-	if (note[0])
-		snprintf(names, sizeof(names), " - %s", note);
-	snprintf(line, sizeof(line), "threads %u seen, %u live - lock wait %s/s"
-		 " - cond wait %s/s - acq %s/s - %s - sort %s%s%s - coalesce %s%s%s",
-		 st.threads_seen, st.threads_live, lock, cond, acq, losses,
-		 a->query.ascending ? "-" : "", a->query.sort->key, types,
-		 coalesce_name(a->query.coalesce), rows, names);
-	print_line(out, width, line);
+		snprintf(rows, sizeof(rows), "rows %zu of %zu", shown, total);
+	symbols_progress(a->symbols, format_utf8(), names, sizeof(names));
+	print_items(out, width, items, sizeof(items) / sizeof(items[0]));
 	fputc('\n', out);
 }
 

@@ -97,6 +97,10 @@ int main(void)
 	struct run r;
 
 	find_paths("/tmp/qsptop-install-XXXXXX", "wl_locks");
+	/* Under make -j, make's job pipe is not ours to share. */
+	unsetenv("MAKEFLAGS");
+	unsetenv("MFLAGS");
+	unsetenv("MAKELEVEL");
 	snprintf(dest, sizeof(dest), "%s/dest", tmp);
 	snprintf(prefix, sizeof(prefix), "%s/usr", dest);
 	r = make_target("install");

@@ -249,13 +249,15 @@ static const char *const totals_items[] = {
 	"lock wait " DURATION "/s", "cond wait " DURATION "/s",
 	"acq [0-9.]+[KMGTP]?/s", "threads [0-9]+ seen, [0-9]+ live",
 	"sort (wait|total|avg|count|contended|max|site) (\u25bc|\u25b2)",
-	"coalesce (none|site|object)", "dropped [0-9]+",
+	"coalesce (none|site|object)", "dropped [0-9]+", "idle last",
+	"types [a-z, -]+",
 };
 
 /* The key hints of the status line. */
 static const char *const hint_items[] = {
 	"q quit", "h help", "Enter details", "</> sort", "I invert", "m coalesce",
 	"r reset", "/ filter", "e export", "f flame", "w wrappers", "Space pause",
+	"T types", "d delay", "s site", "t theme",
 };
 
 /*

@@ -91,8 +91,8 @@ static void test_table_sorted_by_count(void)
 		fprintf(stderr, "note: the title is wider than %d columns here, its end "
 			"is cut\n", WIDTH);
 	CHECK_SCREEN(totals_have("sort count \u25bc") && totals_have("coalesce none") &&
-		     totals_have("dropped 0") && !totals_have("filter"),
-		     "header: expected \"sort count ▼\", \"coalesce none\", \"dropped 0\", "
+		     totals_have("idle last") && !totals_have("filter"),
+		     "header: expected \"sort count ▼\", \"coalesce none\", \"idle last\", "
 		     "no filter");
 	screen_line(title_line(&end), line, sizeof(line));
 	CHECK_SCREEN(strstr(line, "OBJECT") && strstr(line, "WAIT/s") &&

@@ -144,6 +144,22 @@ void *arena_realloc(void *p, size_t old_size, size_t new_size)
 	return q;
 }
 
+bool arena_grow(void **v, uint32_t *capacity, uint32_t n, uint32_t first,
+		size_t size)
+{
+	uint32_t c = *capacity ? *capacity * 2 : first;
+	void *p;
+
+	if (n < *capacity)
+		return true;
+	p = arena_realloc(*v, *capacity * size, c * size);
+	if (p == NULL)
+		return false;
+	*v = p;
+	*capacity = c;
+	return true;
+}
+
 bool arena_tight(void)
 {
 	size_t share = table_share();

@@ -20,6 +20,7 @@
 #define QSPTOP_ARENA_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stddef.h>
 
 #define ARENA_MIN 64
@@ -40,6 +41,14 @@ void arena_free(void *p, size_t size);
  * freed. NULL (the old block untouched) past the cap.
  */
 void *arena_realloc(void *p, size_t old_size, size_t new_size);
+
+/*
+ * Make room for element n of *v, an array of *capacity elements of size
+ * bytes: the capacity doubles, from first when empty. false when short of
+ * memory (*v untouched).
+ */
+bool arena_grow(void **v, uint32_t *capacity, uint32_t n, uint32_t first,
+		size_t size);
 
 /*
  * Whether tables' memory is nearly spent: past 7/8 of their share, new

@@ -110,20 +110,10 @@ static bool known(const struct modules *ms, uint64_t base, const char *path)
 	return false;
 }
 
-/* Make room for one more module; false without memory. */
+/* Room for one more module; false when memory is short. */
 static bool room_for_one(struct modules *ms)
 {
-	size_t cap = ms->cap ? ms->cap * 2 : 16;
-	struct proto_module *v;
-
-	if (ms->n < ms->cap)
-		return true;
-	v = arena_realloc(ms->v, ms->cap * sizeof(*v), cap * sizeof(*v));
-	if (v == NULL)
-		return false;
-	ms->v = v;
-	ms->cap = cap;
-	return true;
+	return arena_grow((void **)&ms->v, &ms->cap, ms->n, 16, sizeof(*ms->v));
 }
 
 /* Inside the walk: arena memory only (no host lock), no I/O. */

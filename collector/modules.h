@@ -20,7 +20,7 @@
 
 struct modules {
 	struct proto_module *v;
-	size_t n, cap;
+	uint32_t n, cap;
 	unsigned long long adds;	/* dlpi_adds at the last refresh */
 };
 

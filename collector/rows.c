@@ -67,19 +67,10 @@ static uint32_t *index_slot(struct rows *rs, uint64_t site, uint64_t object,
 	}
 }
 
+/* Room for one more row; false when memory is short. */
 static bool room_for_row(struct rows *rs)
 {
-	uint32_t cap = rs->cap ? rs->cap * 2 : 256;
-	struct row *v;
-
-	if (rs->n < rs->cap)
-		return true;
-	v = arena_realloc(rs->v, rs->cap * sizeof(*v), cap * sizeof(*v));
-	if (v == NULL)
-		return false;
-	rs->v = v;
-	rs->cap = cap;
-	return true;
+	return arena_grow((void **)&rs->v, &rs->cap, rs->n, 256, sizeof(*rs->v));
 }
 
 /*

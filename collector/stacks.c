@@ -12,22 +12,6 @@ static uint32_t row_hash(uint32_t row, uint32_t stack, uint32_t tid)
 			 (uint64_t)stack * 0x9e3779b97f4a7c15ull);
 }
 
-/* Make room for element n of *v (elements of size bytes); false if short. */
-static bool room(void **v, uint32_t *cap, uint32_t n, size_t size)
-{
-	uint32_t c = *cap ? *cap * 2 : 256;
-	void *p;
-
-	if (n < *cap)
-		return true;
-	p = arena_realloc(*v, *cap * size, c * size);
-	if (p == NULL)
-		return false;
-	*v = p;
-	*cap = c;
-	return true;
-}
-
 /* Grow an open-addressing index, re-placing n items by their hashes. */
 static bool rebuild_index(uint32_t **index, uint32_t *index_cap, uint32_t n,
 			  uint32_t (*hash_of)(const struct stacks *, uint32_t),
@@ -84,7 +68,8 @@ static uint32_t global_id(struct stacks *ss, const struct thread_stack *s,
 			return k - 1;
 	}
 	if (ss->ndefs >= STACKS_MAX ||
-	    !room((void **)&ss->defs, &ss->defs_cap, ss->ndefs, sizeof(*ss->defs)))
+	    !arena_grow((void **)&ss->defs, &ss->defs_cap, ss->ndefs, 256,
+				sizeof(*ss->defs)))
 		return NO_GLOBAL_ID;
 	k = ss->ndefs++;
 	ss->defs[k].id = k;
@@ -113,7 +98,7 @@ static struct stack_row *row_for(struct stacks *ss, uint32_t row,
 			return &ss->v[k - 1];
 	}
 	if (ss->n >= STACK_ROWS_MAX ||
-	    !room((void **)&ss->v, &ss->cap, ss->n, sizeof(*ss->v)))
+	    !arena_grow((void **)&ss->v, &ss->cap, ss->n, 256, sizeof(*ss->v)))
 		return NULL;
 	k = ss->n++;
 	memset(&ss->v[k], 0, sizeof(ss->v[k]));

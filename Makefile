@@ -167,10 +167,12 @@ $(BUILD)/asan/obj/%.o: %.c | $(DEPS_STAMP)
 $(ASAN_ARCHIVE): $(patsubst %.c,$(BUILD)/asan/obj/%.o,$(UNIT_TUI_SRC))
 	rm -f $@ && ar rcs $@ $^
 
-# Unit tests link the front-end and common modules they use.
-$(BUILD)/tests/%: tests/unit/%.c $(UNIT_ARCHIVE) | $(DEPS_STAMP)
+# Unit tests link the front-end and common modules they use; a change to
+# a header the tests share (check.h, model_fixture.h) rebuilds them.
+UNIT_HDR := $(wildcard tests/unit/*.h)
+$(BUILD)/tests/%: tests/unit/%.c $(UNIT_ARCHIVE) $(UNIT_HDR) | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(PKG_CFLAGS) -o $@ $^ $(UNIT_LIBS)
+	$(CC) $(ALL_CFLAGS) $(PKG_CFLAGS) -o $@ $(filter %.c %.a,$^) $(UNIT_LIBS)
 
 # Workloads: -g so call sites resolve to file:line, -O1 keeps them readable.
 $(BUILD)/tests/wl_%: tests/workloads/%.c | $(DEPS_STAMP)
@@ -209,9 +211,9 @@ $(BUILD)/tests/%: tests/integration/%.c $(wildcard tests/integration/*.h) $(COMM
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(PKG_CFLAGS) -o $@ $< $(COMMON_OBJ) $(UNIT_LIBS)
 
-$(BUILD)/asan/%: tests/unit/%.c $(ASAN_ARCHIVE) | $(DEPS_STAMP)
+$(BUILD)/asan/%: tests/unit/%.c $(ASAN_ARCHIVE) $(UNIT_HDR) | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(SANITIZE) $(PKG_CFLAGS) -o $@ $^ $(UNIT_LIBS)
+	$(CC) $(ALL_CFLAGS) $(SANITIZE) $(PKG_CFLAGS) -o $@ $(filter %.c %.a,$^) $(UNIT_LIBS)
 
 COLLECTOR_UNIT_LIBS = -ldl -lpthread
 $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(COLLECTOR_UNIT)): $(BUILD)/tests/%: tests/unit/%.c $(COLLECTOR_UNIT_SRC) | $(DEPS_STAMP)

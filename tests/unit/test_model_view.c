@@ -1,0 +1,660 @@
+/*
+ * Unit tests of the model's views: coalescing, sort keys and their tie
+ * break, filters, types and names, and windows of a view.
+ */
+#include "model_fixture.h"
+
+static enum sort_key key_of(const struct column *c)
+{
+	int k = 0;
+
+	while (k < SORT_KEY_COUNT && strcmp(c->key, sort_names[k]) != 0)
+		k++;
+	return (enum sort_key)k;
+}
+
+/* The view row of a site and object, or NULL. */
+static const struct view_row *find(const struct view_row *v, size_t n,
+				   uint64_t site, uint64_t object)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (v[i].site == site && v[i].object == object)
+			return &v[i];
+	}
+	return NULL;
+}
+
+static void test_coalesce_site(void)
+{
+	struct model *m = model_new();
+	const struct view_row *a, *b;
+	struct view_row *v;
+	size_t n;
+
+	def(m, 0, LOCK_MUTEX, 0x100, 0xa0);
+	def(m, 1, LOCK_MUTEX, 0x100, 0xb0);
+	def(m, 2, LOCK_MUTEX, 0x200, 0xc0);
+	tick(m, 0);
+	add(m, 0, 10, 1, 100, 80);
+	add(m, 1, 20, 2, 300, 40);
+	add(m, 2, 5, 5, 50, 50);
+	tick(m, 1000000000);
+	n = view(m, COALESCE_SITE, SORT_TOTAL, false, NULL, &v);
+	CHECK_U64(n, 2);
+	a = find(v, n, 0x100, 0);
+	b = find(v, n, 0x200, 0xc0);
+	CHECK(a != NULL && b != NULL,
+	      "expected rows for sites 0x100 and 0x200, got none");
+	if (a != NULL && b != NULL) {
+		CHECK(a == &v[0], "first row: expected site 0x100, got %#"
+		      PRIx64, v[0].site);
+		CHECK_U64(a->n_objects, 2);
+		CHECK_U64(a->n_sites, 1);
+		CHECK_U64(a->c.acquisitions, 30);
+		CHECK_U64(a->c.wait_ns, 400);
+		CHECK_U64(a->c.hist[3], 3);
+		CHECK_U64(a->max_wait_ns, 80);
+		CHECK_U64(a->row_id, 1);
+		CHECK_DBL(a->wait_per_s, 400);
+		CHECK_DBL(a->acq_per_s, 30);
+		CHECK_U64(a->trend[TREND_LEN - 1], 400);
+		CHECK_U64(b->n_objects, 1);
+		CHECK_U64(b->c.wait_ns, 50);
+		CHECK_U64(b->row_id, 2);
+	}
+	free(v);
+
+	/* Another type at the same site is a row of its own. */
+	def(m, 3, LOCK_RWLOCK_READ, 0x100, 0xa0);
+	n = view(m, COALESCE_SITE, SORT_TOTAL, false, NULL, &v);
+	CHECK_U64(n, 3);
+	free(v);
+	model_free(m);
+}
+
+static void test_coalesce_object(void)
+{
+	struct model *m = model_new();
+	const struct view_row *x, *y;
+	struct view_row *v;
+	size_t n;
+
+	def(m, 0, LOCK_MUTEX, 0x100, 0xa0);
+	def(m, 1, LOCK_MUTEX, 0x200, 0xa0);
+	def(m, 2, LOCK_MUTEX, 0x300, 0xb0);
+	def(m, 3, LOCK_MUTEX, 0x300, 0xa0);
+	add(m, 0, 1, 1, 10, 10);
+	add(m, 1, 1, 1, 30, 30);
+	add(m, 2, 1, 1, 5, 5);
+	add(m, 3, 1, 1, 30, 30);	/* ties row 1: lowest id wins */
+	n = view(m, COALESCE_OBJECT, SORT_TOTAL, false, NULL, &v);
+	CHECK_U64(n, 2);
+	x = find(v, n, 0, 0xa0);
+	y = find(v, n, 0x300, 0xb0);
+	CHECK(x != NULL && y != NULL,
+	      "expected rows for objects 0xa0 and 0xb0, got none");
+	if (x != NULL && y != NULL) {
+		CHECK_U64(x->n_sites, 3);
+		CHECK_U64(x->n_objects, 1);
+		CHECK_U64(x->c.wait_ns, 70);
+		CHECK_U64(x->max_wait_ns, 30);
+		CHECK_U64(x->row_id, 1);
+		CHECK_U64(y->n_sites, 1);
+		CHECK_U64(y->row_id, 2);
+	}
+	free(v);
+	model_free(m);
+}
+
+/*
+ * Three rows whose order differs by key. Totals: beta 100 acq, 10 cont,
+ * 3000 ns (avg 300), max 50; gamma 10, 30, 2000 (avg 66.7), max 500; alpha
+ * 50, 20, 1000 (avg 50), max 1500. Last interval waits: beta 500,
+ * gamma 100, alpha 900.
+ */
+static struct model *sort_fixture(void)
+{
+	struct model *m = model_new();
+
+	def(m, 0, LOCK_MUTEX, 0x100, 0xa0);	/* beta */
+	def(m, 1, LOCK_MUTEX, 0x200, 0xb0);	/* gamma */
+	def(m, 2, LOCK_MUTEX, 0x300, 0xc0);	/* alpha */
+	tick(m, 0);
+	add(m, 0, 0, 0, 500, 0);
+	add(m, 1, 0, 0, 100, 0);
+	add(m, 2, 0, 0, 900, 0);
+	tick(m, 1000000000);
+	add(m, 0, 100, 10, 2500, 50);
+	add(m, 1, 10, 30, 1900, 500);
+	add(m, 2, 50, 20, 100, 1500);
+	return m;
+}
+
+static void test_sort_keys(void)
+{
+	static const struct {
+		enum sort_key key;
+		bool asc;
+		const char *want;	/* labels, in order */
+	} cases[] = {
+		{ SORT_WAIT, false, "alpha beta gamma" },
+		{ SORT_WAIT, true, "gamma beta alpha" },
+		{ SORT_TOTAL, false, "beta gamma alpha" },
+		{ SORT_TOTAL, true, "alpha gamma beta" },
+		{ SORT_AVG, false, "beta gamma alpha" },
+		{ SORT_AVG, true, "alpha gamma beta" },
+		{ SORT_COUNT, false, "beta alpha gamma" },
+		{ SORT_COUNT, true, "gamma alpha beta" },
+		{ SORT_CONTENDED, false, "gamma alpha beta" },
+		{ SORT_CONTENDED, true, "beta alpha gamma" },
+		{ SORT_MAX, false, "alpha gamma beta" },
+		{ SORT_MAX, true, "beta gamma alpha" },
+		{ SORT_SITE, false, "alpha beta gamma" },	/* A to Z */
+		{ SORT_SITE, true, "gamma beta alpha" },
+	};
+	struct model *m = sort_fixture();
+
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		struct view_row *v;
+		size_t n = view(m, COALESCE_NONE, cases[i].key, cases[i].asc,
+				NULL, &v);
+		char got[64] = "";
+
+		for (size_t j = 0; j < n; j++) {
+			strcat(got, j ? " " : "");
+			strcat(got, label_of(NULL, v[j].site));
+		}
+		CHECK(strcmp(got, cases[i].want) == 0,
+		      "sort %s %s: expected \"%s\", got \"%s\"",
+		      sort_names[cases[i].key],
+		      cases[i].asc ? "ascending" : "default", cases[i].want,
+		      got);
+		free(v);
+	}
+	model_free(m);
+}
+
+/* Rows equal on the sort key fall back to wait, site, object, type, id. */
+static void test_tie_break(void)
+{
+	static const struct {
+		uint32_t id;
+		enum lock_type type;
+		uint64_t site, object, wait;
+	} rows[] = {
+		{ 0, LOCK_SPIN, 0x200, 0xa0, 10 },
+		{ 1, LOCK_MUTEX, 0x200, 0xa0, 10 },
+		{ 2, LOCK_MUTEX, 0x200, 0x90, 10 },
+		{ 3, LOCK_MUTEX, 0x100, 0xb0, 10 },
+		{ 4, LOCK_MUTEX, 0x300, 0xa0, 50 },
+	};
+	static const uint32_t want[] = { 4, 3, 2, 1, 0 };
+	struct model *m = model_new();
+
+	for (size_t i = 0; i < 5; i++) {
+		def(m, rows[i].id, rows[i].type, rows[i].site, rows[i].object);
+		add(m, rows[i].id, 1, 1, rows[i].wait, 1);
+	}
+	for (int asc = 0; asc <= 1; asc++) {
+		for (int run = 0; run < 2; run++) {
+			struct view_row *v;
+			size_t n = view(m, COALESCE_NONE, SORT_COUNT, asc, NULL,
+					&v);
+
+			CHECK_U64(n, 5);
+			for (size_t i = 0; i < n && i < 5; i++)
+				CHECK(v[i].row_id == want[i],
+				      "tie %s run %d pos %zu: "
+				      "expected row %u, got %u",
+				      asc ? "asc" : "desc", run, i, want[i],
+				      v[i].row_id);
+			free(v);
+		}
+	}
+	model_free(m);
+}
+
+/* Labels of a view, space separated, in order. */
+static void view_labels(const struct view_row *v, size_t n, char *out,
+			size_t len)
+{
+	out[0] = '\0';
+	for (size_t i = 0; i < n; i++) {
+		const char *l = v[i].site ? label_of(NULL, v[i].site) : "*";
+
+		snprintf(out + strlen(out), len - strlen(out), "%s%s",
+			 i ? " " : "", l);
+	}
+}
+
+static void test_filter(void)
+{
+	static const struct {
+		const char *filter;
+		const char *want;
+	} cases[] = {
+		{ NULL, "Queue_Push worker_lock main" },
+		{ "", "Queue_Push worker_lock main" },
+		{ "QUEUE", "Queue_Push" },
+		{ "_", "Queue_Push worker_lock" },
+		{ "LOCK", "worker_lock" },
+		{ "nothing", "" },
+	};
+	struct model *m = model_new();
+	struct model_query q = { .sort = by(SORT_WAIT), .filter = "main" };
+	struct view_row *v;
+	char got[128];
+
+	def(m, 0, LOCK_MUTEX, 0x400, 0xa0);	/* worker_lock */
+	def(m, 1, LOCK_MUTEX, 0x500, 0xb0);	/* Queue_Push */
+	def(m, 2, LOCK_MUTEX, 0x600, 0xc0);	/* main */
+	add(m, 0, 1, 1, 20, 1);
+	add(m, 1, 1, 1, 30, 1);
+	add(m, 2, 1, 1, 10, 1);
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		size_t n = view(m, COALESCE_NONE, SORT_TOTAL, false,
+				cases[i].filter, &v);
+
+		view_labels(v, n, got, sizeof got);
+		CHECK(strcmp(got, cases[i].want) == 0,
+		      "filter \"%s\": expected \"%s\", got \"%s\"",
+		      cases[i].filter ? cases[i].filter : "(null)",
+		      cases[i].want, got);
+		CHECK(n != 0 || v == NULL,
+		      "empty view: expected NULL rows, got %p", (void *)v);
+		free(v);
+	}
+	/* Without a label function the filter cannot apply: keep all. */
+	CHECK_U64(model_view(m, &q, &v), 3);
+	free(v);
+	model_free(m);
+}
+
+/* A multi-site row is kept when any member's site matches. */
+/*
+ * Idle waits (condvar, futex-wake) after the locks in every order unless
+ * mixed in; a type set shows only its types.
+ */
+static void test_types(void)
+{
+	static const struct {
+		enum sort_key key;
+		bool asc, mix;
+		unsigned types;
+		const char *want;
+	} cases[] = {
+		{ SORT_TOTAL, false, false, 0, "worker_lock main Queue_Push" },
+		{ SORT_TOTAL, true, false, 0, "main worker_lock Queue_Push" },
+		{ SORT_SITE, false, false, 0, "main worker_lock Queue_Push" },
+		{ SORT_TOTAL, false, true, 0, "Queue_Push worker_lock main" },
+		{ SORT_TOTAL, true, true, 0, "main worker_lock Queue_Push" },
+		{ SORT_TOTAL, false, false, 1u << LOCK_MUTEX, "worker_lock" },
+		{ SORT_TOTAL, false, false, 1u << LOCK_CONDVAR, "Queue_Push" },
+		{ SORT_TOTAL, false, false, 1u << LOCK_FUTEX, "" },
+	};
+	struct model *m = model_new();
+	struct view_row *v;
+	char got[128];
+
+	def(m, 0, LOCK_MUTEX, 0x400, 0xa0);	/* worker_lock */
+	def(m, 1, LOCK_CONDVAR, 0x500, 0xb0);	/* Queue_Push */
+	def(m, 2, LOCK_SPIN, 0x600, 0xc0);	/* main */
+	add(m, 0, 1, 1, 20, 1);
+	add(m, 1, 1, 1, 3000, 1);
+	add(m, 2, 1, 1, 10, 1);
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		struct model_query q = { .sort = by(cases[i].key),
+			.ascending = cases[i].asc, .mix_idle = cases[i].mix,
+			.types = cases[i].types, .site_label = label_of };
+		size_t n = model_view(m, &q, &v);
+
+		view_labels(v, n, got, sizeof got);
+		CHECK(strcmp(got, cases[i].want) == 0,
+		      "sort %s%s%s, types 0x%x: expected \"%s\", got \"%s\"",
+		      sort_names[cases[i].key], cases[i].asc ? " ascending" : "",
+		      cases[i].mix ? " mixed" : "", cases[i].types,
+		      cases[i].want, got);
+		free(v);
+	}
+	model_free(m);
+}
+
+static void test_filter_coalesced(void)
+{
+	struct model *m = model_new();
+	struct view_row *v;
+	size_t n;
+
+	def(m, 0, LOCK_MUTEX, 0x400, 0xa0);	/* worker_lock */
+	def(m, 1, LOCK_MUTEX, 0x500, 0xa0);	/* Queue_Push */
+	def(m, 2, LOCK_MUTEX, 0x400, 0xb0);	/* worker_lock */
+	add(m, 0, 1, 1, 20, 1);
+	add(m, 1, 1, 1, 30, 1);
+	add(m, 2, 1, 1, 10, 1);
+	n = view(m, COALESCE_OBJECT, SORT_TOTAL, false, "queue", &v);
+	CHECK_U64(n, 1);
+	if (n == 1) {
+		CHECK_U64(v[0].object, 0xa0);
+		CHECK_U64(v[0].site, 0);
+		CHECK_U64(v[0].n_sites, 2);
+	}
+	free(v);
+	n = view(m, COALESCE_OBJECT, SORT_TOTAL, false, "WORKER", &v);
+	CHECK_U64(n, 2);
+	free(v);
+	model_free(m);
+}
+
+static void test_names(void)
+{
+	static const char *const bad[] = { "", "WAIT", "bogus", "sites" };
+
+	for (size_t i = 0; i < column_count; i++)
+		CHECK(columns[i].key == NULL ||
+		      column_by_key(columns[i].key) == &columns[i],
+		      "sort key \"%s\": expected its column %s",
+		      columns[i].key, columns[i].title);
+	for (int k = 0; k < SORT_KEY_COUNT; k++)
+		CHECK(by((enum sort_key)k) != NULL, "sort key \"%s\": no column",
+		      sort_names[k]);
+	for (int c = 0; c < COALESCE_COUNT; c++)
+		CHECK(coalesce_parse(coalesce_name((enum coalesce)c)) == c,
+		      "coalesce %d: expected round trip, got %d via \"%s\"", c,
+		      coalesce_parse(coalesce_name((enum coalesce)c)),
+		      coalesce_name((enum coalesce)c));
+	CHECK_STR(by(SORT_AVG)->title, "AVG");
+	CHECK_STR(by(SORT_CONTENDED)->title, "CONT%");
+	CHECK_STR(coalesce_name(COALESCE_OBJECT), "object");
+	CHECK_U64(coalesce_parse("site"), COALESCE_SITE);
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		CHECK(column_by_key(bad[i]) == NULL,
+		      "sort key \"%s\": expected none, got %s", bad[i],
+		      column_by_key(bad[i]) ? column_by_key(bad[i])->title : "");
+		CHECK(coalesce_parse(bad[i]) == -1,
+		      "coalesce \"%s\": expected -1, got %d", bad[i],
+		      coalesce_parse(bad[i]));
+	}
+}
+
+static void test_empty(void)
+{
+	struct model *m = model_new();
+	struct model_stats s;
+	struct view_row *v = (struct view_row *)&s;
+
+	CHECK_U64(view(m, COALESCE_SITE, SORT_SITE, false, NULL, &v), 0);
+	CHECK(v == NULL, "empty model: expected NULL rows, got %p", (void *)v);
+	model_reset(m);
+	tick(m, 5);
+	model_stats(m, &s);
+	CHECK_U64(s.ticks, 1);
+	CHECK_U64(s.total.acquisitions, 0);
+	model_free(m);
+}
+
+/* 100k rows: 1000 sites x 100 objects; coalescing must stay fast. */
+static void test_many_rows(void)
+{
+	struct model *m = model_new();
+	struct view_row *v;
+	size_t n, bad = 0;
+
+	for (uint32_t id = 0; id < 100000; id++) {
+		struct proto_row r = { .id = id, .type = LOCK_MUTEX,
+				       .site = 0x10000 + (id / 100) * 16,
+				       .object = 0x900000 + (id % 100) * 64 };
+
+		bad += model_define_row(m, &r) != 0;
+		add(m, id, 1, 1, id % 977, id % 977);
+	}
+	CHECK_U64(bad, 0);
+	tick(m, 0);
+	n = view(m, COALESCE_SITE, SORT_WAIT, false, NULL, &v);
+	CHECK_U64(n, 1000);
+	CHECK_U64(v[0].n_objects, 100);
+	free(v);
+	n = view(m, COALESCE_OBJECT, SORT_SITE, true, NULL, &v);
+	CHECK_U64(n, 100);
+	CHECK_U64(v[0].n_sites, 1000);
+	CHECK_U64(v[0].site, 0);
+	free(v);
+	n = view(m, COALESCE_NONE, SORT_AVG, false, "SITE_12", &v);
+	CHECK(n > 0 && n < 100000, "filtered 100k: expected some, got %zu", n);
+	free(v);
+	model_free(m);
+}
+
+/* The sort of the old table: numbers, as view rows compare on each key. */
+static int ref_key(const struct view_row *a, const struct view_row *b,
+		   enum sort_key k)
+{
+	double aa = lock_counts_avg_wait_ns(&a->c);
+	double ab = lock_counts_avg_wait_ns(&b->c);
+
+	switch (k) {
+	case SORT_WAIT:
+		return (a->wait_per_s > b->wait_per_s) -
+		       (a->wait_per_s < b->wait_per_s);
+	case SORT_TOTAL:
+		return (a->c.wait_ns > b->c.wait_ns) - (a->c.wait_ns < b->c.wait_ns);
+	case SORT_AVG:
+		return (aa > ab) - (aa < ab);
+	case SORT_COUNT:
+		return (a->c.acquisitions > b->c.acquisitions) -
+		       (a->c.acquisitions < b->c.acquisitions);
+	case SORT_CONTENDED:
+		return (a->c.contended > b->c.contended) -
+		       (a->c.contended < b->c.contended);
+	case SORT_MAX:
+		return (a->max_wait_ns > b->max_wait_ns) -
+		       (a->max_wait_ns < b->max_wait_ns);
+	default:
+		return 0;
+	}
+}
+
+/* A site's label as the view sorts by it, copied. */
+static void ref_label(const struct model_query *q, uint64_t site, char *out,
+		      size_t len)
+{
+	const char *l = q->site_label ? q->site_label(q->ctx, site) : NULL;
+
+	if (q->site_label == NULL)
+		snprintf(out, len, "%016" PRIx64, site);
+	else
+		snprintf(out, len, "%s", l ? l : "");
+}
+
+/*
+ * The comparison that defined the table's order before views sorted
+ * compact keys: the query's key, then total wait, site, object, type and
+ * row id. A strict total order on the lines of one view.
+ */
+static int ref_cmp(const struct model_query *q, const struct view_row *a,
+		   const struct view_row *b)
+{
+	char la[64], lb[64];
+	int r;
+
+	if (key_of(q->sort) == SORT_SITE) {
+		ref_label(q, a->site, la, sizeof la);
+		ref_label(q, b->site, lb, sizeof lb);
+		r = strcmp(la, lb);
+	} else {
+		r = -ref_key(a, b, key_of(q->sort));
+	}
+	if (q->ascending)
+		r = -r;
+	if (r != 0)
+		return r;
+	if (a->c.wait_ns != b->c.wait_ns)
+		return a->c.wait_ns > b->c.wait_ns ? -1 : 1;
+	if (a->site != b->site)
+		return a->site < b->site ? -1 : 1;
+	if (a->object != b->object)
+		return a->object < b->object ? -1 : 1;
+	if (a->type != b->type)
+		return a->type < b->type ? -1 : 1;
+	return (a->row_id > b->row_id) - (a->row_id < b->row_id);
+}
+
+/* Every pair of neighbours in the order the old comparison gives. */
+static void check_sorted(const struct model_query *q,
+			 const struct view_row *v, size_t n)
+{
+	size_t bad = 0, first = 0;
+
+	for (size_t i = 1; i < n; i++) {
+		if (ref_cmp(q, &v[i - 1], &v[i]) >= 0 && bad++ == 0)
+			first = i;
+	}
+	CHECK(bad == 0, "%s: %zu lines out of order, first at %zu",
+	      combo_name(q), bad, first);
+}
+
+/* Lines [offset, offset + limit) built alone equal the whole view's. */
+static void check_window(const struct model *m, const struct model_query *q,
+			 const struct view_row *full, size_t n, size_t offset,
+			 size_t limit)
+{
+	struct view_window w = { .offset = offset, .limit = limit };
+	struct view_row *v;
+	size_t got = model_view_window(m, q, &w, &v);
+	size_t from = offset < n ? offset : n;
+	size_t want = limit && limit < n - from ? limit : n - from;
+
+	CHECK(got == want && w.total == n && w.offset == from,
+	      "%s window %zu+%zu: expected %zu lines at %zu of %zu, got %zu "
+	      "at %zu of %zu", combo_name(q), offset, limit, want, from, n,
+	      got, w.offset, w.total);
+	CHECK(got != want || got == 0 ||
+	      memcmp(v, full + from, got * sizeof *v) == 0,
+	      "%s window %zu+%zu: lines differ from the whole view's",
+	      combo_name(q), offset, limit);
+	CHECK(got != 0 || v == NULL, "empty window: expected NULL rows");
+	free(v);
+}
+
+/*
+ * Following line i's key finds the first line with that key in the whole
+ * view, and the window moves to hold it.
+ */
+static void check_follow(const struct model *m, const struct model_query *q,
+			 const struct view_row *full, size_t n, size_t i)
+{
+	struct view_window w = { .offset = 0, .limit = 5, .follow = true,
+				 .type = full[i].type, .site = full[i].site,
+				 .object = full[i].object };
+	struct view_row *v;
+	size_t want = 0, got;
+
+	while (full[want].type != full[i].type ||
+	       full[want].site != full[i].site ||
+	       full[want].object != full[i].object)
+		want++;
+	got = model_view_window(m, q, &w, &v);
+	CHECK(w.found == want && want >= w.offset && want < w.offset + got &&
+	      memcmp(&v[want - w.offset], &full[want], sizeof *v) == 0,
+	      "%s follow line %zu: expected found %zu in the window, got %zu "
+	      "in %zu+%zu", combo_name(q), i, want, w.found, w.offset, got);
+	free(v);
+	w = (struct view_window){ .follow = true, .type = LOCK_CONDVAR,
+				  .site = 1, .limit = 3 };
+	got = model_view_window(m, q, &w, &v);
+	CHECK(w.found == SIZE_MAX && w.offset == 0 && got == (n < 3 ? n : 3),
+	      "%s follow a missing key: expected nothing found, got %zu",
+	      combo_name(q), w.found);
+	free(v);
+}
+
+/*
+ * For every sort key, direction, coalescing, wrapper setting, filter and
+ * labelling: the view is in the old comparison's order, and any part of
+ * it built alone holds the same lines.
+ */
+static void test_window_equals_full_view(void)
+{
+	struct model *m = mixed_fixture();
+
+	for (unsigned i = 0; i < COMBOS; i++) {
+		struct model_query q = combo(i);
+		struct view_row *full;
+		size_t n = model_view(m, &q, &full);
+		static const size_t offsets[] = { 0, 1, 2, 17, 100 };
+		static const size_t limits[] = { 1, 7, 50, 0 };
+
+		CHECK(n > 20, "%s: expected a view of many lines, got %zu",
+		      combo_name(&q), n);
+		check_sorted(&q, full, n);
+		for (size_t a = 0; a < sizeof offsets / sizeof *offsets; a++)
+			for (size_t b = 0; b < sizeof limits / sizeof *limits; b++)
+				check_window(m, &q, full, n, offsets[a], limits[b]);
+		check_window(m, &q, full, n, n - 3, 7);
+		check_window(m, &q, full, n, n - 1, 1);
+		check_window(m, &q, full, n, n, 4);
+		check_window(m, &q, full, n, n + 5, 0);
+		for (size_t k = 0; n > 0 && k < 4; k++)
+			check_follow(m, &q, full, n, (k * 7919) % n);
+		free(full);
+	}
+	model_free(m);
+}
+
+/* At 100,000 rows the top and bottom lines alone are the whole view's. */
+static void test_window_at_scale(void)
+{
+	static const struct {
+		enum coalesce c;
+		enum sort_key k;
+		bool asc;
+	} cases[] = {
+		{ COALESCE_NONE, SORT_WAIT, false },
+		{ COALESCE_NONE, SORT_COUNT, true },
+		{ COALESCE_NONE, SORT_SITE, false },
+		{ COALESCE_SITE, SORT_AVG, false },
+		{ COALESCE_OBJECT, SORT_MAX, true },
+	};
+	struct model *m = model_new();
+
+	for (uint32_t id = 0; id < 100000; id++) {
+		def(m, id, LOCK_MUTEX, 0x10000 + (id / 100) * 16,
+		    0x900000 + (id % 1000) * 64);
+		add(m, id, id % 13, id % 3, id % 977, id % 89);
+	}
+	tick(m, 0);
+	for (uint32_t id = 0; id < 100000; id += 3)
+		add(m, id, 1, 1, id % 31, 1);
+	tick(m, 1000000000);
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		struct model_query q = query(cases[i].c, false);
+		struct view_row *full;
+		size_t n;
+
+		q.sort = by(cases[i].k);
+		q.ascending = cases[i].asc;
+		n = model_view(m, &q, &full);
+		check_sorted(&q, full, n);
+		check_window(m, &q, full, n, 0, 20);
+		check_window(m, &q, full, n, n / 2, 50);
+		check_window(m, &q, full, n, n - 20, 20);
+		free(full);
+	}
+	model_free(m);
+}
+
+int main(void)
+{
+	test_coalesce_site();
+	test_coalesce_object();
+	test_sort_keys();
+	test_tie_break();
+	test_filter();
+	test_types();
+	test_filter_coalesced();
+	test_names();
+	test_empty();
+	test_many_rows();
+	test_window_equals_full_view();
+	test_window_at_scale();
+	return check_summary();
+}

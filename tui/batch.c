@@ -69,45 +69,21 @@ static void print_title(FILE *out, const struct app *a, int width,
 static void print_header(FILE *out, const struct app *a, int width,
 			 size_t shown, size_t total)
 {
+	struct line_item items[TOTALS_ITEMS + 2];
+	char rows[64] = "", names[80];
 	struct model_stats st;
-	char threads[64], lock[48], cond[48], acq[48], losses[96], sort[48];
-	char types[128], coalesce[48], rows[64] = "", names[80], v[32];
-	bool lost;
-	struct line_item items[] = {
-		{ .text = threads, .priority = 6 },
-		{ .text = lock, .priority = 10 },
-		{ .text = cond, .priority = 8 },
-		{ .text = acq, .priority = 7 },
-		{ .text = losses, .priority = 2 },
-		{ .text = sort, .priority = 4 },
-		{ .text = types, .priority = 9 },
-		{ .text = coalesce, .priority = 3 },
-		{ .text = rows, .priority = 10 },
-		{ .text = names, .priority = 9 },
-	};
+	struct totals_text t;
+	size_t n;
 
 	model_stats(a->model, &st);
-	lost = st.dropped || st.folded || st.raw_futex_threads;
-	items[4].priority = lost ? 10 : 2;
 	print_title(out, a, width, st.interval_s);
-	snprintf(threads, sizeof(threads), "threads %u seen, %u live",
-		 st.threads_seen, st.threads_live);
-	format_duration(v, sizeof(v), st.lock_wait_per_s);
-	snprintf(lock, sizeof(lock), "lock wait %s/s", v);
-	format_duration(v, sizeof(v), st.cond_wait_per_s);
-	snprintf(cond, sizeof(cond), "cond wait %s/s", v);
-	format_count(v, sizeof(v), st.acq_per_s);
-	snprintf(acq, sizeof(acq), "acq %s/s", v);
-	format_losses(losses, sizeof(losses), &st);
-	snprintf(sort, sizeof(sort), "sort %s%s", a->query.ascending ? "-" : "",
-		 a->query.sort->key);
-	format_types(types, sizeof(types), &a->query, "");
-	snprintf(coalesce, sizeof(coalesce), "coalesce %s",
-		 coalesce_name(a->query.coalesce));
+	n = format_totals(&t, items, &st, &a->query, NULL);
 	if (a->opt.rows)
 		snprintf(rows, sizeof(rows), "rows %zu of %zu", shown, total);
 	symbols_progress(a->symbols, format_utf8(), names, sizeof(names));
-	print_items(out, width, items, sizeof(items) / sizeof(items[0]));
+	items[n++] = (struct line_item){ .text = rows, .priority = 10 };
+	items[n++] = (struct line_item){ .text = names, .priority = 9 };
+	print_items(out, width, items, n);
 	fputc('\n', out);
 }
 

@@ -537,6 +537,46 @@ void format_types(char *buf, size_t size, const struct model_query *q,
 		snprintf(buf + strlen(buf), size - strlen(buf), "idle last");
 }
 
+size_t format_totals(struct totals_text *t, struct line_item *items,
+		     const struct model_stats *st, const struct model_query *q,
+		     const char *filter)
+{
+	const char *arrow = format_utf8() ? (q->ascending ? "▲" : "▼")
+					  : (q->ascending ? "^" : "v");
+	bool lost = st->dropped || st->folded || st->raw_futex_threads;
+	const struct line_item shown[TOTALS_ITEMS] = {
+		{ .text = t->lock, .priority = 10 },
+		{ .text = t->cond, .priority = 8 },
+		{ .text = t->acq, .priority = 6 },
+		{ .text = t->filter, .priority = 9 },
+		{ .text = t->types, .priority = 9 },
+		{ .text = t->threads, .priority = 5 },
+		{ .text = t->sort, .priority = 4 },
+		{ .text = t->coalesce, .priority = 3 },
+		{ .text = t->losses, .priority = lost ? 10 : 2 },
+	};
+	char v[32];
+
+	format_duration(v, sizeof(v), st->lock_wait_per_s);
+	snprintf(t->lock, sizeof(t->lock), "lock wait %s/s", v);
+	format_duration(v, sizeof(v), st->cond_wait_per_s);
+	snprintf(t->cond, sizeof(t->cond), "cond wait %s/s", v);
+	format_count(v, sizeof(v), st->acq_per_s);
+	snprintf(t->acq, sizeof(t->acq), "acq %s/s", v);
+	t->filter[0] = '\0';
+	if (filter && filter[0])
+		snprintf(t->filter, sizeof(t->filter), "filter: %s", filter);
+	format_types(t->types, sizeof(t->types), q, "");
+	snprintf(t->threads, sizeof(t->threads), "threads %u seen, %u live",
+		 st->threads_seen, st->threads_live);
+	snprintf(t->sort, sizeof(t->sort), "sort %s %s", q->sort->key, arrow);
+	snprintf(t->coalesce, sizeof(t->coalesce), "coalesce %s",
+		 coalesce_name(q->coalesce));
+	format_losses(t->losses, sizeof(t->losses), st);
+	memcpy(items, shown, sizeof(shown));
+	return TOTALS_ITEMS;
+}
+
 void format_losses(char *buf, size_t size, const struct model_stats *st)
 {
 	int n = snprintf(buf, size, "dropped %llu", (unsigned long long)st->dropped);

@@ -81,40 +81,12 @@ static void draw_title(struct screen *s, const struct ui *ui)
  */
 static void draw_totals(struct screen *s, const struct ui *ui)
 {
-	const struct model_query *q = &ui->app->query;
-	const struct model_stats *st = &ui->stats;
-	char lock[48], cond[48], acq[48], filter[160] = "", threads[64];
-	char sort[48], coalesce[48], losses[96], v[32], types[160];
-	const char *arrow = format_utf8() ? (q->ascending ? "\u25b2" : "\u25bc")
-					  : (q->ascending ? "^" : "v");
-	bool lost = st->dropped || st->folded || st->raw_futex_threads;
-	struct line_item items[] = {
-		{ .text = lock, .priority = 10 },
-		{ .text = cond, .priority = 8 },
-		{ .text = acq, .priority = 6 },
-		{ .text = filter, .priority = 9 },
-		{ .text = types, .priority = 9 },
-		{ .text = threads, .priority = 5 },
-		{ .text = sort, .priority = 4 },
-		{ .text = coalesce, .priority = 3 },
-		{ .text = losses, .priority = lost ? 10 : 2 },
-	};
+	struct line_item items[TOTALS_ITEMS];
+	struct totals_text t;
+	size_t n = format_totals(&t, items, &ui->stats, &ui->app->query,
+				 ui->filter);
 
-	format_duration(v, sizeof(v), st->lock_wait_per_s);
-	snprintf(lock, sizeof(lock), "lock wait %s/s", v);
-	format_duration(v, sizeof(v), st->cond_wait_per_s);
-	snprintf(cond, sizeof(cond), "cond wait %s/s", v);
-	format_count(v, sizeof(v), st->acq_per_s);
-	snprintf(acq, sizeof(acq), "acq %s/s", v);
-	if (ui->filter[0])
-		snprintf(filter, sizeof(filter), "filter: %s", ui->filter);
-	format_types(types, sizeof(types), q, "");
-	snprintf(threads, sizeof(threads), "threads %u seen, %u live",
-		 st->threads_seen, st->threads_live);
-	snprintf(sort, sizeof(sort), "sort %s %s", q->sort->key, arrow);
-	snprintf(coalesce, sizeof(coalesce), "coalesce %s", coalesce_name(q->coalesce));
-	format_losses(losses, sizeof(losses), st);
-	draw_items(s, 1, SLOT_HEADER, items, sizeof(items) / sizeof(items[0]), sep());
+	draw_items(s, 1, SLOT_HEADER, items, n, sep());
 }
 
 static void draw_titles(struct screen *s, const struct ui *ui, int y,

@@ -410,7 +410,7 @@ static void test_cxx_batch(void)
 	r = run_capture(argv, 30000, 0);
 	CHECK(r.status == 0, "wl_cxxname in batch: expected exit 0, got %d: %s",
 	      r.status, r.err);
-	CHECK(strstr(r.out, " - lock wait ") && strstr(r.out, " - cond wait "),
+	CHECK(strstr(r.out, "\nlock wait ") && strstr(r.out, " - cond wait "),
 	      "batch header: expected \"lock wait\" and \"cond wait\":\n%s", r.out);
 	row = last_table_row(r.out, "checkout_request", titles, sizeof(titles));
 	if (row) {

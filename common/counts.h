@@ -29,15 +29,28 @@ struct lock_counts {
 	uint64_t hist[HIST_BUCKETS];	/* every wait, by hist_bucket() */
 };
 
-/* Add b to a. */
-static inline void lock_counts_add(struct lock_counts *a,
-				   const struct lock_counts *b)
+/* Whether c counts a wait, timed out or not. */
+static inline bool lock_counts_waited(const struct lock_counts *c)
+{
+	return c->contended != 0 || c->timeouts != 0;
+}
+
+/* Add b to a, all but the histogram (for a b whose histogram is empty). */
+static inline void lock_counts_add_calls(struct lock_counts *a,
+					 const struct lock_counts *b)
 {
 	a->acquisitions += b->acquisitions;
 	a->contended += b->contended;
 	a->timeouts += b->timeouts;
 	a->wait_ns += b->wait_ns;
 	a->failed += b->failed;
+}
+
+/* Add b to a. */
+static inline void lock_counts_add(struct lock_counts *a,
+				   const struct lock_counts *b)
+{
+	lock_counts_add_calls(a, b);
 	for (unsigned i = 0; i < HIST_BUCKETS; i++)
 		a->hist[i] += b->hist[i];
 }
@@ -47,19 +60,35 @@ static inline uint64_t lock_counts_sub_sat(uint64_t a, uint64_t b)
 	return a > b ? a - b : 0;
 }
 
-/* The growth from before to now, each count at least 0. */
-static inline void lock_counts_growth(struct lock_counts *d,
-				      const struct lock_counts *now,
-				      const struct lock_counts *before)
+/*
+ * The growth d (zeroed by the caller) from *last to now, each count at
+ * least 0, and *last brought up to now. Only waits fill the histogram:
+ * until now counts one, neither histogram is touched (a bucket read
+ * ahead of its wait's count is taken with a later update). Returns
+ * whether d's histogram was filled in.
+ */
+static inline bool lock_counts_advance(struct lock_counts *d,
+				       struct lock_counts *last,
+				       const struct lock_counts *now)
 {
 	d->acquisitions = lock_counts_sub_sat(now->acquisitions,
-					      before->acquisitions);
-	d->contended = lock_counts_sub_sat(now->contended, before->contended);
-	d->timeouts = lock_counts_sub_sat(now->timeouts, before->timeouts);
-	d->wait_ns = lock_counts_sub_sat(now->wait_ns, before->wait_ns);
-	d->failed = lock_counts_sub_sat(now->failed, before->failed);
-	for (unsigned i = 0; i < HIST_BUCKETS; i++)
-		d->hist[i] = lock_counts_sub_sat(now->hist[i], before->hist[i]);
+					      last->acquisitions);
+	d->contended = lock_counts_sub_sat(now->contended, last->contended);
+	d->timeouts = lock_counts_sub_sat(now->timeouts, last->timeouts);
+	d->wait_ns = lock_counts_sub_sat(now->wait_ns, last->wait_ns);
+	d->failed = lock_counts_sub_sat(now->failed, last->failed);
+	last->acquisitions = now->acquisitions;
+	last->contended = now->contended;
+	last->timeouts = now->timeouts;
+	last->wait_ns = now->wait_ns;
+	last->failed = now->failed;
+	if (!lock_counts_waited(now))
+		return false;
+	for (unsigned i = 0; i < HIST_BUCKETS; i++) {
+		d->hist[i] = lock_counts_sub_sat(now->hist[i], last->hist[i]);
+		last->hist[i] = now->hist[i];
+	}
+	return true;
 }
 
 static inline bool lock_counts_equal(const struct lock_counts *a,

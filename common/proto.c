@@ -570,8 +570,8 @@ static void decode_counts(struct rbuf *r, struct proto_counts *m)
 	m->max_wait_ns = (mask & HAS_MAX) ? get_varint(r) : 0;
 	if (mask & HAS_HIST)
 		hist_mask = get_varint32(r);
-	for (unsigned i = 0; i < HIST_BUCKETS && !r->err; i++)
-		m->c.hist[i] = (hist_mask & (1u << i)) ? get_varint(r) : 0;
+	for (uint32_t b = hist_mask; b != 0 && !r->err; b &= b - 1)
+		m->c.hist[__builtin_ctz(b)] = get_varint(r);
 	m->c.timeouts = (mask & HAS_TIMEOUTS) ? get_varint(r) : 0;
 }
 

@@ -108,8 +108,7 @@ static void on_counts(void *ctx, const struct proto_counts *m)
 		end(c, TARGET_LOST, "collector sent a row id out of range");
 		return;
 	}
-	lock_counts_growth(&d.c, &m->c, &c->last[m->row]);
-	c->last[m->row] = m->c;
+	d.hist_empty = !lock_counts_advance(&d.c, &c->last[m->row], &m->c);
 	if (!c->in_baseline)
 		model_apply_delta(c->model, &d);
 }

@@ -84,7 +84,8 @@ int model_define_row(struct model *m, const struct proto_row *r)
 /* Whether a delta carries waits: a wait time or a histogram count. */
 static bool delta_waited(const struct proto_delta *d)
 {
-	return d->c.wait_ns != 0 || lock_counts_hist_any(&d->c);
+	return d->c.wait_ns != 0 ||
+	       (!d->hist_empty && lock_counts_hist_any(&d->c));
 }
 
 /* Give a row its waits, empty, when it has none yet. */
@@ -106,8 +107,13 @@ void model_apply_delta(struct model *m, const struct proto_delta *d)
 		m->unknown_rows++;
 		return;
 	}
-	lock_counts_add(&row->since, &d->c);
-	lock_counts_add(&m->since, &d->c);
+	if (d->hist_empty) {
+		lock_counts_add_calls(&row->since, &d->c);
+		lock_counts_add_calls(&m->since, &d->c);
+	} else {
+		lock_counts_add(&row->since, &d->c);
+		lock_counts_add(&m->since, &d->c);
+	}
 	if (row->type == LOCK_CONDVAR)
 		m->since_cond_wait += d->c.wait_ns;
 	if (delta_waited(d))

@@ -101,7 +101,10 @@ static void test_type_filter(void)
 	run_free(&r);
 }
 
-/* The widest line of text, in characters (UTF-8), and the titles' width. */
+/*
+ * The widest line of text, in characters (UTF-8), and the titles' width
+ * (their line starts with TYPE, or with CALL SITE when TYPE gave way).
+ */
 static int widest(const char *text, int *titles)
 {
 	int most = 0, n = 0;
@@ -109,7 +112,8 @@ static int widest(const char *text, int *titles)
 	*titles = -1;
 	for (const char *p = text; *p; p++) {
 		if (*p == '\n') {
-			if (strncmp(p - n, "TYPE", 4) == 0 && *titles < 0)
+			if ((strncmp(p - n, "TYPE", 4) == 0 ||
+			     strncmp(p - n, "CALL SITE", 9) == 0) && *titles < 0)
 				*titles = n;
 			most = n > most ? n : most;
 			n = 0;

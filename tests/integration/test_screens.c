@@ -315,7 +315,7 @@ static void test_narrow_cxx(void)
 	strcat(program, " 60");
 	if (!start_sized("cxx", 80, 24, "", "-d 0.2", program))
 		return;
-	SEE("80x24", "checkout_request");
+	SEE("80x24", "checkout_connection_for_request");
 	SEE("80x24", "every 0.2s");
 	screen_line(0, line, sizeof(line));
 	snprintf(program, sizeof(program), "%s 60", wl);
@@ -337,11 +337,12 @@ static void test_narrow_cxx(void)
 		     strstr(titles, " MAX") && strstr(titles, "WAIT/s") &&
 		     !strstr(titles, "OBJECT"), "80x24 column titles: expected CALL "
 		     "SITE, WAIT/s, AVG and MAX, no OBJECT");
-	row = line_with("checkout_request", 3);
+	row = line_with("checkout_connection_for_request", 3);
 	screen_line(row, line, sizeof(line));
 	site_cell(titles, line, cell, sizeof(cell));
-	CHECK_SCREEN(strstr(cell, "checkout_request") != NULL, "80x24: expected "
-		     "\"checkout_request\" in the CALL SITE column, got \"%s\"", cell);
+	CHECK_SCREEN(strstr(cell, "checkout_connection_for_request") != NULL,
+		     "80x24: expected \"checkout_connection_for_request\" in the "
+		     "CALL SITE column, got \"%s\"", cell);
 	quit_session("80x24");
 }
 
@@ -379,7 +380,7 @@ static void check_wait_totals(const cJSON *snap)
 		if (strcmp(str_field(r, "type") ? str_field(r, "type") : "", "condvar") == 0)
 			cond += num_field(r, "wait_ns");
 		named |= symbol && strncmp(symbol, "storage::engine::connection_pool<", 33) == 0 &&
-			 strstr(symbol, ">::checkout_request(std::vector<") != NULL;
+			 strstr(symbol, ">::checkout_connection_for_request(std::vector<") != NULL;
 	}
 	CHECK(num_field(snap, "cond_wait_ns") == cond && cond > 0,
 	      "JSON cond_wait_ns: expected the condvar rows' %.0f ns, got %.0f",
@@ -412,18 +413,21 @@ static void test_cxx_batch(void)
 	      r.status, r.err);
 	CHECK(strstr(r.out, "\nlock wait ") && strstr(r.out, " - cond wait "),
 	      "batch header: expected \"lock wait\" and \"cond wait\":\n%s", r.out);
-	row = last_table_row(r.out, "checkout_request", titles, sizeof(titles));
+	row = last_table_row(r.out, "checkout_connection_for_request", titles,
+			     sizeof(titles));
 	if (row) {
 		char line[4096];
 
 		snprintf(line, sizeof(line), "%.*s", (int)strcspn(row, "\n"), row);
 		site_cell(titles, line, cell, sizeof(cell));
-		CHECK(strstr(cell, "checkout_request(") && strstr(cell, "(cxxname.cc:") &&
-		      columns_of(line) <= 132, "batch: expected \"checkout_request(…\" and "
-		      "\"(cxxname.cc:\" in CALL SITE of a line of at most 132 columns, "
-		      "got \"%s\" in:\n%s", cell, line);
+		CHECK(strstr(cell, "checkout_connection_for_request") &&
+		      strstr(cell, "(cxxname.cc:") && columns_of(line) <= 132,
+		      "batch: expected \"checkout_connection_for_request\" and "
+		      "\"(cxxname.cc:\" in CALL SITE of a line of at most 132 "
+		      "columns, got \"%s\" in:\n%s", cell, line);
 	}
-	CHECK(row != NULL, "batch: expected a row of checkout_request:\n%s", r.out);
+	CHECK(row != NULL, "batch: expected a row of "
+	      "checkout_connection_for_request:\n%s", r.out);
 	snap = load_json(json);
 	CHECK(snap != NULL, "wl_cxxname: expected a JSON snapshot in %s", json);
 	if (snap)

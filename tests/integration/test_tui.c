@@ -706,7 +706,10 @@ static bool fits(const void *size)
 	return strstr(line, "CALL SITE") && (!sz->alpha || line_with("site_alpha", 3) > 0);
 }
 
-/* 60 wide and redrawn: ACQ kept, TREND dropped (not an old line cut by tmux). */
+/*
+ * 60 wide and redrawn: WAIT/s kept, OBJECT and TREND dropped (not an old
+ * line cut by tmux, which would still hold OBJECT).
+ */
 static bool fits_60_redrawn(const void *size)
 {
 	char line[4096];
@@ -714,7 +717,8 @@ static bool fits_60_redrawn(const void *size)
 	if (!fits(size))
 		return false;
 	screen_line(2, line, sizeof(line));
-	return strstr(line, "ACQ") && !strstr(line, "TREND");
+	return strstr(line, "WAIT/s") && !strstr(line, "OBJECT") &&
+	       !strstr(line, "TREND");
 }
 
 static bool resize(int w, int h)
@@ -735,7 +739,7 @@ static void test_resize(void)
 	CHECK(resize(60, 15), "tmux resize-window -x 60 -y 15");
 	CHECK_SCREEN(wait_until(fits_60_redrawn, &small, TIMEOUT_MS), "60x15: expected "
 		     "15 lines of at most 60 columns: title, totals, column titles "
-		     "with ACQ kept and TREND dropped, a site_alpha row");
+		     "with WAIT/s kept, OBJECT and TREND dropped, a site_alpha row");
 	CHECK(resize(40, 8), "tmux resize-window -x 40 -y 8");
 	CHECK_SCREEN(wait_until(fits, &least, TIMEOUT_MS),
 		     "40x8 (the least size): expected the table, not the too-small notice");

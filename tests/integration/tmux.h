@@ -16,7 +16,7 @@
 
 #define TIMEOUT_MS 5000
 #define POLL_MS 50
-#define WIDTH 120
+#define WIDTH 140
 #define HEIGHT 30
 #define MAX_ARGS 64
 

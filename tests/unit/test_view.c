@@ -138,7 +138,7 @@ static void keys(const char *s)
 
 static void test_table(void)
 {
-	draw(120, 30);
+	draw(140, 30);
 	CHECK_SCREEN(strstr(line(0), "qsptop " QSPTOP_VERSION) && strstr(line(0), "pid 4242") &&
 		     strstr(line(0), "./server --port 80") && strstr(line(0), "running (launched)"),
 		     "header line 1");
@@ -155,56 +155,56 @@ static void test_table(void)
 		CHECK_SCREEN(!key_bindings[i].hint ||
 			     strstr(line(29), key_bindings[i].hint),
 			     "status line hints '%s'", key_bindings[i].hint);
-	draw(120, 30);
+	draw(140, 30);
 }
 
 static void test_sort_keys(void)
 {
 	ui_key(&ui, '<');	/* wait -> site */
-	draw(120, 30);
+	draw(140, 30);
 	CHECK_SCREEN(strstr(line(1), "sort site") && find("0x401000") == 3 &&
 		     find("0x402000") == 4, "sort by site, A to Z");
 	keys(">>>");		/* site -> wait -> total -> count */
-	draw(120, 30);
+	draw(140, 30);
 	CHECK_SCREEN(strstr(line(1), "sort count") && find("0x402000") == 3, "sort by count");
 	ui_key(&ui, 'I');
-	draw(120, 30);
+	draw(140, 30);
 	CHECK_SCREEN(find("0x402000") == 6 && strstr(line(1), "\u25b2"), "inverted");
 	keys("I<<");		/* back to wait, descending */
-	draw(120, 30);
+	draw(140, 30);
 	CHECK_SCREEN(strstr(line(1), "sort wait \u25bc"), "back to wait");
 }
 
 static void test_coalesce(void)
 {
 	ui_key(&ui, 'm');
-	draw(120, 30);
+	draw(140, 30);
 	CHECK_SCREEN(strstr(line(1), "coalesce site") && find("[2 objs]") > 0 &&
 		     strstr(line(find("[2 objs]")), "300"), "site coalescing folds objects");
 	ui_key(&ui, 'm');
-	draw(120, 30);
+	draw(140, 30);
 	CHECK_SCREEN(strstr(line(1), "coalesce object"), "object coalescing");
 	ui_key(&ui, 'm');
-	draw(120, 30);
+	draw(140, 30);
 	CHECK_SCREEN(strstr(line(1), "coalesce none") && find("[2 objs]") < 0, "back to none");
 }
 
 static void test_filter(void)
 {
 	keys("/402");
-	draw(120, 30);
+	draw(140, 30);
 	CHECK_SCREEN(strstr(line(29), "Filter: 402_") && find("0x402000") == 3 &&
 		     find("0x401000") < 0, "filter applies while typing");
 	ui_key(&ui, K_ENTER);
-	draw(120, 30);
+	draw(140, 30);
 	CHECK_SCREEN(strstr(line(1), "filter: 402") && find("0x401000") < 0, "filter kept");
 	ui_key(&ui, K_ESC);
-	draw(120, 30);
+	draw(140, 30);
 	CHECK_SCREEN(find("0x401000") == 3 && strstr(line(29), "filter cleared"),
 		     "Esc clears the filter");
 	keys("/zzz");
 	ui_key(&ui, K_ESC);
-	draw(120, 30);
+	draw(140, 30);
 	CHECK_SCREEN(find("0x401000") == 3, "Esc at the prompt drops the filter");
 }
 
@@ -215,7 +215,7 @@ static void test_selection_follows_row(void)
 	add(1, 1, 5 * SEC);	/* 0x402000 becomes the heaviest */
 	tick(2);
 	ui_refresh(&ui);
-	draw(120, 30);
+	draw(140, 30);
 	CHECK(ui.rows[ui.selected].object == 0x7200,
 	      "selected row followed: expected object 0x7200, got 0x%llx",
 	      (unsigned long long)ui.rows[ui.selected].object);
@@ -225,7 +225,7 @@ static void test_selection_follows_row(void)
 static void test_detail_and_help(void)
 {
 	ui_key(&ui, K_ENTER);
-	draw(120, 30);
+	draw(140, 30);
 	CHECK_SCREEN(find("DETAILS") >= 0 && find("acquisitions") >= 0 &&
 		     find("wait histogram") >= 0 && find("p50 <") >= 0, "detail screen");
 	ui_key(&ui, K_ESC);
@@ -246,7 +246,7 @@ static void test_detail_and_help(void)
 	draw(120, 20);
 	CHECK_SCREEN(find(key_bindings[0].help) == 3, "Home: the page's start");
 	ui_key(&ui, 'h');
-	draw(120, 30);
+	draw(140, 30);
 	CHECK_SCREEN(find("TYPE") == 2, "h again: back to the table");
 }
 
@@ -256,13 +256,13 @@ static void test_pause_and_reset(void)
 	add(0, 777777, SEC);
 	tick(3);
 	ui_refresh(&ui);
-	draw(120, 30);
+	draw(140, 30);
 	CHECK_SCREEN(strstr(line(0), "PAUSED") && find("778K") < 0, "paused: display frozen");
 	ui_key(&ui, ' ');
-	draw(120, 30);
+	draw(140, 30);
 	CHECK_SCREEN(!strstr(line(0), "PAUSED") && find("779K") > 0, "resumed: new data");
 	ui_key(&ui, 'r');
-	draw(120, 30);
+	draw(140, 30);
 	for (size_t i = 0; i < ui.nrows; i++)
 		CHECK_U64(ui.rows[i].c.acquisitions, 0);
 	tick(5);
@@ -282,7 +282,7 @@ static void test_export(void)
 	keys("m/403");
 	ui_key(&ui, K_ENTER);
 	ui_key(&ui, 'e');
-	draw(120, 30);
+	draw(140, 30);
 	CHECK_SCREEN(strstr(line(29), "wrote /tmp/qsptop-view-"), "export says where");
 	f = fopen(export_path, "r");
 	CHECK(f != NULL, "export file exists");
@@ -319,7 +319,7 @@ static void name_at(char *out, size_t size, time_t t, const char *ext)
 
 static const char *status_line(void)
 {
-	draw(120, 30);
+	draw(140, 30);
 	return line(29);
 }
 
@@ -538,7 +538,7 @@ static void check_folded(void)
 	snprintf(export_path, sizeof(export_path), "/tmp/qsptop-view-%d.folded",
 		 (int)getpid());
 	ui_key(&ui, 'f');
-	draw(120, 30);
+	draw(140, 30);
 	CHECK_SCREEN(strstr(line(29), "wrote /tmp/qsptop-view-"), "f says where");
 	text = read_export();
 	CHECK(text && strstr(text, "0x700000;0x500010;0x401000;mutex@0x7000 750000000\n") &&
@@ -556,12 +556,12 @@ static void check_wrapper_toggle(void)
 	app.wrappers = wrappers_new(app.symbols);
 	wrappers_add(app.wrappers, "test_wrapper");
 	ui_key(&ui, 'w');
-	draw(120, 30);
+	draw(140, 30);
 	CHECK_SCREEN(strstr(line(29), "wrappers: skipped (1 pattern)") &&
 		     find("0x500010") > 0 && find("0x600010") > 0,
 		     "w: rows at the callers 0x500010 and 0x600010");
 	ui_key(&ui, 'w');
-	draw(120, 30);
+	draw(140, 30);
 	CHECK_SCREEN(strstr(line(29), "wrappers: shown") && find("0x500010") < 0,
 		     "w again: the wrapper's row whole");
 	app.query.is_wrapper = NULL;
@@ -596,7 +596,7 @@ static void test_sizes(void)
 	CHECK_SCREEN(strstr(line(0), "terminal too small (need 40\u00d78)"), "too small");
 	draw(40, 8);
 	CHECK_SCREEN(strstr(line(2), "CALL SITE"), "40x8 shows the table");
-	draw(120, 30);
+	draw(140, 30);
 }
 
 struct fit_case {
@@ -710,22 +710,22 @@ static void feed_big_table(void)
 /* Only the lines around the screen are built; they are the view's. */
 static void check_window_shown(void)
 {
-	draw(120, 30);
+	draw(140, 30);
 	CHECK_SCREEN(ui.nrows == BIG_ROWS + 4 && ui.nheld < ui.nrows &&
 		     ui.nheld >= (size_t)ui.page && shown_rows_match(),
 		     "big table: %zu of %zu lines built, those shown the view's",
 		     ui.nheld, ui.nrows);
 	ui_key(&ui, K_END);
-	draw(120, 30);
+	draw(140, 30);
 	CHECK_SCREEN(ui.selected == ui.nrows - 1 && ui.first > 0 &&
 		     ui.top + (size_t)ui.page == ui.nrows && shown_rows_match(),
 		     "End: the last lines built and shown");
 	keys("kkk");
 	ui_key(&ui, K_PGUP);
-	draw(120, 30);
+	draw(140, 30);
 	CHECK_SCREEN(shown_rows_match(), "PgUp near the end: the view's lines");
 	ui_key(&ui, K_HOME);
-	draw(120, 30);
+	draw(140, 30);
 	CHECK_SCREEN(ui.selected == 0 && ui.top == 0 && shown_rows_match(),
 		     "Home: back to the top");
 }
@@ -737,18 +737,18 @@ static void check_selection_jumps(void)
 
 	for (int i = 0; i < 100; i++)
 		ui_key(&ui, K_PGDN);
-	draw(120, 30);
+	draw(140, 30);
 	object = ui_line(&ui, ui.selected)->object;
 	add(10 + (uint32_t)((object - 0x900000) / 8), 1, 9 * SEC);
 	tick(8);
 	ui_refresh(&ui);
-	draw(120, 30);
+	draw(140, 30);
 	CHECK_SCREEN(line_of_object(object) == 0 && ui.selected == 0 &&
 		     ui_line(&ui, 0)->object == object && shown_rows_match(),
 		     "the selection followed its row from far down to line %ld",
 		     line_of_object(object));
 	ui_key(&ui, K_ENTER);
-	draw(120, 30);
+	draw(140, 30);
 	CHECK_SCREEN(find("DETAILS") == 2 && find("0x") > 0, "its details");
 	ui_key(&ui, K_ESC);
 }
@@ -766,7 +766,7 @@ static void check_paused_whole(void)
 	tick(9);
 	ui_refresh(&ui);
 	ui_key(&ui, K_END);
-	draw(120, 30);
+	draw(140, 30);
 	CHECK_SCREEN(strstr(line(0), "PAUSED") && ui.nheld == n &&
 		     memcmp(ui_line(&ui, n - 1), &before[n - 1], sizeof *before) == 0 &&
 		     memcmp(ui_line(&ui, 5), &before[5], sizeof *before) == 0,
@@ -774,7 +774,7 @@ static void check_paused_whole(void)
 	free(before);
 	ui_key(&ui, ' ');
 	ui_key(&ui, K_HOME);
-	draw(120, 30);
+	draw(140, 30);
 	CHECK_SCREEN(ui.nheld < ui.nrows && shown_rows_match(),
 		     "resumed: the new data, built around the screen");
 }

@@ -19,8 +19,9 @@ template <typename Key, typename Names>
 class connection_pool {
 public:
 	__attribute__((noinline)) long
-	checkout_request(std::vector<std::pair<int, double> > &queue,
-			 std::pair<int, double> const *hint)
+	checkout_connection_for_request(
+		std::vector<std::pair<int, double> > &queue,
+		std::pair<int, double> const *hint)
 	{
 		std::lock_guard<std::mutex> guard(lock_); // site:checkout
 		queue.push_back(*hint);
@@ -57,7 +58,7 @@ static void busy_worker(std::chrono::steady_clock::time_point end)
 	std::pair<int, double> hint(1, 2.0);
 
 	while (std::chrono::steady_clock::now() < end) {
-		pool.checkout_request(queue, &hint);
+		pool.checkout_connection_for_request(queue, &hint);
 		if (queue.size() > 1000)
 			queue.clear();
 	}

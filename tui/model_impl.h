@@ -58,20 +58,24 @@ struct row {
 	uint64_t via;		/* through lock wrappers: the call site in the
 				   innermost one, where it shows while they are
 				   shown; else 0 */
-	struct lock_counts since; /* since reset */
-	uint64_t max_wait_ns;	/* since reset */
 	uint64_t pending_acq;	/* since the last tick */
 	uint64_t pending_wait;
 	uint64_t last_acq;	/* the last closed interval */
 	uint64_t last_wait;
 	uint64_t prev_acq;	/* the interval before it */
 	uint64_t prev_wait;
+	uint64_t max_wait_ns;	/* since reset */
 	struct stack_entry *se;	/* in order of arrival */
 	uint32_t n_se;
 	uint32_t cap_se;
 	uint32_t waits;		/* index in model.waits + 1; 0 = never waited */
 	bool defined;
 	uint8_t type;
+	/*
+	 * Since reset. Last, so that a scan of the rows reads its calls
+	 * but, for the rows that never waited, never its histogram.
+	 */
+	struct lock_counts since;
 };
 
 struct stack_def {

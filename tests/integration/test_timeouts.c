@@ -25,18 +25,21 @@
 enum { RUN_TIMEOUT_MS = 60000 };
 
 /*
- * Run qsptop -b -j JSON -- wl_condtimed; the snapshot, or NULL. Its
- * tables go to *out (the caller frees).
+ * Run qsptop -b -j JSON [FLAG ARG] -- wl_condtimed; the snapshot, or NULL.
+ * Its tables go to *out (the caller frees).
  */
-static cJSON *run_condtimed(char **out)
+static cJSON *run_condtimed(const char *flag, const char *arg, char **out)
 {
 	char *json = tmp_path("timeouts.json");
-	char *argv[] = { qsptop, "-b", "-d", "0.2", "-j", json, "--", workload,
-			 NULL };
+	struct args a = { 0 };
 	struct run r;
 
+	args_add(&a, qsptop, "-b", "-d", "0.2", "-j", json, NULL);
+	if (flag)
+		args_add(&a, flag, arg, NULL);
+	args_add(&a, "--", workload, NULL);
 	unlink(json);
-	r = run_capture(argv, RUN_TIMEOUT_MS, 0);
+	r = run_capture(a.v, RUN_TIMEOUT_MS, 0);
 	CHECK(r.status == 0, "qsptop exits 0, got %d: %s", r.status, r.err);
 	*out = r.out;
 	r.out = NULL;
@@ -238,6 +241,42 @@ static void test_condvar_share(const char *tables)
 	      tok[n - 3]);
 }
 
+/* The first row of the last table: the fought-over mutex, not the condvar. */
+static void test_mutex_first(const char *tables)
+{
+	const char *titles = NULL, *at = tables;
+
+	while ((at = strstr(at, "\nTYPE ")) != NULL)
+		titles = ++at;
+	CHECK(titles != NULL, "a table in the batch output");
+	if (titles == NULL)
+		return;
+	at = strchr(titles, '\n');
+	CHECK(at && strncmp(at + 1, "mutex ", 6) == 0,
+	      "default view: the mutex first, the idle condvar after; got "
+	      "\"%.60s\"", at ? at + 1 : "");
+}
+
+/* --type mutex: only mutex rows, in the tables and the snapshot. */
+static void test_type_mutex(void)
+{
+	char *tables = NULL, *at;
+	cJSON *snap = run_condtimed("--type", "mutex", &tables);
+	const cJSON *row;
+	int rows = 0, others = 0;
+
+	cJSON_ArrayForEach(row, cJSON_GetObjectItem(snap, "rows")) {
+		rows++;
+		others += strcmp(str_field(row, "type"), "mutex") != 0;
+	}
+	CHECK(snap && rows > 0 && others == 0,
+	      "--type mutex: JSON rows %d, of other types %d", rows, others);
+	at = tables ? strstr(tables, "\ncondvar ") : NULL;
+	CHECK(tables && at == NULL, "--type mutex: no condvar line in the tables");
+	free(tables);
+	cJSON_Delete(snap);
+}
+
 int main(void)
 {
 	char cmd[PATH_MAX + 16], *tables = NULL;
@@ -245,8 +284,9 @@ int main(void)
 
 	find_paths("/tmp/qsptop-timeouts-XXXXXX", "wl_condtimed");
 	signal(SIGPIPE, SIG_IGN);
-	snap = run_condtimed(&tables);
+	snap = run_condtimed(NULL, NULL, &tables);
 	test_condvar_share(tables ? tables : "");
+	test_mutex_first(tables ? tables : "");
 	free(tables);
 	CHECK(snap != NULL, "a snapshot was written");
 	if (snap) {
@@ -256,6 +296,7 @@ int main(void)
 		cJSON_Delete(snap);
 	}
 	test_wrapper_caller_timeouts();
+	test_type_mutex();
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmp);
 	if (system(cmd) != 0)
 		fprintf(stderr, "could not remove %s\n", tmp);

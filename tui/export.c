@@ -115,6 +115,7 @@ static void threads_json(struct jsonw *w, const struct line_drill *d)
 		jsonw_object(w, NULL);
 		jsonw_number(w, "tid", tv->tid);
 		jsonw_number(w, "count", (double)tv->count);
+		jsonw_number(w, "timeouts", (double)tv->timeouts);
 		jsonw_number(w, "wait_ns", (double)tv->wait_ns);
 		jsonw_end(w);
 	}

@@ -127,8 +127,9 @@ struct stack_view {
 /* One thread's share of a row's contended waits, since reset. */
 struct thread_view {
 	uint32_t tid;
-	uint64_t count;
-	uint64_t wait_ns;
+	uint64_t count;		/* its waits that got the lock */
+	uint64_t timeouts;	/* its waits that timed out */
+	uint64_t wait_ns;	/* of both */
 };
 
 struct model;

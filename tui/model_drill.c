@@ -155,7 +155,7 @@ size_t model_row_threads(const struct model *m, const struct model_query *q,
 	*out = n ? xreallocarray(NULL, n, sizeof **out) : NULL;
 	for (size_t i = 0; i < n; i++)
 		(*out)[i] = (struct thread_view){ p[i].id, p[i].count,
-						  p[i].wait };
+						  p[i].timeouts, p[i].wait };
 	free(p);
 	return n;
 }
@@ -349,6 +349,7 @@ static void drill_key(const struct model *m, const struct key_part *p,
 	for (size_t i = 0; i < k; i++)
 		d->threads[(*nt)++] = (struct thread_view){ tmp[i].id,
 							    tmp[i].count,
+							    tmp[i].timeouts,
 							    tmp[i].wait };
 }
 

@@ -421,7 +421,7 @@ static void thread_label(char *out, size_t size, struct ui *ui, uint32_t tid,
 		snprintf(out, size, "%u (?)", tid);
 }
 
-/* The threads that waited behind the line: TID, name, wait, count. */
+/* The threads that waited behind the line: TID, name, wait, waits. */
 static int detail_threads(struct screen *s, struct ui *ui,
 			  const struct view_row *r, int y)
 {
@@ -438,13 +438,13 @@ static int detail_threads(struct screen *s, struct ui *ui,
 	else
 		screen_printf(s, 3, y++, SLOT_NORMAL, "%-*s %-16s %9s %10s",
 			      width, width > 8 ? "TID (HOST TID)" : "TID",
-			      "NAME", "WAIT", "COUNT");
+			      "NAME", "WAIT", "WAITS");
 	for (size_t i = 0; i < n && i < THREADS_SHOWN; i++) {
 		format_duration(wait, sizeof(wait), (double)tv[i].wait_ns);
 		thread_label(tid, sizeof(tid), ui, tv[i].tid, alive);
 		screen_printf(s, 3, y++, SLOT_NORMAL, "%-*s %-16s %9s %10" PRIu64,
 			      width, tid, tasks_name(ui->tasks, tv[i].tid, alive),
-			      wait, tv[i].count);
+			      wait, lock_waits(tv[i].count, tv[i].timeouts));
 	}
 	if (n > THREADS_SHOWN)
 		screen_printf(s, 3, y++, SLOT_NORMAL, "... and %zu more threads",

@@ -59,6 +59,17 @@ static const cJSON *row_of(const cJSON *snap, const char *type)
 	return NULL;
 }
 
+/* The sum of field over the entries of a row's array (threads, stacks). */
+static double sum_of(const cJSON *row, const char *array, const char *field)
+{
+	const cJSON *e;
+	double sum = 0;
+
+	cJSON_ArrayForEach(e, cJSON_GetObjectItem(row, array))
+		sum += num_field(e, field);
+	return sum;
+}
+
 /* The condvar's five timeouts: counted as waits, with their time. */
 static void test_condvar_timeouts(const cJSON *snap)
 {
@@ -85,6 +96,11 @@ static void test_condvar_timeouts(const cJSON *snap)
 	      "condvar: 1.4-2.0 s waited, got %.3f s", wait_s);
 	CHECK(avg_ms >= 280 && avg_ms <= 400,
 	      "condvar: avg one 300 ms wait, got %.1f ms", avg_ms);
+	CHECK(sum_of(row, "threads", "timeouts") == 5 &&
+	      sum_of(row, "threads", "count") == 0,
+	      "condvar: its thread's 5 timeouts, 0 waits that got it; got %.0f "
+	      "and %.0f", sum_of(row, "threads", "timeouts"),
+	      sum_of(row, "threads", "count"));
 }
 
 /* On every row: AVG > 0 and AVG <= MAX when it waited. */

@@ -1,5 +1,4 @@
 /* Printing the table as text, one block per interval. */
-#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -45,17 +44,17 @@ static void print_items(FILE *out, int width, struct line_item *items,
 static void print_title(FILE *out, const struct app *a, int width,
 			double interval_s)
 {
-	char version[32], pid[PATH_MAX + 32], state[96], every[48];
+	char version[32], pid[32], state[96], every[48];
 	struct line_item items[] = {
 		{ .text = version, .priority = 3 },
-		{ .text = pid, .priority = 9, .shrink = true },
+		{ .text = pid, .priority = 9 },
+		{ .text = a->client.hello.command, .priority = 1, .shrink = true },
 		{ .text = state, .priority = 10 },
 		{ .text = every, .priority = 5 },
 	};
 
 	snprintf(version, sizeof(version), "qsptop %s", QSPTOP_VERSION);
-	snprintf(pid, sizeof(pid), "pid %d %s", (int)a->attach.pid,
-		 a->client.hello.command);
+	snprintf(pid, sizeof(pid), "pid %d", (int)a->attach.pid);
 	snprintf(state, sizeof(state), "%s (%s)", app_state_name(a),
 		 a->attach.mode);
 	snprintf(every, sizeof(every), "interval %.2fs", interval_s);

@@ -6,6 +6,7 @@
  */
 #include <stdbool.h>
 
+#include "../../common/types.h"
 #include "../unit/check.h"
 #include "harness.h"
 
@@ -139,6 +140,13 @@ static void test_width(void)
 	CHECK(r.status == 0 && most <= 90 && titles == 90,
 	      "COLUMNS=90: expected lines of at most 90 and titles of 90, got %d and %d",
 	      most, titles);
+	run_free(&r);
+	/* Too narrow for the command line: it gives way, not the name. */
+	r = run_demo(NULL, (char *[]){ "-w", "70" }, 2);
+	CHECK(r.status == 0 && strncmp(r.out, "qsptop " QSPTOP_VERSION " - pid ",
+				       strlen("qsptop " QSPTOP_VERSION " - pid ")) == 0,
+	      "-w 70: the title keeps \"qsptop %s - pid\", got \"%.70s\"",
+	      QSPTOP_VERSION, r.out);
 	run_free(&r);
 }
 

@@ -16,7 +16,6 @@
 
 #include <stdbool.h>
 #include <stdint.h>
-#include <string.h>
 
 #include "types.h"
 
@@ -28,12 +27,6 @@ struct lock_counts {
 	uint64_t failed;	/* busy trylocks, timed-out waits */
 	uint64_t hist[HIST_BUCKETS];	/* every wait, by hist_bucket() */
 };
-
-/* Whether c counts a wait, timed out or not. */
-static inline bool lock_counts_waited(const struct lock_counts *c)
-{
-	return c->contended != 0 || c->timeouts != 0;
-}
 
 /* Add b to a, all but the histogram (for a b whose histogram is empty). */
 static inline void lock_counts_add_calls(struct lock_counts *a,
@@ -55,6 +48,19 @@ static inline void lock_counts_add(struct lock_counts *a,
 		a->hist[i] += b->hist[i];
 }
 
+/* Waits of any outcome: those the wait time and the histogram cover. */
+static inline uint64_t lock_waits(uint64_t contended, uint64_t timeouts)
+{
+	return contended + timeouts;
+}
+
+/* Waits of a lock_counts: those its wait time and histogram cover. */
+static inline uint64_t lock_counts_waits(const struct lock_counts *c)
+{
+	return lock_waits(c->contended, c->timeouts);
+}
+
+/* a - b, or 0 if a count went backwards (it never should). */
 static inline uint64_t lock_counts_sub_sat(uint64_t a, uint64_t b)
 {
 	return a > b ? a - b : 0;
@@ -82,7 +88,7 @@ static inline bool lock_counts_advance(struct lock_counts *d,
 	last->timeouts = now->timeouts;
 	last->wait_ns = now->wait_ns;
 	last->failed = now->failed;
-	if (!lock_counts_waited(now))
+	if (lock_counts_waits(now) == 0)
 		return false;
 	for (unsigned i = 0; i < HIST_BUCKETS; i++) {
 		d->hist[i] = lock_counts_sub_sat(now->hist[i], last->hist[i]);
@@ -91,50 +97,23 @@ static inline bool lock_counts_advance(struct lock_counts *d,
 	return true;
 }
 
-static inline bool lock_counts_equal(const struct lock_counts *a,
-				     const struct lock_counts *b)
-{
-	return memcmp(a, b, sizeof(*a)) == 0;
-}
-
-/* Waits of any outcome: those the wait time and the histogram cover. */
-static inline uint64_t lock_waits(uint64_t contended, uint64_t timeouts)
-{
-	return contended + timeouts;
-}
-
 /* Average wait in ns: wait time over waits; 0 only without waits. */
-static inline double lock_avg_wait_ns(uint64_t wait_ns, uint64_t waits)
+static inline double lock_counts_avg_wait_ns(const struct lock_counts *c)
 {
-	return waits ? (double)wait_ns / (double)waits : 0;
+	uint64_t waits = lock_counts_waits(c);
+
+	return waits ? (double)c->wait_ns / (double)waits : 0;
 }
 
 /*
  * The share of calls that had to wait, 0 to 1: waits over acquisitions
  * and timeouts (a call ends with one or the other); 0 without calls.
  */
-static inline double lock_wait_share(uint64_t waits, uint64_t acquisitions,
-				     uint64_t timeouts)
-{
-	uint64_t calls = acquisitions + timeouts;
-
-	return calls ? (double)waits / (double)calls : 0;
-}
-
-static inline uint64_t lock_counts_waits(const struct lock_counts *c)
-{
-	return lock_waits(c->contended, c->timeouts);
-}
-
-static inline double lock_counts_avg_wait_ns(const struct lock_counts *c)
-{
-	return lock_avg_wait_ns(c->wait_ns, lock_counts_waits(c));
-}
-
 static inline double lock_counts_wait_share(const struct lock_counts *c)
 {
-	return lock_wait_share(lock_counts_waits(c), c->acquisitions,
-			       c->timeouts);
+	uint64_t calls = c->acquisitions + c->timeouts;
+
+	return calls ? (double)lock_counts_waits(c) / (double)calls : 0;
 }
 
 /* Whether any bucket of the histogram holds a wait. */

@@ -91,12 +91,6 @@ static bool hold_index(void **v, size_t *cap, uint32_t id, size_t max,
 	return true;
 }
 
-/* new - old, or 0 if a count went backwards (it never should). */
-static uint64_t growth(uint64_t now, uint64_t before)
-{
-	return now > before ? now - before : 0;
-}
-
 /* The growth of a row since its last counts; remember the new ones. */
 static void on_counts(void *ctx, const struct proto_counts *m)
 {
@@ -148,9 +142,10 @@ static void on_stack_counts(void *ctx, const struct proto_stack_counts *m)
 	}
 	l = &c->stack_last[m->id];
 	d = (struct proto_stack_delta){ .row = l->row, .stack = l->stack,
-		.tid = l->tid, .count = growth(m->count, l->count),
-		.timeouts = growth(m->timeouts, l->timeouts),
-		.wait_ns = growth(m->wait_ns, l->wait_ns) };
+		.tid = l->tid,
+		.count = lock_counts_sub_sat(m->count, l->count),
+		.timeouts = lock_counts_sub_sat(m->timeouts, l->timeouts),
+		.wait_ns = lock_counts_sub_sat(m->wait_ns, l->wait_ns) };
 	l->count = m->count;
 	l->timeouts = m->timeouts;
 	l->wait_ns = m->wait_ns;
@@ -176,8 +171,8 @@ static void on_tick(void *ctx, const struct proto_tick *m)
 		c->last_tick_ns = m->monotonic_ns;
 		return;
 	}
-	t.dropped = growth(m->dropped, c->base_dropped);
-	t.folded = growth(m->folded, c->base_folded);
+	t.dropped = lock_counts_sub_sat(m->dropped, c->base_dropped);
+	t.folded = lock_counts_sub_sat(m->folded, c->base_folded);
 	model_tick(c->model, &t);
 	c->ticks++;
 	c->last_tick_ns = m->monotonic_ns;

@@ -42,11 +42,6 @@ static void item_add_entry(struct item *it, const struct stack_entry *e)
 	it->last_wait += e->last_wait;
 }
 
-static uint64_t sub_sat(uint64_t a, uint64_t b)
-{
-	return a > b ? a - b : 0;
-}
-
 /*
  * Take from the item of wrapper row r the waits of its defined stacks,
  * which are attributed elsewhere; what is left shows only when not empty.
@@ -60,12 +55,12 @@ static void item_remainder(const struct model *m, const struct row *r,
 		if (model_stack(m, r->se[i].stack) != NULL)
 			item_add_entry(&moved, &r->se[i]);
 	}
-	it->acq = sub_sat(it->acq, moved.acq);
-	it->contended = sub_sat(it->contended, moved.contended);
-	it->timeouts = sub_sat(it->timeouts, moved.timeouts);
-	it->wait = sub_sat(it->wait, moved.wait);
-	it->last_acq = sub_sat(it->last_acq, moved.last_acq);
-	it->last_wait = sub_sat(it->last_wait, moved.last_wait);
+	it->acq = lock_counts_sub_sat(it->acq, moved.acq);
+	it->contended = lock_counts_sub_sat(it->contended, moved.contended);
+	it->timeouts = lock_counts_sub_sat(it->timeouts, moved.timeouts);
+	it->wait = lock_counts_sub_sat(it->wait, moved.wait);
+	it->last_acq = lock_counts_sub_sat(it->last_acq, moved.last_acq);
+	it->last_wait = lock_counts_sub_sat(it->last_wait, moved.last_wait);
 	it->keep = it->acq != 0 || it->contended != 0 || it->wait != 0 ||
 		   r->since.failed != 0;
 }

@@ -57,6 +57,38 @@ static inline void args_add_all(struct args *a, char *const *list)
 	a->v[a->n] = NULL;
 }
 
+/*
+ * Run argv quietly and wait for it: only async-signal-safe calls. Its
+ * exit status, or -1 when it could not run.
+ */
+static inline int run_quietly(char *const argv[])
+{
+	pid_t pid = fork();
+	int status;
+
+	if (pid == 0) {
+		int null = open("/dev/null", O_RDWR);
+
+		dup2(null, 0);
+		dup2(null, 1);
+		dup2(null, 2);
+		execvp(argv[0], argv);
+		_exit(127);
+	}
+	if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
+		return -1;
+	return WEXITSTATUS(status);
+}
+
+/* Remove the test's scratch directory, saying so when it cannot. */
+static inline void remove_tmp(void)
+{
+	char *argv[] = { "rm", "-rf", tmp, NULL };
+
+	if (run_quietly(argv) != 0)
+		fprintf(stderr, "could not remove %s\n", tmp);
+}
+
 /* A finished run: exit status and what it printed. */
 struct run {
 	int status;		/* exit code, 128+signal, or -1 on timeout */

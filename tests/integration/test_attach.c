@@ -347,16 +347,12 @@ static void test_hostile_collector(void)
 
 int main(void)
 {
-	char cmd[PATH_MAX + 16];
-
 	find_paths("/tmp/qsptop-test-XXXXXX", "wl_locks");
 	signal(SIGPIPE, SIG_IGN);
 	test_no_collector_injects();
 	test_attach_running();
 	test_connect_to_preloaded();
 	test_hostile_collector();
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmp);
-	if (system(cmd) != 0)
-		fprintf(stderr, "could not remove %s\n", tmp);
+	remove_tmp();
 	return check_summary();
 }

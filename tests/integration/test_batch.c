@@ -175,15 +175,11 @@ static void test_bad_values(void)
 
 int main(void)
 {
-	char cmd[PATH_MAX + 16];
-
 	find_paths("/tmp/qsptop-batch-XXXXXX", "wl_demo");
 	test_locks_first();
 	test_type_filter();
 	test_width();
 	test_bad_values();
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmp);
-	if (system(cmd) != 0)
-		fprintf(stderr, "could not remove %s\n", tmp);
+	remove_tmp();
 	return check_summary();
 }

@@ -318,12 +318,6 @@ int main(void)
 	test_address_forms("wl_wrap_stripped", "wl_wrap", true);
 	test_address_forms("wl_wrap_nopie_stripped", "wl_wrap_nopie", false);
 	test_wrappers_named_on_reattach();
-	{
-		char cmd[PATH_MAX + 16];
-
-		snprintf(cmd, sizeof(cmd), "rm -rf %s", tmp);
-		if (system(cmd) != 0)
-			fprintf(stderr, "could not remove %s\n", tmp);
-	}
+	remove_tmp();
 	return check_summary();
 }

@@ -387,8 +387,6 @@ static void test_prefork_box(void)
 
 int main(void)
 {
-	char cmd[PATH_MAX + 16];
-
 	find_paths("/tmp/qsptop-container-XXXXXX", "wl_locks");
 	if (geteuid() != 0) {
 		SKIP("containers: watching a process in other namespaces "
@@ -399,8 +397,6 @@ int main(void)
 		test_busy_box(USERNS_MAPPED);
 		test_prefork_box();
 	}
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmp);
-	if (system(cmd) != 0)
-		fprintf(stderr, "could not remove %s\n", tmp);
+	remove_tmp();
 	return check_summary();
 }

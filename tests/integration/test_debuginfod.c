@@ -224,8 +224,6 @@ int main(void)
 		test_live_quits_at_once();
 	else
 		SKIP("tmux is not installed");
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
-	if (system(cmd) != 0)
-		fprintf(stderr, "could not remove %s\n", tmp);
+	remove_tmp();
 	return check_summary();
 }

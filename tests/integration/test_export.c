@@ -211,15 +211,11 @@ static void test_full_disk_keeps_files(void)
 
 int main(void)
 {
-	char cmd[PATH_MAX + 16];
-
 	find_paths("/tmp/qsptop-export-XXXXXX", "wl_locks");
 	signal(SIGPIPE, SIG_IGN);
 	test_user_links_replaced();
 	test_planted_temporaries();
 	test_full_disk_keeps_files();
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmp);
-	if (system(cmd) != 0)
-		fprintf(stderr, "could not remove %s\n", tmp);
+	remove_tmp();
 	return check_summary();
 }

@@ -350,12 +350,6 @@ int main(void)
 	snprintf(result, sizeof(result), "%s/result", tmp);
 	test_faults_around_a_watched_process();
 	test_killed_mid_injection();
-	{
-		char cmd[PATH_MAX + 16];
-
-		snprintf(cmd, sizeof(cmd), "rm -rf %s", tmp);
-		if (system(cmd) != 0)
-			fprintf(stderr, "could not remove %s\n", tmp);
-	}
+	remove_tmp();
 	return check_summary();
 }

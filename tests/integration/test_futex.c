@@ -420,8 +420,6 @@ static void test_rust(void)
 
 int main(void)
 {
-	char cmd[PATH_MAX + 16];
-
 	find_paths("/tmp/qsptop-futex-XXXXXX", "wl_futex");
 	signal(SIGPIPE, SIG_IGN);
 	test_contended();
@@ -431,8 +429,6 @@ int main(void)
 	test_injected();
 	test_raw();
 	test_rust();
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmp);
-	if (system(cmd) != 0)
-		fprintf(stderr, "could not remove %s\n", tmp);
+	remove_tmp();
 	return check_summary();
 }

@@ -719,7 +719,6 @@ static void measure_costs(const char *exe)
 int main(int argc, char **argv)
 {
 	char now[PATH_MAX + 64], noplt[PATH_MAX + 64], plain[PATH_MAX + 64];
-	char cmd[PATH_MAX + 16];
 
 	find_paths("/tmp/qsptop-got-XXXXXX", "wl_got");
 	snprintf(source, sizeof(source), "%s/tests/workloads/got.c", root);
@@ -738,8 +737,6 @@ int main(int argc, char **argv)
 		CHECK(false, "cannot build the -fno-plt variant");
 	if (argc > 1 && strcmp(argv[1], "--bench") == 0)
 		measure_costs(now);
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmp);
-	if (system(cmd) != 0)
-		fprintf(stderr, "could not remove %s\n", tmp);
+	remove_tmp();
 	return check_summary();
 }

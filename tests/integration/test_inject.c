@@ -1475,8 +1475,6 @@ static void test_repeated_fresh_targets(void)
 
 int main(void)
 {
-	char cmd[PATH_MAX + 16];
-
 	find_paths("/tmp/qsptop-inject-XXXXXX", "wl_inject_target");
 	join(workload_cancel, build, "/tests/wl_cancel_target");
 	join(workload_regs, build, "/tests/wl_regs_target");
@@ -1504,8 +1502,6 @@ int main(void)
 	test_refuses_listener_not_target();
 	test_skips_thread_on_heap_stack();
 	test_repeated_fresh_targets();
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmp);
-	if (system(cmd) != 0)
-		fprintf(stderr, "could not remove %s\n", tmp);
+	remove_tmp();
 	return check_summary();
 }

@@ -279,15 +279,11 @@ static void test_standard_locks(void)
 
 int main(void)
 {
-	char cmd[PATH_MAX + 16];
-
 	find_paths("/tmp/qsptop-inline-XXXXXX", "wl_inline");
 	signal(SIGPIPE, SIG_IGN);
 	test_helper();
 	test_lock_guard();
 	test_standard_locks();
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmp);
-	if (system(cmd) != 0)
-		fprintf(stderr, "could not remove %s\n", tmp);
+	remove_tmp();
 	return check_summary();
 }

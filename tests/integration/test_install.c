@@ -114,12 +114,6 @@ int main(void)
 	run_free(&r);
 	CHECK(files_under(dest) == 0, "make uninstall leaves no file (%d left)",
 	      files_under(dest));
-	{
-		char cmd[PATH_MAX + 16];
-
-		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
-		if (system(cmd) != 0)
-			fprintf(stderr, "could not remove %s\n", tmp);
-	}
+	remove_tmp();
 	return check_summary();
 }

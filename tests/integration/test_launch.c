@@ -435,8 +435,6 @@ static void test_batch_rows_limit(void)
 
 int main(void)
 {
-	char cmd[PATH_MAX + 16];
-
 	find_paths("/tmp/qsptop-test-XXXXXX", "wl_locks");
 	signal(SIGPIPE, SIG_IGN);
 	test_usage_and_errors();
@@ -451,8 +449,6 @@ int main(void)
 	test_batch_rows_limit();
 	test_slow_client_merges();
 	test_json_write_failure_keeps_old_file();
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmp);
-	if (system(cmd) != 0)
-		fprintf(stderr, "could not remove %s\n", tmp);
+	remove_tmp();
 	return check_summary();
 }

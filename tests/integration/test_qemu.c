@@ -1032,11 +1032,7 @@ int main(void)
 	else
 		test_side_by_side(qemu);
 	if (check_failed == 0) {
-		char cmd[PATH_MAX + 16];
-
-		snprintf(cmd, sizeof(cmd), "rm -rf %s", tmp);
-		if (system(cmd) != 0)
-			fprintf(stderr, "could not remove %s\n", tmp);
+		remove_tmp();
 	} else {
 		fprintf(stderr, "kept for a look: %s\n", tmp);
 	}

@@ -475,12 +475,6 @@ int main(void)
 	test_descriptors_reused_by_host();
 	test_pid_namespaces();
 	test_other_user_refused();
-	{
-		char cmd[PATH_MAX + 16];
-
-		snprintf(cmd, sizeof(cmd), "rm -rf %s", tmp);
-		if (system(cmd) != 0)
-			fprintf(stderr, "could not remove %s\n", tmp);
-	}
+	remove_tmp();
 	return check_summary();
 }

@@ -175,12 +175,6 @@ int main(void)
 	test_many_sites();
 	test_memory_cap();
 	test_thread_churn();
-	{
-		char cmd[PATH_MAX + 16];
-
-		snprintf(cmd, sizeof(cmd), "rm -rf %s", tmp);
-		if (system(cmd) != 0)
-			fprintf(stderr, "could not remove %s\n", tmp);
-	}
+	remove_tmp();
 	return check_summary();
 }

@@ -324,15 +324,11 @@ static void test_stripped_stacks(void)
 
 int main(void)
 {
-	char cmd[PATH_MAX + 16];
-
 	find_paths("/tmp/qsptop-test-XXXXXX", "wl_locks");
 	signal(SIGPIPE, SIG_IGN);
 	test_wrapper_splits_paths();
 	test_wrapper_row_stacks();
 	test_stripped_stacks();
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmp);
-	if (system(cmd) != 0)
-		fprintf(stderr, "could not remove %s\n", tmp);
+	remove_tmp();
 	return check_summary();
 }

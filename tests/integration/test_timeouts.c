@@ -295,7 +295,7 @@ static void test_type_mutex(void)
 
 int main(void)
 {
-	char cmd[PATH_MAX + 16], *tables = NULL;
+	char *tables = NULL;
 	cJSON *snap;
 
 	find_paths("/tmp/qsptop-timeouts-XXXXXX", "wl_condtimed");
@@ -313,8 +313,6 @@ int main(void)
 	}
 	test_wrapper_caller_timeouts();
 	test_type_mutex();
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmp);
-	if (system(cmd) != 0)
-		fprintf(stderr, "could not remove %s\n", tmp);
+	remove_tmp();
 	return check_summary();
 }

@@ -42,24 +42,6 @@ static char *remove_tmp_argv[] = { "rm", "-rf", tmp, NULL };
 		      what_, session, screen ? screen : "(none captured)"); \
 	} while (0)
 
-/* Run argv quietly and wait for it: only async-signal-safe calls. */
-static inline void run_quietly(char *const argv[])
-{
-	pid_t pid = fork();
-
-	if (pid == 0) {
-		int null = open("/dev/null", O_RDWR);
-
-		dup2(null, 0);
-		dup2(null, 1);
-		dup2(null, 2);
-		execvp(argv[0], argv);
-		_exit(127);
-	}
-	if (pid > 0)
-		waitpid(pid, NULL, 0);
-}
-
 /* True while pid is still the workload (not gone, not a reused pid). */
 static inline bool workload_alive(int pid)
 {
@@ -88,7 +70,7 @@ static inline void cleanup(void)
 	if (workload_alive(workload_pid))
 		kill(workload_pid, SIGKILL);
 	if (tmp[0])
-		run_quietly(remove_tmp_argv);
+		remove_tmp();
 }
 
 /* On a signal: the server, its socket and tmp; async-signal-safe only. */

@@ -10,18 +10,19 @@ static bool present(const struct line_item *it)
 	return it->text != NULL && it->text[0] != '\0';
 }
 
-/* Columns the shown items take, sep_w apart. */
-static int needed(const struct line_item *items, size_t n, int sep_w)
+/* Columns the shown items (only the right ones if asked) take, sep_w apart. */
+static int span(const struct line_item *items, size_t n, int sep_w,
+		bool right_only)
 {
-	int need = 0, shown = 0;
+	int w = 0, shown = 0;
 
 	for (size_t i = 0; i < n; i++) {
-		if (items[i].x < 0)
+		if (items[i].x < 0 || (right_only && !items[i].right))
 			continue;
-		need += items[i].width;
+		w += items[i].width;
 		shown++;
 	}
-	return shown > 1 ? need + (shown - 1) * sep_w : need;
+	return shown > 1 ? w + (shown - 1) * sep_w : w;
 }
 
 /* The shown item to give way first: lowest priority, the last of equals. */
@@ -45,7 +46,7 @@ static void choose(struct line_item *items, size_t n, int width, int sep_w)
 		items[i].x = present(&items[i]) ? 0 : -1;
 		items[i].width = present(&items[i]) ? screen_width(items[i].text) : 0;
 	}
-	while ((over = needed(items, n, sep_w) - width) > 0) {
+	while ((over = span(items, n, sep_w, false) - width) > 0) {
 		struct line_item *w = weakest(items, n);
 
 		if (w->shrink && w->width - over >= LINE_SHRINK_MIN) {
@@ -109,20 +110,6 @@ static void put_side(struct line_item *items, size_t n, bool right,
 	}
 }
 
-/* Columns the shown right items take, sep apart. */
-static int right_width(const struct line_item *items, size_t n, int sep_w)
-{
-	int w = 0, shown = 0;
-
-	for (size_t i = 0; i < n; i++) {
-		if (items[i].x >= 0 && items[i].right) {
-			w += items[i].width;
-			shown++;
-		}
-	}
-	return shown > 1 ? w + (shown - 1) * sep_w : w;
-}
-
 int line_layout(struct line_item *items, size_t n, int width, const char *sep,
 		char *buf, size_t size)
 {
@@ -131,7 +118,7 @@ int line_layout(struct line_item *items, size_t n, int width, const char *sep,
 
 	buf[0] = '\0';
 	choose(items, n, width, sep_w);
-	right_w = right_width(items, n, sep_w);
+	right_w = span(items, n, sep_w, true);
 	put_side(items, n, false, sep, buf, size, &len, &col);
 	if (right_w > 0) {
 		pad(buf, size, &len, &col, width - right_w);

@@ -4,8 +4,17 @@
 
 #include "lockset.h"
 
-const char lockset_names[] = "mutex, rwlock-read, rwlock-write, rwlock, "
-	"spinlock, futex, condvar, futex-wake, locks, idle";
+/* The names that stand for several types. */
+static const struct {
+	const char *name;
+	unsigned set;
+} aliases[] = {
+	{ .name = "rwlock",
+	  .set = 1u << LOCK_RWLOCK_READ | 1u << LOCK_RWLOCK_WRITE },
+	{ .name = "locks", .set = LOCKSET_LOCKS },
+	{ .name = "idle", .set = LOCKSET_IDLE },
+};
+#define ALIAS_COUNT (sizeof(aliases) / sizeof(aliases[0]))
 
 bool lockset_idle(unsigned type)
 {
@@ -19,12 +28,10 @@ static unsigned name_set(const char *name)
 
 	if (t >= 0)
 		return 1u << t;
-	if (strcmp(name, "rwlock") == 0)
-		return 1u << LOCK_RWLOCK_READ | 1u << LOCK_RWLOCK_WRITE;
-	if (strcmp(name, "locks") == 0)
-		return LOCKSET_LOCKS;
-	if (strcmp(name, "idle") == 0)
-		return LOCKSET_IDLE;
+	for (size_t i = 0; i < ALIAS_COUNT; i++) {
+		if (strcmp(name, aliases[i].name) == 0)
+			return aliases[i].set;
+	}
 	return 0;
 }
 
@@ -67,6 +74,22 @@ void lockset_name(unsigned set, char *buf, size_t size)
 			continue;
 		n = snprintf(buf + len, size - len, "%s%s", len ? "," : "",
 			     lock_type_name((enum lock_type)t));
+		len += n > 0 ? (size_t)n : 0;
+	}
+}
+
+void lockset_names(char *buf, size_t size)
+{
+	size_t len = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < LOCK_TYPE_COUNT + ALIAS_COUNT && len < size; i++) {
+		const char *name = i < LOCK_TYPE_COUNT ?
+			lock_type_name((enum lock_type)i) :
+			aliases[i - LOCK_TYPE_COUNT].name;
+		int n = snprintf(buf + len, size - len, "%s%s", len ? ", " : "",
+				 name);
+
 		len += n > 0 ? (size_t)n : 0;
 	}
 }

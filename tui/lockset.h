@@ -27,7 +27,7 @@ unsigned lockset_parse(const char *list, char *bad, size_t size);
 /* "all", "locks", "idle" or the names joined by commas. */
 void lockset_name(unsigned set, char *buf, size_t size);
 
-/* The names --type takes, for errors and help. */
-extern const char lockset_names[];
+/* The names --type takes, comma-separated: the types, then the aliases. */
+void lockset_names(char *buf, size_t size);
 
 #endif

@@ -163,12 +163,13 @@ static void parse_sort(struct options *o, const char *s)
 
 static void parse_types(struct options *o, const char *list)
 {
-	char bad[64];
+	char bad[64], names[256];
 
 	o->types = lockset_parse(list, bad, sizeof(bad));
-	if (o->types == 0)
-		usage_error("--type: unknown lock type '%s' (%s)", bad,
-			    lockset_names);
+	if (o->types == 0) {
+		lockset_names(names, sizeof(names));
+		usage_error("--type: unknown lock type '%s' (%s)", bad, names);
+	}
 }
 
 static const struct option long_options[] = {

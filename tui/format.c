@@ -519,8 +519,11 @@ size_t format_layout(int width, bool tui, struct column_place *out)
 	return n;
 }
 
-void format_types(char *buf, size_t size, const struct model_query *q,
-		  const char *sep)
+/*
+ * The header's word on lock types: "types locks", "idle last" while idle
+ * waits sort after the locks; "" when there is none.
+ */
+static void types_text(char *buf, size_t size, const struct model_query *q)
 {
 	unsigned set = q->types ? q->types : LOCKSET_ALL;
 	bool idle_last = !q->mix_idle && (set & LOCKSET_IDLE) &&
@@ -529,19 +532,34 @@ void format_types(char *buf, size_t size, const struct model_query *q,
 
 	lockset_name(set, names, sizeof(names));
 	if (set == LOCKSET_ALL)
-		snprintf(buf, size, "%s", idle_last ? sep : "");
+		buf[0] = '\0';
 	else
-		snprintf(buf, size, "%stypes %s%s", sep, names,
-			 idle_last ? ", " : "");
+		snprintf(buf, size, "types %s%s", names, idle_last ? ", " : "");
 	if (idle_last)
 		snprintf(buf + strlen(buf), size - strlen(buf), "idle last");
+}
+
+/*
+ * What the collector lost: "dropped N", and ", folded M (memory cap)" when
+ * it kept counts per call site instead of per lock.
+ */
+static void losses_text(char *buf, size_t size, const struct model_stats *st)
+{
+	int n = snprintf(buf, size, "dropped %llu", (unsigned long long)st->dropped);
+
+	if (st->folded && n > 0 && (size_t)n < size)
+		n += snprintf(buf + n, size - (size_t)n, ", folded %llu (memory cap)",
+			      (unsigned long long)st->folded);
+	if (st->raw_futex_threads && n > 0 && (size_t)n < size)
+		snprintf(buf + n, size - (size_t)n, ", unseen futex waits: %u thread%s",
+			 st->raw_futex_threads, st->raw_futex_threads > 1 ? "s" : "");
 }
 
 size_t format_totals(struct totals_text *t, struct line_item *items,
 		     const struct model_stats *st, const struct model_query *q,
 		     const char *filter)
 {
-	const char *arrow = format_utf8() ? (q->ascending ? "▲" : "▼")
+	const char *arrow = format_utf8() ? (q->ascending ? "\u25b2" : "\u25bc")
 					  : (q->ascending ? "^" : "v");
 	bool lost = st->dropped || st->folded || st->raw_futex_threads;
 	const struct line_item shown[TOTALS_ITEMS] = {
@@ -566,25 +584,13 @@ size_t format_totals(struct totals_text *t, struct line_item *items,
 	t->filter[0] = '\0';
 	if (filter && filter[0])
 		snprintf(t->filter, sizeof(t->filter), "filter: %s", filter);
-	format_types(t->types, sizeof(t->types), q, "");
+	types_text(t->types, sizeof(t->types), q);
 	snprintf(t->threads, sizeof(t->threads), "threads %u seen, %u live",
 		 st->threads_seen, st->threads_live);
 	snprintf(t->sort, sizeof(t->sort), "sort %s %s", q->sort->key, arrow);
 	snprintf(t->coalesce, sizeof(t->coalesce), "coalesce %s",
 		 coalesce_name(q->coalesce));
-	format_losses(t->losses, sizeof(t->losses), st);
+	losses_text(t->losses, sizeof(t->losses), st);
 	memcpy(items, shown, sizeof(shown));
 	return TOTALS_ITEMS;
-}
-
-void format_losses(char *buf, size_t size, const struct model_stats *st)
-{
-	int n = snprintf(buf, size, "dropped %llu", (unsigned long long)st->dropped);
-
-	if (st->folded && n > 0 && (size_t)n < size)
-		n += snprintf(buf + n, size - (size_t)n, ", folded %llu (memory cap)",
-			      (unsigned long long)st->folded);
-	if (st->raw_futex_threads && n > 0 && (size_t)n < size)
-		snprintf(buf + n, size - (size_t)n, ", unseen futex waits: %u thread%s",
-			 st->raw_futex_threads, st->raw_futex_threads > 1 ? "s" : "");
 }

@@ -87,12 +87,6 @@ void format_duration(char *buf, size_t size, double ns);
 void format_count(char *buf, size_t size, double n);
 
 /*
- * What the collector lost: "dropped N", and ", folded M (memory cap)" when
- * it kept counts per call site instead of per lock.
- */
-void format_losses(char *buf, size_t size, const struct model_stats *st);
-
-/*
  * The table's forms of a call site. One whose lock call was inlined reads
  * "INNER inlined in OUTER": INNER is the inlined function that makes the
  * call, OUTER the function holding the address, which keeps its +0xoff;
@@ -140,13 +134,6 @@ void format_site_chain(char *buf, size_t size, struct symbols *s,
  * call was inlined in with its file:line, and the module.
  */
 const char *format_site_label(void *symbols, uint64_t site);
-
-/*
- * The header's word on lock types, after sep: "types locks", "idle
- * last" while idle waits sort after the locks; "" when there is none.
- */
-void format_types(char *buf, size_t size, const struct model_query *q,
-		  const char *sep);
 
 /* The texts of the header's totals line, kept while its items are shown. */
 struct totals_text {

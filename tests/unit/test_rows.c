@@ -18,6 +18,7 @@
 #include "../../collector/table.h"
 #include "../../collector/unwind.h"
 #include "check.h"
+#include "table_fixture.h"
 
 /* What table.c needs from hooks.c: libc's trylock. */
 struct real_functions real;
@@ -32,32 +33,16 @@ static struct thread_table *claim_here(void)
 	return t;
 }
 
-/* Count n acquisitions of (site, object, type) in t, as a hook would. */
-static struct obj_slot *acquire(struct thread_table *t, uint64_t site,
-				uint64_t object, uint32_t type, uint64_t n)
-{
-	struct obj_slot *x = table_slot_of(t, KEY(site, type), object);
-
-	if (x)
-		table_add(&x->acquisitions, n);
-	return x;
-}
-
 /* Record waits of (site, object, type) in t: contended, timed out, their time. */
 static struct entry *add_waits(struct thread_table *t, uint64_t site,
 			       uint64_t object, uint32_t type, uint64_t contended,
 			       uint64_t timeouts, uint64_t ns)
 {
-	struct obj_slot *x = acquire(t, site, object, type, contended);
+	struct obj_slot *x = fixture_acquire(t, site, object, type, contended);
 	struct entry *e = x ? table_entry(t, KEY(site, type), x->object) : NULL;
 
-	if (e == NULL)
-		return NULL;
-	table_add(&e->c.contended, contended);
-	table_add(&e->c.timeouts, timeouts);
-	table_add(&e->c.failed, timeouts);
-	table_add(&e->c.wait_ns, ns);
-	table_add(&e->c.hist[hist_bucket(ns)], contended + timeouts);
+	if (e)
+		fixture_waits(e, contended, timeouts, ns);
 	return e;
 }
 
@@ -96,7 +81,7 @@ static void *thread_work(void *arg)
 	w->table = claim_here();
 	if (w->table == NULL)
 		return NULL;
-	acquire(w->table, w->site, w->object, LOCK_MUTEX, w->acq);
+	fixture_acquire(w->table, w->site, w->object, LOCK_MUTEX, w->acq);
 	if (w->contended || w->timeouts)
 		add_waits(w->table, w->site, w->object, LOCK_MUTEX, w->contended,
 		     w->timeouts, w->ns);
@@ -117,9 +102,9 @@ static void test_ids_dense_and_stable(void)
 	struct thread_table *t = tls_self.table;
 	uint32_t a, b, c;
 
-	acquire(t, 0x401000, 0x1000, LOCK_MUTEX, 3);
-	acquire(t, 0x401000, 0x2000, LOCK_MUTEX, 4);
-	acquire(t, 0x401000, 0x1000, LOCK_SPIN, 5);
+	fixture_acquire(t, 0x401000, 0x1000, LOCK_MUTEX, 3);
+	fixture_acquire(t, 0x401000, 0x2000, LOCK_MUTEX, 4);
+	fixture_acquire(t, 0x401000, 0x1000, LOCK_SPIN, 5);
 	rows_scan(&rs);
 	CHECK_U64(rs.n, 3);
 	a = row_of(0x401000, 0x1000, LOCK_MUTEX);
@@ -130,7 +115,7 @@ static void test_ids_dense_and_stable(void)
 	CHECK_U64(rs.v[a].acq_now, 3);
 	CHECK_U64(rs.v[c].acq_now, 5);
 	for (uint64_t i = 1; i <= 3000; i++)
-		acquire(t, 0x402000, i * 64, LOCK_MUTEX, 1);
+		fixture_acquire(t, 0x402000, i * 64, LOCK_MUTEX, 1);
 	rows_scan(&rs);
 	CHECK_U64(rs.n, 3003);
 	CHECK(row_of(0x401000, 0x1000, LOCK_MUTEX) == a &&
@@ -153,7 +138,7 @@ static void test_threads_sum_into_one_row(void)
 	uint32_t r, n_before = rs.n;
 
 	add_waits(t, 0x403000, 0x5000, LOCK_MUTEX, 10, 0, 500);
-	acquire(t, 0x403000, 0x5000, LOCK_MUTEX, 990);
+	fixture_acquire(t, 0x403000, 0x5000, LOCK_MUTEX, 990);
 	run_thread(&w1);
 	run_thread(&w2);
 	rows_scan(&rs);
@@ -194,15 +179,17 @@ static void test_fold_when_short(void)
 	uint64_t slots = 0;
 	uint32_t n_before, r;
 
-	acquire(t, 0x404000, 0x100, LOCK_MUTEX, 1);
+	fixture_acquire(t, 0x404000, 0x100, LOCK_MUTEX, 1);
 	rows_scan(&rs);
 	n_before = rs.n;
 	for (uint64_t i = 1; i <= 100; i++)
-		slots += acquire(t, 0x404000, 0x10000 + i * 64, LOCK_MUTEX, 2) != NULL;
+		slots += fixture_acquire(t, 0x404000, 0x10000 + i * 64,
+					 LOCK_MUTEX, 2) != NULL;
 	arena_set_cap(arena_used());
 	for (uint64_t i = 101; i <= 200; i++)
-		slots += acquire(t, 0x404000, 0x10000 + i * 64, LOCK_MUTEX, 2) != NULL;
-	acquire(t, 0x404000, 0x100, LOCK_MUTEX, 1);
+		slots += fixture_acquire(t, 0x404000, 0x10000 + i * 64,
+					 LOCK_MUTEX, 2) != NULL;
+	fixture_acquire(t, 0x404000, 0x100, LOCK_MUTEX, 1);
 	rows_scan(&rs);
 	arena_set_cap(0);
 	r = row_of(0x404000, 0, LOCK_MUTEX);

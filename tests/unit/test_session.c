@@ -20,6 +20,7 @@
 #include "../../collector/table.h"
 #include "../../collector/unwind.h"
 #include "check.h"
+#include "table_fixture.h"
 
 /* What table.c needs from hooks.c: libc's trylock. */
 struct real_functions real;
@@ -192,11 +193,7 @@ static struct thread_table *t;
 
 static struct obj_slot *acquire(uint64_t site, uint64_t object, uint64_t n)
 {
-	struct obj_slot *x = table_slot_of(t, KEY(site, LOCK_MUTEX), object);
-
-	if (x)
-		table_add(&x->acquisitions, n);
-	return x;
+	return fixture_acquire(t, site, object, LOCK_MUTEX, n);
 }
 
 /* Waits at (site, object): contended, timed out, their time, the longest. */
@@ -210,11 +207,7 @@ static struct entry *add_waits(uint64_t site, uint64_t object,
 	e = table_entry(t, KEY(site, LOCK_MUTEX), object);
 	if (e == NULL)
 		return NULL;
-	table_add(&e->c.contended, contended);
-	table_add(&e->c.timeouts, timeouts);
-	table_add(&e->c.failed, timeouts);
-	table_add(&e->c.wait_ns, ns);
-	table_add(&e->c.hist[hist_bucket(ns)], contended + timeouts);
+	fixture_waits(e, contended, timeouts, ns);
 	e->max_epoch = table_epoch;
 	table_store(&e->epoch_max_ns, max);
 	if (max > e->max_wait_ns)

@@ -171,5 +171,6 @@ int main(void)
 	find_paths("/tmp/qsptop-fork-XXXXXX", "wl_prefork");
 	test_injected_parent();
 	test_launched_parent();
+	remove_tmp();
 	return check_summary();
 }

@@ -18,7 +18,10 @@
 
 #define DEADLINE_MS 30000	/* catches a hang, never a slow machine */
 #define GRACE_MS 3000		/* SIGTERM to SIGKILL, as the README says */
-/* Less than the grace by what a loaded machine may take to deliver SIGTERM. */
+/*
+ * Less than the grace by what a loaded machine may put between qsptop's
+ * start of the grace and its kill(SIGTERM), two lines apart.
+ */
 #define GRACE_FLOOR_MS 2000
 
 static char wl[PATH_MAX];
@@ -66,11 +69,10 @@ static void end_started(void)
 }
 
 /*
- * Fields a and b of the n-th line "what A B" of path; false until it is
- * there, waiting up to DEADLINE_MS.
+ * The first nv numbers of the n-th line "what V0 V1 ..." of path into v;
+ * false until it is there, waiting up to DEADLINE_MS.
  */
-static bool wait_note(const char *path, const char *what, int n, long *a,
-		      long *b)
+static bool wait_note(const char *path, const char *what, int n, long *v, int nv)
 {
 	long deadline = monotonic_ms() + DEADLINE_MS;
 
@@ -82,9 +84,9 @@ static bool wait_note(const char *path, const char *what, int n, long *a,
 		while (line && *line) {
 			if (strncmp(line, what, len) == 0 && line[len] == ' ' &&
 			    seen++ == n) {
-				*a = strtol(line + len + 1, &line, 10);
-				if (b)
-					*b = strtol(line, NULL, 10);
+				line += len;
+				for (int i = 0; i < nv; i++)
+					v[i] = strtol(line, &line, 10);
 				free(text);
 				return true;
 			}
@@ -103,7 +105,7 @@ static pid_t noted_pid(const char *path, const char *what)
 {
 	long pid = -1;
 
-	return wait_note(path, what, 0, &pid, NULL) ? track((pid_t)pid) : -1;
+	return wait_note(path, what, 0, &pid, 1) ? track((pid_t)pid) : -1;
 }
 
 /* Wait until pid is no longer running; the CLOCK_MONOTONIC ms it was seen so, or -1. */
@@ -141,24 +143,26 @@ static char *proc_text(const char *path, char *buf, size_t size)
  */
 static void check_killed_after_grace(const char *how, pid_t cmd, const char *notes)
 {
-	long sig = 0, term_ms = 0, other = 0, dead_ms = wait_dead(cmd, "wl_promises");
+	/* The signal, when the command last ran before it, when it took it. */
+	long term[3] = { 0 }, other = 0, dead_ms = wait_dead(cmd, "wl_promises");
 
 	CHECK(dead_ms >= 0, "%s: the command that ignores SIGTERM is dead within %d ms",
 	      how, DEADLINE_MS);
-	CHECK(wait_note(notes, "signal", 0, &sig, &term_ms) && sig == SIGTERM,
+	CHECK(wait_note(notes, "signal", 0, term, 3) && term[0] == SIGTERM,
 	      "%s: the command's first signal: expected SIGTERM (%d), got %ld", how,
-	      SIGTERM, sig);
+	      SIGTERM, term[0]);
 	if (note_lines(notes, "signal") > 1)
-		wait_note(notes, "signal", 1, &other, NULL);
+		wait_note(notes, "signal", 1, &other, 1);
 	CHECK(note_lines(notes, "signal") == 1,
 	      "%s: the command got exactly one signal it could catch, got %d "
 	      "(the second: %ld): it must die of SIGKILL", how,
 	      note_lines(notes, "signal"), other);
-	CHECK(dead_ms < 0 || dead_ms - term_ms >= GRACE_FLOOR_MS,
+	CHECK(dead_ms < 0 || dead_ms - term[1] >= GRACE_FLOOR_MS,
 	      "%s: the command must live on for the grace after SIGTERM (%d ms): "
-	      "it died %ld ms after it", how, GRACE_MS, dead_ms - term_ms);
+	      "it died %ld ms after it", how, GRACE_MS, dead_ms - term[1]);
 	if (dead_ms >= 0)
-		printf("%s: killed %ld ms after SIGTERM\n", how, dead_ms - term_ms);
+		printf("%s: killed %ld-%ld ms after SIGTERM\n", how,
+		       dead_ms - term[2], dead_ms - term[1]);
 }
 
 /* -n 1 reached: qsptop ends the command and exits 0. */
@@ -254,34 +258,61 @@ static bool idle_mixed(const char *types)
 	return strncmp(types, "condvar", 7) == 0 && strstr(types, "mutex");
 }
 
+/* How many tables qsptop has printed to path. */
+static int tables_printed(const char *path)
+{
+	char *text = slurp_file(path, ""), *p = text;
+	int n = 0;
+
+	while ((p = strstr(p, "\nTYPE ")) != NULL) {
+		n++;
+		p++;
+	}
+	free(text);
+	return n;
+}
+
+/*
+ * qsptop -b on wl_idle until the waiters have waited about 1 s each and
+ * two more tables came, then SIGTERM: the last table's order.
+ */
 static void check_batch_order(bool mix)
 {
 	const char *how = mix ? "--mix-idle" : "default";
-	char *notes = tmp_path("idle.notes"), *json = tmp_path("idle.json");
-	char types[1024], totals[1024];
-	bool header;
+	char *notes = tmp_path(mix ? "mix.notes" : "idle.notes");
+	char *out = tmp_path("idle.out"), *json = tmp_path("idle.json");
+	char types[1024], totals[1024], *text;
+	long waited, deadline = monotonic_ms() + DEADLINE_MS;
 	struct args a = { 0 };
-	struct run r;
+	int status, before;
 	cJSON *snap;
 	const cJSON *first;
+	pid_t q;
 
-	unlink(notes);
-	args_add(&a, qsptop, "-b", "-n", "4", "-d", "0.25", "-o", "total", "-j",
-		 json, NULL);
+	args_add(&a, qsptop, "-b", "-d", "0.25", "-o", "total", "-j", json, NULL);
 	if (mix)
 		args_add(&a, "--mix-idle", NULL);
 	args_add(&a, "--", wl, "idle", notes, NULL);
-	r = run_capture(a.v, DEADLINE_MS, 0);
-	CHECK(r.status == 0, "%s: qsptop exits 0, got %d: %s", how, r.status, r.err);
-	batch_types(r.out, types, sizeof(types));
+	q = track(start(a.v, out, tmp_path("idle.err")));
+	CHECK(wait_note(notes, "waited", 0, &waited, 1),
+	      "%s: the idle waiters waited", how);
+	before = tables_printed(out);
+	while (tables_printed(out) < before + 2 && monotonic_ms() < deadline)
+		usleep(20000);
+	kill(q, SIGTERM);
+	status = wait_status(q, DEADLINE_MS);
+	CHECK(status == 0, "%s: qsptop, stopped by SIGTERM, exits 0, got %d", how, status);
+	text = slurp_file(out, "");
+	batch_types(text, types, sizeof(types));
 	CHECK(mix ? idle_mixed(types) : idle_after_locks(types),
 	      "%s, sorted by total: expected %s, got rows \"%s\"", how,
 	      mix ? "the condvar row (the most wait) first"
 		  : "every condvar row after every mutex row", types);
-	header = last_totals_line(r.out, totals, sizeof(totals));
-	CHECK(header && (strstr(totals, "idle last") != NULL) == !mix,
+	CHECK(last_totals_line(text, totals, sizeof(totals)) &&
+	      (strstr(totals, "idle last") != NULL) == !mix,
 	      "%s: expected the header's totals line %s \"idle last\", got \"%s\"",
 	      how, mix ? "without" : "with", totals);
+	free(text);
 	snap = load_json(json);
 	first = cJSON_GetArrayItem(cJSON_GetObjectItem(snap, "rows"), 0);
 	CHECK(cJSON_IsBool(cJSON_GetObjectItem(snap, "idle_last")) &&
@@ -291,7 +322,6 @@ static void check_batch_order(bool mix)
 	      "%s: the JSON's first row is a %s row, got %s", how,
 	      mix ? "condvar" : "mutex", check_show(str_field(first, "type")));
 	cJSON_Delete(snap);
-	run_free(&r);
 }
 
 /* The TYPE words of the rows on the screen. */
@@ -404,7 +434,7 @@ static struct capped run_preloaded(const char *name, const char *env)
 	snprintf(preload, sizeof(preload), "LD_PRELOAD=%s", library);
 	pid = track(start((char *[]){ "env", preload, (char *)env, wl, "many",
 				      MANY_LOCKS, notes, NULL }, NULL, NULL));
-	if (!wait_note(notes, "made", 0, &c.made, NULL)) {
+	if (!wait_note(notes, "made", 0, &c.made, 1)) {
 		CHECK(false, "%s: the workload made its lock calls", env);
 		kill(pid, SIGKILL);
 		waitpid(pid, NULL, 0);
@@ -585,9 +615,9 @@ static void test_forked_child(void)
 				    NULL }, out, tmp_path("child.err")));
 	CHECK(wait_text(out, "CALL SITE"), "qsptop -p CHILD prints a table");
 	check_collector("the child, asked by qsptop -p", child, true);
-	kill(q, SIGINT);
+	kill(q, SIGTERM);
 	status = wait_status(q, DEADLINE_MS);
-	CHECK(status == 0, "qsptop -p CHILD, stopped by SIGINT, exits 0, got %d", status);
+	CHECK(status == 0, "qsptop -p CHILD, stopped by SIGTERM, exits 0, got %d", status);
 	snap = load_json(json);
 	CHECK(acquisitions_in(snap, "child_lock") > 0,
 	      "the child, once asked, counts its own lock calls (%.0f)",
@@ -676,7 +706,7 @@ static void test_musl_refused(void)
 	CHECK(free_running(pid), "the musl process is left running, neither stopped "
 	      "nor traced");
 	kill(pid, SIGUSR1);
-	CHECK(wait_note(notes, "pong", 0, &pong, NULL),
+	CHECK(wait_note(notes, "pong", 0, &pong, 1),
 	      "the musl process still answers signals after the refusal");
 	run_free(&r);
 	kill(pid, SIGKILL);

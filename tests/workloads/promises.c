@@ -2,12 +2,15 @@
  * Workloads for the README's promises that test_promises checks.
  *
  *   wl_promises stubborn NOTES  ignores every signal it can: each one that
- *                               arrives adds "signal N MS" to NOTES (MS:
- *                               CLOCK_MONOTONIC, in ms); locks until killed
+ *                               arrives adds "signal N BEFORE HANDLED" to
+ *                               NOTES (CLOCK_MONOTONIC ms: it was sent
+ *                               between the two); locks until killed
  *   wl_promises idle NOTES      lock waits and much longer idle waits:
  *                               two threads wait on a condition variable
  *                               (site_idle_wait), two contend lightly for
- *                               a mutex (site_lock_hold, site_lock_poll)
+ *                               a mutex (site_lock_hold, site_lock_poll);
+ *                               NOTES gets "waited 20" once the waiters
+ *                               have waited 40 times (about 1 s each)
  *   wl_promises many N NOTES    4 threads each lock the same N mutexes
  *                               once, at site_many, then sleep; NOTES gets
  *                               "made COUNT"
@@ -76,14 +79,26 @@ static void __attribute__((noinline)) work(void)
 
 #define NSIG_SEEN 65
 static volatile sig_atomic_t arrived[NSIG_SEEN];
-static volatile long arrived_ms[NSIG_SEEN];
+static volatile long arrived_ms[NSIG_SEEN], before_ms[NSIG_SEEN];
+static volatile long ran_ms;	/* when the main loop last ran, before it slept */
 
-static void on_any(int sig)
+static long now_ms(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	arrived_ms[sig] = ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
+	return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
+}
+
+/*
+ * The signal was sent after the loop last ran (before_ms: a pending
+ * signal is taken as soon as the thread runs) and before the handler
+ * (arrived_ms): on a loaded machine these may be far apart.
+ */
+static void on_any(int sig)
+{
+	arrived_ms[sig] = now_ms();
+	before_ms[sig] = ran_ms;
 	arrived[sig]++;
 }
 
@@ -110,13 +125,15 @@ static void mode_stubborn(void)
 				FILE *f = fopen(notes, "a");
 
 				if (f) {
-					fprintf(f, "signal %d %ld\n", sig,
+					fprintf(f, "signal %d %ld %ld\n", sig,
+						(long)before_ms[sig],
 						(long)arrived_ms[sig]);
 					fclose(f);
 				}
 			}
 		}
 		work();
+		ran_ms = now_ms();
 		sleep_ms(10);
 	}
 }
@@ -135,10 +152,19 @@ static void __attribute__((noinline)) site_idle_wait(void)
 	pthread_mutex_unlock(&idle_lock);
 }
 
+#define IDLE_WAITERS 2
+#define WAITS_NOTED 20
+static long idle_waits;
+
+/* Waits; the first time each waiter could have waited WAITS_NOTED times, says so. */
 static void *idle_waiter(void *arg)
 {
-	while (!end_asked)
+	while (!end_asked) {
 		site_idle_wait();
+		if (__atomic_add_fetch(&idle_waits, 1, __ATOMIC_RELAXED) ==
+		    IDLE_WAITERS * WAITS_NOTED)
+			note("waited %ld", WAITS_NOTED);
+	}
 	return arg;
 }
 

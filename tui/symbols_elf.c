@@ -2,7 +2,8 @@
  * The functions of a module, from its symbol table. libdwfl's own
  * address-to-symbol lookup scans every symbol, so each module gets a
  * sorted table of its functions, built on first use and searched by
- * bisection; a C++ name is demangled the first time a lookup lands on it.
+ * bisection; a C++ name (or a legacy Rust one) is demangled the first time
+ * a lookup lands on it.
  * Where a module has no symbol for an address (stripped), the unwind
  * entries of its .eh_frame tell where functions start.
  */
@@ -195,7 +196,7 @@ static void rust_unescape(char *name)
 			*out++ = ':';
 			in += 2;
 		} else if (in[0] == '_' && in[1] == '$' &&
-			   (in == name || in[-1] == ':')) {
+			   (out == name || out[-1] == ':')) {
 			in++;
 		} else {
 			*out++ = *in++;

@@ -11,7 +11,8 @@ BUILD   := build
 CC      ?= cc
 
 # Build dependencies: pkg-config name -> Debian package. The tests also
-# need tmux (the screen tests), g++ (a C++ workload) and clang with its
+# need tmux (the screen tests), g++ (a C++ workload), musl-gcc from
+# musl-tools (a musl program for test_promises) and clang with its
 # libFuzzer runtime (the fuzz targets).
 PKGS    := ncursesw libunwind libcjson libdw libelf
 DEB_ncursesw := libncurses-dev
@@ -111,6 +112,7 @@ $(DEPS_STAMP): Makefile
 	command -v pkg-config >/dev/null 2>&1 || missing="$$missing pkg-config"; \
 	command -v tmux >/dev/null 2>&1 || missing="$$missing tmux"; \
 	command -v c++ >/dev/null 2>&1 || missing="$$missing g++"; \
+	command -v musl-gcc >/dev/null 2>&1 || missing="$$missing musl-tools"; \
 	mkdir -p $(BUILD); \
 	if ! command -v $(FUZZ_CC) >/dev/null 2>&1; then \
 	  missing="$$missing clang libclang-rt-dev"; \

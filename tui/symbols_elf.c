@@ -2,7 +2,8 @@
  * The functions of a module, from its symbol table. libdwfl's own
  * address-to-symbol lookup scans every symbol, so each module gets a
  * sorted table of its functions, built on first use and searched by
- * bisection; a C++ name is demangled the first time a lookup lands on it.
+ * bisection; a C++ name (or a legacy Rust one) is demangled the first time
+ * a lookup lands on it.
  * Where a module has no symbol for an address (stripped), the unwind
  * entries of its .eh_frame tell where functions start.
  */
@@ -145,6 +146,65 @@ static void module_build_syms(struct module *m)
 	syms_strip_versions(m);
 }
 
+/* Whether a mangled name is Rust's legacy form: its last part is "h" and 16 hex digits. */
+static bool rust_legacy(const char *mangled)
+{
+	size_t n = strlen(mangled);
+
+	return n > 20 && strncmp(mangled + n - 20, "17h", 3) == 0 &&
+	       strspn(mangled + n - 17, "0123456789abcdef") == 16 &&
+	       mangled[n - 1] == 'E';
+}
+
+/* The character a Rust escape ("LT" of "$LT$", "u20") stands for, or 0. */
+static char rust_escape(const char *code, size_t len)
+{
+	static const char names[][3] = { "SP", "BP", "RF", "LT", "GT", "LP",
+					 "RP", "C" };
+	static const char chars[] = "@*&<>(),";
+	unsigned long c;
+	char *end;
+
+	for (size_t i = 0; i < sizeof(chars) - 1; i++)
+		if (strlen(names[i]) == len && strncmp(code, names[i], len) == 0)
+			return chars[i];
+	if (len < 2 || code[0] != 'u')
+		return 0;
+	c = strtoul(code + 1, &end, 16);
+	return end == code + len && c >= 0x20 && c < 0x7f ? (char)c : 0;
+}
+
+/*
+ * A legacy Rust name as the C++ demangler leaves it
+ * ("std::sync::mutex::Mutex$LT$T$GT$::lock::h…") made readable in place
+ * ("std::sync::mutex::Mutex<T>::lock::h…"), so that patterns such as
+ * std::sync::*Mutex<*>::lock* match it.
+ */
+static void rust_unescape(char *name)
+{
+	char *out = name;
+
+	for (const char *in = name; *in;) {
+		const char *end = in[0] == '$' ? strchr(in + 1, '$') : NULL;
+		char c = end ? rust_escape(in + 1, (size_t)(end - in - 1)) : 0;
+
+		if (c) {
+			*out++ = c;
+			in = end + 1;
+		} else if (in[0] == '.' && in[1] == '.') {
+			*out++ = ':';
+			*out++ = ':';
+			in += 2;
+		} else if (in[0] == '_' && in[1] == '$' &&
+			   (out == name || out[-1] == ':')) {
+			in++;
+		} else {
+			*out++ = *in++;
+		}
+	}
+	*out = '\0';
+}
+
 const char *sym_name(struct sym *sym)
 {
 	char *demangled;
@@ -157,6 +217,8 @@ const char *sym_name(struct sym *sym)
 		return sym->name;
 	demangled = __cxa_demangle(sym->name, NULL, NULL, &status);
 	if (status == 0 && demangled) {
+		if (rust_legacy(sym->name))
+			rust_unescape(demangled);
 		sym->name = demangled;
 		sym->name_owned = true;
 	} else {

@@ -62,9 +62,13 @@ static void tell_fetch_failure(const struct app *a)
 	told |= why != NULL;
 }
 
-/* Print every interval until the target ends, -n is reached or a signal. */
+/*
+ * Print every interval until the target ends, -n is reached or a signal;
+ * on stderr when stdout carries an export.
+ */
 static void run_batch(struct app *a)
 {
+	FILE *out = options_stdout_export(&a->opt) ? stderr : stdout;
 	long shown = 0;
 
 	while (!stop_requested) {
@@ -75,7 +79,7 @@ static void run_batch(struct app *a)
 
 		if (rc == 1) {
 			symbols_refresh(a->symbols);
-			batch_print(stdout, a);
+			batch_print(out, a);
 			tell_fetch_failure(a);
 			if (a->opt.iterations && ++shown >= a->opt.iterations)
 				return;
@@ -252,8 +256,10 @@ static void attach(struct app *a, bool live, char *log, size_t size)
 	}
 	if (live)
 		log_fd = open_command_log(log, size);
+	else if (options_stdout_export(&a->opt))
+		log_fd = STDERR_FILENO;
 	attach_launch(&a->attach, a->opt.command, interval_ms, log_fd);
-	if (log_fd >= 0)
+	if (log_fd > STDERR_FILENO)
 		close(log_fd);
 }
 

@@ -51,6 +51,8 @@ static const char usage_text[] =
 	"  -j, --json FILE        write a JSON snapshot when qsptop stops (- = stdout)\n"
 	"      --folded FILE      write the waited-on stacks in folded form when\n"
 	"                         qsptop stops, for flame graphs (- = stdout)\n"
+	"                         (with -, batch tables and the command's output\n"
+	"                         go to stderr: stdout carries that one format)\n"
 	"      --wrapper GLOB     treat functions matching GLOB (a demangled name, with\n"
 	"                         or without its arguments) as lock wrappers: their\n"
 	"                         lock calls count on their callers' rows\n"
@@ -258,4 +260,14 @@ void options_parse(struct options *o, int argc, char **argv)
 		usage_error("%s", "give either -p PID or -- CMD, not both");
 	if (!o->pid && !o->command)
 		usage_error("%s", "nothing to watch: give -p PID or -- CMD");
+	if (o->json_path && o->folded_path && strcmp(o->json_path, "-") == 0 &&
+	    strcmp(o->folded_path, "-") == 0)
+		usage_error("%s", "only one of --json and --folded can write to "
+			    "stdout (-)");
+}
+
+bool options_stdout_export(const struct options *o)
+{
+	return (o->json_path && strcmp(o->json_path, "-") == 0) ||
+	       (o->folded_path && strcmp(o->folded_path, "-") == 0);
 }

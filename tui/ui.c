@@ -142,7 +142,7 @@ static void rebuild(struct ui *ui)
 {
 	size_t found = fetch(ui, ui->top, true);
 
-	model_stats(ui->app->model, &ui->stats);
+	app_stats(ui->app, &ui->stats);
 	if (found != SIZE_MAX)
 		ui->selected = found;
 }

@@ -268,6 +268,38 @@ static void test_folded_stdout(void)
 	run_free(&r);
 }
 
+/* The last of text's lines that start with prefix, or NULL. */
+static const char *last_line_with(const char *text, const char *prefix)
+{
+	const char *last = NULL;
+
+	for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+		if (strncmp(p, prefix, strlen(prefix)) == 0)
+			last = p;
+	return last;
+}
+
+/* The table printed as the target exits says so: exited, no thread live. */
+static void test_last_table_exited(void)
+{
+	char *argv[] = { qsptop, "-b", "-d", "0.2", "--", workload, "1", NULL };
+	struct run r = run_capture(argv, RUN_TIMEOUT_MS, 0);
+	const char *title = last_line_with(r.out, "qsptop ");
+	const char *totals = last_line_with(r.out, "lock wait ");
+	int title_len = title ? (int)strcspn(title, "\n") : 0;
+	int totals_len = totals ? (int)strcspn(totals, "\n") : 0;
+
+	CHECK(r.status == 0 && title && strstr(title, " - exited (launched) - ") &&
+	      strstr(title, " - exited (launched) - ") < title + title_len,
+	      "the last table's title: expected \"exited (launched)\", got %d: %.*s",
+	      r.status, title_len, title ? title : "(none)");
+	CHECK(totals && strstr(totals, " seen, 0 live") &&
+	      strstr(totals, " seen, 0 live") < totals + totals_len,
+	      "the last table's totals: expected \"threads N seen, 0 live\", got %.*s",
+	      totals_len, totals ? totals : "(none)");
+	run_free(&r);
+}
+
 /* Two formats cannot share stdout: a usage error before anything starts. */
 static void test_both_stdout_refused(void)
 {
@@ -291,6 +323,7 @@ int main(void)
 	test_json_stdout();
 	test_folded_stdout();
 	test_both_stdout_refused();
+	test_last_table_exited();
 	remove_tmp();
 	return check_summary();
 }

@@ -97,7 +97,8 @@ static void test_wrapper_stacks(void)
 
 	if (!start_mode("w", "wrapper", "", "--wrapper app_lock"))
 		return;
-	SEE("wrapper workload", "exited");
+	SEE("wrapper workload", "exited with status 0 (launched)");
+	TOTALS("wrapper workload exited", " seen, 0 live");
 	SEE("--wrapper app_lock: a row for path_a", "path_a+0x");
 	SEE("--wrapper app_lock: a row for path_b", "path_b+0x");
 	total = acq_total();

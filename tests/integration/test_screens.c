@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -42,6 +43,28 @@ static bool pane_has_colour(void)
 	}
 	free(out);
 	return colour;
+}
+
+/* The directories of "(in DIR, DIR...)" in text all exist, and some are named. */
+static bool only_existing_dirs(const char *text)
+{
+	const char *p = strstr(text, "(in ");
+	char dir[PATH_MAX];
+	int n = 0;
+
+	if (p == NULL)
+		return false;
+	for (p += 4; *p && *p != ')'; n++) {
+		size_t len = strcspn(p, ",)");
+		struct stat st;
+
+		snprintf(dir, sizeof(dir), "%.*s", (int)len, p);
+		if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+			return false;
+		p += len;
+		p += strncmp(p, ", ", 2) == 0 ? 2 : 0;
+	}
+	return n > 0;
 }
 
 /* NO_COLOR, -t mono and -t light start and show the table. */
@@ -78,9 +101,12 @@ static void test_theme_options(void)
 	text = slurp_file(err, NULL);
 	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 2,
 	      "-t nosuch: expected exit 2, got status %d", status);
-	CHECK(text && strstr(text, "no theme named 'nosuch'"),
-	      "-t nosuch: expected \"no theme named 'nosuch'\" on stderr, got \"%s\"",
-	      text ? text : "(nothing)");
+	CHECK(text && strstr(text, "no theme named 'nosuch'; themes: default, light, mono"),
+	      "-t nosuch: expected \"no theme named 'nosuch'; themes: default, light, "
+	      "mono\" on stderr, got \"%s\"", text ? text : "(nothing)");
+	CHECK(text && only_existing_dirs(text),
+	      "-t nosuch: expected only directories that exist in \"(in DIR, ...)\", "
+	      "got \"%s\"", text ? text : "(nothing)");
 	free(text);
 }
 

@@ -523,7 +523,7 @@ const struct key_binding key_bindings[] = {
 	{ .keys = { 'm' }, .label = "m", .hint = "m coalesce", .hint_rank = 4,
 	  .help = "coalesce: none -> site -> object", .act = act_coalesce },
 	{ .keys = { 'T' }, .label = "T", .hint = "T types", .hint_rank = 6,
-	  .help = "lock types shown: all -> locks (no condvar, futex-wake) -> idle waits",
+	  .help = "lock types shown: all -> locks (no condvar, futex-wake) -> idle waits -> all",
 	  .act = act_types },
 	{ .keys = { 'i' }, .label = "i",
 	  .help = "idle waits (condvar, futex-wake) after the locks / among them",

@@ -328,6 +328,8 @@ static void test_help(void)
 	static const char *const lines[][2] = {
 		{ "q F10", "quit" }, { "m ", "coalesce" }, { "r ", "reset" },
 		{ "e ", "export" }, { "/ ", "filter" }, { "Space", "pause" },
+		/* The whole cycle of test_types, back to all. */
+		{ "T ", "all -> locks (no condvar, futex-wake) -> idle waits -> all" },
 	};
 
 	keys("h", NULL);

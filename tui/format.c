@@ -421,7 +421,7 @@ const struct column columns[] = {
 	  .cell = cell_object,
 	  .help = "the lock's address; [N objs] when rows are coalesced" },
 	{ .title = "CALL SITE", .width = 30, .left = true, .flex = true,
-	  .priority = 10, .key = "site", .cell = cell_site,
+	  .priority = 10, .key = "site", .low_first = true, .cell = cell_site,
 	  .help = "where the lock is taken (s: function+offset or file:line)" },
 	{ .title = "WAIT/s", .width = 8, .priority = 9, .key = "wait",
 	  .json = "wait_per_s_ns", .value = value_wait_rate,

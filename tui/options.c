@@ -38,7 +38,8 @@ static const char usage_text[] =
 	"                         table (default all; the live screen shows what\n"
 	"                         fits, --json and --folded keep every row)\n"
 	"  -o, --sort KEY         %s;\n"
-	"                         a leading - sorts low to high, + high to low\n"
+	"                         site sorts A to Z, the others high to low; a\n"
+	"                         leading - sorts low to high (A to Z), + high to low\n"
 	"      --type LIST        show only these lock types, comma-separated:\n"
 	"                         mutex, rwlock-read, rwlock-write, rwlock (both),\n"
 	"                         spinlock, futex, condvar, futex-wake; locks (all\n"
@@ -153,14 +154,14 @@ static void parse_sort(struct options *o, const char *s)
 {
 	char keys[256];
 
-	o->ascending = false;
-	if (*s == '-' || *s == '+')
-		o->ascending = *s++ == '-';
-	o->sort = column_by_key(s);
+	const char *key = *s == '-' || *s == '+' ? s + 1 : s;
+
+	o->sort = column_by_key(key);
 	if (o->sort == NULL) {
 		column_keys(keys, sizeof(keys), ", ");
-		usage_error("-o: unknown sort key '%s' (%s)", s, keys);
+		usage_error("-o: unknown sort key '%s' (%s)", key, keys);
 	}
+	o->ascending = *s == '-' || (*s != '+' && o->sort->low_first);
 }
 
 static void parse_types(struct options *o, const char *list)

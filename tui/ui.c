@@ -223,7 +223,10 @@ static void act_back(struct ui *ui)
 	}
 }
 
-/* Sort by the next sort key, step columns along (-1: to the left). */
+/*
+ * Sort by the next sort key, step columns along (-1: to the left), in
+ * that column's first order.
+ */
 static void move_sort(struct ui *ui, int step)
 {
 	const struct column *c = ui->app->query.sort;
@@ -234,6 +237,7 @@ static void move_sort(struct ui *ui, int step)
 		c = &columns[(c - columns + step + n) % n];
 	while (c->key == NULL);
 	ui->app->query.sort = c;
+	ui->app->query.ascending = c->low_first;
 	rebuild(ui);
 }
 

@@ -300,6 +300,49 @@ static void test_last_table_exited(void)
 	run_free(&r);
 }
 
+/*
+ * -o site sorts A to Z, under an up arrow as -o -site; -o +site Z to A
+ * under a down arrow: the arrow tells the order shown.
+ */
+static void test_site_order_arrow(void)
+{
+	static const struct {
+		const char *key, *arrow;
+		bool a_to_z;
+	} cases[] = {
+		{ "site", "sort site \u25b2", true },
+		{ "-site", "sort site \u25b2", true },
+		{ "+site", "sort site \u25bc", false },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *json = tmp_path("site.json");
+		struct run r = run_demo(NULL, (char *[]){ "-o", (char *)cases[i].key,
+							  "--mix-idle", "-j", json }, 5);
+		cJSON *snap = load_json(json), *row;
+		const char *prev = NULL;
+		bool ordered = true;
+		int n = 0;
+
+		cJSON_ArrayForEach(row, cJSON_GetObjectItem(snap, "rows")) {
+			const char *sym = str_field(cJSON_GetObjectItem(row, "site"), "symbol");
+
+			if (sym && prev && strcmp(prev, sym) != 0)
+				ordered &= (strcmp(prev, sym) < 0) == cases[i].a_to_z;
+			prev = sym ? sym : prev;
+			n++;
+		}
+		CHECK(r.status == 0 && n > 1 && ordered,
+		      "-o %s: expected %d rows in %s order, got exit %d", cases[i].key,
+		      n, cases[i].a_to_z ? "A to Z" : "Z to A", r.status);
+		CHECK(strstr(r.out, cases[i].arrow) != NULL,
+		      "-o %s: expected \"%s\" in the header: %.300s", cases[i].key,
+		      cases[i].arrow, r.out);
+		cJSON_Delete(snap);
+		run_free(&r);
+	}
+}
+
 /* Two formats cannot share stdout: a usage error before anything starts. */
 static void test_both_stdout_refused(void)
 {
@@ -324,6 +367,7 @@ int main(void)
 	test_folded_stdout();
 	test_both_stdout_refused();
 	test_last_table_exited();
+	test_site_order_arrow();
 	remove_tmp();
 	return check_summary();
 }

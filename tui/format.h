@@ -60,6 +60,9 @@ void column_keys(char *buf, size_t size, const char *sep);
 /* Wait per acquisition, 0 without acquisitions: the AVG column's value. */
 double row_avg_wait(const struct view_row *r);
 
+/* The longest wait, never below the average: the MAX column's value. */
+double row_max_wait(const struct view_row *r);
+
 /* Where one column goes on a line of a given width. */
 struct column_place {
 	const struct column *col;

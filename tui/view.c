@@ -252,7 +252,7 @@ static int detail_numbers(struct screen *s, const struct ui *ui,
 	format_duration(wait, sizeof(wait), (double)r->c.wait_ns);
 	format_duration(rate, sizeof(rate), r->wait_per_s);
 	format_duration(avg, sizeof(avg), row_avg_wait(r));
-	format_duration(max, sizeof(max), (double)r->max_wait_ns);
+	format_duration(max, sizeof(max), row_max_wait(r));
 	format_duration(p[0], sizeof(p[0]), percentile_ns(&r->c, 0.5));
 	format_duration(p[1], sizeof(p[1]), percentile_ns(&r->c, 0.9));
 	format_duration(p[2], sizeof(p[2]), percentile_ns(&r->c, 0.99));

@@ -445,9 +445,9 @@ static int ref_key(const struct view_row *a, const struct view_row *b,
 	case SORT_CONTENDED:
 		return (a->c.contended > b->c.contended) -
 		       (a->c.contended < b->c.contended);
-	case SORT_MAX:
-		return (a->max_wait_ns > b->max_wait_ns) -
-		       (a->max_wait_ns < b->max_wait_ns);
+	case SORT_MAX:		/* as the column shows it: never below AVG */
+		return (row_max_wait(a) > row_max_wait(b)) -
+		       (row_max_wait(a) < row_max_wait(b));
 	default:
 		return 0;
 	}

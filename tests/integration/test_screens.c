@@ -2,7 +2,8 @@
  * End-to-end tests of screens that each run a program and a size of
  * their own in a tmux session (tmux.h): the theme options, the wrapper
  * stacks of `wl_locks wrapper`, the long C++ names of wl_cxxname at 80x24
- * and in batch output, and `make demo` on a terminal and without one.
+ * and in batch output, and `make demo` on a terminal (as README's sample
+ * shows it) and without one.
  * Each test starts and quits its own session; none needs another's.
  */
 #include <ctype.h>
@@ -178,6 +179,47 @@ static int occurrences(const char *text, const char *needle)
 	return n;
 }
 
+/* The first line of README.md's sample screen that starts with prefix. */
+static void readme_line(const char *prefix, char *out, size_t size)
+{
+	char path[PATH_MAX + 16], *text, *p;
+
+	snprintf(path, sizeof(path), "%s/README.md", root);
+	text = slurp_file(path, "");
+	p = strstr(text, "\n```\n");
+	while (p && strncmp(p + 1, prefix, strlen(prefix)) != 0)
+		p = strchr(p + 1, '\n');
+	snprintf(out, size, "%.*s", p ? (int)strcspn(p + 1, "\n") : 0, p ? p + 1 : "");
+	free(text);
+}
+
+/* The screen's line that starts with prefix, right spaces cut, or "". */
+static void screen_line_starting(const char *prefix, char *out, size_t size)
+{
+	int i = line_starting(prefix);
+	size_t n;
+
+	screen_line(i < 0 ? screen_lines() : i, out, size);
+	n = strlen(out);
+	while (n > 0 && out[n - 1] == ' ')
+		out[--n] = '\0';
+}
+
+/* README's sample screen has the columns and key hints of 140 columns. */
+static void check_readme_sample(void)
+{
+	static const char *const prefixes[] = { "TYPE ", "q quit " };
+	char want[4096], got[4096];
+
+	for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++) {
+		readme_line(prefixes[i], want, sizeof(want));
+		screen_line_starting(prefixes[i], got, sizeof(got));
+		CHECK_SCREEN(strcmp(want, got) == 0, "README's sample at %d columns: "
+			     "expected its line \"%s\" as on the screen, \"%s\"",
+			     WIDTH, want, got);
+	}
+}
+
 /*
  * 16: `make demo` on a terminal stays live past five refreshes until q;
  * without one it prints five batch tables and ends.
@@ -215,6 +257,8 @@ static void test_make_demo(void)
 		return;
 	}
 	SEE("make demo on a terminal", "CALL SITE");
+	STATUS("make demo: the key hints", "q quit");
+	check_readme_sample();
 	/* Refreshes are a second apart: seven of them. */
 	sleep(7);
 	capture();

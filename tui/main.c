@@ -190,7 +190,7 @@ static int finish(struct app *a)
 		    strncmp(a->client.error, "the collector closed", 20) != 0)
 			warning("%s", a->client.error);
 		/* Ctrl-C reached the command too; a SIGINT for qsptop alone is passed on. */
-		if (interrupted == 2)
+		if (interrupted == 2 && !a->child_reaped)
 			kill(a->attach.child, SIGINT);
 		int status = reap_child(a, interrupted ? INTERRUPT_IT :
 					stopped_early ? END_IT : LET_IT_END);

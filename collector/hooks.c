@@ -221,6 +221,12 @@ static __attribute__((noinline)) void wait_end(struct wait *w, int rc)
 	if (e == NULL)
 		return;
 	guard(s);
+	/*
+	 * The wait's time last: the collector reads it first, so a wait
+	 * whose time it counts has its count and maximum counted too (or
+	 * AVG would show above MAX until the next scan).
+	 */
+	note_max(e, ns);
 	if (acquired) {
 		count_free(table_slot_of(w->table, w->key, w->object));
 		table_add(&e->c.contended, 1);
@@ -228,9 +234,9 @@ static __attribute__((noinline)) void wait_end(struct wait *w, int rc)
 		table_add(&e->c.timeouts, 1);
 		table_add(&e->c.failed, 1);
 	}
-	table_add(&e->c.wait_ns, ns);
 	table_add(&e->c.hist[hist_bucket(ns)], 1);
-	note_max(e, ns);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	table_add(&e->c.wait_ns, ns);
 	if (w->use) {
 		table_add(acquired ? &w->use->count : &w->use->timeouts, 1);
 		table_add(&w->use->wait_ns, ns);

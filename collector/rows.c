@@ -102,13 +102,17 @@ static uint32_t row_id(struct rows *rs, uint64_t site, uint64_t object,
 	return rs->n;
 }
 
-/* An entry's counts, each word read atomically: its thread may be adding. */
+/*
+ * An entry's counts, each word read atomically: its thread may be adding.
+ * The wait time first, as the thread writes it last (hooks.c, wait_end()).
+ */
 static void load_entry(struct lock_counts *c, const struct entry *e)
 {
 	c->acquisitions = 0;
+	c->wait_ns = table_load(&e->c.wait_ns);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	c->contended = table_load(&e->c.contended);
 	c->timeouts = table_load(&e->c.timeouts);
-	c->wait_ns = table_load(&e->c.wait_ns);
 	c->failed = table_load(&e->c.failed);
 	for (unsigned i = 0; i < HIST_BUCKETS; i++)
 		c->hist[i] = table_load(&e->c.hist[i]);
@@ -128,11 +132,15 @@ static void scan_entry(struct scan *sc, const struct thread_table *t,
 		.count = table_load(&e->nostack_count),
 		.timeouts = table_load(&e->nostack_timeouts),
 		.wait_ns = table_load(&e->nostack_wait_ns) };
-	uint32_t epoch = __atomic_load_n(&e->max_epoch, __ATOMIC_RELAXED);
-	uint64_t max = table_load(&e->epoch_max_ns);
 	struct lock_counts c;
+	uint32_t epoch;
+	uint64_t max;
 
+	/* The counts, then the maxima, which their waits wrote before them. */
 	load_entry(&c, e);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	epoch = __atomic_load_n(&e->max_epoch, __ATOMIC_RELAXED);
+	max = table_load(&e->epoch_max_ns);
 	if (w == NULL && (w = row->waits = arena_alloc(sizeof(*w))) == NULL) {
 		drop(sc, c.contended + c.failed);
 		return;

@@ -508,6 +508,7 @@ static void drain_sessions(uint64_t deadline)
 static void finish(void)
 {
 	uint64_t now = clock_now_ns();
+	struct proto_tick tick;
 
 	check_fds();
 	for (int i = 0; i < SESSIONS_MAX; i++) {
@@ -515,10 +516,13 @@ static void finish(void)
 			end_session(i);
 	}
 	scan(now);
-	update_sessions(now, true);
+	tick = make_tick(now);
+	/* The last counts and the goodbye in one write: shown together. */
 	for (int i = 0; i < SESSIONS_MAX; i++) {
-		if (srv.sessions[i])
-			session_goodbye(srv.sessions[i], GOODBYE_EXIT);
+		if (srv.sessions[i] == NULL)
+			continue;
+		session_update(srv.sessions[i], &srv.rows, &srv.modules, &tick, true);
+		session_goodbye(srv.sessions[i], GOODBYE_EXIT);
 	}
 	drain_sessions(now + FINAL_WRITE_MS * 1000000ull);
 	for (int i = 0; i < SESSIONS_MAX; i++) {

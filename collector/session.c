@@ -299,8 +299,9 @@ void session_update(struct session *s, struct rows *rs,
 		    bool force)
 {
 	struct proto_tick t = *tick;
+	bool baseline = !s->baseline_sent;
 
-	if (!s->greeted || s->closing || (!s->baseline_sent && !force))
+	if (!s->greeted || s->closing || (baseline && !force))
 		return;
 	if (!force && (tick->monotonic_ns < s->due_ns || s->out.len > 0))
 		return;
@@ -309,13 +310,14 @@ void session_update(struct session *s, struct rows *rs,
 	put_counts(s, rs);
 	define_stacks(s, &rs->stacks);
 	put_stack_counts(s, &rs->stacks);
-	if (!s->baseline_sent)
+	if (baseline)
 		t.flags |= PROTO_TICK_BASELINE;
 	proto_put_tick(&s->out, &t);
 	s->baseline_sent = true;
 	s->sent_seq = rs->seq;
 	s->due_ns += s->interval_ms * 1000000ull;
-	if (s->due_ns < tick->monotonic_ns)
+	/* The first interval starts at the baseline, whenever that was sent. */
+	if (baseline || s->due_ns < tick->monotonic_ns)
 		s->due_ns = tick->monotonic_ns + s->interval_ms * 1000000ull;
 }
 

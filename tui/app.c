@@ -70,7 +70,7 @@ void app_reset(struct app *a)
 const char *app_state_name(const struct app *a)
 {
 	switch (a->client.state) {
-	case TARGET_RUNNING: return "running";
+	case TARGET_RUNNING: return a->child_reaped ? "exited" : "running";
 	case TARGET_EXITED: return "exited";
 	case TARGET_LOST: break;
 	}
@@ -82,14 +82,22 @@ const char *app_state_name(const struct app *a)
 void app_state_text(const struct app *a, char *buf, size_t size)
 {
 	int st = a->child_status;
+	const char *sig;
 
 	if (!a->child_reaped)
-		snprintf(buf, size, "%s", app_state_name(a));
+		snprintf(buf, size, "%s (%s)", app_state_name(a), a->attach.mode);
 	else if (WIFEXITED(st))
-		snprintf(buf, size, "exited (status %d)", WEXITSTATUS(st));
-	else if (WIFSIGNALED(st))
-		snprintf(buf, size, "exited (killed by SIG%s)",
-			 sigabbrev_np(WTERMSIG(st)) ? sigabbrev_np(WTERMSIG(st)) : "?");
+		snprintf(buf, size, "exited with status %d (%s)", WEXITSTATUS(st),
+			 a->attach.mode);
+	else if (WIFSIGNALED(st) && (sig = sigabbrev_np(WTERMSIG(st))) != NULL)
+		snprintf(buf, size, "killed by SIG%s (%s)", sig, a->attach.mode);
 	else
-		snprintf(buf, size, "exited");
+		snprintf(buf, size, "exited (%s)", a->attach.mode);
+}
+
+void app_stats(const struct app *a, struct model_stats *st)
+{
+	model_stats(a->model, st);
+	if (strcmp(app_state_name(a), "exited") == 0)
+		st->threads_live = 0;
 }

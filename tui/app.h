@@ -49,7 +49,13 @@ void app_reset(struct app *a);
 /* "running", "exited" or "collector lost". */
 const char *app_state_name(const struct app *a);
 
-/* The state with detail: "exited (status 3)", "exited (killed by SIGSEGV)". */
+/*
+ * The state with detail and how qsptop attached: "running (injected)",
+ * "exited with status 3 (launched)", "killed by SIGSEGV (launched)".
+ */
 void app_state_text(const struct app *a, char *buf, size_t size);
+
+/* The model's totals, with no thread live once the target is gone. */
+void app_stats(const struct app *a, struct model_stats *st);
 
 #endif

@@ -106,11 +106,19 @@ static void set_preload(const char *lib)
 	free(value);
 }
 
-/* Give the command /dev/null for input and output_fd for its output. */
+/*
+ * Give the command /dev/null for input and output_fd for its output; or,
+ * for output_fd 2, our stderr for its stdout.
+ */
 static void redirect_output(int output_fd)
 {
-	int null = open("/dev/null", O_RDONLY);
+	int null;
 
+	if (output_fd == STDERR_FILENO) {
+		dup2(STDERR_FILENO, STDOUT_FILENO);
+		return;
+	}
+	null = open("/dev/null", O_RDONLY);
 	if (null >= 0) {
 		dup2(null, STDIN_FILENO);
 		close(null);

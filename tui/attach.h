@@ -17,7 +17,8 @@ struct attach {
  * Start argv with the collector preloaded, connected through an inherited
  * socket so that nothing it does is missed. With output_fd >= 0 the
  * command's stdout and stderr go there and its stdin is /dev/null (the
- * screen is ours). Exits with 127 and a one-line error if the command
+ * screen is ours); with output_fd 2 only its stdout goes to our stderr
+ * (our stdout carries an export). Exits with 127 and a one-line error if the command
  * cannot be run.
  */
 void attach_launch(struct attach *a, char **argv, unsigned interval_ms,

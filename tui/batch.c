@@ -55,8 +55,7 @@ static void print_title(FILE *out, const struct app *a, int width,
 
 	snprintf(version, sizeof(version), "qsptop %s", QSPTOP_VERSION);
 	snprintf(pid, sizeof(pid), "pid %d", (int)a->attach.pid);
-	snprintf(state, sizeof(state), "%s (%s)", app_state_name(a),
-		 a->attach.mode);
+	app_state_text(a, state, sizeof(state));
 	snprintf(every, sizeof(every), "interval %.2fs", interval_s);
 	print_items(out, width, items, sizeof(items) / sizeof(items[0]));
 }
@@ -74,7 +73,7 @@ static void print_header(FILE *out, const struct app *a, int width,
 	struct totals_text t;
 	size_t n;
 
-	model_stats(a->model, &st);
+	app_stats(a, &st);
 	print_title(out, a, width, st.interval_s);
 	n = format_totals(&t, items, &st, &a->query, NULL);
 	if (a->opt.rows)

@@ -201,7 +201,8 @@ static const struct proto_visitor visitor = {
 
 /*
  * Apply the whole frames in the buffer, up to the end of an interval:
- * each interval is shown before the next one is read.
+ * each interval is shown before the next one is read. The goodbye that
+ * follows the last one goes with it, so that it shows the target gone.
  */
 static void apply_frames(struct client *c)
 {
@@ -209,12 +210,12 @@ static void apply_frames(struct client *c)
 	size_t off = 0;
 	char err[160], why[200];
 
-	while (c->fd >= 0 && c->ticks == ticks) {
+	while (c->fd >= 0) {
 		struct proto_frame f;
 		long n = proto_split(c->in + off, c->in_len - off, &f, err,
 				     sizeof(err));
 
-		if (n == 0)
+		if (n == 0 || (n > 0 && c->ticks != ticks && f.type != MSG_GOODBYE))
 			break;
 		if (n > 0 && !c->have_hello && f.type != MSG_HELLO) {
 			n = -1;

@@ -328,8 +328,11 @@ int export_check_path(const char *path, char *err, size_t errlen)
 		snprintf(err, errlen, "%s: is a directory", path);
 		return -1;
 	}
-	if (access(dirname(copy), W_OK) < 0 ||
-	    (access(path, F_OK) == 0 && access(path, W_OK) < 0)) {
+	if (access(dirname(copy), W_OK) < 0) {
+		outfile_error(path, errno, err, errlen);
+		return -1;
+	}
+	if (access(path, F_OK) == 0 && access(path, W_OK) < 0) {
 		snprintf(err, errlen, "%s: %s", path, strerror(errno));
 		return -1;
 	}

@@ -382,9 +382,16 @@ double row_avg_wait(const struct view_row *r)
 	return lock_counts_avg_wait_ns(&r->c);
 }
 
-static double value_max(const struct view_row *r)
+/*
+ * The collector may send a wait's time and count an update before its
+ * maximum (it reads them at different moments while the thread ends the
+ * wait): until the maximum comes, the average is the one bound known.
+ */
+double row_max_wait(const struct view_row *r)
 {
-	return (double)r->max_wait_ns;
+	double avg = row_avg_wait(r);
+
+	return (double)r->max_wait_ns > avg ? (double)r->max_wait_ns : avg;
 }
 
 void format_sparkline(char *buf, size_t size, const uint64_t *values, int n)
@@ -421,7 +428,7 @@ const struct column columns[] = {
 	  .cell = cell_object,
 	  .help = "the lock's address; [N objs] when rows are coalesced" },
 	{ .title = "CALL SITE", .width = 30, .left = true, .flex = true,
-	  .priority = 10, .key = "site", .cell = cell_site,
+	  .priority = 10, .key = "site", .low_first = true, .cell = cell_site,
 	  .help = "where the lock is taken (s: function+offset or file:line)" },
 	{ .title = "WAIT/s", .width = 8, .priority = 9, .key = "wait",
 	  .json = "wait_per_s_ns", .value = value_wait_rate,
@@ -442,7 +449,7 @@ const struct column columns[] = {
 	  .json = "avg_wait_ns", .value = row_avg_wait, .cell = cell_duration,
 	  .help = "wait per wait, timed out or not" },
 	{ .title = "MAX", .width = 8, .priority = 6, .key = "max",
-	  .json = "max_wait_ns", .value = value_max, .cell = cell_duration,
+	  .json = "max_wait_ns", .value = row_max_wait, .cell = cell_duration,
 	  .help = "longest single wait" },
 	{ .title = "TREND", .width = TREND_LEN, .left = true, .sparkline = true,
 	  .priority = 2, .cell = cell_trend,

@@ -36,6 +36,7 @@ struct column {
 	bool sparkline;		/* own colour; the TUI shows it, batch does not */
 	int priority;		/* narrow screens drop low priorities first */
 	const char *key;	/* -o KEY and JSON "sort"; NULL: not a sort key */
+	bool low_first;		/* sorted low to high at first (site: A to Z) */
 	const char *json;	/* the JSON row field of its value, or NULL */
 	/* The number it shows and sorts by; NULL: sorts by the site label. */
 	double (*value)(const struct view_row *r);
@@ -58,6 +59,9 @@ void column_keys(char *buf, size_t size, const char *sep);
 
 /* Wait per acquisition, 0 without acquisitions: the AVG column's value. */
 double row_avg_wait(const struct view_row *r);
+
+/* The longest wait, never below the average: the MAX column's value. */
+double row_max_wait(const struct view_row *r);
 
 /* Where one column goes on a line of a given width. */
 struct column_place {

@@ -31,16 +31,21 @@
 #define CHILD_GRACE_MS 3000
 
 static volatile sig_atomic_t stop_requested;
+/* A SIGINT came: 1 from the terminal (Ctrl-C), 2 sent to qsptop alone. */
+static volatile sig_atomic_t interrupted;
 
-static void on_stop_signal(int sig)
+static void on_stop_signal(int sig, siginfo_t *info, void *context)
 {
-	(void)sig;
+	(void)context;
+	if (sig == SIGINT)
+		interrupted = info && info->si_code == SI_KERNEL ? 1 : 2;
 	stop_requested = 1;
 }
 
 static void install_signals(void)
 {
-	struct sigaction sa = { .sa_handler = on_stop_signal };
+	struct sigaction sa = { .sa_sigaction = on_stop_signal,
+				.sa_flags = SA_SIGINFO };
 
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
@@ -62,9 +67,13 @@ static void tell_fetch_failure(const struct app *a)
 	told |= why != NULL;
 }
 
-/* Print every interval until the target ends, -n is reached or a signal. */
+/*
+ * Print every interval until the target ends, -n is reached or a signal;
+ * on stderr when stdout carries an export.
+ */
 static void run_batch(struct app *a)
 {
+	FILE *out = options_stdout_export(&a->opt) ? stderr : stdout;
 	long shown = 0;
 
 	while (!stop_requested) {
@@ -75,7 +84,7 @@ static void run_batch(struct app *a)
 
 		if (rc == 1) {
 			symbols_refresh(a->symbols);
-			batch_print(stdout, a);
+			batch_print(out, a);
 			tell_fetch_failure(a);
 			if (a->opt.iterations && ++shown >= a->opt.iterations)
 				return;
@@ -85,26 +94,36 @@ static void run_batch(struct app *a)
 	}
 }
 
-/*
- * Reap the launched command. If qsptop is stopping first, the command is
- * asked to end (SIGTERM, then SIGKILL after a grace period). Returns its
- * wait status.
- */
-static int reap_child(struct app *a, int ending_it)
+/* What qsptop does to a launched command still running when it stops. */
+enum ending {
+	LET_IT_END,	/* it is ending by itself: wait for it */
+	END_IT,		/* SIGTERM now, SIGKILL after a grace period */
+	INTERRUPT_IT,	/* it got SIGINT: a grace period, then END_IT */
+};
+
+/* Reap the launched command, ending it as asked. Returns its wait status. */
+static int reap_child(struct app *a, enum ending how)
 {
 	long deadline = clock_now_ms() + CHILD_GRACE_MS;
 	int status = 0;
+	pid_t got;
 
 	if (a->child_reaped)
 		return a->child_status;
-	if (ending_it)
+	if (how == END_IT)
 		kill(a->attach.child, SIGTERM);
-	while (waitpid(a->attach.child, &status, ending_it ? WNOHANG : 0) == 0) {
+	while ((got = waitpid(a->attach.child, &status,
+			      how == LET_IT_END ? 0 : WNOHANG)) == 0 ||
+	       (got < 0 && errno == EINTR)) {
 		client_poll(&a->client, 50);
-		if (clock_now_ms() > deadline) {
-			kill(a->attach.child, SIGKILL);
-			ending_it = 0;
-		}
+		if (how == LET_IT_END || clock_now_ms() <= deadline)
+			continue;
+		if (how == INTERRUPT_IT)
+			warning("'%s' still runs %d s after the interrupt: ending it",
+				a->opt.command[0], CHILD_GRACE_MS / 1000);
+		kill(a->attach.child, how == INTERRUPT_IT ? SIGTERM : SIGKILL);
+		how = how == INTERRUPT_IT ? END_IT : LET_IT_END;
+		deadline = clock_now_ms() + CHILD_GRACE_MS;
 	}
 	/* The final update may still be in flight after the exit. */
 	while (client_poll(&a->client, 100) >= 0)
@@ -120,8 +139,11 @@ static int command_status(const struct app *a, int status)
 	if (WIFEXITED(status))
 		return WEXITSTATUS(status);
 	if (WIFSIGNALED(status)) {
-		warning("'%s' was killed by signal %d (%s)", a->opt.command[0],
-			WTERMSIG(status), strsignal(WTERMSIG(status)));
+		/* The user who typed Ctrl-C needs no news of its SIGINT. */
+		if (!(interrupted && WTERMSIG(status) == SIGINT))
+			warning("'%s' was killed by signal %d (%s)",
+				a->opt.command[0], WTERMSIG(status),
+				strsignal(WTERMSIG(status)));
 		return 128 + WTERMSIG(status);
 	}
 	return 1;
@@ -167,10 +189,14 @@ static int finish(struct app *a)
 		if (a->client.state == TARGET_LOST && a->client.error[0] &&
 		    strncmp(a->client.error, "the collector closed", 20) != 0)
 			warning("%s", a->client.error);
-		int status = reap_child(a, stopped_early);
+		/* Ctrl-C reached the command too; a SIGINT for qsptop alone is passed on. */
+		if (interrupted == 2 && !a->child_reaped)
+			kill(a->attach.child, SIGINT);
+		int status = reap_child(a, interrupted ? INTERRUPT_IT :
+					stopped_early ? END_IT : LET_IT_END);
 
 		/* A command qsptop ended itself is no failure to report. */
-		rc = stopped_early ? 0 : command_status(a, status);
+		rc = stopped_early && !interrupted ? 0 : command_status(a, status);
 	} else {
 		rc = connected_status(a);
 	}
@@ -252,8 +278,10 @@ static void attach(struct app *a, bool live, char *log, size_t size)
 	}
 	if (live)
 		log_fd = open_command_log(log, size);
+	else if (options_stdout_export(&a->opt))
+		log_fd = STDERR_FILENO;
 	attach_launch(&a->attach, a->opt.command, interval_ms, log_fd);
-	if (log_fd >= 0)
+	if (log_fd > STDERR_FILENO)
 		close(log_fd);
 }
 
@@ -292,6 +320,23 @@ static void check_output_paths(const struct options *o)
 		fatal("cannot write the JSON snapshot: %s", err);
 	if (o->folded_path && export_check_path(o->folded_path, err, sizeof(err)) < 0)
 		fatal("cannot write the folded stacks: %s", err);
+}
+
+/*
+ * Exit with rc; when Ctrl-C killed the launched command, die of SIGINT as
+ * it did, so that a shell running qsptop in a loop stops too (status 130).
+ */
+static void exit_as(bool launched, int rc)
+	__attribute__((noreturn));
+
+static void exit_as(bool launched, int rc)
+{
+	if (launched && interrupted && rc == 128 + SIGINT) {
+		fflush(NULL);
+		signal(SIGINT, SIG_DFL);
+		raise(SIGINT);
+	}
+	exit(rc);
 }
 
 /*
@@ -344,5 +389,5 @@ int main(int argc, char **argv)
 	wrappers_free(a.wrappers);
 	rawfutex_free(a.rawfutex);
 	symbols_free(a.symbols);
-	return rc;
+	exit_as(a.opt.command != NULL, rc);
 }

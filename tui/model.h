@@ -73,8 +73,8 @@ struct column;
 
 struct model_query {
 	enum coalesce coalesce;
-	const struct column *sort; /* biggest value first, or site A to Z */
-	bool ascending;
+	const struct column *sort;
+	bool ascending;		/* low to high (site: A to Z); else high to low */
 	/*
 	 * Idle waits (condvar, futex-wake: lockset.h) sort after the locks,
 	 * whatever the order, unless mixed in.

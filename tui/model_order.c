@@ -139,9 +139,9 @@ void order_key(const struct model_query *q, const struct view_row *v,
 }
 
 /*
- * The site label's natural order is alphabetical, so by site the default
- * sorts A to Z and ascending sorts Z to A. Without labels sites sort by
- * address, as their fixed-width hex would.
+ * By site, ascending sorts the labels A to Z (the column's first order,
+ * format.h) and descending Z to A. Without labels sites sort by address,
+ * as their fixed-width hex would.
  */
 void order_sites(const struct model_query *q, struct order *o, size_t n)
 {
@@ -155,7 +155,7 @@ void order_sites(const struct model_query *q, struct order *o, size_t n)
 		for (size_t i = 0; i < n; i++) {
 			uint64_t site = o[i].key[WORD_SITE];
 
-			o[i].key[WORD_PRIMARY] = q->ascending ? ~site : site;
+			o[i].key[WORD_PRIMARY] = q->ascending ? site : ~site;
 		}
 		return;
 	}
@@ -164,7 +164,7 @@ void order_sites(const struct model_query *q, struct order *o, size_t n)
 		of[i] = site_set_add(&s, o[i].key[WORD_SITE]);
 	rank = label_ranks(q, &s);
 	for (size_t i = 0; i < n; i++)
-		o[i].key[WORD_PRIMARY] = q->ascending ? ~rank[of[i]] : rank[of[i]];
+		o[i].key[WORD_PRIMARY] = q->ascending ? rank[of[i]] : ~rank[of[i]];
 	free(rank);
 	free(of);
 	site_set_free(&s);

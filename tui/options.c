@@ -38,7 +38,8 @@ static const char usage_text[] =
 	"                         table (default all; the live screen shows what\n"
 	"                         fits, --json and --folded keep every row)\n"
 	"  -o, --sort KEY         %s;\n"
-	"                         a leading - sorts low to high, + high to low\n"
+	"                         site sorts A to Z, the others high to low; a\n"
+	"                         leading - sorts low to high (A to Z), + high to low\n"
 	"      --type LIST        show only these lock types, comma-separated:\n"
 	"                         mutex, rwlock-read, rwlock-write, rwlock (both),\n"
 	"                         spinlock, futex, condvar, futex-wake; locks (all\n"
@@ -51,6 +52,8 @@ static const char usage_text[] =
 	"  -j, --json FILE        write a JSON snapshot when qsptop stops (- = stdout)\n"
 	"      --folded FILE      write the waited-on stacks in folded form when\n"
 	"                         qsptop stops, for flame graphs (- = stdout)\n"
+	"                         (with -, batch tables and the command's output\n"
+	"                         go to stderr: stdout carries that one format)\n"
 	"      --wrapper GLOB     treat functions matching GLOB (a demangled name, with\n"
 	"                         or without its arguments) as lock wrappers: their\n"
 	"                         lock calls count on their callers' rows\n"
@@ -151,14 +154,14 @@ static void parse_sort(struct options *o, const char *s)
 {
 	char keys[256];
 
-	o->ascending = false;
-	if (*s == '-' || *s == '+')
-		o->ascending = *s++ == '-';
-	o->sort = column_by_key(s);
+	const char *key = *s == '-' || *s == '+' ? s + 1 : s;
+
+	o->sort = column_by_key(key);
 	if (o->sort == NULL) {
 		column_keys(keys, sizeof(keys), ", ");
-		usage_error("-o: unknown sort key '%s' (%s)", s, keys);
+		usage_error("-o: unknown sort key '%s' (%s)", key, keys);
 	}
+	o->ascending = *s == '-' || (*s != '+' && o->sort->low_first);
 }
 
 static void parse_types(struct options *o, const char *list)
@@ -258,4 +261,14 @@ void options_parse(struct options *o, int argc, char **argv)
 		usage_error("%s", "give either -p PID or -- CMD, not both");
 	if (!o->pid && !o->command)
 		usage_error("%s", "nothing to watch: give -p PID or -- CMD");
+	if (o->json_path && o->folded_path && strcmp(o->json_path, "-") == 0 &&
+	    strcmp(o->folded_path, "-") == 0)
+		usage_error("%s", "only one of --json and --folded can write to "
+			    "stdout (-)");
+}
+
+bool options_stdout_export(const struct options *o)
+{
+	return (o->json_path && strcmp(o->json_path, "-") == 0) ||
+	       (o->folded_path && strcmp(o->folded_path, "-") == 0);
 }

@@ -35,4 +35,7 @@ struct options {
  */
 void options_parse(struct options *o, int argc, char **argv);
 
+/* Whether --json or --folded writes to stdout ("-"), which is then theirs. */
+bool options_stdout_export(const struct options *o);
+
 #endif

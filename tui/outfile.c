@@ -1,6 +1,7 @@
 /* Exported files: created new or replaced by rename, never through a link. */
 #include <errno.h>
 #include <fcntl.h>
+#include <libgen.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -34,6 +35,29 @@ static int finish(int fd, const char *text, size_t len)
 	return error ? -1 : 0;
 }
 
+/* Errors of creating a file that are its directory's. */
+static bool directory_fault(int error)
+{
+	return error == ENOENT || error == ENOTDIR || error == EACCES ||
+	       error == EPERM || error == EROFS;
+}
+
+void outfile_error(const char *path, int error, char *err, size_t errlen)
+{
+	char copy[PATH_MAX], dir[PATH_MAX];
+	const char *given;
+
+	if (!directory_fault(error)) {
+		snprintf(err, errlen, "%s: %s", path, strerror(error));
+		return;
+	}
+	snprintf(copy, sizeof(copy), "%s", path);
+	given = dirname(copy);
+	if (realpath(given, dir) == NULL)
+		snprintf(dir, sizeof(dir), "%s", given);
+	snprintf(err, errlen, "%s: directory %s: %s", path, dir, strerror(error));
+}
+
 /* Why path could not be created, saying what is in the way. */
 static void create_error(const char *path, int error, char *err, size_t errlen)
 {
@@ -46,7 +70,7 @@ static void create_error(const char *path, int error, char *err, size_t errlen)
 	else if (error == EEXIST)
 		snprintf(err, errlen, "%s already exists: not overwritten", path);
 	else
-		snprintf(err, errlen, "%s: %s", path, strerror(error));
+		outfile_error(path, error, err, errlen);
 }
 
 int outfile_create(const char *path, const char *text, size_t len, char *err,
@@ -98,7 +122,7 @@ int outfile_replace(const char *path, const char *text, size_t len,
 	/* A random name, opened O_CREAT|O_EXCL: a name taken is tried again. */
 	fd = mkostemp(tmp, O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0) {
-		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		outfile_error(path, errno, err, errlen);
 		return -1;
 	}
 	if (fchmod(fd, replacement_mode(path)) < 0) {

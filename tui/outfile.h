@@ -24,4 +24,11 @@ int outfile_create(const char *path, const char *text, size_t len, char *err,
 int outfile_replace(const char *path, const char *text, size_t len,
 		    char *err, size_t errlen);
 
+/*
+ * Why path cannot be created, error an errno: "PATH: directory DIR: why"
+ * when its directory is at fault (missing, closed, read-only), DIR made
+ * absolute when it exists; else "PATH: why".
+ */
+void outfile_error(const char *path, int error, char *err, size_t errlen);
+
 #endif

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "theme.h"
@@ -554,17 +555,47 @@ static int load_path(struct theme *t, const char *path, theme_warn_fn warn,
 	return r;
 }
 
-/* Report that name was found nowhere in d. */
+/* Join the n names with ", " into buf. */
+static void join_names(char *buf, size_t size, char (*names)[64], size_t n)
+{
+	size_t off = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < n && off < size; i++)
+		off += (size_t)snprintf(buf + off, size - off, "%s%s",
+					i ? ", " : "", names[i]);
+}
+
+/* Join the directories of d that exist with ", " into buf; how many. */
+static int join_existing(char *buf, size_t size, const struct dirs *d)
+{
+	size_t off = 0;
+	struct stat st;
+	int n = 0;
+
+	buf[0] = '\0';
+	for (int i = 0; i < d->n && off < size; i++) {
+		if (stat(d->path[i], &st) != 0 || !S_ISDIR(st.st_mode))
+			continue;
+		off += (size_t)snprintf(buf + off, size - off, "%s%s",
+					n++ ? ", " : "", d->path[i]);
+	}
+	return n;
+}
+
+/* Report that name was found nowhere in d: the themes there are, and where. */
 static void not_found(const struct dirs *d, const char *name, char *err,
 		      size_t errlen)
 {
-	char list[MAX_DIRS * (PATH_MAX + 2)] = "";
-	size_t off = 0;
+	char names[32][64], list[32 * 66], where[MAX_DIRS * (PATH_MAX + 2)];
 
-	for (int i = 0; i < d->n && off < sizeof list; i++)
-		off += (size_t)snprintf(list + off, sizeof list - off, "%s%s",
-					i ? ", " : "", d->path[i]);
-	set_error(err, errlen, "no theme named '%s' (looked in %s)", name, list);
+	join_names(list, sizeof list, names, theme_list(names, 32));
+	if (join_existing(where, sizeof where, d) > 0)
+		set_error(err, errlen, "no theme named '%s'; themes: %s (in %s)",
+			  name, list, where);
+	else
+		set_error(err, errlen, "no theme named '%s'; themes: %s (built "
+			  "in: no theme directory found)", name, list);
 }
 
 int theme_load(struct theme *t, const char *name, theme_warn_fn warn,

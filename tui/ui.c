@@ -142,7 +142,7 @@ static void rebuild(struct ui *ui)
 {
 	size_t found = fetch(ui, ui->top, true);
 
-	model_stats(ui->app->model, &ui->stats);
+	app_stats(ui->app, &ui->stats);
 	if (found != SIZE_MAX)
 		ui->selected = found;
 }
@@ -223,7 +223,10 @@ static void act_back(struct ui *ui)
 	}
 }
 
-/* Sort by the next sort key, step columns along (-1: to the left). */
+/*
+ * Sort by the next sort key, step columns along (-1: to the left), in
+ * that column's first order.
+ */
 static void move_sort(struct ui *ui, int step)
 {
 	const struct column *c = ui->app->query.sort;
@@ -234,6 +237,7 @@ static void move_sort(struct ui *ui, int step)
 		c = &columns[(c - columns + step + n) % n];
 	while (c->key == NULL);
 	ui->app->query.sort = c;
+	ui->app->query.ascending = c->low_first;
 	rebuild(ui);
 }
 
@@ -523,7 +527,7 @@ const struct key_binding key_bindings[] = {
 	{ .keys = { 'm' }, .label = "m", .hint = "m coalesce", .hint_rank = 4,
 	  .help = "coalesce: none -> site -> object", .act = act_coalesce },
 	{ .keys = { 'T' }, .label = "T", .hint = "T types", .hint_rank = 6,
-	  .help = "lock types shown: all -> locks (no condvar, futex-wake) -> idle waits",
+	  .help = "lock types shown: all -> locks (no condvar, futex-wake) -> idle waits -> all",
 	  .act = act_types },
 	{ .keys = { 'i' }, .label = "i",
 	  .help = "idle waits (condvar, futex-wake) after the locks / among them",

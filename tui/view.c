@@ -60,14 +60,11 @@ static void draw_title(struct screen *s, const struct ui *ui)
 		{ .text = ui->paused ? "PAUSED" : NULL, .priority = 10, .right = true },
 	};
 	struct line_item *paused = &items[6];
-	char now[96];
-
 	symbols_progress(a->symbols, format_utf8(), names, sizeof(names));
 	items[5].text = names[0] ? names : NULL;
-	app_state_text(a, now, sizeof(now));
+	app_state_text(a, state, sizeof(state));
 	snprintf(version, sizeof(version), "qsptop %s", QSPTOP_VERSION);
 	snprintf(pid, sizeof(pid), "pid %d", (int)a->attach.pid);
-	snprintf(state, sizeof(state), "%s (%s)", now, a->attach.mode);
 	snprintf(every, sizeof(every), "every %gs", a->opt.delay_s);
 	draw_items(s, 0, SLOT_HEADER, items, sizeof(items) / sizeof(items[0]), sep());
 	if (paused->x >= 0)
@@ -255,7 +252,7 @@ static int detail_numbers(struct screen *s, const struct ui *ui,
 	format_duration(wait, sizeof(wait), (double)r->c.wait_ns);
 	format_duration(rate, sizeof(rate), r->wait_per_s);
 	format_duration(avg, sizeof(avg), row_avg_wait(r));
-	format_duration(max, sizeof(max), (double)r->max_wait_ns);
+	format_duration(max, sizeof(max), row_max_wait(r));
 	format_duration(p[0], sizeof(p[0]), percentile_ns(&r->c, 0.5));
 	format_duration(p[1], sizeof(p[1]), percentile_ns(&r->c, 0.9));
 	format_duration(p[2], sizeof(p[2]), percentile_ns(&r->c, 0.99));

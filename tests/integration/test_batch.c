@@ -2,8 +2,10 @@
  * The batch table and the JSON snapshot of the real qsptop on the demo,
  * whose condvar rows (workers waiting for work) wait far longer than its
  * mutex rows: lock rows come first; --type keeps only the types named;
- * -w and COLUMNS set the width of every line; bad values are refused.
+ * -w and COLUMNS set the width of every line; bad values are refused;
+ * `--json -` and `--folded -` leave stdout to the one format.
  */
+#include <ctype.h>
 #include <stdbool.h>
 
 #include "../../common/types.h"
@@ -173,6 +175,187 @@ static void test_bad_values(void)
 	check_refused((char *[]){ "-w", "wide" }, "-w: expected a width between 40 and 1000");
 }
 
+/* Run qsptop -b -n 1 with args then -- and cmd; stdout and stderr apart. */
+static struct run run_cmd(char **args, size_t n, char **cmd)
+{
+	struct args a = { .n = 0 };
+
+	args_add(&a, qsptop, "-b", "-n", "1", NULL);
+	for (size_t i = 0; i < n; i++)
+		args_add(&a, args[i], NULL);
+	args_add(&a, "--", NULL);
+	args_add_all(&a, cmd);
+	return run_capture(a.v, RUN_TIMEOUT_MS, 0);
+}
+
+/* Whether text is one JSON document and nothing else. */
+static bool only_json(const char *text)
+{
+	const char *end = NULL;
+	cJSON *j = cJSON_ParseWithOpts(text, &end, 0);
+	bool ok = j != NULL && cJSON_IsObject(j);
+
+	while (ok && end && isspace((unsigned char)*end))
+		end++;
+	ok = ok && end && *end == '\0';
+	cJSON_Delete(j);
+	return ok;
+}
+
+/* --json -: stdout is the snapshot alone, the table goes to stderr. */
+static void test_json_stdout(void)
+{
+	struct run r = run_demo(NULL, (char *[]){ "--json", "-" }, 2);
+
+	CHECK(r.status == 0 && only_json(r.out),
+	      "--json -: expected exit 0 and stdout one JSON document, got %d: %.300s",
+	      r.status, r.out);
+	CHECK(strstr(r.err, "CALL SITE") != NULL,
+	      "--json -: expected the batch table on stderr, got: %.300s", r.err);
+	run_free(&r);
+	/* What the launched command prints does not go to stdout either. */
+	r = run_cmd((char *[]){ "--json", "-" }, 2,
+		    (char *[]){ "echo", "noise-from-the-command", NULL });
+	CHECK(r.status == 0 && only_json(r.out) &&
+	      strstr(r.err, "noise-from-the-command") != NULL,
+	      "--json - -- echo: expected the snapshot alone on stdout and the "
+	      "command's output on stderr, got %d: stdout %.300s stderr %.300s",
+	      r.status, r.out, r.err);
+	run_free(&r);
+}
+
+/* A folded line: frames joined by ';' (two at least), a space, a count. */
+static bool folded_line(const char *line, size_t len)
+{
+	size_t space = len, frames = 1;
+
+	while (space > 0 && line[space - 1] != ' ')
+		space--;
+	if (space < 2 || space == len)
+		return false;
+	for (size_t i = space; i < len; i++)
+		if (!isdigit((unsigned char)line[i]))
+			return false;
+	for (size_t i = 0; i + 1 < space; i++) {
+		if (line[i] == ' ' ||
+		    (line[i] == ';' && (i == 0 || line[i + 1] == ';' || line[i + 1] == ' ')))
+			return false;
+		frames += line[i] == ';';
+	}
+	return frames >= 2;
+}
+
+/* --folded -: every line of stdout is a folded stack, and there are some. */
+static void test_folded_stdout(void)
+{
+	struct run r = run_demo(NULL, (char *[]){ "--folded", "-" }, 2);
+	int lines = 0, bad = 0;
+	const char *first_bad = "";
+
+	for (const char *p = r.out; *p;) {
+		size_t len = strcspn(p, "\n");
+
+		if (!folded_line(p, len) && bad++ == 0)
+			first_bad = p;
+		lines++;
+		p += len + (p[len] == '\n');
+	}
+	CHECK(r.status == 0 && lines > 0 && bad == 0,
+	      "--folded -: expected exit 0 and only folded lines on stdout, got %d, "
+	      "%d of %d lines bad, the first: %.200s", r.status, bad, lines, first_bad);
+	CHECK(strstr(r.err, "CALL SITE") != NULL,
+	      "--folded -: expected the batch table on stderr, got: %.300s", r.err);
+	run_free(&r);
+}
+
+/* The last of text's lines that start with prefix, or NULL. */
+static const char *last_line_with(const char *text, const char *prefix)
+{
+	const char *last = NULL;
+
+	for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+		if (strncmp(p, prefix, strlen(prefix)) == 0)
+			last = p;
+	return last;
+}
+
+/* The table printed as the target exits says so: exited, no thread live. */
+static void test_last_table_exited(void)
+{
+	char *argv[] = { qsptop, "-b", "-d", "0.2", "--", workload, "1", NULL };
+	struct run r = run_capture(argv, RUN_TIMEOUT_MS, 0);
+	const char *title = last_line_with(r.out, "qsptop ");
+	const char *totals = last_line_with(r.out, "lock wait ");
+	int title_len = title ? (int)strcspn(title, "\n") : 0;
+	int totals_len = totals ? (int)strcspn(totals, "\n") : 0;
+
+	CHECK(r.status == 0 && title && strstr(title, " - exited (launched) - ") &&
+	      strstr(title, " - exited (launched) - ") < title + title_len,
+	      "the last table's title: expected \"exited (launched)\", got %d: %.*s",
+	      r.status, title_len, title ? title : "(none)");
+	CHECK(totals && strstr(totals, " seen, 0 live") &&
+	      strstr(totals, " seen, 0 live") < totals + totals_len,
+	      "the last table's totals: expected \"threads N seen, 0 live\", got %.*s",
+	      totals_len, totals ? totals : "(none)");
+	run_free(&r);
+}
+
+/*
+ * -o site sorts A to Z, under an up arrow as -o -site; -o +site Z to A
+ * under a down arrow: the arrow tells the order shown.
+ */
+static void test_site_order_arrow(void)
+{
+	static const struct {
+		const char *key, *arrow;
+		bool a_to_z;
+	} cases[] = {
+		{ "site", "sort site \u25b2", true },
+		{ "-site", "sort site \u25b2", true },
+		{ "+site", "sort site \u25bc", false },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *json = tmp_path("site.json");
+		struct run r = run_demo(NULL, (char *[]){ "-o", (char *)cases[i].key,
+							  "--mix-idle", "-j", json }, 5);
+		cJSON *snap = load_json(json), *row;
+		const char *prev = NULL;
+		bool ordered = true;
+		int n = 0;
+
+		cJSON_ArrayForEach(row, cJSON_GetObjectItem(snap, "rows")) {
+			const char *sym = str_field(cJSON_GetObjectItem(row, "site"), "symbol");
+
+			if (sym && prev && strcmp(prev, sym) != 0)
+				ordered &= (strcmp(prev, sym) < 0) == cases[i].a_to_z;
+			prev = sym ? sym : prev;
+			n++;
+		}
+		CHECK(r.status == 0 && n > 1 && ordered,
+		      "-o %s: expected %d rows in %s order, got exit %d", cases[i].key,
+		      n, cases[i].a_to_z ? "A to Z" : "Z to A", r.status);
+		CHECK(strstr(r.out, cases[i].arrow) != NULL,
+		      "-o %s: expected \"%s\" in the header: %.300s", cases[i].key,
+		      cases[i].arrow, r.out);
+		cJSON_Delete(snap);
+		run_free(&r);
+	}
+}
+
+/* Two formats cannot share stdout: a usage error before anything starts. */
+static void test_both_stdout_refused(void)
+{
+	struct run r = run_cmd((char *[]){ "--json", "-", "--folded", "-" }, 4,
+			       (char *[]){ "true", NULL });
+
+	CHECK(r.status == 2 && strstr(r.err, "only one of --json and --folded") &&
+	      r.out[0] == '\0',
+	      "--json - --folded -: expected exit 2 and \"only one of --json and "
+	      "--folded\", got %d: %s", r.status, r.err);
+	run_free(&r);
+}
+
 int main(void)
 {
 	find_paths("/tmp/qsptop-batch-XXXXXX", "wl_demo");
@@ -180,6 +363,11 @@ int main(void)
 	test_type_filter();
 	test_width();
 	test_bad_values();
+	test_json_stdout();
+	test_folded_stdout();
+	test_both_stdout_refused();
+	test_last_table_exited();
+	test_site_order_arrow();
 	remove_tmp();
 	return check_summary();
 }

@@ -3,7 +3,9 @@
  * file named is replaced, a link there included, without writing through
  * it; links planted at names a temporary might have are not followed; a
  * write that fails (a file size limit, as a full disk) keeps the old files
- * and leaves no temporary behind. (The live screen's e and f: test_tui.)
+ * and leaves no temporary behind; one that cannot even start, in a missing
+ * or closed directory, names that directory. (The live screen's e and f:
+ * test_tui.)
  */
 #include <dirent.h>
 #include <errno.h>
@@ -209,6 +211,90 @@ static void test_full_disk_keeps_files(void)
 	free(err);
 }
 
+/*
+ * Run qsptop -b -n 1 with -j json and --folded folded on `true`, as uid
+ * (0: ourselves); its exit status, stderr in err (malloc'ed).
+ */
+static int run_export_as(uid_t uid, const char *json, const char *folded,
+			 char **err)
+{
+	char *argv[] = { qsptop, "-b", "-n", "1", "-j", (char *)json,
+			 "--folded", (char *)folded, "--", "true", NULL };
+	char *out = tmp_path("as.out"), *errp = tmp_path("as.err");
+	pid_t pid = fork();
+	int status;
+
+	if (pid == 0) {
+		int o = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		int e = open(errp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+		dup2(o, 1);
+		dup2(e, 2);
+		if (uid && (setgid(uid) < 0 || setuid(uid) < 0))
+			_exit(125);
+		execv(argv[0], argv);
+		_exit(126);
+	}
+	status = wait_status(pid, RUN_TIMEOUT_MS);
+	*err = slurp_file(errp, "");
+	return status;
+}
+
+/* Whether text is one line. */
+static bool one_line(const char *text)
+{
+	const char *nl = strchr(text, '\n');
+
+	return nl && nl[1] == '\0';
+}
+
+/* An export into a missing directory: one line that names that directory. */
+static void test_missing_directory_named(void)
+{
+	char dir[PATH_MAX], want[PATH_MAX + 64];
+	char *err;
+	int status;
+
+	strcpy(dir, tmp_path("missing"));
+	snprintf(want, sizeof(want), "directory %s: No such file or directory", dir);
+	status = run_export_as(0, in(dir, "snap.json"), tmp_path("ok.folded"), &err);
+	CHECK(status == 1 && one_line(err) &&
+	      strstr(err, "cannot write the JSON snapshot") && strstr(err, want),
+	      "-j into a missing directory: expected exit 1 and one line with "
+	      "\"%s\", got %d: %s", want, status, err);
+	free(err);
+	status = run_export_as(0, tmp_path("ok.json"), in(dir, "snap.folded"), &err);
+	CHECK(status == 1 && one_line(err) &&
+	      strstr(err, "cannot write the folded stacks") && strstr(err, want),
+	      "--folded into a missing directory: expected exit 1 and one line "
+	      "with \"%s\", got %d: %s", want, status, err);
+	free(err);
+}
+
+/* An export into a directory closed to the user: its name and why. */
+static void test_unwritable_directory_named(void)
+{
+	const uid_t nobody = 65534;
+	char dir[PATH_MAX], want[PATH_MAX + 64];
+	char *err;
+	int status;
+
+	if (getuid() != 0) {
+		SKIP("not root: cannot run qsptop as another user");
+		return;
+	}
+	subdir(dir, "closed");
+	chmod(tmp, 0755);
+	chmod(dir, 0555);
+	snprintf(want, sizeof(want), "directory %s: Permission denied", dir);
+	status = run_export_as(nobody, in(dir, "snap.json"), "/dev/null", &err);
+	CHECK(status == 1 && one_line(err) && strstr(err, want),
+	      "-j into a directory closed to the user: expected exit 1 and one "
+	      "line with \"%s\", got %d: %s", want, status, err);
+	free(err);
+	chmod(tmp, 0700);
+}
+
 int main(void)
 {
 	find_paths("/tmp/qsptop-export-XXXXXX", "wl_locks");
@@ -216,6 +302,8 @@ int main(void)
 	test_user_links_replaced();
 	test_planted_temporaries();
 	test_full_disk_keeps_files();
+	test_missing_directory_named();
+	test_unwritable_directory_named();
 	remove_tmp();
 	return check_summary();
 }

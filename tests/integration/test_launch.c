@@ -304,6 +304,40 @@ static void test_iterations_end_launch(void)
 	run_free(&r);
 }
 
+/*
+ * A SIGINT sent to qsptop alone is passed on to the command, as Ctrl-C
+ * would reach it: the command dies of it, and qsptop with status 130.
+ */
+static void test_sigint_passed_on(void)
+{
+	char *out = tmp_path("sigint.out"), *err = tmp_path("sigint.err");
+	char *argv[] = { qsptop, "-b", "-d", "0.1", "--", workload, "idle",
+			 tmp_path("expect"), NULL };
+	long deadline = monotonic_ms() + RUN_TIMEOUT_MS;
+	pid_t q = start(argv, out, err);
+	char *text = NULL;
+	int status, child = 0;
+
+	/* Once a table shows the workload's row, its main() runs. */
+	while (monotonic_ms() < deadline &&
+	       !((text = slurp_file(out, "")) && strstr(text, "site_mutex_a"))) {
+		free(text);
+		text = NULL;
+		usleep(20000);
+	}
+	if (text && strstr(text, "- pid "))
+		child = atoi(strstr(text, "- pid ") + 6);
+	kill(q, SIGINT);
+	status = wait_status(q, RUN_TIMEOUT_MS);
+	free(text);
+	text = slurp_file(err, "");
+	CHECK(status == 130, "SIGINT to qsptop: expected status 130 (the command "
+	      "died of it), got %d: %s", status, text);
+	CHECK(child > 0 && kill(child, 0) < 0, "SIGINT to qsptop: the command "
+	      "(pid %d) is gone", child);
+	free(text);
+}
+
 /* Programs the target execs do not inherit the collector. */
 static void test_exec_not_followed(void)
 {
@@ -446,6 +480,7 @@ int main(void)
 	test_exec_not_followed();
 	test_host_closes_collector_fds();
 	test_iterations_end_launch();
+	test_sigint_passed_on();
 	test_batch_rows_limit();
 	test_slow_client_merges();
 	test_json_write_failure_keeps_old_file();

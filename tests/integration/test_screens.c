@@ -2,7 +2,8 @@
  * End-to-end tests of screens that each run a program and a size of
  * their own in a tmux session (tmux.h): the theme options, the wrapper
  * stacks of `wl_locks wrapper`, the long C++ names of wl_cxxname at 80x24
- * and in batch output, and `make demo` on a terminal and without one.
+ * and in batch output, and `make demo` on a terminal (as README's sample
+ * shows it) and without one.
  * Each test starts and quits its own session; none needs another's.
  */
 #include <ctype.h>
@@ -11,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -42,6 +44,28 @@ static bool pane_has_colour(void)
 	}
 	free(out);
 	return colour;
+}
+
+/* The directories of "(in DIR, DIR...)" in text all exist, and some are named. */
+static bool only_existing_dirs(const char *text)
+{
+	const char *p = strstr(text, "(in ");
+	char dir[PATH_MAX];
+	int n = 0;
+
+	if (p == NULL)
+		return false;
+	for (p += 4; *p && *p != ')'; n++) {
+		size_t len = strcspn(p, ",)");
+		struct stat st;
+
+		snprintf(dir, sizeof(dir), "%.*s", (int)len, p);
+		if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+			return false;
+		p += len;
+		p += strncmp(p, ", ", 2) == 0 ? 2 : 0;
+	}
+	return n > 0;
 }
 
 /* NO_COLOR, -t mono and -t light start and show the table. */
@@ -78,9 +102,12 @@ static void test_theme_options(void)
 	text = slurp_file(err, NULL);
 	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 2,
 	      "-t nosuch: expected exit 2, got status %d", status);
-	CHECK(text && strstr(text, "no theme named 'nosuch'"),
-	      "-t nosuch: expected \"no theme named 'nosuch'\" on stderr, got \"%s\"",
-	      text ? text : "(nothing)");
+	CHECK(text && strstr(text, "no theme named 'nosuch'; themes: default, light, mono"),
+	      "-t nosuch: expected \"no theme named 'nosuch'; themes: default, light, "
+	      "mono\" on stderr, got \"%s\"", text ? text : "(nothing)");
+	CHECK(text && only_existing_dirs(text),
+	      "-t nosuch: expected only directories that exist in \"(in DIR, ...)\", "
+	      "got \"%s\"", text ? text : "(nothing)");
 	free(text);
 }
 
@@ -97,7 +124,8 @@ static void test_wrapper_stacks(void)
 
 	if (!start_mode("w", "wrapper", "", "--wrapper app_lock"))
 		return;
-	SEE("wrapper workload", "exited");
+	SEE("wrapper workload", "exited with status 0 (launched)");
+	TOTALS("wrapper workload exited", " seen, 0 live");
 	SEE("--wrapper app_lock: a row for path_a", "path_a+0x");
 	SEE("--wrapper app_lock: a row for path_b", "path_b+0x");
 	total = acq_total();
@@ -151,6 +179,47 @@ static int occurrences(const char *text, const char *needle)
 	return n;
 }
 
+/* The first line of README.md's sample screen that starts with prefix. */
+static void readme_line(const char *prefix, char *out, size_t size)
+{
+	char path[PATH_MAX + 16], *text, *p;
+
+	snprintf(path, sizeof(path), "%s/README.md", root);
+	text = slurp_file(path, "");
+	p = strstr(text, "\n```\n");
+	while (p && strncmp(p + 1, prefix, strlen(prefix)) != 0)
+		p = strchr(p + 1, '\n');
+	snprintf(out, size, "%.*s", p ? (int)strcspn(p + 1, "\n") : 0, p ? p + 1 : "");
+	free(text);
+}
+
+/* The screen's line that starts with prefix, right spaces cut, or "". */
+static void screen_line_starting(const char *prefix, char *out, size_t size)
+{
+	int i = line_starting(prefix);
+	size_t n;
+
+	screen_line(i < 0 ? screen_lines() : i, out, size);
+	n = strlen(out);
+	while (n > 0 && out[n - 1] == ' ')
+		out[--n] = '\0';
+}
+
+/* README's sample screen has the columns and key hints of 140 columns. */
+static void check_readme_sample(void)
+{
+	static const char *const prefixes[] = { "TYPE ", "q quit " };
+	char want[4096], got[4096];
+
+	for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++) {
+		readme_line(prefixes[i], want, sizeof(want));
+		screen_line_starting(prefixes[i], got, sizeof(got));
+		CHECK_SCREEN(strcmp(want, got) == 0, "README's sample at %d columns: "
+			     "expected its line \"%s\" as on the screen, \"%s\"",
+			     WIDTH, want, got);
+	}
+}
+
 /*
  * 16: `make demo` on a terminal stays live past five refreshes until q;
  * without one it prints five batch tables and ends.
@@ -188,6 +257,8 @@ static void test_make_demo(void)
 		return;
 	}
 	SEE("make demo on a terminal", "CALL SITE");
+	STATUS("make demo: the key hints", "q quit");
+	check_readme_sample();
 	/* Refreshes are a second apart: seven of them. */
 	sleep(7);
 	capture();

@@ -328,6 +328,8 @@ static void test_help(void)
 	static const char *const lines[][2] = {
 		{ "q F10", "quit" }, { "m ", "coalesce" }, { "r ", "reset" },
 		{ "e ", "export" }, { "/ ", "filter" }, { "Space", "pause" },
+		/* The whole cycle of test_types, back to all. */
+		{ "T ", "all -> locks (no condvar, futex-wake) -> idle waits -> all" },
 	};
 
 	keys("h", NULL);
@@ -765,6 +767,98 @@ static void test_quit(void)
 	      workload_pid);
 }
 
+/* Start qsptop -d 0.2 on `wl_locks MODE tmp/MODE.expect` in session name. */
+static bool start_expecting(const char *name, const char *mode)
+{
+	char program[3 * PATH_MAX], qwl[PATH_MAX + 8], qexp[PATH_MAX + 8];
+	char expect[64];
+
+	snprintf(expect, sizeof(expect), "%s.expect", mode);
+	quoted(qwl, sizeof(qwl), workload);
+	quoted(qexp, sizeof(qexp), tmp_path(expect));
+	snprintf(program, sizeof(program), "%s %s %s", qwl, mode, qexp);
+	return start_sized(name, WIDTH, HEIGHT, "", "-d 0.2", program);
+}
+
+/* The launched pid in the title of the current session, once shown; or 0. */
+static int title_pid(const char *context)
+{
+	char line[4096];
+	int pid = 0;
+
+	SEE(context, TITLE_START);
+	screen_line(0, line, sizeof(line));
+	sscanf(line, TITLE_START "%d", &pid);
+	return pid;
+}
+
+/* Wait for the launched workload to be gone; whether it is. */
+static bool workload_gone(void)
+{
+	long deadline = monotonic_ms() + TIMEOUT_MS;
+
+	while (workload_alive(workload_pid) && monotonic_ms() < deadline)
+		usleep(POLL_MS * 1000);
+	return !workload_alive(workload_pid);
+}
+
+/*
+ * 14: Ctrl-C reaches the launched command too, as it would without
+ * qsptop: the command dies of SIGINT, and qsptop with it, status 130.
+ */
+static void test_ctrl_c(void)
+{
+	char *text;
+
+	session = "c";
+	workload_pid = title_pid("Ctrl-C");
+	SEE("Ctrl-C: the workload runs main", "site_mutex_a");
+	keys("C-c", NULL);
+	text = wait_exit_file("c", TIMEOUT_MS);
+	CHECK(text && strcmp(text, "EXIT=130\n") == 0,
+	      "Ctrl-C: expected \"EXIT=130\" (killed by SIGINT, as the command), got \"%s\"",
+	      text ? text : "(no file within the deadline)");
+	CHECK(workload_gone(), "Ctrl-C: the launched workload (pid %d) ended", workload_pid);
+	free(text);
+}
+
+/* The workload noted the SIGINT it caught (wl_locks deaf). */
+static bool sigint_noted(void)
+{
+	long deadline = monotonic_ms() + TIMEOUT_MS;
+	char *text = NULL;
+
+	while (!(text && strstr(text, "sigint\n")) && monotonic_ms() < deadline) {
+		free(text);
+		usleep(POLL_MS * 1000);
+		text = slurp_file(tmp_path("deaf.expect"), "");
+	}
+	free(text);
+	return monotonic_ms() < deadline;
+}
+
+/*
+ * 15: a command that catches Ctrl-C and goes on is given 3 s, then ended
+ * as when qsptop quits (SIGTERM); qsptop exits with its status, 143.
+ */
+static void test_ctrl_c_caught(void)
+{
+	char *text;
+
+	session = "d";
+	workload_pid = title_pid("Ctrl-C caught");
+	SEE("Ctrl-C caught: the workload runs main", "site_mutex_a");
+	keys("C-c", NULL);
+	CHECK(sigint_noted(), "Ctrl-C caught: expected the workload to note the SIGINT");
+	text = wait_exit_file("d", TIMEOUT_MS + 3000);
+	CHECK(text && strcmp(text, "EXIT=143\n") == 0,
+	      "Ctrl-C caught: expected \"EXIT=143\" (the command ended by SIGTERM "
+	      "after the grace period), got \"%s\"", text ? text : "(no file within the deadline)");
+	CHECK(workload_gone(), "Ctrl-C caught: the launched workload (pid %d) ended",
+	      workload_pid);
+	free(text);
+}
+
 int main(void)
 {
 	if (!tmux_begin("tui"))
@@ -787,6 +881,11 @@ int main(void)
 		test_reset();
 		test_resize();
 		test_quit();
+	}
+	/* Both at once: the server stays up while one ends. */
+	if (start_expecting("d", "deaf") && start_expecting("c", "idle")) {
+		test_ctrl_c();
+		test_ctrl_c_caught();
 	}
 	return tmux_end("test_tui");
 }

@@ -524,7 +524,11 @@ static inline bool start_sized(const char *name, int width, int height,
 	quoted(qtop, sizeof(qtop), qsptop);
 	exit_file(path, sizeof(path), name);
 	quoted(qexit, sizeof(qexit), path);
-	snprintf(cmd, sizeof(cmd), "cd %s && ESCDELAY=25 TERM=xterm-256color "
+	/*
+	 * set -m and a trap on INT: qsptop is the terminal's foreground job,
+	 * and Ctrl-C does not end the shell, as with a user's shell.
+	 */
+	snprintf(cmd, sizeof(cmd), "set -m; trap : INT; cd %s && ESCDELAY=25 TERM=xterm-256color "
 		 "LANG=C.UTF-8 TMPDIR=%s %s %s %s -- %s; echo EXIT=$? > %s", qdir,
 		 qdir, env, qtop, args, program, qexit);
 	snprintf(w, sizeof(w), "%d", width);

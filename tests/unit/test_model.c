@@ -317,6 +317,45 @@ static void test_timeouts_avg_within_max(void)
 }
 
 /*
+ * The capture that showed AVG 147us over MAX 62.2us: the collector read a
+ * row's counts while a thread was ending a wait of 232us, and sent the wait
+ * with its count before the wait's maximum (read earlier, not yet there).
+ * Whatever order counts and maxima come in, the MAX the table, the sort
+ * and the JSON take from the column is never below AVG, as a longest wait
+ * never is; the maximum that comes later replaces that bound.
+ */
+static void test_avg_never_above_max(void)
+{
+	const struct column *avg = column_by_key("avg"), *max = column_by_key("max");
+	struct model *m = model_new();
+	struct format_ctx f = { 0 };
+	char avg_cell[32], max_cell[32];
+	struct view_row *v;
+	size_t n;
+
+	def(m, 0, LOCK_MUTEX, 0x100, 0xa0);
+	add(m, 0, 10, 1, 62200, 62200);
+	add(m, 0, 10, 1, 232000, 0);		/* its maximum comes later */
+	n = view(m, COALESCE_NONE, SORT_MAX, false, NULL, &v);
+	CHECK(n == 1 && avg->value(&v[0]) <= max->value(&v[0]),
+	      "a wait before its maximum: expected AVG <= MAX, got %.0f and %.0f ns",
+	      n ? avg->value(&v[0]) : 0, n ? max->value(&v[0]) : 0);
+	avg->cell(avg, &v[0], &f, avg_cell, sizeof(avg_cell));
+	max->cell(max, &v[0], &f, max_cell, sizeof(max_cell));
+	CHECK(strcmp(avg_cell, "147us") == 0 && strcmp(max_cell, "147us") == 0,
+	      "AVG and MAX cells: expected 147us and 147us, got %s and %s",
+	      avg_cell, max_cell);
+	free(v);
+	add(m, 0, 0, 0, 0, 232000);		/* the maximum arrives */
+	n = view(m, COALESCE_SITE, SORT_MAX, false, NULL, &v);
+	CHECK(n == 1 && max->value(&v[0]) == 232000,
+	      "the maximum that came: expected 232000 ns, got %.0f",
+	      n ? max->value(&v[0]) : 0);
+	free(v);
+	model_free(m);
+}
+
+/*
  * A row the collector folded (object 0) counts its locks as one: a line
  * holding it says so, n_objects being a lower bound.
  */
@@ -430,6 +469,7 @@ int main(void)
 {
 	test_derived_numbers();
 	test_timeouts_avg_within_max();
+	test_avg_never_above_max();
 	test_objects_folded();
 	test_fold_last_interval();
 	test_accumulate();

@@ -149,8 +149,8 @@ static void test_sort_keys(void)
 		{ SORT_CONTENDED, true, "beta alpha gamma" },
 		{ SORT_MAX, false, "alpha gamma beta" },
 		{ SORT_MAX, true, "beta gamma alpha" },
-		{ SORT_SITE, false, "alpha beta gamma" },	/* A to Z */
-		{ SORT_SITE, true, "gamma beta alpha" },
+		{ SORT_SITE, true, "alpha beta gamma" },	/* A to Z */
+		{ SORT_SITE, false, "gamma beta alpha" },
 	};
 	struct model *m = sort_fixture();
 
@@ -285,7 +285,7 @@ static void test_types(void)
 	} cases[] = {
 		{ SORT_TOTAL, false, false, 0, "worker_lock main Queue_Push" },
 		{ SORT_TOTAL, true, false, 0, "main worker_lock Queue_Push" },
-		{ SORT_SITE, false, false, 0, "main worker_lock Queue_Push" },
+		{ SORT_SITE, true, false, 0, "main worker_lock Queue_Push" },
 		{ SORT_TOTAL, false, true, 0, "Queue_Push worker_lock main" },
 		{ SORT_TOTAL, true, true, 0, "main worker_lock Queue_Push" },
 		{ SORT_TOTAL, false, false, 1u << LOCK_MUTEX, "worker_lock" },
@@ -445,9 +445,9 @@ static int ref_key(const struct view_row *a, const struct view_row *b,
 	case SORT_CONTENDED:
 		return (a->c.contended > b->c.contended) -
 		       (a->c.contended < b->c.contended);
-	case SORT_MAX:
-		return (a->max_wait_ns > b->max_wait_ns) -
-		       (a->max_wait_ns < b->max_wait_ns);
+	case SORT_MAX:		/* as the column shows it: never below AVG */
+		return (row_max_wait(a) > row_max_wait(b)) -
+		       (row_max_wait(a) < row_max_wait(b));
 	default:
 		return 0;
 	}
@@ -479,7 +479,7 @@ static int ref_cmp(const struct model_query *q, const struct view_row *a,
 	if (key_of(q->sort) == SORT_SITE) {
 		ref_label(q, a->site, la, sizeof la);
 		ref_label(q, b->site, lb, sizeof lb);
-		r = strcmp(la, lb);
+		r = -strcmp(la, lb);
 	} else {
 		r = -ref_key(a, b, key_of(q->sort));
 	}

@@ -363,6 +363,37 @@ static void test_late_session(uint32_t busy)
 	close_pair(&q);
 }
 
+/*
+ * A qsptop that greets an injected collector and asks for 1 s intervals
+ * gets its baseline a little later, once its wrappers are known: the first
+ * interval runs from the baseline, 1 s, not from the greeting plus 1 s.
+ */
+static void test_first_interval_from_baseline(void)
+{
+	struct pair q = open_pair(2, true);
+	uint64_t greeted = now_ns, baseline = now_ns + 50000000;
+	struct proto_tick tick = { .monotonic_ns = baseline };
+	struct wbuf b = { 0 };
+	struct seen s;
+
+	if (q.s == NULL)
+		return;
+	proto_put_set_interval(&b, 1000);
+	if (write(q.peer, b.data, b.len) != (ssize_t)b.len)
+		CHECK(0, "the interval is written");
+	wbuf_free(&b);
+	CHECK(session_read(q.s, greeted), "the session reads the interval");
+	rows_scan(&rs);
+	session_update(q.s, &rs, &ms, &tick, true);
+	read_update(&q, &s);
+	CHECK(s.tick_flags & PROTO_TICK_BASELINE, "the update is the baseline");
+	CHECK(q.s->due_ns == baseline + 1000000000ull,
+	      "the first update is due 1 s after the baseline (%llu ns): got %llu "
+	      "ns, %.2f s after it", (unsigned long long)(baseline + 1000000000ull),
+	      (unsigned long long)q.s->due_ns, (double)(q.s->due_ns - baseline) / 1e9);
+	close_pair(&q);
+}
+
 int main(void)
 {
 	uint32_t quiet = MAX_ROWS, busy = MAX_ROWS;
@@ -381,6 +412,7 @@ int main(void)
 	test_changed_only(&p, quiet, busy);
 	test_stack_counts(&p);
 	test_late_session(busy);
+	test_first_interval_from_baseline();
 	close_pair(&p);
 	return check_summary();
 }

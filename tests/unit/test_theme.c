@@ -541,13 +541,21 @@ static void test_bad_names_and_missing_themes(void)
 
 	CHECK_U64(theme_load(&t, "nosuch", collect, NULL, err, sizeof err),
 		  (uint64_t)-1);
-	snprintf(want, sizeof want, "no theme named 'nosuch' (looked in "
-		 "%s/home/.config/qsptop/themes, ", tmp);
-	CHECK(strncmp(err, want, strlen(want)) == 0, "got \"%s\"", err);
-	CHECK(strstr(err, ", " QSPTOP_PREFIX "/share/qsptop/themes, ") != NULL,
-	      "prefix dir missing: \"%s\"", err);
-	CHECK(strstr(err, ", " QSPTOP_SOURCE_THEMES ")") != NULL,
-	      "source dir missing: \"%s\"", err);
+	/* The themes there are, and only the directories that exist. */
+	CHECK(strncmp(err, "no theme named 'nosuch'; themes: custom, default, ", 50) == 0 &&
+	      strstr(err, " light, mono (in "),
+	      "expected the themes listed, the user's too, got \"%s\"", err);
+	CHECK(strstr(err, QSPTOP_SOURCE_THEMES ")") != NULL,
+	      "the source tree's themes named: \"%s\"", err);
+	CHECK((access(QSPTOP_PREFIX "/share/qsptop/themes", F_OK) == 0) ==
+	      (strstr(err, QSPTOP_PREFIX "/share/qsptop/themes") != NULL),
+	      "the installed themes' directory named only if it exists: \"%s\"", err);
+	snprintf(want, sizeof want, "%s/nohome", tmp);
+	setenv("HOME", want, 1);
+	CHECK_U64(theme_load(&t, "nosuch", collect, NULL, err, sizeof err),
+		  (uint64_t)-1);
+	CHECK(strstr(err, "nohome") == NULL, "a missing home is not named: \"%s\"", err);
+	use_home();
 	CHECK(same_slots(&t, &d), "failed load left non-default slots");
 
 	CHECK_U64(theme_load(&t, tmp, collect, NULL, err, sizeof err),

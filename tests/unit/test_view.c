@@ -160,10 +160,15 @@ static void test_table(void)
 
 static void test_sort_keys(void)
 {
-	ui_key(&ui, '<');	/* wait -> site */
+	ui_key(&ui, '<');	/* wait -> site, A to Z first */
 	draw(140, 30);
-	CHECK_SCREEN(strstr(line(1), "sort site") && find("0x401000") == 3 &&
-		     find("0x402000") == 4, "sort by site, A to Z");
+	CHECK_SCREEN(strstr(line(1), "sort site \u25b2") && find("0x401000") == 3 &&
+		     find("0x402000") == 4, "sort by site, A to Z, under an up arrow");
+	ui_key(&ui, 'I');
+	draw(140, 30);
+	CHECK_SCREEN(strstr(line(1), "sort site \u25bc") && find("0x403000") == 3 &&
+		     find("0x401000") == 6, "sort by site inverted, Z to A, under a down arrow");
+	/* Each key's own first order: count high to low, whatever site had. */
 	keys(">>>");		/* site -> wait -> total -> count */
 	draw(140, 30);
 	CHECK_SCREEN(strstr(line(1), "sort count") && find("0x402000") == 3, "sort by count");

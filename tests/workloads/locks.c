@@ -750,6 +750,30 @@ static void mode_idle(void)
 		sleep_ms(1000);
 }
 
+/* --- deaf: like idle, but a SIGINT is only noted, "sigint" in EXPECT_FILE --- */
+static int deaf_fd = -1;
+
+static void note_sigint(int sig)
+{
+	(void)sig;
+	if (write(deaf_fd, "sigint\n", 7) != 7)
+		_exit(3);
+}
+
+static void mode_deaf(void)
+{
+	struct sigaction sa = { .sa_handler = note_sigint, .sa_flags = SA_RESTART };
+
+	fflush(expect);
+	deaf_fd = fileno(expect);
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	for (int i = 0; i < 1000; i++)
+		site_mutex_a();
+	for (;;)
+		sleep_ms(1000);
+}
+
 static const struct {
 	const char *name;
 	void (*run)(void);
@@ -757,7 +781,7 @@ static const struct {
 	{ "mutex", mode_mutex }, { "rwlock", mode_rwlock }, { "spin", mode_spin },
 	{ "trylock", mode_trylock }, { "cond", mode_cond }, { "block", mode_block },
 	{ "timed", mode_timed }, { "churn", mode_churn }, { "fork", mode_fork },
-	{ "status", mode_status }, { "idle", mode_idle },
+	{ "status", mode_status }, { "idle", mode_idle }, { "deaf", mode_deaf },
 	{ "closefds", mode_closefds }, { "manyrows", mode_manyrows },
 	{ "variants", mode_variants }, { "tui", mode_tui },
 	{ "wrapper", mode_wrapper }, { "busy", mode_busy },

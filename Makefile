@@ -1,6 +1,8 @@
 # qsptop: `top` for lock contention.
 #   make          build build/qsptop and build/libqsptop.so
 #   make check    build and run every test
+#   make check-fresh  make check of the committed tree on a fresh minimal
+#                 Debian 12 (a debootstrap chroot; root; tests/fresh)
 #   make bench    measure the collector's overhead (several minutes)
 #   make fuzz     run the libFuzzer targets for FUZZ_SECONDS each
 #   make demo     run qsptop on the bundled contention demo
@@ -109,7 +111,7 @@ FUZZ_TESTS    := $(patsubst %,$(BUILD)/tests/test_fuzz_%,$(FUZZ_TARGETS))
 FUZZ_PROBE    := int LLVMFuzzerTestOneInput(const char *d, unsigned long n) \
 		 { (void)d; (void)n; return 0; }
 
-.PHONY: all check bench demo install uninstall clean deps deps-test fuzz
+.PHONY: all check check-fresh bench demo install uninstall clean deps deps-test fuzz
 all: $(BUILD)/qsptop $(BUILD)/libqsptop.so
 
 # The dependency steps: `make` checks for the build dependencies, `make
@@ -344,6 +346,11 @@ $(BUILD)/tests/test_fuzz_%: $(BUILD)/fuzz/fuzz_% $(BUILD)/fuzz/proto_seeds \
 check: $(TEST_DEPS_STAMP) all $(UNIT_BIN) $(ASAN_BIN) $(WORKLOAD_BIN) $(WRAP_BIN) $(INTEG_BIN) \
 	$(BUILD)/tsan/test_stress $(BUILD)/tests/test_bench $(FUZZ_TESTS)
 	@FUZZ_SECONDS=$(FUZZ_CHECK_TIME) tests/run $(BUILD)
+
+# make check as a new user would run it: in a debootstrap chroot of Debian
+# 12 with only git, make and ca-certificates, on a clone of HEAD.
+check-fresh:
+	@tests/fresh
 
 # Each fuzz target for FUZZ_SECONDS; fails on any crash, naming the input.
 fuzz: $(FUZZ_BIN)

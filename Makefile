@@ -91,11 +91,11 @@ ASAN_ARCHIVE  := $(BUILD)/asan/obj/libunit.a
 LIB_COMMON_OBJ := $(patsubst %.c,$(BUILD)/obj/lib/%.o,$(COMMON_SRC))
 
 # libFuzzer targets, built with clang. `make fuzz` runs each for
-# FUZZ_SECONDS (default 60); `make check` runs them for 30 s each unless
-# FUZZ_SECONDS is given.
+# FUZZ_SECONDS (default 60); `make check` runs them for 15 s each, side by
+# side (tests/run), unless FUZZ_SECONDS is given.
 FUZZ_CC       ?= clang
 FUZZ_SECONDS  ?= 60
-FUZZ_CHECK_SECONDS ?= 30
+FUZZ_CHECK_SECONDS ?= 15
 ifeq ($(filter command line environment,$(origin FUZZ_SECONDS)),)
 FUZZ_CHECK_TIME := $(FUZZ_CHECK_SECONDS)
 else

@@ -168,14 +168,18 @@ pkgs_missing = $(foreach p,$(1),pkg-config --exists $(p) 2>/dev/null || \
   missing="$$missing $(DEB_$(p))";) :
 
 # Shell: install $$missing ($(1)) as root, or print the line to run and fail.
+# apt's own output goes to a log, shown when it fails.
 APT_INSTALL := apt-get install -y --no-install-recommends
 define install_missing
 if [ -z "$$missing" ]; then :; \
 elif [ "$$(id -u)" = 0 ]; then \
-  echo "installing $(1):$$missing"; \
+  echo "installing $(1):$$missing"; began=$$(date +%s); \
+  log=$(BUILD)/apt-$(word 1,$(1)).log; \
   export DEBIAN_FRONTEND=noninteractive; \
-  $(APT_INSTALL) $$missing || \
-  { apt-get update && $(APT_INSTALL) $$missing; } || exit 1; \
+  { $(APT_INSTALL) $$missing || \
+    { apt-get update && $(APT_INSTALL) $$missing; }; } >$$log 2>&1 || \
+    { tail -n 20 $$log; echo "apt-get failed (log: $$log)"; exit 1; }; \
+  echo "installed $(1) in $$(($$(date +%s) - began)) s"; \
 elif command -v sudo >/dev/null 2>&1; then \
   echo "missing $(1); run: sudo $(APT_INSTALL)$$missing" >&2; exit 1; \
 else \

@@ -1,6 +1,8 @@
 # qsptop: `top` for lock contention.
 #   make          build build/qsptop and build/libqsptop.so
 #   make check    build and run every test
+#   make check-fresh  make check of the committed tree on a fresh minimal
+#                 Debian 12 (a debootstrap chroot; root; tests/fresh)
 #   make bench    measure the collector's overhead (several minutes)
 #   make fuzz     run the libFuzzer targets for FUZZ_SECONDS each
 #   make demo     run qsptop on the bundled contention demo
@@ -9,12 +11,21 @@
 PREFIX  ?= /usr/local
 BUILD   := build
 CC      ?= cc
+# Build in parallel, one job per core, unless -j was given.
+ifeq ($(filter -j%,$(MAKEFLAGS)),)
+MAKEFLAGS += -j$(shell nproc 2>/dev/null || echo 1)
+endif
 
-# Build dependencies: pkg-config name -> Debian package. The tests also
-# need tmux (the screen tests), g++ (a C++ workload), musl-gcc from
-# musl-tools (a musl program for test_promises) and clang with its
-# libFuzzer runtime (the fuzz targets).
-PKGS    := ncursesw libunwind libcjson libdw libelf
+# Dependencies, as Debian packages found missing (-dev libraries through
+# pkg-config). Building needs a C compiler with libc6-dev and libstdc++
+# (the front end demangles with it), pkg-config, the -dev libraries, and
+# libdebuginfod1, which qsptop loads at run time to fetch debuginfo (libdw
+# does not pull it in). The tests also need tmux (the screen tests), g++
+# (C++ workloads), libunwind (test_frames), musl-gcc from musl-tools (a
+# musl program for test_promises) and clang with its libFuzzer runtime
+# (the fuzz targets).
+BUILD_PKGS := ncursesw libcjson libdw libelf
+TEST_PKGS  := libunwind
 DEB_ncursesw := libncurses-dev
 DEB_libunwind := libunwind-dev
 DEB_libcjson := libcjson-dev
@@ -59,7 +70,8 @@ UNIT_BIN      := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 WORKLOAD_BIN  := $(patsubst tests/workloads/%,$(BUILD)/tests/wl_%,$(basename $(WORKLOAD_SRC)))
 INTEG_BIN     := $(patsubst tests/integration/%.c,$(BUILD)/tests/%,$(INTEG_SRC))
 BENCH_BIN     := $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
-DEPS_STAMP    := $(BUILD)/.deps-ok
+DEPS_STAMP    := $(BUILD)/.deps-build
+TEST_DEPS_STAMP := $(BUILD)/.deps-test
 # The unit tests again, under AddressSanitizer and UBSan.
 SANITIZE      := -fsanitize=address,undefined -fno-sanitize-recover=all \
 		 -fno-omit-frame-pointer
@@ -80,11 +92,11 @@ ASAN_ARCHIVE  := $(BUILD)/asan/obj/libunit.a
 LIB_COMMON_OBJ := $(patsubst %.c,$(BUILD)/obj/lib/%.o,$(COMMON_SRC))
 
 # libFuzzer targets, built with clang. `make fuzz` runs each for
-# FUZZ_SECONDS (default 60); `make check` runs them for 30 s each unless
-# FUZZ_SECONDS is given.
+# FUZZ_SECONDS (default 60); `make check` runs them for 15 s each, side by
+# side (tests/run), unless FUZZ_SECONDS is given.
 FUZZ_CC       ?= clang
 FUZZ_SECONDS  ?= 60
-FUZZ_CHECK_SECONDS ?= 30
+FUZZ_CHECK_SECONDS ?= 15
 ifeq ($(filter command line environment,$(origin FUZZ_SECONDS)),)
 FUZZ_CHECK_TIME := $(FUZZ_CHECK_SECONDS)
 else
@@ -100,48 +112,82 @@ FUZZ_TESTS    := $(patsubst %,$(BUILD)/tests/test_fuzz_%,$(FUZZ_TARGETS))
 FUZZ_PROBE    := int LLVMFuzzerTestOneInput(const char *d, unsigned long n) \
 		 { (void)d; (void)n; return 0; }
 
-.PHONY: all check bench demo install uninstall clean deps fuzz
+.PHONY: all check check-fresh bench demo install uninstall clean deps deps-test fuzz
 all: $(BUILD)/qsptop $(BUILD)/libqsptop.so
 
-# Install missing -dev packages when root; otherwise say exactly what to run.
+# The dependency steps: `make` checks for the build dependencies, `make
+# check` for the test tools too. Each installs what is missing when root;
+# otherwise it says exactly what to run. Checked again when this file
+# changes: it may need more.
 deps: $(DEPS_STAMP)
-# Checked again when this file changes: it may need more.
+deps-test: $(TEST_DEPS_STAMP)
 $(DEPS_STAMP): Makefile
-	@missing=""; \
-	command -v $(CC) >/dev/null 2>&1 || missing=" gcc"; \
-	command -v pkg-config >/dev/null 2>&1 || missing="$$missing pkg-config"; \
-	command -v tmux >/dev/null 2>&1 || missing="$$missing tmux"; \
-	command -v c++ >/dev/null 2>&1 || missing="$$missing g++"; \
-	command -v musl-gcc >/dev/null 2>&1 || missing="$$missing musl-tools"; \
-	mkdir -p $(BUILD); \
-	if ! command -v $(FUZZ_CC) >/dev/null 2>&1; then \
-	  missing="$$missing clang libclang-rt-dev"; \
-	elif ! echo '$(FUZZ_PROBE)' | $(FUZZ_CC) -fsanitize=fuzzer -x c - \
-	    -o $(BUILD)/.fuzz-probe >/dev/null 2>&1; then \
-	  missing="$$missing libclang-rt-$$($(FUZZ_CC) -dumpversion | cut -d. -f1)-dev"; \
-	fi; \
-	rm -f $(BUILD)/.fuzz-probe; \
-	for p in $(PKGS); do \
-	  pkg-config --exists $$p 2>/dev/null || case $$p in \
-	    ncursesw) missing="$$missing $(DEB_ncursesw)";; \
-	    libunwind) missing="$$missing $(DEB_libunwind)";; \
-	    libcjson) missing="$$missing $(DEB_libcjson)";; \
-	    libdw) missing="$$missing $(DEB_libdw)";; \
-	    libelf) missing="$$missing $(DEB_libelf)";; \
-	  esac; \
-	done; \
-	if [ -n "$$missing" ]; then \
-	  if [ "$$(id -u)" = 0 ]; then \
-	    echo "installing build dependencies:$$missing"; \
-	    DEBIAN_FRONTEND=noninteractive apt-get install -y $$missing || \
-	    { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y $$missing; } || exit 1; \
-	  elif command -v sudo >/dev/null 2>&1; then \
-	    echo "missing build dependencies; run: sudo apt-get install -y$$missing" >&2; exit 1; \
-	  else \
-	    echo "missing build dependencies; run as root: apt-get install -y$$missing" >&2; exit 1; \
-	  fi; \
-	fi
-	@mkdir -p $(BUILD) && touch $@
+	@mkdir -p $(BUILD); missing=""; $(build_missing); \
+	$(call install_missing,build dependencies)
+	@touch $@
+$(TEST_DEPS_STAMP): Makefile | $(DEPS_STAMP)
+	@missing=""; $(test_missing); \
+	$(call install_missing,test tools)
+	@touch $@
+
+# Shell: add to $$missing the build packages not found. Without a compiler,
+# g++ brings libstdc++'s -dev package of Debian's default gcc.
+define build_missing
+if ! command -v $(CC) >/dev/null 2>&1; then \
+  missing=" gcc libc6-dev g++"; \
+elif ! printf '#include <stdio.h>\nint main(void) { return 0; }\n' | \
+    $(CC) -x c - -o $(BUILD)/.probe >/dev/null 2>&1; then \
+  missing=" libc6-dev"; \
+elif ! printf 'int main(void) { return 0; }\n' | \
+    $(CC) -x c - -o $(BUILD)/.probe -lstdc++ >/dev/null 2>&1; then \
+  missing=" libstdc++-$$($(CC) -dumpversion | cut -d. -f1)-dev"; \
+fi; \
+rm -f $(BUILD)/.probe; \
+command -v pkg-config >/dev/null 2>&1 || missing="$$missing pkg-config"; \
+$(call pkgs_missing,$(BUILD_PKGS)); \
+PATH=$$PATH:/sbin:/usr/sbin ldconfig -p 2>/dev/null | \
+  grep -q 'libdebuginfod\.so\.1 ' || missing="$$missing libdebuginfod1"
+endef
+
+# Shell: add to $$missing the test tools not found.
+define test_missing
+command -v tmux >/dev/null 2>&1 || missing="$$missing tmux"; \
+command -v c++ >/dev/null 2>&1 || missing="$$missing g++"; \
+command -v musl-gcc >/dev/null 2>&1 || missing="$$missing musl-tools"; \
+if ! command -v $(FUZZ_CC) >/dev/null 2>&1; then \
+  missing="$$missing clang libclang-rt-dev"; \
+elif ! echo '$(FUZZ_PROBE)' | $(FUZZ_CC) -fsanitize=fuzzer -x c - \
+    -o $(BUILD)/.fuzz-probe >/dev/null 2>&1; then \
+  missing="$$missing libclang-rt-$$($(FUZZ_CC) -dumpversion | cut -d. -f1)-dev"; \
+fi; \
+rm -f $(BUILD)/.fuzz-probe; \
+$(call pkgs_missing,$(TEST_PKGS))
+endef
+
+# Shell: add to $$missing the Debian package of each pkg-config name in $(1)
+# that pkg-config does not know.
+pkgs_missing = $(foreach p,$(1),pkg-config --exists $(p) 2>/dev/null || \
+  missing="$$missing $(DEB_$(p))";) :
+
+# Shell: install $$missing ($(1)) as root, or print the line to run and fail.
+# apt's own output goes to a log, shown when it fails.
+APT_INSTALL := apt-get install -y --no-install-recommends
+define install_missing
+if [ -z "$$missing" ]; then :; \
+elif [ "$$(id -u)" = 0 ]; then \
+  echo "installing $(1):$$missing"; began=$$(date +%s); \
+  log=$(BUILD)/apt-$(word 1,$(1)).log; \
+  export DEBIAN_FRONTEND=noninteractive; \
+  { $(APT_INSTALL) $$missing || \
+    { apt-get update && $(APT_INSTALL) $$missing; }; } >$$log 2>&1 || \
+    { tail -n 20 $$log; echo "apt-get failed (log: $$log)"; exit 1; }; \
+  echo "installed $(1) in $$(($$(date +%s) - began)) s"; \
+elif command -v sudo >/dev/null 2>&1; then \
+  echo "missing $(1); run: sudo $(APT_INSTALL)$$missing" >&2; exit 1; \
+else \
+  echo "missing $(1); run as root: $(APT_INSTALL)$$missing" >&2; exit 1; \
+fi
+endef
 
 $(BUILD)/obj/%.o: %.c | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
@@ -196,7 +242,7 @@ $(BUILD)/tests/wl_wrap_nopie: tests/workloads/wrap.c $(BUILD)/tests/libwl_wrap.s
 $(BUILD)/tests/%_stripped: $(BUILD)/tests/%
 	strip --strip-all -o $@ $<
 
-$(BUILD)/tests/wl_%: tests/workloads/%.cc | $(DEPS_STAMP)
+$(BUILD)/tests/wl_%: tests/workloads/%.cc | $(TEST_DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CXX) -std=c++17 -g -O1 -Wall -o $@ $< -lpthread
 
@@ -205,7 +251,7 @@ $(BUILD)/tests/wl_%: tests/workloads/%.cc | $(DEPS_STAMP)
 $(BUILD)/tests/wl_inline: tests/workloads/inline.c | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 -D_GNU_SOURCE -g -O2 -Wall -o $@ $< -lpthread
-$(BUILD)/tests/wl_inline_cxx: tests/workloads/inline_cxx.cc | $(DEPS_STAMP)
+$(BUILD)/tests/wl_inline_cxx: tests/workloads/inline_cxx.cc | $(TEST_DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CXX) -std=c++17 -g -O2 -Wall -o $@ $< -lpthread
 
@@ -239,11 +285,11 @@ $(BUILD)/tests/test_cfi $(BUILD)/asan/test_cfi: $(BUILD)/%/test_cfi: \
 FRAMES_SRC := collector/frames.c collector/ehframe.c common/cfi.c
 FRAMES_HDR := collector/frames.h collector/ehframe.h common/cfi.h collector/pages.h
 FRAMES_MOD := $(BUILD)/tests/libframes_mod.so
-$(FRAMES_MOD): tests/unit/frames_mod.cc | $(DEPS_STAMP)
+$(FRAMES_MOD): tests/unit/frames_mod.cc | $(TEST_DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CXX) -std=c++17 -O2 -g -fPIC -shared -o $@ $<
 $(BUILD)/tests/test_frames $(BUILD)/asan/test_frames: $(BUILD)/%/test_frames: \
-	tests/unit/test_frames.c $(FRAMES_SRC) $(FRAMES_HDR) $(FRAMES_MOD) | $(DEPS_STAMP)
+	tests/unit/test_frames.c $(FRAMES_SRC) $(FRAMES_HDR) $(FRAMES_MOD) | $(TEST_DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(UNWINDER_FLAGS) $(shell pkg-config --cflags libunwind) \
 		$(if $(filter asan,$*),$(SANITIZE)) \
@@ -280,12 +326,12 @@ $(BUILD)/tsan/test_stress: $(STRESS_SRC) | $(DEPS_STAMP)
 
 # The fuzz targets: the decoder with common/, the theme parser alone.
 $(BUILD)/fuzz/fuzz_proto: tests/fuzz/fuzz_proto.c $(COMMON_SRC) \
-	$(wildcard common/*.h) | $(DEPS_STAMP)
+	$(wildcard common/*.h) | $(TEST_DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $(filter %.c,$^)
 
 $(BUILD)/fuzz/fuzz_theme: tests/fuzz/fuzz_theme.c tui/theme.c tui/theme.h \
-	| $(DEPS_STAMP)
+	| $(TEST_DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $(filter %.c,$^)
 
@@ -303,9 +349,14 @@ $(BUILD)/tests/test_fuzz_%: $(BUILD)/fuzz/fuzz_% $(BUILD)/fuzz/proto_seeds \
 		'$(CURDIR)' '$(abspath $(BUILD))' '$*' '$(FUZZ_CHECK_SECONDS)' >$@
 	@chmod +x $@
 
-check: all $(UNIT_BIN) $(ASAN_BIN) $(WORKLOAD_BIN) $(WRAP_BIN) $(INTEG_BIN) \
+check: $(TEST_DEPS_STAMP) all $(UNIT_BIN) $(ASAN_BIN) $(WORKLOAD_BIN) $(WRAP_BIN) $(INTEG_BIN) \
 	$(BUILD)/tsan/test_stress $(BUILD)/tests/test_bench $(FUZZ_TESTS)
 	@FUZZ_SECONDS=$(FUZZ_CHECK_TIME) tests/run $(BUILD)
+
+# make check as a new user would run it: in a debootstrap chroot of Debian
+# 12 with only git, make and ca-certificates, on a clone of HEAD.
+check-fresh:
+	@tests/fresh
 
 # Each fuzz target for FUZZ_SECONDS; fails on any crash, naming the input.
 fuzz: $(FUZZ_BIN)

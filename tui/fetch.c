@@ -353,7 +353,7 @@ static void heard(struct fetch *f, char *line,
 
 	f->quiet_since_ms = clock_now_ms();
 	if (strcmp(line, "nolib") == 0)
-		fail(f, "cannot load libdebuginfod.so.1");
+		fail(f, "cannot load libdebuginfod.so.1 (install libdebuginfod1)");
 	else if (sscanf(line, "found %140s", hex) == 1 && answer(f, hex, id, &len))
 		landed(ctx, id, len);
 	else if (sscanf(line, "missing %140s", hex) == 1)

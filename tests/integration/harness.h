@@ -15,6 +15,7 @@
 #include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -205,6 +206,25 @@ static inline int wait_status(pid_t pid, long timeout_ms)
 	if (WIFEXITED(status))
 		return WEXITSTATUS(status);
 	return 128 + WTERMSIG(status);
+}
+
+/*
+ * Wait until the file at path holds text, at most timeout_ms (a deadline
+ * that only catches a hang); whether it did.
+ */
+static inline bool file_has_text(const char *path, const char *text,
+				 long timeout_ms)
+{
+	for (long end = monotonic_ms() + timeout_ms;; usleep(10000)) {
+		char *s = slurp_file(path, "");
+		bool found = strstr(s, text) != NULL;
+
+		free(s);
+		if (found)
+			return true;
+		if (monotonic_ms() >= end)
+			return false;
+	}
 }
 
 /* Run argv to its end or timeout_ms, stdout and stderr captured. */

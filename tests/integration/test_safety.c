@@ -151,15 +151,22 @@ static int make_socket(const char *name, bool listening, char *path)
 	return fd;
 }
 
-/* qsptop removes the sockets of killed processes, and no live one. */
+/*
+ * qsptop removes the sockets of killed processes, and no live one. The
+ * names are this run's own (its PID for the namespace part), so that two
+ * runs at once do not take each other's.
+ */
 static void test_stale_sockets_swept(void)
 {
 	char stale[108], live[108], *res = tmp_path("sweep.res");
+	char stale_name[64], live_name[64];
 	int fd;
 
-	CHECK(make_socket("999999998-1.sock", false, stale) == 0 &&
+	snprintf(stale_name, sizeof(stale_name), "999999998-%d.sock", (int)getpid());
+	snprintf(live_name, sizeof(live_name), "999999999-%d.sock", (int)getpid());
+	CHECK(make_socket(stale_name, false, stale) == 0 &&
 	      access(stale, F_OK) == 0, "sweep: a stale socket made");
-	fd = make_socket("999999999-1.sock", true, live);
+	fd = make_socket(live_name, true, live);
 	CHECK(fd >= 0, "sweep: a live socket made");
 	CHECK(launch("0.1", NULL, (char *[]){ "children", "1", NULL }, res) == 0,
 	      "sweep: qsptop runs");

@@ -10,6 +10,8 @@
 
 #include <cJSON.h>
 #include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
@@ -25,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../../common/sockpath.h"
 #include "../unit/check.h"
 
 /* Set by find_paths(); tmp is the test's scratch directory. */
@@ -81,13 +84,47 @@ static inline int run_quietly(char *const argv[])
 	return WEXITSTATUS(status);
 }
 
-/* Remove the test's scratch directory, saying so when it cannot. */
+/*
+ * Remove the sockets that collectors killed by a signal left in our
+ * socket directory (the tests kill their targets; qsptop sweeps such
+ * sockets only when it next attaches): those of our PID namespace whose
+ * process is gone.
+ */
+static inline void remove_dead_sockets(void)
+{
+	char dir[108], path[PATH_MAX], ns[64], end[8];
+	unsigned long own_ns = 0, sock_ns;
+	ssize_t n = readlink("/proc/self/ns/pid", ns, sizeof(ns) - 1);
+	struct dirent *e;
+	long pid;
+	DIR *d;
+
+	if (n > 0) {
+		ns[n] = '\0';
+		sscanf(ns, "pid:[%lu]", &own_ns);
+	}
+	if (own_ns == 0 || sockpath_dir(dir, sizeof(dir), geteuid()) < 0 ||
+	    (d = opendir(dir)) == NULL)
+		return;
+	while ((e = readdir(d)) != NULL) {
+		if (sscanf(e->d_name, "%ld-%lu%7s", &pid, &sock_ns, end) == 3 &&
+		    strcmp(end, ".sock") == 0 && sock_ns == own_ns && pid > 0 &&
+		    kill((pid_t)pid, 0) < 0 && errno == ESRCH &&
+		    snprintf(path, sizeof(path), "%s/%s", dir, e->d_name) <
+			    (int)sizeof(path))
+			unlink(path);
+	}
+	closedir(d);
+}
+
+/* Remove the test's scratch directory (saying so when it cannot) and dead sockets. */
 static inline void remove_tmp(void)
 {
 	char *argv[] = { "rm", "-rf", tmp, NULL };
 
 	if (run_quietly(argv) != 0)
 		fprintf(stderr, "could not remove %s\n", tmp);
+	remove_dead_sockets();
 }
 
 /* A finished run: exit status and what it printed. */

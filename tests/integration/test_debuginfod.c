@@ -26,7 +26,7 @@
 #define SCREEN_DEADLINE_MS 30000
 
 static char stripped[PATH_MAX];
-static char tmux_sock[64];
+static char tmux_sock[64], tmux_path[PATH_MAX];
 static pid_t workload_pid;	/* the launched program, from qsptop's header */
 
 /*
@@ -204,6 +204,7 @@ static void test_live_quits_at_once(void)
 	if (workload_pid > 0 && kill(workload_pid, 0) == 0)
 		kill(workload_pid, SIGKILL);
 	tmux(NULL, "kill-server", NULL);
+	unlink(tmux_path);	/* tmux leaves its socket file behind */
 }
 
 int main(void)
@@ -223,6 +224,9 @@ int main(void)
 	setenv("DEBUGINFOD_CACHE_PATH", tmp_path("cache"), 1);
 	setenv("DEBUGINFOD_TIMEOUT", FETCH_TIMEOUT_S, 1);
 	snprintf(tmux_sock, sizeof(tmux_sock), "qsptop-dbg-%d", (int)getpid());
+	snprintf(tmux_path, sizeof(tmux_path), "%s/tmux-%u/%s",
+		 getenv("TMUX_TMPDIR") ? getenv("TMUX_TMPDIR") : "/tmp",
+		 (unsigned)getuid(), tmux_sock);
 	unsetenv("TMUX");
 	test_batch_keeps_pace();
 	if (tmux(NULL, "-V", NULL) == 0)

@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <semaphore.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -547,10 +548,49 @@ static void start_serving(void)
 	srv.launch.fd = -1;
 }
 
+/* Close every descriptor of this thread's table but keep[0] < keep[1]. */
+static void close_all_but(const int keep[2])
+{
+	unsigned from = 0;
+
+	for (int i = 0; i < 2; i++) {
+		if (keep[i] < 0)
+			continue;
+		if ((unsigned)keep[i] > from)
+			close_range(from, (unsigned)keep[i] - 1, 0);
+		from = (unsigned)keep[i] + 1;
+	}
+	close_range(from, ~0U, 0);
+}
+
+/*
+ * Give the collector thread a descriptor table of its own. The host may
+ * close and reuse any number at any time (daemons do): a check before
+ * each use still leaves a moment in which our read takes the host's
+ * bytes, or our write sends it ours. Our copy keeps only the wake pipe's
+ * reading end and qsptop's socket (the host's table keeps its copies of
+ * both); what we open from now on, the host cannot touch. Where unshare
+ * is refused (a seccomp filter), we go on sharing, checking each use.
+ */
+static void private_fd_table(void)
+{
+	int keep[2] = { srv.wake_in.fd, srv.launch.fd };
+
+	/* A kernel without close_range could not drop the host's copies. */
+	if (close_range(~0U, ~0U, 0) < 0 || unshare(CLONE_FILES) < 0)
+		return;
+	if (keep[0] > keep[1]) {
+		keep[0] = srv.launch.fd;
+		keep[1] = srv.wake_in.fd;
+	}
+	close_all_but(keep);
+}
+
 void *server_main(void *arg)
 {
 	(void)arg;
 	tls_self.never = true;
+	private_fd_table();
 	start_serving();
 	srv.last_scan_ns = clock_now_ns();
 	if (state_injected()) {

@@ -16,6 +16,7 @@
  * be waited for (stuck in an uninterruptible sleep), that thread gives up
  * and exits, and the kernel detaches its tracees.
  */
+#include <cpuid.h>
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -344,15 +345,38 @@ static void fill_ucontext(ucontext_t *c, const struct borrow *b, uint64_t fx)
 }
 
 /*
+ * The end of the (standard format) xsave image's last component in
+ * features: its offset plus its size, as CPUID leaf 0xd says; at least
+ * the legacy area and the header.
+ */
+static uint32_t xstate_end(uint64_t features, uint32_t n)
+{
+	uint32_t end = FP_XSTATE_BV + 64, size, offset, ecx, edx;
+
+	for (unsigned i = 2; i < 64; i++) {
+		if (!(features >> i & 1) ||
+		    !__get_cpuid_count(0xd, i, &size, &offset, &ecx, &edx))
+			continue;
+		if (offset + size > end)
+			end = offset + size;
+	}
+	return end < n ? end : n;
+}
+
+/*
  * The FP state as a signal frame holds it: the xsave image the kernel
  * gave us, its software bytes saying so and the closing magic word, so
  * that rt_sigreturn restores AVX and the rest, not only the legacy part.
+ * The image is cut after the last component in use: ptrace's is as big
+ * as every feature the CPU has (11008 bytes with AMX), but rt_sigreturn
+ * takes an image no bigger than the thread's own, and restores only the
+ * legacy part (the low halves of the vector registers) from a bigger one.
  * Without XSAVE, the fxsave image alone (software bytes zero).
  */
 static int put_fpstate(const struct borrow *b, uint64_t fx)
 {
 	const uint8_t *img = b->xstate.iov_base;
-	uint32_t n = (uint32_t)b->xstate.iov_len, magic2 = FP_MAGIC2;
+	uint32_t n = (uint32_t)b->xstate.iov_len, magic2 = FP_MAGIC2, size;
 	struct fp_sw_bytes sw = { 0 };
 	uint64_t xcr0, bv;
 
@@ -362,11 +386,12 @@ static int put_fpstate(const struct borrow *b, uint64_t fx)
 		/* ptrace leaves XCR0 in the software bytes. */
 		memcpy(&xcr0, img + FP_SW_BYTES, sizeof(xcr0));
 		memcpy(&bv, img + FP_XSTATE_BV, sizeof(bv));
+		size = xstate_end(xcr0 & bv, n);
 		sw = (struct fp_sw_bytes){ .magic1 = FP_MAGIC1,
-					   .extended_size = n + sizeof(magic2),
+					   .extended_size = size + sizeof(magic2),
 					   .xfeatures = xcr0 & bv,
-					   .xstate_size = n };
-		if (put(b, fx + n, &magic2, sizeof(magic2)) < 0)
+					   .xstate_size = size };
+		if (put(b, fx + size, &magic2, sizeof(magic2)) < 0)
 			return -1;
 	}
 	return put(b, fx + FP_SW_BYTES, &sw, sizeof(sw));

@@ -10,11 +10,14 @@
 
 #include <cJSON.h>
 #include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../../common/sockpath.h"
 #include "../unit/check.h"
 
 /* Set by find_paths(); tmp is the test's scratch directory. */
@@ -80,13 +84,47 @@ static inline int run_quietly(char *const argv[])
 	return WEXITSTATUS(status);
 }
 
-/* Remove the test's scratch directory, saying so when it cannot. */
+/*
+ * Remove the sockets that collectors killed by a signal left in our
+ * socket directory (the tests kill their targets; qsptop sweeps such
+ * sockets only when it next attaches): those of our PID namespace whose
+ * process is gone.
+ */
+static inline void remove_dead_sockets(void)
+{
+	char dir[108], path[PATH_MAX], ns[64], end[8];
+	unsigned long own_ns = 0, sock_ns;
+	ssize_t n = readlink("/proc/self/ns/pid", ns, sizeof(ns) - 1);
+	struct dirent *e;
+	long pid;
+	DIR *d;
+
+	if (n > 0) {
+		ns[n] = '\0';
+		sscanf(ns, "pid:[%lu]", &own_ns);
+	}
+	if (own_ns == 0 || sockpath_dir(dir, sizeof(dir), geteuid()) < 0 ||
+	    (d = opendir(dir)) == NULL)
+		return;
+	while ((e = readdir(d)) != NULL) {
+		if (sscanf(e->d_name, "%ld-%lu%7s", &pid, &sock_ns, end) == 3 &&
+		    strcmp(end, ".sock") == 0 && sock_ns == own_ns && pid > 0 &&
+		    kill((pid_t)pid, 0) < 0 && errno == ESRCH &&
+		    snprintf(path, sizeof(path), "%s/%s", dir, e->d_name) <
+			    (int)sizeof(path))
+			unlink(path);
+	}
+	closedir(d);
+}
+
+/* Remove the test's scratch directory (saying so when it cannot) and dead sockets. */
 static inline void remove_tmp(void)
 {
 	char *argv[] = { "rm", "-rf", tmp, NULL };
 
 	if (run_quietly(argv) != 0)
 		fprintf(stderr, "could not remove %s\n", tmp);
+	remove_dead_sockets();
 }
 
 /* A finished run: exit status and what it printed. */
@@ -205,6 +243,25 @@ static inline int wait_status(pid_t pid, long timeout_ms)
 	if (WIFEXITED(status))
 		return WEXITSTATUS(status);
 	return 128 + WTERMSIG(status);
+}
+
+/*
+ * Wait until the file at path holds text, at most timeout_ms (a deadline
+ * that only catches a hang); whether it did.
+ */
+static inline bool file_has_text(const char *path, const char *text,
+				 long timeout_ms)
+{
+	for (long end = monotonic_ms() + timeout_ms;; usleep(10000)) {
+		char *s = slurp_file(path, "");
+		bool found = strstr(s, text) != NULL;
+
+		free(s);
+		if (found)
+			return true;
+		if (monotonic_ms() >= end)
+			return false;
+	}
 }
 
 /* Run argv to its end or timeout_ms, stdout and stderr captured. */

@@ -132,8 +132,11 @@ static void test_injected_parent(void)
 
 	snprintf(pidstr, sizeof(pidstr), "%d", (int)parent);
 	watcher = start((char *[]){ qsptop, "-b", "-d", "0.2", "-p", pidstr,
-				    NULL }, "/dev/null", tmp_path("watcher.err"));
-	usleep(500000);
+				    NULL }, tmp_path("watcher.out"),
+			tmp_path("watcher.err"));
+	/* Watched once the first table is out; else this is not the case. */
+	CHECK(file_has_text(tmp_path("watcher.out"), "CALL SITE", 30000),
+	      "qsptop -p watches the parent: a table within 30 s");
 	child = fork_child(parent, 1);
 	check_child("forked while watched", child);
 	end_child("forked while watched", child);

@@ -150,8 +150,10 @@ static void test_contended(void)
 	printf("contend: %.1f ms of futex wait over %.0f waits at fl_lock "
 	       "(line %.0f), %.0f wakes at fl_unlock\n", ms, waits,
 	       wait ? site_line(wait) : -1, wakes);
-	CHECK(ms >= MIN_WAIT_MS && ms < HOLDS_MS * 2,
-	      "contend: %.1f ms waited at fl_lock, want >= %.0f", ms, MIN_WAIT_MS);
+	/* At least the holds' time less their edges; how much more is the scheduler's. */
+	CHECK(ms >= MIN_WAIT_MS,
+	      "contend: expected at least %.0f ms waited at fl_lock, got %.1f ms",
+	      MIN_WAIT_MS, ms);
 	CHECK(waits >= 10 && num_field(wait, "acquisitions") == waits,
 	      "contend: %.0f waits, each an acquisition (ACQ counts waits)", waits);
 	CHECK(wait && site_line(wait) == marker_line("futex.c", "fl_wait"),

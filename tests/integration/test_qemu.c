@@ -13,14 +13,18 @@
  * the lock function; qsptop by the return address into the caller. The
  * test reads the file and line back from the caller's code (objdump: the
  * immediate loaded into the line argument's register, the string the file
- * argument's register points at) and adds up qsptop's rows by them. Every
- * QSP mutex site with 500 acquisitions or more must agree within 5%, and
- * there must be 3 such sites, 2 of them the BQL's. The table goes to stderr.
+ * argument's register points at) and adds up qsptop's rows by them. On
+ * every QSP mutex site the two counts must be equal, and there must be 3
+ * sites with 500 acquisitions or more, 2 of them the BQL's (else the guest
+ * did not run). The table goes to stderr.
  *
- * A lock call made as a tail call (pause_all_vcpus() ends in a jump to the
- * BQL's lock) returns into the caller's caller: qsptop's row is there, on
- * a call that passes no file and line. Such rows match no QSP site; they
- * are few (a stop takes one) and up to 1% of qsptop's count is allowed.
+ * The one exception is inherent: a lock call made as a tail call
+ * (pause_all_vcpus() ends in a jump to the BQL's lock) returns into the
+ * caller's caller, so qsptop counts it there, on a call that passes no
+ * file and line: that row matches no QSP site, and QSP's site of the call
+ * gets no qsptop row. Such sites are skipped, and the acquisitions of the
+ * rows matching no site must equal, exactly, the sum of theirs (a stop
+ * takes one).
  *
  * QSP's own wrappers (qsp_mutex_lock ...) are static: in a stripped QEMU
  * (Debian's) they have no name, so they are given to qsptop as
@@ -66,8 +70,6 @@ enum {
 	MAX_WRAPPERS = 16,
 	MAX_SITES = 128,
 };
-
-#define TOLERANCE 0.05
 
 /* The processes started, 0 once reaped: the watchdog ends them. */
 static pid_t qemu_pid, qsptop_pid, tool_pid;
@@ -924,13 +926,18 @@ static char *profile_guest(struct qmp *q, const struct files *f, struct times *t
 }
 
 /*
- * Print QSP's mutex sites beside qsptop's counts, and require those with
- * MIN_COUNT or more (marked *) to agree within 5%.
+ * Print QSP's mutex sites beside qsptop's counts, and require every one
+ * to be equal, but for a site whose lock call is a tail call: qsptop has
+ * no row there (its count is on the caller's caller's row, which matches
+ * no site). Those sites' QSP counts, summed, are returned. MIN_COUNT or
+ * more (marked *) on enough sites shows the guest ran.
  */
-static void compare_sites(struct qsp_site *qs, int nq, const char *qemu,
-			  const char *cmd, const struct times *t)
+static double compare_sites(struct qsp_site *qs, int nq, const char *qemu,
+			    const char *cmd, const struct times *t)
 {
 	int compared = 0, bql = 0;
+	struct check_tally equal = { 0 };
+	double tail = 0;
 
 	fprintf(stderr,
 		"\nQSP vs qsptop, mutex acquisitions per call site (%s, guest ran %ld ms)\n"
@@ -949,20 +956,24 @@ static void compare_sites(struct qsp_site *qs, int nq, const char *qemu,
 		fprintf(stderr, "%c %-9s  %-34s %10llu %10.0f %7.4f  %s\n",
 			top ? '*' : ' ', qs[i].type, qs[i].at, qs[i].count,
 			qs[i].qsptop, ratio, qs[i].rows[0] ? qs[i].rows : "-");
-		if (!top)
+		if (qs[i].rows[0] == '\0') {
+			tail += (double)qs[i].count;
 			continue;
-		compared++;
-		bql += strcmp(qs[i].type, "BQL mutex") == 0;
-		CHECK(ratio >= 1 - TOLERANCE && ratio <= 1 + TOLERANCE,
-		      "%s %s: qsptop counts %.0f, QSP %llu (ratio %.4f, not within 5%%)",
-		      qs[i].type, qs[i].at, qs[i].qsptop, qs[i].count, ratio);
+		}
+		compared += top;
+		bql += top && strcmp(qs[i].type, "BQL mutex") == 0;
+		TALLY(&equal, qs[i].qsptop == (double)qs[i].count,
+		      "%s %s: qsptop counts %.0f, QSP %llu", qs[i].type,
+		      qs[i].at, qs[i].qsptop, qs[i].count);
 	}
-	fprintf(stderr, "(* checked: %d or more acquisitions, within 5%%)\n",
-		MIN_COUNT);
+	fprintf(stderr, "(* %d or more acquisitions)\n", MIN_COUNT);
+	CHECK_TALLY(&equal, "qsptop counts exactly what QSP counts on every "
+		    "mutex site where it has a row");
 	CHECK(compared >= MIN_SITES && bql >= MIN_BQL_SITES,
 	      "at least %d of QSP's sites, %d of them the BQL's, have %d or more "
 	      "acquisitions (%d do, %d the BQL's)", MIN_SITES, MIN_BQL_SITES,
 	      MIN_COUNT, compared, bql);
+	return tail;
 }
 
 /* QSP's report and qsptop's snapshot, site by site. */
@@ -972,18 +983,20 @@ static void compare(const char *report, const struct files *f, const char *qemu,
 	static struct qsp_site qs[MAX_SITES];
 	int nq = parse_qsp(report, qs, MAX_SITES);
 	cJSON *snap = load_json(f->json);
-	double total, unmatched;
+	double total, unmatched, tail;
 
 	CHECK(nq > 0, "QSP reports sites: %s", report ? report : "(no reply)");
 	CHECK(snap != NULL, "qsptop writes its JSON snapshot");
 	if (nq > 0 && snap != NULL) {
 		unmatched = match_rows(snap, qs, nq, &total);
-		compare_sites(qs, nq, qemu, cmd, t);
+		tail = compare_sites(qs, nq, qemu, cmd, t);
 		fprintf(stderr, "qsptop's mutex rows matched to no QSP site: %.0f "
 			"of %.0f acquisitions\n\n", unmatched, total);
-		CHECK(unmatched <= 0.01 * total,
-		      "qsptop's rows match QSP's sites: %.0f of %.0f "
-		      "acquisitions do not", unmatched, total);
+		CHECK(unmatched == tail,
+		      "qsptop's rows that match no QSP site (tail calls) hold "
+		      "exactly the acquisitions of QSP's sites without a qsptop "
+		      "row: expected %.0f, got %.0f (of %.0f)", tail, unmatched,
+		      total);
 	}
 	cJSON_Delete(snap);
 }

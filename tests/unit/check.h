@@ -3,6 +3,7 @@
 #define QSPTOP_CHECK_H
 
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +26,42 @@ static int check_passed, check_failed, check_skipped;
 	CHECK((uint64_t)(got) == (uint64_t)(want),                         \
 	      "%s: expected %" PRIu64 ", got %" PRIu64, #got,             \
 	      (uint64_t)(want), (uint64_t)(got))
+
+/*
+ * One behaviour checked over many generated cases counts as one check: TALLY
+ * counts the cases and keeps the first failure's description, CHECK_TALLY
+ * then passes or fails once, saying how many cases failed and the first.
+ * No case at all fails too: a sweep over nothing proves nothing.
+ */
+struct check_tally {
+	size_t cases, failed;
+	char first[240];
+};
+
+/* Keep the first failure's description (cut to fit). */
+__attribute__((format(printf, 2, 3)))
+static inline void check_tally_note(struct check_tally *t, const char *fmt,
+				    ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(t->first, sizeof t->first, fmt, ap);
+	va_end(ap);
+}
+
+#define TALLY(t, cond, ...)                                                \
+	do {                                                               \
+		(t)->cases++;                                              \
+		if (!(cond) && (t)->failed++ == 0)                         \
+			check_tally_note((t), __VA_ARGS__);                \
+	} while (0)
+
+#define CHECK_TALLY(t, what)                                               \
+	CHECK((t)->cases > 0 && (t)->failed == 0,                          \
+	      "%s: %zu of %zu cases failed, the first: %s", (what),       \
+	      (t)->failed, (t)->cases,                                     \
+	      (t)->cases ? (t)->first : "no case ran")
 
 /* The whole file, malloc'ed and NUL-terminated; NULL if it cannot be read. */
 static inline char *check_file_text(const char *path)

@@ -76,14 +76,17 @@ static inline const char *label_of(void *ctx, uint64_t site)
 	return buf;
 }
 
+/* Every fixture row and stack defined: one check, made by fixture_summary(). */
+static struct check_tally fixture_defined;
+
 static inline void def(struct model *m, uint32_t id, enum lock_type type,
 		       uint64_t site, uint64_t object)
 {
 	struct proto_row r = { .id = id, .type = (uint8_t)type, .site = site,
 			       .object = object };
 
-	CHECK(model_define_row(m, &r) == 0, "define row %u: expected 0, got -1",
-	      id);
+	TALLY(&fixture_defined, model_define_row(m, &r) == 0,
+	      "define row %u: expected 0, got -1", id);
 }
 
 /* Apply a delta; each acquisition with contention lands in bucket 3. */
@@ -132,7 +135,7 @@ static inline void sdef(struct model *m, uint32_t id, uint8_t depth,
 	struct proto_stack st = { .id = id, .depth = depth };
 
 	memcpy(st.frames, frames, depth * sizeof *frames);
-	CHECK(model_define_stack(m, &st) == 0,
+	TALLY(&fixture_defined, model_define_stack(m, &st) == 0,
 	      "define stack %u: expected 0, got -1", id);
 }
 
@@ -380,6 +383,13 @@ static inline const char *combo_name(const struct model_query *q)
 		 q->site_label == label_of ? "fine" :
 		 q->site_label ? "coarse" : "none");
 	return buf;
+}
+
+/* The one check of the fixture's set-up, then the summary line. */
+static inline int fixture_summary(void)
+{
+	CHECK_TALLY(&fixture_defined, "every fixture row and stack defined");
+	return check_summary();
 }
 
 #endif

@@ -112,8 +112,9 @@ static void walk(struct jsonw *w, const char *key, const cJSON *j)
 	}
 }
 
-/* Whether the writer prints tree j as cJSON does; says where not. */
-static bool same_print(const cJSON *j, const char *what, unsigned seed)
+/* The writer prints tree j as cJSON does; a failure says where not. */
+static void same_print(struct check_tally *t, const cJSON *j,
+		       const char *what, unsigned seed)
 {
 	char *want = cJSON_Print(j);
 	struct jsonw w;
@@ -125,26 +126,28 @@ static bool same_print(const cJSON *j, const char *what, unsigned seed)
 	same = want && strcmp(want, w.text) == 0;
 	while (!same && want && want[at] && want[at] == w.text[at])
 		at++;
-	CHECK(same, "%s %u: differs from cJSON_Print at byte %zu: "
+	TALLY(t, same, "%s %u: differs from cJSON_Print at byte %zu: "
 	      "expected ...%.40s, got ...%.40s", what, seed, at,
 	      want ? want + at : "", w.text + at);
 	free(want);
 	free(w.text);
-	return same;
 }
 
 /* Every number of the list, alone and in an object, as cJSON prints it. */
 static void test_numbers(void)
 {
+	struct check_tally t = { 0 };
+
 	for (size_t i = 0; i < sizeof numbers / sizeof *numbers; i++) {
 		cJSON *o = cJSON_CreateObject();
 
 		cJSON_AddNumberToObject(o, "n", numbers[i]);
-		same_print(o, "number", (unsigned)i);
-		same_print(cJSON_GetObjectItem(o, "n"), "bare number",
+		same_print(&t, o, "number", (unsigned)i);
+		same_print(&t, cJSON_GetObjectItem(o, "n"), "bare number",
 			   (unsigned)i);
 		cJSON_Delete(o);
 	}
+	CHECK_TALLY(&t, "every number, alone and in an object, as cJSON");
 }
 
 /* Empty containers, alone and nested, and the snapshot's shapes. */
@@ -156,29 +159,32 @@ static void test_shapes(void)
 		"{\"x\":2}]}],\"threads\":[]}, {\"h\":[0,1,2]}]}",
 		"\"\"", "null", "true", "[1, \"a\", null, false, 0.25]",
 	};
+	struct check_tally t = { 0 };
 
 	for (size_t i = 0; i < sizeof texts / sizeof *texts; i++) {
 		cJSON *j = cJSON_Parse(texts[i]);
 
-		CHECK(j != NULL, "shape %zu parses", i);
+		TALLY(&t, j != NULL, "shape %zu: expected it to parse", i);
 		if (j)
-			same_print(j, "shape", (unsigned)i);
+			same_print(&t, j, "shape", (unsigned)i);
 		cJSON_Delete(j);
 	}
+	CHECK_TALLY(&t, "every shape as cJSON prints it");
 }
 
 /* Two thousand random trees. */
 static void test_random_trees(void)
 {
 	uint64_t x = 0x2545f4914f6cdd1dull;
-	unsigned bad = 0;
+	struct check_tally t = { 0 };
 
-	for (unsigned i = 0; i < 2000 && bad < 5; i++) {
+	for (unsigned i = 0; i < 2000; i++) {
 		cJSON *j = random_value(&x, 0);
 
-		bad += !same_print(j, "tree", i);
+		same_print(&t, j, "tree", i);
 		cJSON_Delete(j);
 	}
+	CHECK_TALLY(&t, "2000 random trees as cJSON prints them");
 }
 
 int main(void)

@@ -181,6 +181,7 @@ static void test_trend_ring(void)
 {
 	struct model *m = model_new();
 	struct view_row *v;
+	struct check_tally short_trend = { 0 }, wrapped = { 0 };
 
 	def(m, 0, LOCK_MUTEX, 0x100, 0xa0);
 	for (uint64_t i = 1; i <= 3; i++) {
@@ -191,10 +192,11 @@ static void test_trend_ring(void)
 	for (size_t i = 0; i < TREND_LEN; i++) {
 		uint64_t want = i < TREND_LEN - 3 ? 0 : i - (TREND_LEN - 3) + 1;
 
-		CHECK(v[0].trend[i] == want,
-		      "short trend[%zu]: expected %" PRIu64 ", got %" PRIu64,
+		TALLY(&short_trend, v[0].trend[i] == want,
+		      "trend[%zu]: expected %" PRIu64 ", got %" PRIu64,
 		      i, want, v[0].trend[i]);
 	}
+	CHECK_TALLY(&short_trend, "a 3-interval trend: zeros, then 1, 2, 3");
 	free(v);
 	for (uint64_t i = 4; i <= TREND_LEN + 7; i++) {
 		add(m, 0, 1, 1, i, i);
@@ -204,10 +206,11 @@ static void test_trend_ring(void)
 	for (size_t i = 0; i < TREND_LEN; i++) {
 		uint64_t want = 8 + i;	/* the last TREND_LEN of 1..LEN+7 */
 
-		CHECK(v[0].trend[i] == want,
-		      "wrapped trend[%zu]: expected %" PRIu64 ", got %" PRIu64,
+		TALLY(&wrapped, v[0].trend[i] == want,
+		      "trend[%zu]: expected %" PRIu64 ", got %" PRIu64,
 		      i, want, v[0].trend[i]);
 	}
+	CHECK_TALLY(&wrapped, "a wrapped trend: the last TREND_LEN intervals");
 	free(v);
 	model_free(m);
 }
@@ -482,5 +485,5 @@ int main(void)
 	test_trend_ring();
 	test_reset();
 	test_stats_sum_rows();
-	return check_summary();
+	return fixture_summary();
 }

@@ -379,5 +379,5 @@ int main(void)
 	test_stack_many();
 	test_drill_equals_per_line();
 	test_table_parts();
-	return check_summary();
+	return fixture_summary();
 }

@@ -499,7 +499,7 @@ static int ref_cmp(const struct model_query *q, const struct view_row *a,
 }
 
 /* Every pair of neighbours in the order the old comparison gives. */
-static void check_sorted(const struct model_query *q,
+static void check_sorted(struct check_tally *t, const struct model_query *q,
 			 const struct view_row *v, size_t n)
 {
 	size_t bad = 0, first = 0;
@@ -508,12 +508,13 @@ static void check_sorted(const struct model_query *q,
 		if (ref_cmp(q, &v[i - 1], &v[i]) >= 0 && bad++ == 0)
 			first = i;
 	}
-	CHECK(bad == 0, "%s: %zu lines out of order, first at %zu",
+	TALLY(t, bad == 0, "%s: %zu lines out of order, first at %zu",
 	      combo_name(q), bad, first);
 }
 
 /* Lines [offset, offset + limit) built alone equal the whole view's. */
-static void check_window(const struct model *m, const struct model_query *q,
+static void check_window(struct check_tally *t, const struct model *m,
+			 const struct model_query *q,
 			 const struct view_row *full, size_t n, size_t offset,
 			 size_t limit)
 {
@@ -523,15 +524,15 @@ static void check_window(const struct model *m, const struct model_query *q,
 	size_t from = offset < n ? offset : n;
 	size_t want = limit && limit < n - from ? limit : n - from;
 
-	CHECK(got == want && w.total == n && w.offset == from,
+	TALLY(t, got == want && w.total == n && w.offset == from,
 	      "%s window %zu+%zu: expected %zu lines at %zu of %zu, got %zu "
 	      "at %zu of %zu", combo_name(q), offset, limit, want, from, n,
 	      got, w.offset, w.total);
-	CHECK(got != want || got == 0 ||
+	TALLY(t, got != want || got == 0 ||
 	      memcmp(v, full + from, got * sizeof *v) == 0,
 	      "%s window %zu+%zu: lines differ from the whole view's",
 	      combo_name(q), offset, limit);
-	CHECK(got != 0 || v == NULL, "empty window: expected NULL rows");
+	TALLY(t, got != 0 || v == NULL, "empty window: expected NULL rows");
 	free(v);
 }
 
@@ -539,7 +540,7 @@ static void check_window(const struct model *m, const struct model_query *q,
  * Following line i's key finds the first line with that key in the whole
  * view, and the window moves to hold it.
  */
-static void check_follow(const struct model *m, const struct model_query *q,
+static void check_follow(struct check_tally *t, const struct model *m, const struct model_query *q,
 			 const struct view_row *full, size_t n, size_t i)
 {
 	struct view_window w = { .offset = 0, .limit = 5, .follow = true,
@@ -553,7 +554,7 @@ static void check_follow(const struct model *m, const struct model_query *q,
 	       full[want].object != full[i].object)
 		want++;
 	got = model_view_window(m, q, &w, &v);
-	CHECK(w.found == want && want >= w.offset && want < w.offset + got &&
+	TALLY(t, w.found == want && want >= w.offset && want < w.offset + got &&
 	      memcmp(&v[want - w.offset], &full[want], sizeof *v) == 0,
 	      "%s follow line %zu: expected found %zu in the window, got %zu "
 	      "in %zu+%zu", combo_name(q), i, want, w.found, w.offset, got);
@@ -561,7 +562,7 @@ static void check_follow(const struct model *m, const struct model_query *q,
 	w = (struct view_window){ .follow = true, .type = LOCK_CONDVAR,
 				  .site = 1, .limit = 3 };
 	got = model_view_window(m, q, &w, &v);
-	CHECK(w.found == SIZE_MAX && w.offset == 0 && got == (n < 3 ? n : 3),
+	TALLY(t, w.found == SIZE_MAX && w.offset == 0 && got == (n < 3 ? n : 3),
 	      "%s follow a missing key: expected nothing found, got %zu",
 	      combo_name(q), w.found);
 	free(v);
@@ -575,6 +576,7 @@ static void check_follow(const struct model *m, const struct model_query *q,
 static void test_window_equals_full_view(void)
 {
 	struct model *m = mixed_fixture();
+	struct check_tally sorted = { 0 }, windows = { 0 }, follows = { 0 };
 
 	for (unsigned i = 0; i < COMBOS; i++) {
 		struct model_query q = combo(i);
@@ -583,20 +585,24 @@ static void test_window_equals_full_view(void)
 		static const size_t offsets[] = { 0, 1, 2, 17, 100 };
 		static const size_t limits[] = { 1, 7, 50, 0 };
 
-		CHECK(n > 20, "%s: expected a view of many lines, got %zu",
+		TALLY(&sorted, n > 20, "%s: expected a view of many lines, got %zu",
 		      combo_name(&q), n);
-		check_sorted(&q, full, n);
+		check_sorted(&sorted, &q, full, n);
 		for (size_t a = 0; a < sizeof offsets / sizeof *offsets; a++)
 			for (size_t b = 0; b < sizeof limits / sizeof *limits; b++)
-				check_window(m, &q, full, n, offsets[a], limits[b]);
-		check_window(m, &q, full, n, n - 3, 7);
-		check_window(m, &q, full, n, n - 1, 1);
-		check_window(m, &q, full, n, n, 4);
-		check_window(m, &q, full, n, n + 5, 0);
+				check_window(&windows, m, &q, full, n, offsets[a], limits[b]);
+		check_window(&windows, m, &q, full, n, n - 3, 7);
+		check_window(&windows, m, &q, full, n, n - 1, 1);
+		check_window(&windows, m, &q, full, n, n, 4);
+		check_window(&windows, m, &q, full, n, n + 5, 0);
 		for (size_t k = 0; n > 0 && k < 4; k++)
-			check_follow(m, &q, full, n, (k * 7919) % n);
+			check_follow(&follows, m, &q, full, n, (k * 7919) % n);
 		free(full);
 	}
+	CHECK_TALLY(&sorted, "every combination: many lines, in order");
+	CHECK_TALLY(&windows, "every combination: each window equals the "
+		    "whole view's lines");
+	CHECK_TALLY(&follows, "every combination: following a key finds it");
 	model_free(m);
 }
 
@@ -615,6 +621,7 @@ static void test_window_at_scale(void)
 		{ COALESCE_OBJECT, SORT_MAX, true },
 	};
 	struct model *m = model_new();
+	struct check_tally sorted = { 0 }, windows = { 0 };
 
 	for (uint32_t id = 0; id < 100000; id++) {
 		def(m, id, LOCK_MUTEX, 0x10000 + (id / 100) * 16,
@@ -633,12 +640,15 @@ static void test_window_at_scale(void)
 		q.sort = by(cases[i].k);
 		q.ascending = cases[i].asc;
 		n = model_view(m, &q, &full);
-		check_sorted(&q, full, n);
-		check_window(m, &q, full, n, 0, 20);
-		check_window(m, &q, full, n, n / 2, 50);
-		check_window(m, &q, full, n, n - 20, 20);
+		check_sorted(&sorted, &q, full, n);
+		check_window(&windows, m, &q, full, n, 0, 20);
+		check_window(&windows, m, &q, full, n, n / 2, 50);
+		check_window(&windows, m, &q, full, n, n - 20, 20);
 		free(full);
 	}
+	CHECK_TALLY(&sorted, "100,000 rows: in order");
+	CHECK_TALLY(&windows, "100,000 rows: top, middle and bottom windows "
+		    "equal the whole view's lines");
 	model_free(m);
 }
 
@@ -656,5 +666,5 @@ int main(void)
 	test_many_rows();
 	test_window_equals_full_view();
 	test_window_at_scale();
-	return check_summary();
+	return fixture_summary();
 }

@@ -395,5 +395,5 @@ int main(void)
 	test_wrapper_coalesce();
 	test_wrapper_reset();
 	test_wrapper_via();
-	return check_summary();
+	return fixture_summary();
 }

@@ -320,6 +320,7 @@ static void test_random_input_never_crashes(void)
 	unsigned seed = 12345;
 	char text[512];
 	struct theme t;
+	struct check_tally counted = { 0 };
 
 	for (int iter = 0; iter < 20000; iter++) {
 		size_t n = 0;
@@ -333,13 +334,14 @@ static void test_random_input_never_crashes(void)
 		}
 		text[n] = '\0';
 		int problems = parse(&t, text);
-		if (problems != warned.n || warned.unprintable) {
-			CHECK(0, "random input %d: %d problems, %d warnings",
-			      iter, problems, warned.n);
-			return;
-		}
+
+		TALLY(&counted, problems == warned.n && !warned.unprintable,
+		      "input %d: %d problems, %d warnings, %s", iter,
+		      problems, warned.n, warned.unprintable ?
+		      "an unprintable warning" : "all printable");
 	}
-	CHECK(1, "random input");
+	CHECK_TALLY(&counted, "20000 random inputs: one printable warning "
+		    "per problem");
 }
 
 static void test_shipped_themes(void)
@@ -611,6 +613,7 @@ static void test_theme_list(void)
 						"dir" };
 	char names[64][64], few[2][64];
 	size_t n, k;
+	struct check_tally clean = { 0 }, sorted = { 0 };
 
 	use_home();
 	write_text("home/.config/qsptop/themes/.hidden.theme", "");
@@ -625,12 +628,13 @@ static void test_theme_list(void)
 	}
 	for (size_t i = 0; i < sizeof unwanted / sizeof unwanted[0]; i++)
 		for (k = 0; k < n; k++)
-			CHECK(strcmp(names[k], unwanted[i]) != 0,
+			TALLY(&clean, strcmp(names[k], unwanted[i]) != 0,
 			      "theme_list has \"%s\"", unwanted[i]);
+	CHECK_TALLY(&clean, "theme_list lists no file that is not a theme");
 	for (k = 1; k < n; k++)
-		CHECK(strcmp(names[k - 1], names[k]) < 0,
-		      "not sorted and unique: \"%s\" then \"%s\"",
-		      names[k - 1], names[k]);
+		TALLY(&sorted, strcmp(names[k - 1], names[k]) < 0,
+		      "\"%s\" then \"%s\"", names[k - 1], names[k]);
+	CHECK_TALLY(&sorted, "theme_list sorted and unique");
 	CHECK_U64(theme_list(few, 2), 2);
 	CHECK_STR(few[0], names[0]);
 	CHECK_STR(few[1], names[1]);

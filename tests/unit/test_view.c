@@ -130,6 +130,14 @@ static void dump(void)
 			dump();                                            \
 	} while (0)
 
+/* One check of a tally over the screen; the screen is shown if it fails. */
+#define CHECK_SCREEN_TALLY(t, what)                                        \
+	do {                                                               \
+		CHECK_TALLY((t), (what));                                  \
+		if ((t)->failed)                                           \
+			dump();                                            \
+	} while (0)
+
 static void keys(const char *s)
 {
 	for (; *s; s++)
@@ -138,6 +146,8 @@ static void keys(const char *s)
 
 static void test_table(void)
 {
+	struct check_tally hints = { 0 };
+
 	draw(140, 30);
 	CHECK_SCREEN(strstr(line(0), "qsptop " QSPTOP_VERSION) && strstr(line(0), "pid 4242") &&
 		     strstr(line(0), "./server --port 80") && strstr(line(0), "running (launched)"),
@@ -152,9 +162,10 @@ static void test_table(void)
 	CHECK_SCREEN(strstr(line(29), "q quit"), "key hints on the status line");
 	draw(240, 30);
 	for (size_t i = 0; i < key_binding_count; i++)
-		CHECK_SCREEN(!key_bindings[i].hint ||
-			     strstr(line(29), key_bindings[i].hint),
-			     "status line hints '%s'", key_bindings[i].hint);
+		TALLY(&hints, !key_bindings[i].hint ||
+		      strstr(line(29), key_bindings[i].hint),
+		      "no hint '%s'", key_bindings[i].hint);
+	CHECK_SCREEN_TALLY(&hints, "the status line hints every key that has a hint");
 	draw(140, 30);
 }
 
@@ -229,6 +240,9 @@ static void test_selection_follows_row(void)
 
 static void test_detail_and_help(void)
 {
+	struct check_tally keys = { 0 };
+	struct check_tally cols = { 0 };
+
 	ui_key(&ui, K_ENTER);
 	draw(140, 30);
 	CHECK_SCREEN(find("DETAILS") >= 0 && find("acquisitions") >= 0 &&
@@ -237,10 +251,13 @@ static void test_detail_and_help(void)
 	ui_key(&ui, 'h');
 	draw(120, 60);
 	for (size_t i = 0; i < key_binding_count; i++)
-		CHECK_SCREEN(find(key_bindings[i].help) >= 0, "help lists '%s'",
-			     key_bindings[i].help);
+		TALLY(&keys, find(key_bindings[i].help) >= 0, "'%s' missing",
+		      key_bindings[i].help);
+	CHECK_SCREEN_TALLY(&keys, "help lists every key");
 	for (size_t i = 0; i < column_count; i++)
-		CHECK_SCREEN(find(columns[i].help) >= 0, "help explains %s", columns[i].title);
+		TALLY(&cols, find(columns[i].help) >= 0, "%s not explained",
+		      columns[i].title);
+	CHECK_SCREEN_TALLY(&cols, "help explains every column");
 	draw(120, 20);
 	ui_key(&ui, K_END);
 	ui_key(&ui, K_END);
@@ -257,6 +274,8 @@ static void test_detail_and_help(void)
 
 static void test_pause_and_reset(void)
 {
+	struct check_tally zeroed = { 0 };
+
 	ui_key(&ui, ' ');
 	add(0, 777777, SEC);
 	tick(3);
@@ -269,7 +288,10 @@ static void test_pause_and_reset(void)
 	ui_key(&ui, 'r');
 	draw(140, 30);
 	for (size_t i = 0; i < ui.nrows; i++)
-		CHECK_U64(ui.rows[i].c.acquisitions, 0);
+		TALLY(&zeroed, ui.rows[i].c.acquisitions == 0,
+		      "row %zu: expected 0 acquisitions, got %" PRIu64, i,
+		      ui.rows[i].c.acquisitions);
+	CHECK_TALLY(&zeroed, "after r, every row counts from zero");
 	tick(5);
 	CHECK(app_elapsed_s(&app) == 2.0, "elapsed counts from the reset: expected 2 s, got %g",
 	      app_elapsed_s(&app));
@@ -480,9 +502,12 @@ static void feed_stacks(void)
 		{ .row = 0, .stack = PROTO_NO_STACK, .tid = 103, .count = 1,
 		  .wait_ns = 5 * SEC / 100 },
 	};
+	struct check_tally defined = { 0 };
 
 	for (size_t i = 0; i < sizeof(stacks) / sizeof(stacks[0]); i++)
-		CHECK(model_define_stack(app.model, &stacks[i]) == 0, "stack %zu defined", i);
+		TALLY(&defined, model_define_stack(app.model, &stacks[i]) == 0,
+		      "stack %zu: expected defined, got -1", i);
+	CHECK_TALLY(&defined, "every stack defined");
 	add(0, 70, SEC);
 	for (size_t i = 0; i < sizeof(deltas) / sizeof(deltas[0]); i++)
 		model_apply_stack_delta(app.model, &deltas[i]);
@@ -586,9 +611,13 @@ static void test_stacks(void)
 
 static void test_sizes(void)
 {
+	struct check_tally fit = { 0 };
+
 	draw(60, 15);
 	for (int y = 0; y < 15; y++)
-		CHECK_SCREEN((int)strlen(line(y)) <= 60 * 3, "line %d fits", y);
+		TALLY(&fit, (int)strlen(line(y)) <= 60 * 3,
+		      "line %d: %zu bytes", y, strlen(line(y)));
+	CHECK_SCREEN_TALLY(&fit, "every line fits 60 columns");
 	CHECK_SCREEN(strstr(line(2), "CALL SITE") && !strstr(line(2), "TREND"),
 		     "60 columns: TREND dropped, CALL SITE kept");
 	draw(80, 24);
@@ -799,6 +828,7 @@ static void check_big_exports(void)
 		   (int)ui.nrows, "e: all %zu rows written", ui.nrows);
 	cJSON_Delete(j);
 	free(text);
+	unlink(export_path);
 	snprintf(export_path, sizeof(export_path), "/tmp/qsptop-view-%d.folded",
 		 (int)getpid());
 	ui_key(&ui, 'f');

@@ -76,7 +76,7 @@ struct symbols {
 	 * if it failed) by the address of their mangled names in libdw.
 	 */
 	struct addrcache *names;
-	char root[32];			/* before each module's path */
+	pid_t root_pid;			/* modules are named in its root; 0: ours */
 };
 
 /* Forget every cached answer: a new module may change them. */

@@ -5,6 +5,7 @@
  * debuginfo by build id. A module whose file is missing gets a guessed
  * extent, so that its addresses still get module+offset.
  */
+#include "ns.h"
 #include "symbols_impl.h"
 #include "xalloc.h"
 
@@ -125,17 +126,22 @@ static void module_report(struct symbols *s, struct module *m, Dwfl *dwfl,
 		*userdata = s;	/* for find_debuginfo */
 }
 
-/* Open the file at m's path, if it is a regular file; -1 if not. */
+/*
+ * Open the file at m's path beneath the target's root, if it is a regular
+ * file (a FIFO or a device could block, a link could lead out); -1 if not.
+ */
 static int module_open(const struct symbols *s, const struct module *m)
 {
-	char path[PATH_MAX + sizeof(s->root)];
-	struct stat st;
+	char why[PATH_MAX + 64];
+	int root = s->root_pid ? ns_open_root(s->root_pid)
+			       : open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	int fd;
 
-	snprintf(path, sizeof(path), "%s%s", s->root, m->path);
-	/* Only regular files: opening a FIFO or a device could block. */
-	if (stat(path, &st) != 0 || !S_ISREG(st.st_mode))
+	if (root < 0)
 		return -1;
-	return open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	fd = ns_open_file(root, m->path, why, sizeof(why));
+	close(root);
+	return fd;
 }
 
 /* Read m's extent and state from the file at its path. */
@@ -199,9 +205,9 @@ static bool module_known(const struct symbols *s, const char *path,
 	return false;
 }
 
-void symbols_set_root(struct symbols *s, const char *root)
+void symbols_set_root(struct symbols *s, pid_t pid)
 {
-	snprintf(s->root, sizeof(s->root), "%s", root);
+	s->root_pid = pid;
 }
 
 void symbols_add_module(struct symbols *s, const char *path, uint64_t base,

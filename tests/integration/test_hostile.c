@@ -2,8 +2,10 @@
  * qsptop -p on a hostile container, run from the host as root: the target
  * runs under unshare in mount and PID namespaces of its own (a tmpfs over
  * /tmp), and the container then plants, where qsptop looks, a FIFO over
- * its libc or an absolute symbolic link out of its root. qsptop must fail
- * at once with one line, and open nothing outside the container's root.
+ * its libc, an absolute symbolic link out of its root, or a symbolic link
+ * to a host socket in place of the collector's. qsptop must fail at once
+ * with one line, open nothing outside the container's root, and connect
+ * to nothing but a socket that is really in the container's directory.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -16,7 +18,9 @@
 #include <string.h>
 #include <sys/inotify.h>
 #include <sys/mount.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "../unit/check.h"
@@ -264,6 +268,67 @@ static void test_link_out_of_root(void)
 	box_stop(&b, what);
 }
 
+/* A socket of ours listening at path, non-blocking; -1 on failure. */
+static int decoy_socket(const char *path)
+{
+	struct sockaddr_un addr = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+
+	snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", path);
+	unlink(path);
+	if (fd >= 0 && (bind(fd, (struct sockaddr *)&addr, sizeof(addr)) < 0 ||
+			listen(fd, 4) < 0)) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* The inode of pid's PID namespace, as sockets are named after it. */
+static unsigned long pidns_of(pid_t pid)
+{
+	char path[64];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "/proc/%d/ns/pid", (int)pid);
+	return stat(path, &st) == 0 ? (unsigned long)st.st_ino : 0;
+}
+
+/*
+ * The collector's socket name in the container's private directory made
+ * a symbolic link to a host socket: qsptop must not connect to it.
+ */
+static void test_socket_link(void)
+{
+	const char *what = "socket name linked to a host socket";
+	char *decoy_path = tmp_path("decoy.sock"), dir[64], name[128];
+	struct box b;
+	struct run r;
+	int decoy, peer;
+
+	if (!box_start(&b)) {
+		SKIP("%s: unshare could not start a box here", what);
+		return;
+	}
+	decoy = decoy_socket(decoy_path);
+	snprintf(dir, sizeof(dir), "/proc/%d/root/tmp/qsptop-0", (int)b.pid);
+	snprintf(name, sizeof(name), "%s/1-%lu.sock", dir, pidns_of(b.pid));
+	CHECK(decoy >= 0 && mkdir(dir, 0700) == 0 &&
+	      symlink(decoy_path, name) == 0, "%s: cannot plant %s -> %s",
+	      what, name, decoy_path);
+	r = attach_to(b.pid);
+	check_refusal(&r, what, "symbolic link");
+	peer = accept4(decoy, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	CHECK(peer < 0 && errno == EAGAIN, "%s: qsptop connected to the host "
+	      "socket %s through the container's link", what, decoy_path);
+	if (peer >= 0)
+		close(peer);
+	if (decoy >= 0)
+		close(decoy);
+	run_free(&r);
+	box_stop(&b, what);
+}
+
 int main(void)
 {
 	find_paths("/tmp/qsptop-hostile-XXXXXX", "wl_locks");
@@ -272,6 +337,7 @@ int main(void)
 	} else {
 		test_fifo_over_libc();
 		test_link_out_of_root();
+		test_socket_link();
 	}
 	remove_tmp();
 	return check_summary();

@@ -6,6 +6,8 @@
  * to a host socket in place of the collector's. qsptop must fail at once
  * with one line, open nothing outside the container's root, and connect
  * to nothing but a socket that is really in the container's directory.
+ * And a host that closes every descriptor it did not open cannot reach
+ * the collector's.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -21,6 +23,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "../unit/check.h"
@@ -329,9 +332,67 @@ static void test_socket_link(void)
 	box_stop(&b, what);
 }
 
+/* Wait until path holds text; false after ms. */
+static bool wait_text(const char *path, const char *text, long ms)
+{
+	for (long end = monotonic_ms() + ms; monotonic_ms() < end;
+	     usleep(20000)) {
+		char *got = slurp_file(path, "");
+		bool found = strstr(got, text) != NULL;
+
+		free(got);
+		if (found)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * A host that puts its own socket at every descriptor number it did not
+ * open and then closes them all, as daemons do, and exits: the
+ * collector's socket and session are out of its reach, so qsptop gets
+ * the final counts and the goodbye, and never says it lost the collector.
+ */
+static void test_host_closes_everything(void)
+{
+	const char *what = "host closing every descriptor";
+	char wl[PATH_MAX], pidstr[16], *res = tmp_path("fdsteal.res");
+	char *out = tmp_path("fdsteal.out"), *err = tmp_path("fdsteal.err");
+	char *text, *errors;
+	pid_t host, watcher;
+	int status;
+
+	join(wl, build, "/tests/wl_safety");
+	unlink(res);
+	host = start((char *[]){ wl, "fdsteal", res, NULL }, NULL, NULL);
+	CHECK(wait_text(res, "ready", READY_MS), "%s: the host did not start",
+	      what);
+	snprintf(pidstr, sizeof(pidstr), "%d", (int)host);
+	watcher = start((char *[]){ qsptop, "-b", "-d", "0.2", "-p", pidstr,
+				    NULL }, out, err);
+	CHECK(wait_text(out, "CALL SITE", RUN_MS), "%s: qsptop -p showed no "
+	      "table", what);
+	kill(host, SIGUSR1);
+	CHECK(wait_text(res, "foreign", RUN_MS), "%s: the host did not finish "
+	      "its rounds", what);
+	/* The host exits after its rounds; so does qsptop. */
+	status = wait_status(watcher, RUN_MS);
+	text = slurp_file(out, "");
+	errors = slurp_file(err, "");
+	CHECK(status == 0 && strstr(text, "exited (injected)") &&
+	      strstr(errors, "lost") == NULL,
+	      "%s: expected qsptop to see the host exit (status 0, \"exited "
+	      "(injected)\"), got status %d and: %s", what, status, errors);
+	free(text);
+	free(errors);
+	kill(host, SIGTERM);
+	wait_status(host, 10000);
+}
+
 int main(void)
 {
 	find_paths("/tmp/qsptop-hostile-XXXXXX", "wl_locks");
+	test_host_closes_everything();
 	if (geteuid() != 0) {
 		SKIP("hostile containers: making them needs root");
 	} else {

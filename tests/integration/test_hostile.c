@@ -271,6 +271,51 @@ static void test_link_out_of_root(void)
 	box_stop(&b, what);
 }
 
+/*
+ * Once the collector runs in the container, its libc is made an absolute
+ * link to a host file: the symbolizer, which opens the modules the
+ * collector names, must not open the host's file either.
+ */
+static void test_module_link_out_of_root(void)
+{
+	const char *what = "module linked out of the root";
+	char libc[PATH_MAX], *host = tmp_path("host-module");
+	char pidstr[16];
+	struct box b;
+	struct run r;
+	int watch, fd;
+
+	fd = open(host, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	CHECK(fd >= 0 && write(fd, "not an ELF file\n", 16) == 16,
+	      "%s: cannot write %s", what, host);
+	if (fd >= 0)
+		close(fd);
+	if (!box_start(&b)) {
+		SKIP("%s: unshare could not start a box here", what);
+		return;
+	}
+	r = attach_to(b.pid);
+	CHECK(r.status == 0, "%s: the first qsptop -p exited %d: %s", what,
+	      r.status, r.err);
+	run_free(&r);
+	CHECK(libc_of(b.pid, libc, sizeof(libc)) &&
+	      in_box(b.pid, link_over, libc, host) == 0, "%s: could not link "
+	      "the box's libc to %s", what, host);
+	watch = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	CHECK(watch >= 0 && inotify_add_watch(watch, host, IN_OPEN) >= 0,
+	      "%s: cannot watch %s", what, host);
+	snprintf(pidstr, sizeof(pidstr), "%d", (int)b.pid);
+	r = run_capture((char *[]){ qsptop, "-b", "-d", "0.2", "-n", "2", "-p",
+				    pidstr, NULL }, RUN_MS, 0);
+	CHECK(r.status == 0 && strstr(r.out, "(connected)"), "%s: the second "
+	      "qsptop -p exited %d: %s", what, r.status, r.err);
+	CHECK(!opened(watch), "%s: the symbolizer opened the host's %s "
+	      "through the container's link", what, host);
+	close(watch);
+	run_free(&r);
+	box_stop(&b, what);
+}
+
 /* A socket of ours listening at path, non-blocking; -1 on failure. */
 static int decoy_socket(const char *path)
 {
@@ -398,6 +443,7 @@ int main(void)
 	} else {
 		test_fifo_over_libc();
 		test_link_out_of_root();
+		test_module_link_out_of_root();
 		test_socket_link();
 	}
 	remove_tmp();

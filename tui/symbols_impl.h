@@ -96,6 +96,16 @@ Dwfl *symbols_dwfl_begin(void);
  */
 void module_reopen(struct symbols *s, struct module *m);
 
+/*
+ * The separate debuginfo that file (a module's path, as the target names
+ * it) names in its .gnu_debuglink: looked for where libdw would (beside
+ * it, in .debug there, under /usr/lib/debug), but beneath the target's
+ * root, regular files only, and only one with the module's build id and
+ * DWARF in it. The descriptor (path set to a copy of its name), or -1.
+ */
+int module_open_debuglink(const struct symbols *s, Dwfl_Module *mod,
+			  const char *file, const char *debuglink, char **path);
+
 /* Free what m's symbols came from and were made of. */
 void module_free_symbols(struct module *m);
 

@@ -7,8 +7,9 @@
  * with one line, open nothing outside the container's root, and connect
  * to nothing but a socket that is really in the container's directory.
  * And a host that closes every descriptor it did not open cannot reach
- * the collector's.
+ * the collector's; a debuglink that names a FIFO does not block qsptop.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
@@ -434,10 +435,80 @@ static void test_host_closes_everything(void)
 	wait_status(host, 10000);
 }
 
+/* Wait until pid runs n threads; false after ms. */
+static bool wait_threads(pid_t pid, int n, long ms)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	for (long end = monotonic_ms() + ms; monotonic_ms() < end;
+	     usleep(20000)) {
+		struct dirent *e;
+		DIR *d = opendir(path);
+		int got = 0;
+
+		while (d && (e = readdir(d)) != NULL)
+			got += e->d_name[0] != '.';
+		if (d)
+			closedir(d);
+		if (got >= n)
+			return true;
+	}
+	return false;
+}
+
+/* Run a shell command line; whether it exited 0. */
+static bool shell(const char *cmd)
+{
+	return run_quietly((char *[]){ "sh", "-c", (char *)cmd, NULL }) == 0;
+}
+
+/*
+ * A stripped program whose .gnu_debuglink names a FIFO at the first place
+ * libdw looks (beside it) and its real debug file at the second (.debug
+ * there): the symbolizer must neither block on the FIFO nor miss the
+ * real file, and so show the program's file:line.
+ */
+static void test_debuglink_fifo(void)
+{
+	const char *what = "debuglink to a FIFO";
+	char cmd[8 * PATH_MAX], wl[PATH_MAX], dir[PATH_MAX], pidstr[16];
+	char *prog = tmp_path("locks"), *out = tmp_path("debuglink.out");
+	pid_t pid;
+	struct run r;
+
+	join(wl, build, "/tests/wl_locks");
+	join(dir, tmp, "/.debug");
+	snprintf(cmd, sizeof(cmd), "mkdir -p %s && objcopy --only-keep-debug "
+		 "%s %s/locks.debug && objcopy --strip-debug "
+		 "--add-gnu-debuglink=%s/locks.debug %s %s && mkfifo %s.debug",
+		 dir, wl, dir, dir, wl, prog, prog);
+	if (!shell(cmd)) {
+		SKIP("%s: objcopy could not make a stripped program", what);
+		return;
+	}
+	pid = start((char *[]){ prog, "busy", "/dev/null", NULL }, out, out);
+	CHECK(wait_threads(pid, 3, READY_MS), "%s: the program did not start",
+	      what);
+	snprintf(pidstr, sizeof(pidstr), "%d", (int)pid);
+	r = run_capture((char *[]){ qsptop, "-b", "-d", "0.2", "-n", "2", "-p",
+				    pidstr, NULL }, RUN_MS, 0);
+	CHECK(r.status != -1, "%s: qsptop -p did not end within %d ms "
+	      "(blocked?)", what, RUN_MS);
+	CHECK(r.status == 0 && strstr(r.out, "site_busy") &&
+	      strstr(r.out, "locks.c:"), "%s: expected site_busy with its "
+	      "file:line from the debug file in .debug, got status %d:\n%s%s",
+	      what, r.status, r.out, r.err);
+	run_free(&r);
+	kill(pid, SIGKILL);
+	wait_status(pid, 5000);
+}
+
 int main(void)
 {
 	find_paths("/tmp/qsptop-hostile-XXXXXX", "wl_locks");
 	test_host_closes_everything();
+	test_debuglink_fifo();
 	if (geteuid() != 0) {
 		SKIP("hostile containers: making them needs root");
 	} else {

@@ -35,14 +35,14 @@ static int thread_state;
 static int launch_fd = -1;
 
 /* Create the collector thread with every signal blocked: the host's
- * signals must keep going to the host's threads. */
-static void start_thread(void)
+ * signals must keep going to the host's threads. early: before main(). */
+static void start_thread(bool early)
 {
 	sigset_t all, old;
 	pthread_t thread;
 	int rc;
 
-	if (server_prepare(launch_fd) < 0) {
+	if (server_prepare(launch_fd, early) < 0) {
 		__atomic_store_n(&thread_state, THREAD_FAILED, __ATOMIC_RELEASE);
 		return;
 	}
@@ -61,7 +61,7 @@ static void start_thread(void)
 }
 
 /* Start the collector thread unless it runs. */
-static void collector_start(void)
+static void collector_start(bool early)
 {
 	int none = THREAD_NONE;
 
@@ -69,7 +69,7 @@ static void collector_start(void)
 	    __atomic_compare_exchange_n(&thread_state, &none, THREAD_STARTING,
 					false, __ATOMIC_ACQ_REL,
 					__ATOMIC_RELAXED))
-		start_thread();
+		start_thread(early);
 }
 
 /* The memory cap qsptop passed down when it launched us. */
@@ -165,7 +165,7 @@ __attribute__((visibility("default"))) void qsptop_wake(void)
 		return;
 	if (!state_injected() || got_active())
 		state_set_recording(true);
-	collector_start();
+	collector_start(false);
 }
 
 /*
@@ -208,15 +208,17 @@ __attribute__((constructor)) static void collector_init(void)
 	pthread_atfork(NULL, NULL, on_fork_child);
 	state_set_recording(true);
 	launched = launch_fd >= 0;
-	collector_start();
+	collector_start(!injected);
 	/*
 	 * Launched: the program waits (a moment, bounded) until qsptop said
 	 * which code is lock wrappers, so that its first lock calls count on
 	 * their callers already.
 	 */
 	if (launched && __atomic_load_n(&thread_state, __ATOMIC_ACQUIRE) ==
-			THREAD_RUNNING)
+			THREAD_RUNNING) {
 		server_wait_wrappers(WRAPPERS_WAIT_MS);
+		server_release_launch();
+	}
 }
 
 __attribute__((destructor)) static void collector_fini(void)

@@ -12,7 +12,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
-#include <sched.h>
 #include <semaphore.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,6 +52,9 @@ static struct server {
 	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 	struct own_fd wake_in, wake_out;
 	struct own_fd launch;		/* qsptop's socket, until adopted */
+	/* The host's table's copy of it, once the thread has its own. */
+	struct own_fd launch_shared;
+	int private_fds;		/* the thread's table is its own */
 	int finishing;
 	sem_t finished;
 	sem_t wrappers_ready;		/* posted once wrappers are known */
@@ -67,7 +69,8 @@ static struct server {
 	uint32_t threads_at_scan;	/* threads seen at the last scan */
 	uint64_t grace_ns;		/* injected: go dormant then; 0: never */
 } srv = { .listen = OWN_FD_NONE, .wake_in = OWN_FD_NONE,
-	   .wake_out = OWN_FD_NONE, .launch = OWN_FD_NONE };
+	   .wake_out = OWN_FD_NONE, .launch = OWN_FD_NONE,
+	   .launch_shared = OWN_FD_NONE };
 
 /* The target's command line, arguments joined by spaces. */
 static void read_command(char *out, size_t size)
@@ -535,10 +538,30 @@ static void finish(void)
 	own_fd_close(&srv.listen);
 }
 
+/*
+ * Move into a descriptor table of our own, taking the wake pipe and the
+ * launching qsptop's socket along: the host's threads cannot close or
+ * reuse what we open from now on (see ownfd.c). The pipe's writing end
+ * comes too, unused, so that its number names the same file in both
+ * tables (tools that track descriptors by number, ThreadSanitizer among
+ * them, would see one descriptor closed under another thread's use).
+ */
+static void leave_host_table(void)
+{
+	struct own_fd *const keep[] = { &srv.wake_in, &srv.wake_out,
+					&srv.launch };
+
+	if (own_fd_private_table(keep, 3))
+		__atomic_store_n(&srv.private_fds, 1, __ATOMIC_RELEASE);
+}
+
 /* Greet the world: the socket, and the qsptop that launched us. */
 static void start_serving(void)
 {
-	bool launched = own_fd_valid(&srv.launch);
+	bool launched;
+
+	leave_host_table();
+	launched = own_fd_valid(&srv.launch);
 
 	fill_hello(launched);
 	frames_sync();		/* tables ready before the first waits */
@@ -548,49 +571,10 @@ static void start_serving(void)
 	srv.launch.fd = -1;
 }
 
-/* Close every descriptor of this thread's table but keep[0] < keep[1]. */
-static void close_all_but(const int keep[2])
-{
-	unsigned from = 0;
-
-	for (int i = 0; i < 2; i++) {
-		if (keep[i] < 0)
-			continue;
-		if ((unsigned)keep[i] > from)
-			close_range(from, (unsigned)keep[i] - 1, 0);
-		from = (unsigned)keep[i] + 1;
-	}
-	close_range(from, ~0U, 0);
-}
-
-/*
- * Give the collector thread a descriptor table of its own. The host may
- * close and reuse any number at any time (daemons do): a check before
- * each use still leaves a moment in which our read takes the host's
- * bytes, or our write sends it ours. Our copy keeps only the wake pipe's
- * reading end and qsptop's socket (the host's table keeps its copies of
- * both); what we open from now on, the host cannot touch. Where unshare
- * is refused (a seccomp filter), we go on sharing, checking each use.
- */
-static void private_fd_table(void)
-{
-	int keep[2] = { srv.wake_in.fd, srv.launch.fd };
-
-	/* A kernel without close_range could not drop the host's copies. */
-	if (close_range(~0U, ~0U, 0) < 0 || unshare(CLONE_FILES) < 0)
-		return;
-	if (keep[0] > keep[1]) {
-		keep[0] = srv.launch.fd;
-		keep[1] = srv.wake_in.fd;
-	}
-	close_all_but(keep);
-}
-
 void *server_main(void *arg)
 {
 	(void)arg;
 	tls_self.never = true;
-	private_fd_table();
 	start_serving();
 	srv.last_scan_ns = clock_now_ns();
 	if (state_injected()) {
@@ -605,14 +589,15 @@ void *server_main(void *arg)
 	return NULL;
 }
 
-int server_prepare(int launch_fd)
+int server_prepare(int launch_fd, bool early)
 {
+	void (*take)(struct own_fd *, int) = early ? own_fd_take : own_fd_adopt;
 	int wake[2];
 
 	if (pipe2(wake, O_CLOEXEC | O_NONBLOCK) < 0)
 		return -1;
-	own_fd_take(&srv.wake_in, wake[0]);
-	own_fd_take(&srv.wake_out, wake[1]);
+	take(&srv.wake_in, wake[0]);
+	take(&srv.wake_out, wake[1]);
 	sem_init(&srv.finished, 0, 0);
 	sem_init(&srv.wrappers_ready, 0, 0);
 	/*
@@ -622,8 +607,16 @@ int server_prepare(int launch_fd)
 	if (launch_fd >= 0) {
 		fcntl(launch_fd, F_SETFL, fcntl(launch_fd, F_GETFL) | O_NONBLOCK);
 		own_fd_take(&srv.launch, launch_fd);
+		srv.launch_shared = srv.launch;
 	}
 	return 0;
+}
+
+void server_release_launch(void)
+{
+	if (__atomic_load_n(&srv.private_fds, __ATOMIC_ACQUIRE))
+		own_fd_close(&srv.launch_shared);
+	srv.launch_shared.fd = -1;
 }
 
 /* A CLOCK_MONOTONIC deadline timeout_ms from now. */
@@ -680,6 +673,8 @@ void server_forget(void)
 	own_fd_close(&srv.listen);
 	own_fd_close(&srv.wake_in);
 	own_fd_close(&srv.wake_out);
+	own_fd_close(&srv.launch_shared);
+	srv.private_fds = 0;
 	memset(&srv.rows, 0, sizeof(srv.rows));
 	memset(&srv.modules, 0, sizeof(srv.modules));
 	srv.path[0] = '\0';

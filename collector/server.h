@@ -2,8 +2,13 @@
 #ifndef QSPTOP_SERVER_H
 #define QSPTOP_SERVER_H
 
-/* Set up the socket (and the launching qsptop's session when fd >= 0). */
-int server_prepare(int launch_fd);
+#include <stdbool.h>
+
+/*
+ * Set up the wake pipe (and the launching qsptop's session when fd >= 0);
+ * early: before main(), no host thread runs yet.
+ */
+int server_prepare(int launch_fd, bool early);
 
 /* The collector thread's body. */
 void *server_main(void *arg);
@@ -13,6 +18,12 @@ void *server_main(void *arg);
  * lock wrappers (or left).
  */
 void server_wait_wrappers(int timeout_ms);
+
+/*
+ * Launched, once the wait for wrappers is over (still before main()):
+ * close the host's copy of qsptop's socket if the thread took its own.
+ */
+void server_release_launch(void);
 
 /* Ask the thread for the final flush and wait for it, at most timeout_ms. */
 void server_finish(int timeout_ms);

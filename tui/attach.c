@@ -352,24 +352,55 @@ static int open_socket_dir(const struct rendezvous *r)
 }
 
 /*
- * Connect through our descriptor of the directory: the path stays short
- * whatever the root, and names nothing the process could swap. A
- * collector in another user namespace accepts only its own user: root of
- * ours is nobody there, so we connect as that user, which it sees as
+ * The socket in the directory, as an O_PATH descriptor of its very inode;
+ * -1 with errno (ENOENT: nothing listens yet). The name must be a socket
+ * of the process's user: a symbolic link there (to a socket of the
+ * host's, say) is refused, never followed.
+ */
+static int open_socket_file(const struct rendezvous *r, int dir)
+{
+	int fd = openat(dir, r->name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	struct stat st;
+
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, &st) < 0)
+		fatal("refusing %s: cannot check it: %s", r->shown,
+		      strerror(errno));
+	if (S_ISLNK(st.st_mode))
+		fatal("refusing %s: it is a symbolic link", r->shown);
+	if (!S_ISSOCK(st.st_mode))
+		fatal("refusing %s: it is not a socket", r->shown);
+	if (st.st_uid != r->euid)
+		fatal("refusing %s: it belongs to uid %u, not to the process's "
+		      "user (%u)", r->shown, (unsigned)st.st_uid,
+		      (unsigned)r->euid);
+	return fd;
+}
+
+/*
+ * Connect through our descriptor of the socket itself: the path stays
+ * short whatever the root, and names nothing the process could swap (a
+ * socket renamed or replaced by a link after the check is not reached).
+ * A collector in another user namespace accepts only its own user: root
+ * of ours is nobody there, so we connect as that user, which it sees as
  * itself.
  */
 static int connect_in(const struct rendezvous *r, int dir, int fd)
 {
 	struct sockaddr_un addr = { .sun_family = AF_UNIX };
-	int rc, err;
+	int sock = open_socket_file(r, dir), rc, err;
 
-	snprintf(addr.sun_path, sizeof(addr.sun_path), "/proc/self/fd/%d/%s",
-		 dir, r->name);
+	if (sock < 0)
+		return -1;
+	snprintf(addr.sun_path, sizeof(addr.sun_path), "/proc/self/fd/%d",
+		 sock);
 	if (r->become && seteuid(r->euid) < 0)
 		fatal("cannot act as uid %u to reach PID %d: %s",
 		      (unsigned)r->euid, (int)r->pid, strerror(errno));
 	rc = connect(fd, (const struct sockaddr *)&addr, sizeof(addr));
 	err = errno;
+	close(sock);
 	if (r->become && seteuid(0) < 0)
 		fatal("cannot become root again: %s", strerror(errno));
 	errno = err;

@@ -427,9 +427,9 @@ void inject_remove_copy(struct inject_target *t)
 }
 
 /*
- * Where we can open a file the target has mapped: through its root, or,
- * removed since (a libc replaced on disk, a copy of the collector), in
- * map_files.
+ * How we name a file the target has mapped: its path inside its root, or,
+ * removed since (a libc replaced on disk, a copy of the collector), its
+ * map_files entry.
  */
 static void mapped_path(char *out, size_t size, pid_t pid,
 			const struct mapping *m, bool removed)
@@ -438,7 +438,29 @@ static void mapped_path(char *out, size_t size, pid_t pid,
 		snprintf(out, size, "/proc/%d/map_files/%" PRIx64 "-%" PRIx64,
 			 (int)pid, m->start, m->end);
 	else
-		snprintf(out, size, "/proc/%d/root%s", (int)pid, m->path);
+		snprintf(out, size, "%s", m->path);
+}
+
+/*
+ * Open a file the target has mapped (named by mapped_path): beneath its
+ * root, never outside it, and only a regular file, without blocking; -1
+ * with why filled in.
+ */
+static int open_mapped(pid_t pid, const char *path, bool removed, char *why,
+		       size_t size)
+{
+	int root, fd;
+
+	if (removed)
+		return ns_open_mapped(path, why, size);
+	root = ns_open_root(pid);
+	if (root < 0) {
+		snprintf(why, size, "%s", strerror(errno));
+		return -1;
+	}
+	fd = ns_open_file(root, path, why, size);
+	close(root);
+	return fd;
 }
 
 /* name is lib's, or lib's removed since it was mapped (a copy's). */
@@ -463,6 +485,7 @@ static void note_mapping(const struct mapping *m, void *ctx)
 			t->mapped_start = m->start;
 			mapped_path(t->mapped_lib, sizeof(t->mapped_lib), t->pid,
 				    m, removed);
+			t->mapped_removed = removed;
 		}
 	}
 	if (t->libc_start != 0 || m->offset != 0)
@@ -470,6 +493,7 @@ static void note_mapping(const struct mapping *m, void *ctx)
 	if (!lib_name(m->name, "libc.so.6", &removed))
 		return;
 	mapped_path(t->libc, sizeof(t->libc), t->pid, m, removed);
+	t->libc_removed = removed;
 	t->libc_start = m->start;
 }
 
@@ -635,16 +659,18 @@ static int scan_segments(Elf *e, uint64_t *lowest, uint64_t *restore_rt)
 /* dlopen, pthread_setcancelstate, __restore_rt, libc's TLS, in the target. */
 int inject_resolve_libc(struct inject_target *t, char *msg, size_t len)
 {
-	int fd = open(t->libc, O_RDONLY | O_CLOEXEC);
+	char why[PATH_MAX + 64];
+	int fd = open_mapped(t->pid, t->libc, t->libc_removed, why, sizeof(why));
 	uint64_t lowest, restore_rt, bias, o, c;
 	Elf *e;
 	int rc = -1;
 
 	if (fd < 0)
 		return inject_fail(msg, len, "cannot open PID %d's libc %s: %s",
-				   (int)t->pid, t->libc, strerror(errno));
+				   (int)t->pid, t->libc, why);
 	elf_version(EV_CURRENT);
-	e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	/* Read, not mapped: a file the target truncates cannot fault us. */
+	e = elf_begin(fd, ELF_C_READ, NULL);
 	if (e != NULL && scan_segments(e, &lowest, &restore_rt) == 0) {
 		bias = t->libc_start - (lowest & ~0xfffULL);
 		if (dynsym_find(e, "dlopen", STT_FUNC, &o) && o != 0 &&
@@ -668,17 +694,18 @@ int inject_resolve_libc(struct inject_target *t, char *msg, size_t len)
 
 int inject_resolve_wake(struct inject_target *t, char *msg, size_t len)
 {
-	int fd = open(t->mapped_lib, O_RDONLY | O_CLOEXEC);
+	char why[PATH_MAX + 64];
+	int fd = open_mapped(t->pid, t->mapped_lib, t->mapped_removed, why,
+			     sizeof(why));
 	uint64_t lowest, unused, o;
 	Elf *e;
 	int rc = -1;
 
 	if (fd < 0)
 		return inject_fail(msg, len, "cannot open the collector mapped in PID "
-				   "%d (%s): %s", (int)t->pid, t->mapped_lib,
-				   strerror(errno));
+				   "%d (%s): %s", (int)t->pid, t->mapped_lib, why);
 	elf_version(EV_CURRENT);
-	e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	e = elf_begin(fd, ELF_C_READ, NULL);
 	if (e != NULL && scan_segments(e, &lowest, &unused) == 0 &&
 	    dynsym_find(e, "qsptop_wake", STT_FUNC, &o) && o != 0) {
 		t->wake = t->mapped_start - (lowest & ~0xfffULL) + o;

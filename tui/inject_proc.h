@@ -22,7 +22,10 @@ struct inject_target {
 	uid_t euid;			/* as we know them */
 	gid_t egid;
 	char lib[PATH_MAX];		/* the collector, absolute */
-	char libc[PATH_MAX + 64];	/* the target's libc, openable by us */
+	/* The target's libc: its path inside the target's root, or, when
+	 * removed since it was mapped, its /proc/PID/map_files entry. */
+	char libc[PATH_MAX + 64];
+	bool libc_removed;
 	uint64_t libc_start;		/* start of libc's offset-0 mapping */
 	uint64_t dlopen, setcancelstate, restore_rt;
 	/* libc's thread-local dlerror record and errno: the GOT slot that
@@ -31,10 +34,11 @@ struct inject_target {
 	uint64_t dlerror_got, tls_dlerror, tls_errno;
 	bool errno_known;
 	bool already;			/* a file named like lib is mapped */
-	/* That mapped collector, openable by us, and the start of its
+	/* That mapped collector, named as libc is, and the start of its
 	 * offset-0 mapping; with wake set, the borrowed thread calls
 	 * qsptop_wake() there instead of dlopen. */
 	char mapped_lib[PATH_MAX + 64];
+	bool mapped_removed;
 	uint64_t mapped_start, wake;
 	bool force;			/* even under a seccomp filter */
 	/* The library is not visible to the target: it loads a copy, in

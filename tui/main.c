@@ -256,12 +256,8 @@ static void report_command_log(const char *path)
  */
 static void see_from_root(struct app *a)
 {
-	char root[32];
-
-	if (ns_shared(a->attach.pid, "mnt"))
-		return;
-	snprintf(root, sizeof(root), "/proc/%d/root", (int)a->attach.pid);
-	symbols_set_root(a->symbols, root);
+	if (!ns_shared(a->attach.pid, "mnt"))
+		symbols_set_root(a->symbols, a->attach.pid);
 }
 
 static void attach(struct app *a, bool live, char *log, size_t size)

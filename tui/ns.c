@@ -47,6 +47,58 @@ int ns_open_path(int root, const char *path)
 	return (int)syscall(SYS_openat2, root, path, &how, sizeof(how));
 }
 
+/*
+ * Reopen pathfd (O_PATH) for reading if it is a regular file: through
+ * /proc/self/fd, the very inode we checked, whatever is renamed since.
+ */
+static int reopen_regular(int pathfd, const char *shown, char *why,
+			  size_t size)
+{
+	char self[64];
+	struct stat st;
+	int fd = -1, err;
+
+	if (pathfd < 0) {
+		snprintf(why, size, "%s", strerror(errno));
+		return -1;
+	}
+	if (fstat(pathfd, &st) < 0) {
+		err = errno;
+		snprintf(why, size, "%s", strerror(err));
+	} else if (!S_ISREG(st.st_mode)) {
+		err = EINVAL;
+		snprintf(why, size, "%s is not a regular file", shown);
+	} else {
+		snprintf(self, sizeof(self), "/proc/self/fd/%d", pathfd);
+		fd = open(self, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+		err = errno;
+		if (fd < 0)
+			snprintf(why, size, "%s", strerror(err));
+	}
+	close(pathfd);
+	errno = err;
+	return fd;
+}
+
+int ns_open_file(int root, const char *path, char *why, size_t size)
+{
+	struct open_how how = {
+		.flags = O_PATH | O_CLOEXEC,
+		.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
+	};
+	const char *rel = path;
+
+	while (*rel == '/')
+		rel++;
+	return reopen_regular((int)syscall(SYS_openat2, root, rel, &how,
+					   sizeof(how)), path, why, size);
+}
+
+int ns_open_mapped(const char *path, char *why, size_t size)
+{
+	return reopen_regular(open(path, O_PATH | O_CLOEXEC), path, why, size);
+}
+
 long ns_uid_inside(pid_t pid, uid_t uid)
 {
 	char path[64], line[128];

@@ -6,6 +6,7 @@
 #define QSPTOP_NS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -31,6 +32,22 @@ int ns_open_root(pid_t pid);
  * (not followed), or -1 with errno.
  */
 int ns_open_path(int root, const char *path);
+
+/*
+ * Open a file of the process's for reading, beneath root (a descriptor
+ * from ns_open_root) as ns_open_path resolves it, but following a last
+ * symbolic link (inside the root): only a regular file, opened with
+ * O_NONBLOCK, O_CLOEXEC and O_NOCTTY after fstat said so (a FIFO, a
+ * device or a socket is never opened). -1 with errno and why filled in
+ * ("PATH is not a regular file", or errno's text).
+ */
+int ns_open_file(int root, const char *path, char *why, size_t size);
+
+/*
+ * The same checks and open for a file we reach by a path of our own (the
+ * target's /proc/PID/map_files/START-END: the file it mapped itself).
+ */
+int ns_open_mapped(const char *path, char *why, size_t size);
 
 /* uid (one of ours) as the process's user namespace knows it; -1: none. */
 long ns_uid_inside(pid_t pid, uid_t uid);

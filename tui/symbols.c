@@ -32,11 +32,14 @@
 #define REFRESH_BUDGET_MS 250
 
 /*
- * libdwfl's search in local files (by build id, by debuglink) and then in
- * debuginfod's cache; what is in neither is asked of the fetcher. libdwfl
- * asks a server itself only when DEBUGINFOD_URLS is set, and the fetcher
- * took it out. An alternate (dwz) file is asked for by its name, without
- * a CRC: it is only looked for locally.
+ * Local files by build id (libdwfl, under /usr/lib/debug/.build-id), by
+ * debuglink beside the module (ours: beneath the target's root, regular
+ * files only, checked by build id: libdwfl's own search would open any
+ * path the target names, a FIFO too), and then debuginfod's cache; what
+ * is in none is asked of the fetcher. libdwfl asks a server itself only
+ * when DEBUGINFOD_URLS is set, and the fetcher took it out. An alternate
+ * (dwz) file is asked for by its name, without a CRC: it is only looked
+ * for locally, by its build id.
  */
 static int find_debuginfo(Dwfl_Module *mod, void **userdata,
 			  const char *modname, Dwarf_Addr base,
@@ -48,8 +51,11 @@ static int find_debuginfo(Dwfl_Module *mod, void **userdata,
 	GElf_Addr vaddr;
 	int fd, len;
 
-	fd = dwfl_standard_find_debuginfo(mod, userdata, modname, base, file,
+	fd = dwfl_build_id_find_debuginfo(mod, userdata, modname, base, file,
 					  debuglink, crc, debuginfo_file);
+	if (fd < 0 && debuglink && crc != 0)
+		fd = module_open_debuglink(s, mod, file, debuglink,
+					   debuginfo_file);
 	if (fd >= 0 || (debuglink && crc == 0) ||
 	    (len = dwfl_module_build_id(mod, &id, &vaddr)) <= 0)
 		return fd;

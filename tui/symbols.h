@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 /* A call the compiler inlined: the function it was made in, and where. */
 struct inline_call {
@@ -52,11 +53,11 @@ struct symbols *symbols_new(void);
 void symbols_free(struct symbols *s);
 
 /*
- * Where the target's "/" is for us (its /proc/PID/root when it has a mount
- * namespace of its own): modules are opened there, named as it names them.
- * At most 31 characters; before the first module.
+ * Modules are named as process pid names them, in its root (when it has a
+ * mount namespace of its own): they are opened beneath that root, never
+ * outside it. Before the first module.
  */
-void symbols_set_root(struct symbols *s, const char *root);
+void symbols_set_root(struct symbols *s, pid_t pid);
 
 /*
  * Add a module loaded at bias base (dlpi_addr). A build id that does not

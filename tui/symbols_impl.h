@@ -76,7 +76,7 @@ struct symbols {
 	 * if it failed) by the address of their mangled names in libdw.
 	 */
 	struct addrcache *names;
-	char root[32];			/* before each module's path */
+	pid_t root_pid;			/* modules are named in its root; 0: ours */
 };
 
 /* Forget every cached answer: a new module may change them. */
@@ -95,6 +95,16 @@ Dwfl *symbols_dwfl_begin(void);
  * symbols_free(): strings handed out point into them.
  */
 void module_reopen(struct symbols *s, struct module *m);
+
+/*
+ * The separate debuginfo that file (a module's path, as the target names
+ * it) names in its .gnu_debuglink: looked for where libdw would (beside
+ * it, in .debug there, under /usr/lib/debug), but beneath the target's
+ * root, regular files only, and only one with the module's build id and
+ * DWARF in it. The descriptor (path set to a copy of its name), or -1.
+ */
+int module_open_debuglink(const struct symbols *s, Dwfl_Module *mod,
+			  const char *file, const char *debuglink, char **path);
 
 /* Free what m's symbols came from and were made of. */
 void module_free_symbols(struct module *m);

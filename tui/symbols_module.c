@@ -5,6 +5,7 @@
  * debuginfo by build id. A module whose file is missing gets a guessed
  * extent, so that its addresses still get module+offset.
  */
+#include "ns.h"
 #include "symbols_impl.h"
 #include "xalloc.h"
 
@@ -125,17 +126,92 @@ static void module_report(struct symbols *s, struct module *m, Dwfl *dwfl,
 		*userdata = s;	/* for find_debuginfo */
 }
 
-/* Open the file at m's path, if it is a regular file; -1 if not. */
+/*
+ * Open path, as the target names it, beneath its root, if it is a regular
+ * file (a FIFO or a device could block, a link could lead out); -1 if not.
+ */
+static int target_open(const struct symbols *s, const char *path)
+{
+	char why[PATH_MAX + 64];
+	int root = s->root_pid ? ns_open_root(s->root_pid)
+			       : open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	int fd;
+
+	if (root < 0)
+		return -1;
+	fd = ns_open_file(root, path, why, sizeof(why));
+	close(root);
+	return fd;
+}
+
 static int module_open(const struct symbols *s, const struct module *m)
 {
-	char path[PATH_MAX + sizeof(s->root)];
-	struct stat st;
+	return target_open(s, m->path);
+}
 
-	snprintf(path, sizeof(path), "%s%s", s->root, m->path);
-	/* Only regular files: opening a FIFO or a device could block. */
-	if (stat(path, &st) != 0 || !S_ISREG(st.st_mode))
+/* Whether the ELF file on fd has build id (id, len) and a .debug_info. */
+static bool debuginfo_matches(int fd, const unsigned char *id, int len)
+{
+	Elf *elf = elf_begin(fd, ELF_C_READ, NULL);
+	Elf_Scn *scn = NULL;
+	const void *got;
+	size_t strndx;
+	GElf_Shdr sh;
+	bool dwarf = false;
+
+	if (elf && dwelf_elf_gnu_build_id(elf, &got) == len &&
+	    memcmp(got, id, (size_t)len) == 0 &&
+	    elf_getshdrstrndx(elf, &strndx) == 0) {
+		while (!dwarf && (scn = elf_nextscn(elf, scn)) != NULL) {
+			const char *name = gelf_getshdr(scn, &sh) ?
+				elf_strptr(elf, strndx, sh.sh_name) : NULL;
+
+			dwarf = name && strcmp(name, ".debug_info") == 0;
+		}
+	}
+	if (elf)
+		elf_end(elf);
+	return dwarf;
+}
+
+/* The i-th place libdw looks for debuglink beside dir: -1 past the last. */
+static int debuglink_place(char *out, size_t size, int i, const char *dir,
+			   const char *debuglink)
+{
+	if (i == 0)
+		return snprintf(out, size, "%s/%s", dir, debuglink);
+	if (i == 1)
+		return snprintf(out, size, "%s/.debug/%s", dir, debuglink);
+	if (i == 2)
+		return snprintf(out, size, "/usr/lib/debug%s/%s", dir, debuglink);
+	return -1;
+}
+
+int module_open_debuglink(const struct symbols *s, Dwfl_Module *mod,
+			  const char *file, const char *debuglink, char **path)
+{
+	char dir[PATH_MAX], place[2 * PATH_MAX + 32];
+	const unsigned char *id;
+	GElf_Addr vaddr;
+	int len = dwfl_module_build_id(mod, &id, &vaddr);
+	const char *slash = file ? strrchr(file, '/') : NULL;
+
+	if (len <= 0 || slash == NULL || strchr(debuglink, '/') ||
+	    (size_t)(slash - file) >= sizeof(dir))
 		return -1;
-	return open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	snprintf(dir, sizeof(dir), "%.*s", (int)(slash - file), file);
+	for (int i = 0; debuglink_place(place, sizeof(place), i, dir,
+					debuglink) >= 0; i++) {
+		int fd = target_open(s, place);
+
+		if (fd >= 0 && debuginfo_matches(fd, id, len)) {
+			*path = xstrdup(place);
+			return fd;
+		}
+		if (fd >= 0)
+			close(fd);
+	}
+	return -1;
 }
 
 /* Read m's extent and state from the file at its path. */
@@ -199,9 +275,9 @@ static bool module_known(const struct symbols *s, const char *path,
 	return false;
 }
 
-void symbols_set_root(struct symbols *s, const char *root)
+void symbols_set_root(struct symbols *s, pid_t pid)
 {
-	snprintf(s->root, sizeof(s->root), "%s", root);
+	s->root_pid = pid;
 }
 
 void symbols_add_module(struct symbols *s, const char *path, uint64_t base,

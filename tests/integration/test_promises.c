@@ -517,25 +517,55 @@ static int thread_count(pid_t pid, bool *collector)
 	return n;
 }
 
-/* How many of pid's descriptors are sockets. */
-static int socket_count(pid_t pid)
+/* How many sockets the descriptors in dir hold that seen does not. */
+static int sockets_in(const char *dir, char (*seen)[32], int *nseen)
 {
-	char path[PATH_MAX], target[256];
+	char path[PATH_MAX + 300], target[32];
 	struct dirent *e;
-	DIR *d;
+	DIR *d = opendir(dir);
 	int n = 0;
 
-	snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
-	d = opendir(path);
 	while (d && (e = readdir(d)) != NULL) {
 		ssize_t len;
+		bool known = false;
 
 		if (e->d_name[0] == '.')
 			continue;
-		snprintf(path, sizeof(path), "/proc/%d/fd/%s", (int)pid, e->d_name);
+		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
 		len = readlink(path, target, sizeof(target) - 1);
 		target[len > 0 ? len : 0] = '\0';
-		n += strncmp(target, "socket:", 7) == 0;
+		if (strncmp(target, "socket:", 7) != 0)
+			continue;
+		for (int i = 0; i < *nseen && !known; i++)
+			known = strcmp(seen[i], target) == 0;
+		if (!known && *nseen < 64)
+			strcpy(seen[(*nseen)++], target);
+		n += !known;
+	}
+	if (d)
+		closedir(d);
+	return n;
+}
+
+/*
+ * How many sockets pid's threads hold: the collector's thread keeps its
+ * descriptors in a table of its own.
+ */
+static int socket_count(pid_t pid)
+{
+	char path[PATH_MAX], seen[64][32];
+	struct dirent *e;
+	int n = 0, nseen = 0;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	d = opendir(path);
+	while (d && (e = readdir(d)) != NULL) {
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%s/fd", (int)pid,
+			 e->d_name);
+		n += sockets_in(path, seen, &nseen);
 	}
 	if (d)
 		closedir(d);

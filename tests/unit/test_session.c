@@ -7,7 +7,9 @@
  * session sent the counts since start gets the longest waits since start.
  */
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -15,6 +17,7 @@
 
 #include "../../collector/arena.h"
 #include "../../collector/hooks.h"
+#include "../../collector/ownfd.h"
 #include "../../collector/rows.h"
 #include "../../collector/session.h"
 #include "../../collector/table.h"
@@ -394,6 +397,74 @@ static void test_first_interval_from_baseline(void)
 	close_pair(&q);
 }
 
+/* The collector thread's side of test_private_table. */
+struct private_run {
+	struct own_fd *own;
+	sem_t moved, replaced, done;
+	bool private, valid, wrote;
+};
+
+static void *private_thread(void *arg)
+{
+	struct private_run *r = arg;
+	struct own_fd *const keep[] = { r->own };
+
+	r->private = own_fd_private_table(keep, 1);
+	sem_post(&r->moved);
+	sem_wait(&r->replaced);
+	r->valid = own_fd_valid(r->own);
+	r->wrote = r->valid && write(r->own->fd, "x", 1) == 1;
+	own_fd_close(r->own);
+	sem_post(&r->done);
+	return NULL;
+}
+
+/*
+ * A thread with a descriptor table of its own keeps its descriptor when
+ * the host puts a file of its own at that number, and closing it there
+ * leaves the host's file alone; it holds no other file of the host's (a
+ * pipe the host closes reads as ended).
+ */
+static void test_private_table(void)
+{
+	struct own_fd own = OWN_FD_NONE;
+	struct private_run r = { .own = &own };
+	int sv[2], host_pipe[2], null = open("/dev/null", O_RDONLY);
+	char c;
+	pthread_t th;
+	int number;
+
+	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0 || pipe(host_pipe) != 0)
+		return;
+	own_fd_take(&own, sv[0]);
+	number = own.fd;
+	sem_init(&r.moved, 0, 0);
+	sem_init(&r.replaced, 0, 0);
+	sem_init(&r.done, 0, 0);
+	pthread_create(&th, NULL, private_thread, &r);
+	sem_wait(&r.moved);
+	CHECK(r.private, "the thread got a descriptor table of its own");
+	/* The host: its own file at our number, its pipe's writer closed. */
+	dup2(null, number);
+	close(host_pipe[1]);
+	sem_post(&r.replaced);
+	sem_wait(&r.done);
+	pthread_join(th, NULL);
+	CHECK(r.valid && r.wrote && read(sv[1], &c, 1) == 1 && c == 'x',
+	      "the thread's descriptor stayed its own (valid %d, wrote %d)",
+	      r.valid, r.wrote);
+	CHECK(read(sv[1], &c, 1) == 0, "closed in the thread's table, the "
+	      "socket is closed for good");
+	CHECK(fcntl(number, F_GETFD) >= 0, "the host's file at that number "
+	      "is still open");
+	CHECK(read(host_pipe[0], &c, 1) == 0, "the thread holds no copy of "
+	      "the host's pipe");
+	close(number);
+	close(sv[1]);
+	close(host_pipe[0]);
+	close(null);
+}
+
 int main(void)
 {
 	uint32_t quiet = MAX_ROWS, busy = MAX_ROWS;
@@ -414,5 +485,6 @@ int main(void)
 	test_late_session(busy);
 	test_first_interval_from_baseline();
 	close_pair(&p);
+	test_private_table();
 	return check_summary();
 }

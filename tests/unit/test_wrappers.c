@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "../../tui/symbols.h"
@@ -129,9 +130,18 @@ static NOINLINE uint64_t test_caller(void)
 	return ra;
 }
 
+/* Each module as the collector names it (the executable by its path). */
 static int add_module(struct dl_phdr_info *info, size_t size, void *data)
 {
-	const char *path = info->dlpi_name[0] ? info->dlpi_name : "/proc/self/exe";
+	static char exe[4096];
+	const char *path = info->dlpi_name;
+
+	if (!path[0]) {
+		ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+
+		exe[n > 0 ? n : 0] = '\0';
+		path = exe;
+	}
 
 	(void)size;
 	if (info->dlpi_name[0] == '\0' || strstr(path, "/libc.so"))

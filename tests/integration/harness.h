@@ -151,6 +151,28 @@ static inline long monotonic_ms(void)
 	return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
 }
 
+/* The first child of pid, looked for until ms have passed (at least
+ * once); -1 when none came. */
+static inline pid_t first_child(pid_t pid, long ms)
+{
+	char path[64];
+	long child = -1, end = monotonic_ms() + ms;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)pid,
+		 (int)pid);
+	for (;;) {
+		f = fopen(path, "r");
+		if (f && fscanf(f, "%ld", &child) != 1)
+			child = -1;
+		if (f)
+			fclose(f);
+		if (child > 0 || monotonic_ms() >= end)
+			return (pid_t)child;
+		usleep(20000);
+	}
+}
+
 /* out = a followed by b; out holds PATH_MAX, a longer path is fatal. */
 static inline void join(char *out, const char *a, const char *b)
 {

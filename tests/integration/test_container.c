@@ -44,26 +44,6 @@ struct box {
 	const char *what;	/* for messages */
 };
 
-/* The first child of pid, within ms; -1 when none came. */
-static pid_t first_child(pid_t pid, long ms)
-{
-	char path[64];
-	long child = -1;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)pid,
-		 (int)pid);
-	for (long end = monotonic_ms() + ms; child <= 0 && monotonic_ms() < end;
-	     usleep(20000)) {
-		f = fopen(path, "r");
-		if (f && fscanf(f, "%ld", &child) != 1)
-			child = -1;
-		if (f)
-			fclose(f);
-	}
-	return (pid_t)child;
-}
-
 /* The number of threads of pid; 0 when it is gone. */
 static int threads_of(pid_t pid)
 {

@@ -270,22 +270,6 @@ static double recorded(const cJSON *snap)
 	return sum;
 }
 
-/* The launched command: the child of qsptop, found through /proc. */
-static pid_t find_target(pid_t q)
-{
-	char path[64];
-	long child = -1;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)q, (int)q);
-	f = fopen(path, "r");
-	if (f && fscanf(f, "%ld", &child) != 1)
-		child = -1;
-	if (f)
-		fclose(f);
-	return (pid_t)child;
-}
-
 static void test_faults_around_a_watched_process(void)
 {
 	char json[PATH_MAX + 32], out[PATH_MAX + 32], err[PATH_MAX + 32];
@@ -302,7 +286,7 @@ static void test_faults_around_a_watched_process(void)
 			      workload, progress, result, NULL }, out, err);
 	for (int i = 0; i < 500 && host_ms() < 1000; i++)
 		usleep(10000);
-	target = find_target(q);
+	target = first_child(q, 0);	/* the launched command */
 	CHECK(target > 0, "the launched host runs");
 	if (target <= 0)
 		return;

@@ -39,26 +39,6 @@ struct box {
 	pid_t unshare, pid;
 };
 
-/* The first child of pid, within ms; -1 when none came. */
-static pid_t first_child(pid_t pid, long ms)
-{
-	char path[64];
-	long child = -1;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)pid,
-		 (int)pid);
-	for (long end = monotonic_ms() + ms; child <= 0 && monotonic_ms() < end;
-	     usleep(20000)) {
-		f = fopen(path, "r");
-		if (f && fscanf(f, "%ld", &child) != 1)
-			child = -1;
-		if (f)
-			fclose(f);
-	}
-	return (pid_t)child;
-}
-
 /* pid runs /tmp/locks of its root, with libc mapped. */
 static bool box_ready(pid_t pid)
 {

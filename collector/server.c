@@ -291,17 +291,23 @@ static void scan(uint64_t now)
 }
 
 /* Queue updates for the sessions that are due, or all when force. */
-static void update_sessions(uint64_t now, bool force)
+/* Queue an update (when due, or forced) for every session. */
+static void queue_updates(uint64_t now, bool force)
 {
 	struct proto_tick tick = make_tick(now);
 
 	for (int i = 0; i < SESSIONS_MAX; i++) {
-		struct session *s = srv.sessions[i];
+		if (srv.sessions[i])
+			session_update(srv.sessions[i], &srv.rows, &srv.modules,
+				       &tick, force);
+	}
+}
 
-		if (s == NULL)
-			continue;
-		session_update(s, &srv.rows, &srv.modules, &tick, force);
-		if (!session_write(s))
+static void update_sessions(uint64_t now, bool force)
+{
+	queue_updates(now, force);
+	for (int i = 0; i < SESSIONS_MAX; i++) {
+		if (srv.sessions[i] && !session_write(srv.sessions[i]))
 			end_session(i);
 	}
 }
@@ -512,7 +518,6 @@ static void drain_sessions(uint64_t deadline)
 static void finish(void)
 {
 	uint64_t now = clock_now_ns();
-	struct proto_tick tick;
 
 	check_fds();
 	for (int i = 0; i < SESSIONS_MAX; i++) {
@@ -520,13 +525,11 @@ static void finish(void)
 			end_session(i);
 	}
 	scan(now);
-	tick = make_tick(now);
 	/* The last counts and the goodbye in one write: shown together. */
+	queue_updates(now, true);
 	for (int i = 0; i < SESSIONS_MAX; i++) {
-		if (srv.sessions[i] == NULL)
-			continue;
-		session_update(srv.sessions[i], &srv.rows, &srv.modules, &tick, true);
-		session_goodbye(srv.sessions[i], GOODBYE_EXIT);
+		if (srv.sessions[i])
+			session_goodbye(srv.sessions[i], GOODBYE_EXIT);
 	}
 	drain_sessions(now + FINAL_WRITE_MS * 1000000ull);
 	for (int i = 0; i < SESSIONS_MAX; i++) {

@@ -449,18 +449,8 @@ static void mapped_path(char *out, size_t size, pid_t pid,
 static int open_mapped(pid_t pid, const char *path, bool removed, char *why,
 		       size_t size)
 {
-	int root, fd;
-
-	if (removed)
-		return ns_open_mapped(path, why, size);
-	root = ns_open_root(pid);
-	if (root < 0) {
-		snprintf(why, size, "%s", strerror(errno));
-		return -1;
-	}
-	fd = ns_open_file(root, path, why, size);
-	close(root);
-	return fd;
+	return removed ? ns_open_mapped(path, why, size)
+		       : ns_open_file_of(pid, path, why, size);
 }
 
 /* name is lib's, or lib's removed since it was mapped (a copy's). */

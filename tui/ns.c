@@ -94,6 +94,23 @@ int ns_open_file(int root, const char *path, char *why, size_t size)
 					   sizeof(how)), path, why, size);
 }
 
+int ns_open_file_of(pid_t pid, const char *path, char *why, size_t size)
+{
+	int root = pid ? ns_open_root(pid)
+		       : open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	int fd, err;
+
+	if (root < 0) {
+		snprintf(why, size, "%s", strerror(errno));
+		return -1;
+	}
+	fd = ns_open_file(root, path, why, size);
+	err = errno;
+	close(root);
+	errno = err;
+	return fd;
+}
+
 int ns_open_mapped(const char *path, char *why, size_t size)
 {
 	return reopen_regular(open(path, O_PATH | O_CLOEXEC), path, why, size);

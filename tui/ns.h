@@ -43,6 +43,9 @@ int ns_open_path(int root, const char *path);
  */
 int ns_open_file(int root, const char *path, char *why, size_t size);
 
+/* The same, beneath the root of process pid (0: our own root). */
+int ns_open_file_of(pid_t pid, const char *path, char *why, size_t size);
+
 /*
  * The same checks and open for a file we reach by a path of our own (the
  * target's /proc/PID/map_files/START-END: the file it mapped itself).

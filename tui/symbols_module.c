@@ -133,15 +133,8 @@ static void module_report(struct symbols *s, struct module *m, Dwfl *dwfl,
 static int target_open(const struct symbols *s, const char *path)
 {
 	char why[PATH_MAX + 64];
-	int root = s->root_pid ? ns_open_root(s->root_pid)
-			       : open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
-	int fd;
 
-	if (root < 0)
-		return -1;
-	fd = ns_open_file(root, path, why, sizeof(why));
-	close(root);
-	return fd;
+	return ns_open_file_of(s->root_pid, path, why, sizeof(why));
 }
 
 static int module_open(const struct symbols *s, const struct module *m)

@@ -67,16 +67,22 @@ void app_reset(struct app *a)
 	a->reset_ns = last_tick_ns(a);
 }
 
-const char *app_state_name(const struct app *a)
+/* Whether the target is gone (a collector lost with it counts). */
+static bool target_exited(const struct app *a)
 {
 	switch (a->client.state) {
-	case TARGET_RUNNING: return a->child_reaped ? "exited" : "running";
-	case TARGET_EXITED: return "exited";
+	case TARGET_RUNNING: return a->child_reaped;
+	case TARGET_EXITED: return true;
 	case TARGET_LOST: break;
 	}
-	if (a->attach.child == 0 && kill(a->attach.pid, 0) == 0)
-		return "collector lost";
-	return "exited";
+	return !(a->attach.child == 0 && kill(a->attach.pid, 0) == 0);
+}
+
+const char *app_state_name(const struct app *a)
+{
+	if (target_exited(a))
+		return "exited";
+	return a->client.state == TARGET_RUNNING ? "running" : "collector lost";
 }
 
 void app_state_text(const struct app *a, char *buf, size_t size)
@@ -98,6 +104,6 @@ void app_state_text(const struct app *a, char *buf, size_t size)
 void app_stats(const struct app *a, struct model_stats *st)
 {
 	model_stats(a->model, st);
-	if (strcmp(app_state_name(a), "exited") == 0)
+	if (target_exited(a))
 		st->threads_live = 0;
 }

@@ -555,15 +555,22 @@ static int load_path(struct theme *t, const char *path, theme_warn_fn warn,
 	return r;
 }
 
+/* Append text to the list in buf (size, *off used), after ", " if not first. */
+static void list_add(char *buf, size_t size, size_t *off, const char *text)
+{
+	if (*off < size)
+		*off += (size_t)snprintf(buf + *off, size - *off, "%s%s",
+					 *off ? ", " : "", text);
+}
+
 /* Join the n names with ", " into buf. */
 static void join_names(char *buf, size_t size, char (*names)[64], size_t n)
 {
 	size_t off = 0;
 
 	buf[0] = '\0';
-	for (size_t i = 0; i < n && off < size; i++)
-		off += (size_t)snprintf(buf + off, size - off, "%s%s",
-					i ? ", " : "", names[i]);
+	for (size_t i = 0; i < n; i++)
+		list_add(buf, size, &off, names[i]);
 }
 
 /* Join the directories of d that exist with ", " into buf; how many. */
@@ -574,11 +581,11 @@ static int join_existing(char *buf, size_t size, const struct dirs *d)
 	int n = 0;
 
 	buf[0] = '\0';
-	for (int i = 0; i < d->n && off < size; i++) {
+	for (int i = 0; i < d->n; i++) {
 		if (stat(d->path[i], &st) != 0 || !S_ISDIR(st.st_mode))
 			continue;
-		off += (size_t)snprintf(buf + off, size - off, "%s%s",
-					n++ ? ", " : "", d->path[i]);
+		list_add(buf, size, &off, d->path[i]);
+		n++;
 	}
 	return n;
 }

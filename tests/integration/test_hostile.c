@@ -214,6 +214,17 @@ static bool opened(int fd)
 	return false;
 }
 
+/* A file of the host's, for a container's link to lead to. */
+static void write_host_file(const char *host, const char *what)
+{
+	int fd = open(host, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+	CHECK(fd >= 0 && write(fd, "not an ELF file\n", 16) == 16,
+	      "%s: cannot write %s", what, host);
+	if (fd >= 0)
+		close(fd);
+}
+
 /*
  * The target's libc made an absolute symbolic link to a file of the
  * host's: resolved inside the container's root it names nothing there;
@@ -225,13 +236,9 @@ static void test_link_out_of_root(void)
 	char libc[PATH_MAX], *host = tmp_path("host-libc");
 	struct box b;
 	struct run r;
-	int watch, fd;
+	int watch;
 
-	fd = open(host, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	CHECK(fd >= 0 && write(fd, "not an ELF file\n", 16) == 16,
-	      "%s: cannot write %s", what, host);
-	if (fd >= 0)
-		close(fd);
+	write_host_file(host, what);
 	if (!box_start(&b)) {
 		SKIP("%s: unshare could not start a box here", what);
 		return;
@@ -264,13 +271,9 @@ static void test_module_link_out_of_root(void)
 	char pidstr[16];
 	struct box b;
 	struct run r;
-	int watch, fd;
+	int watch;
 
-	fd = open(host, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	CHECK(fd >= 0 && write(fd, "not an ELF file\n", 16) == 16,
-	      "%s: cannot write %s", what, host);
-	if (fd >= 0)
-		close(fd);
+	write_host_file(host, what);
 	if (!box_start(&b)) {
 		SKIP("%s: unshare could not start a box here", what);
 		return;

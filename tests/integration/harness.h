@@ -173,6 +173,32 @@ static inline pid_t first_child(pid_t pid, long ms)
 	}
 }
 
+/* The number of threads of pid; 0 when it is gone. */
+static inline int threads_of(pid_t pid)
+{
+	char path[64];
+	struct dirent *e;
+	int n = 0;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	d = opendir(path);
+	while (d && (e = readdir(d)) != NULL)
+		n += e->d_name[0] != '.';
+	if (d)
+		closedir(d);
+	return n;
+}
+
+/* Wait until pid runs n threads; false after ms. */
+static inline bool wait_threads(pid_t pid, int n, long ms)
+{
+	for (long end = monotonic_ms() + ms; threads_of(pid) < n; usleep(20000))
+		if (monotonic_ms() >= end)
+			return false;
+	return true;
+}
+
 /* out = a followed by b; out holds PATH_MAX, a longer path is fatal. */
 static inline void join(char *out, const char *a, const char *b)
 {

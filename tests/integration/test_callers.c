@@ -286,6 +286,9 @@ static void test_wrappers_named_on_reattach(void)
 	snprintf(wl, sizeof(wl), "%s/tests/wl_wrap", build);
 	pid = start((char *[]){ wl, tmp_path("loop.res"), "loop", NULL }, NULL,
 		    NULL);
+	/* Its holder thread runs once main() does: not attached mid-start-up. */
+	CHECK(wait_threads(pid, 2, RUN_TIMEOUT_MS), "-p: wl_wrap loop started "
+	      "no holder thread within %d ms", RUN_TIMEOUT_MS);
 	snap = attach_once(pid, NULL);
 	CHECK(acquisitions_in(snap, "wc_lock") > 1000 * callers_sum(snap),
 	      "-p: wc_lock counts %.0f, its callers %.0f",

@@ -44,23 +44,6 @@ struct box {
 	const char *what;	/* for messages */
 };
 
-/* The number of threads of pid; 0 when it is gone. */
-static int threads_of(pid_t pid)
-{
-	char path[64];
-	struct dirent *e;
-	int n = 0;
-	DIR *d;
-
-	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
-	d = opendir(path);
-	while (d && (e = readdir(d)) != NULL)
-		n += e->d_name[0] != '.';
-	if (d)
-		closedir(d);
-	return n;
-}
-
 /* pid runs the program /tmp/name of its own root. */
 static bool runs(pid_t pid, const char *name)
 {

@@ -418,28 +418,6 @@ static void test_host_closes_everything(void)
 	wait_status(host, 10000);
 }
 
-/* Wait until pid runs n threads; false after ms. */
-static bool wait_threads(pid_t pid, int n, long ms)
-{
-	char path[64];
-
-	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
-	for (long end = monotonic_ms() + ms; monotonic_ms() < end;
-	     usleep(20000)) {
-		struct dirent *e;
-		DIR *d = opendir(path);
-		int got = 0;
-
-		while (d && (e = readdir(d)) != NULL)
-			got += e->d_name[0] != '.';
-		if (d)
-			closedir(d);
-		if (got >= n)
-			return true;
-	}
-	return false;
-}
-
 /* Run a shell command line; whether it exited 0. */
 static bool shell(const char *cmd)
 {

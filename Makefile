@@ -296,10 +296,10 @@ $(BUILD)/tests/test_frames $(BUILD)/asan/test_frames: $(BUILD)/%/test_frames: \
 		-DFRAMES_MOD='"$(abspath $(FRAMES_MOD))"' -o $@ \
 		$(filter %.c,$^) $(shell pkg-config --libs libunwind) -lpthread -ldl
 
-# test_inject includes tui/inject.c and tui/inject_proc.c to reach their
+# test_inject includes tui/inject*.c to reach their
 # test hooks.
 $(BUILD)/tests/test_inject: tui/inject.c tui/inject.h tui/inject_proc.c \
-	tui/inject_proc.h tui/ns.c tui/ns.h
+	tui/inject_thread.c tui/inject_proc.h tui/ns.c tui/ns.h
 
 # The hooks' own test links them (they take its lock calls) with a stack
 # capture of its own making.

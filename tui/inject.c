@@ -44,7 +44,7 @@
 
 #define RED_ZONE 128
 #define MIN_STACK_ROOM (32 * 1024)
-#define MAX_ATTEMPTS 5
+#define MAX_ATTEMPTS 8
 #define XSTATE_MAX 32768
 #define RTLD_NOW_FLAG 2
 #define SYSCALL_STOP (SIGTRAP | 0x80)	/* with PTRACE_O_TRACESYSGOOD */
@@ -63,17 +63,19 @@
 #define ERESTARTNOHAND 514
 #define ERESTART_RESTARTBLOCK 516
 
-/* Deadlines; the tests shorten the call one. */
+/* Deadlines; the tests shorten the call one. Finding a thread (waiting
+ * for the loader's lock, or for a sleep to end) has one of its own. */
 static int stop_timeout_ms = 2000;
 static int call_timeout_ms = 5000;
 static int release_timeout_ms = 1000;
+static int borrow_timeout_ms = 3000;
 
 /* For the tests: the thread borrowed last and the call it was parked in. */
 static pid_t inject_last_tid;
 static long inject_last_syscall;
 
 /* The steps of the chain, by the frame a call returns into. */
-enum { TO_DLOPEN, TO_RESTORE_STATE, TO_THREAD, CHAIN };
+enum { TO_TRYLOCK, TO_DLOPEN, TO_UNLOCK, TO_RESTORE_STATE, TO_THREAD, CHAIN };
 
 /* One borrowed thread and everything needed to put it back. */
 struct borrow {
@@ -91,7 +93,12 @@ struct borrow {
 	 * first call leaves the thread's cancel state for the last. */
 	uint64_t slot[CHAIN];
 	uint64_t old_state_at;
+	long nr;			/* the call it was parked in */
+	enum borrow_rank rank;		/* and that call's */
+	int step;			/* entered last, or -1 */
+	bool slept;			/* let go: its call went on too long */
 	bool dlopen_returned;
+	bool loader_busy;		/* dlopen skipped: the lock was taken */
 };
 
 /* struct _fpx_sw_bytes of <asm/sigcontext.h>, which clashes with glibc's. */
@@ -109,7 +116,7 @@ struct job {
 	uint8_t xstate[XSTATE_MAX];
 };
 
-enum { RETRY = -2 };
+enum { RETRY = -2, LOADER_BUSY = -3 };
 enum call_result { CALL_DONE, CALL_ABANDONED, CALL_EXITED };
 enum stop {
 	STOP_TIMEOUT, STOP_GONE,
@@ -193,11 +200,10 @@ static enum stop next_stop(const struct inject_target *t, struct borrow *b,
 		return STOP_SIGNAL;
 	}
 	if (*sig == SYSCALL_STOP) {
-		int step = entering(t, b);
-
+		b->step = entering(t, b);
 		*sig = 0;
-		b->dlopen_returned |= step == TO_RESTORE_STATE;
-		return step == TO_THREAD ? STOP_RETURNED : STOP_SYSCALL;
+		b->dlopen_returned |= b->step > TO_DLOPEN && !b->loader_busy;
+		return b->step == TO_THREAD ? STOP_RETURNED : STOP_SYSCALL;
 	}
 	return STOP_SIGNAL;
 }
@@ -210,15 +216,106 @@ static int thread_lost(struct job *j)
 	return inject_exited(j->t, j->msg, j->len);
 }
 
+/* The thread is parked as the pick promised: in a call of that rank (or
+ * better), with room on its own stack, and not inside dlopen itself. */
+static bool parked_as_picked(const struct job *j, struct borrow *b,
+			     enum borrow_rank rank)
+{
+	const struct user_regs_struct *r = &b->regs;
+	uint64_t a[6] = { r->rdi, r->rsi, r->rdx, r->r10, r->r8, r->r9 };
+	long nr = (long)r->orig_rax;
+
+	b->rank = nr < 0 ? RANK_NEVER : inject_syscall_rank(j->t->pid, nr, a);
+	b->nr = nr;
+	return b->rank >= rank && b->rank > RANK_NEVER &&
+	       (inject_only_syscall < 0 || nr == inject_only_syscall) &&
+	       inject_stack_room(j->t->pid, r->rsp, r->fs_base) >= MIN_STACK_ROOM &&
+	       inject_loader_owner(j->t, b->mem) != b->tid;
+}
+
+/* A system call stop of b: true at an exit, with the value returned. */
+static bool at_exit(const struct borrow *b, long *value)
+{
+	struct __ptrace_syscall_info si;
+
+	if (ptrace(PTRACE_GET_SYSCALL_INFO, b->tid, (void *)sizeof(si), &si) <= 0 ||
+	    si.op != PTRACE_SYSCALL_INFO_EXIT)
+		return false;
+	*value = (long)si.exit.rval;
+	return true;
+}
+
+static bool restarting(long value)
+{
+	return value == -ERESTARTSYS || value == -ERESTARTNOINTR ||
+	       value == -ERESTARTNOHAND || value == -ERESTART_RESTARTBLOCK;
+}
+
+/*
+ * The thread's call can only be resumed through the kernel's restart
+ * block (a relative sleep, poll, a timed futex wait), which the
+ * rt_sigreturn of our chain would end: borrowed now, the call would
+ * return EINTR. So it goes on to the end of its call, its system calls
+ * watched, and is borrowed as the call returns: 0 then. If it makes
+ * another call first, takes a signal, or sleeps past the deadline, we
+ * let go of it untouched (RETRY) and the kernel resumes the call itself.
+ */
+static int borrow_at_end(struct job *j, struct borrow *b, int64_t deadline)
+{
+	long nr = b->nr, value;
+	bool interrupted = false, same;
+
+	if (ptrace(PTRACE_SYSCALL, b->tid, 0, 0) < 0)
+		return thread_lost(j);
+	for (;;) {
+		int st, w = wait_tid(b->tid, &st, interrupted ?
+				     deadline + stop_timeout_ms : deadline);
+
+		if (w == 0 && !interrupted) {
+			interrupted = true;
+			ptrace(PTRACE_INTERRUPT, b->tid, 0, 0);
+			continue;
+		}
+		if (w == 0)
+			return inject_fail(j->msg, j->len, "timed out waiting for "
+					   "thread %d of PID %d to stop", (int)b->tid,
+					   (int)j->t->pid);
+		if (w < 0 || !WIFSTOPPED(st))
+			return thread_lost(j);
+		if (WSTOPSIG(st) != SYSCALL_STOP) {
+			/* Our interrupt, a group stop, or a signal to deliver. */
+			ptrace(PTRACE_DETACH, b->tid, 0, st >> 16 ? 0 : WSTOPSIG(st));
+			b->slept = interrupted;
+			return RETRY;
+		}
+		if (ptrace(PTRACE_GETREGS, b->tid, 0, &b->regs) < 0)
+			return thread_lost(j);
+		same = (long)b->regs.orig_rax == nr ||
+		       (long)b->regs.orig_rax == SYS_restart_syscall;
+		if (same && at_exit(b, &value) && !restarting(value))
+			return 0;	/* its call returned value */
+		if (!same || interrupted) {
+			/* At another call, or stopped by our interrupt (a
+			 * system call stop takes its place): the kernel
+			 * restarts the call when we let go. */
+			ptrace(PTRACE_DETACH, b->tid, 0, 0);
+			b->slept = interrupted;
+			return RETRY;
+		}
+		if (ptrace(PTRACE_SYSCALL, b->tid, 0, 0) < 0)
+			return thread_lost(j);
+	}
+}
+
 /*
  * Seize tid and stop it where it is. 0 when it is parked as safely as
- * rank promised, RETRY when it moved on or left, -1 with msg.
+ * the pick promised, RETRY when it moved on or left, -1 with msg.
  */
-static int borrow_thread(struct job *j, struct borrow *b, int rank)
+static int borrow_thread(struct job *j, struct borrow *b, enum borrow_rank rank,
+			 int64_t deadline)
 {
 	const struct inject_target *t = j->t;
-	int64_t deadline = clock_now_ms() + stop_timeout_ms;
-	uint64_t a[6], room;
+	int64_t stop_deadline = clock_now_ms() + stop_timeout_ms;
 	int sig = 0;
 
 	if (ptrace(PTRACE_SEIZE, b->tid, 0, PTRACE_O_TRACESYSGOOD) < 0) {
@@ -231,7 +328,7 @@ static int borrow_thread(struct job *j, struct borrow *b, int rank)
 	if (ptrace(PTRACE_INTERRUPT, b->tid, 0, 0) < 0)
 		return thread_lost(j);
 	for (;;) {
-		switch (next_stop(t, b, deadline, &sig)) {
+		switch (next_stop(t, b, stop_deadline, &sig)) {
 		case STOP_TIMEOUT:
 			/* Stuck in an uninterruptible sleep: a tracee can
 			 * only be detached when stopped, so our thread's
@@ -257,16 +354,12 @@ static int borrow_thread(struct job *j, struct borrow *b, int rank)
 stopped:
 	if (ptrace(PTRACE_GETREGS, b->tid, 0, &b->regs) < 0)
 		return inject_exited(t, j->msg, j->len);
-	a[0] = b->regs.rdi, a[1] = b->regs.rsi, a[2] = b->regs.rdx;
-	a[3] = b->regs.r10, a[4] = b->regs.r8, a[5] = b->regs.r9;
-	room = inject_stack_room(t->pid, b->regs.rsp, b->regs.fs_base);
-	if ((long)b->regs.orig_rax < 0 || room < MIN_STACK_ROOM ||
-	    inject_syscall_rank(t->pid, (long)b->regs.orig_rax, a) < rank ||
-	    (inject_only_syscall >= 0 &&
-	     (long)b->regs.orig_rax != inject_only_syscall)) {
+	if (!parked_as_picked(j, b, rank)) {
 		ptrace(PTRACE_DETACH, b->tid, 0, 0);	/* nothing changed */
 		return RETRY;
 	}
+	if ((long)b->regs.rax == -ERESTART_RESTARTBLOCK)
+		return borrow_at_end(j, b, deadline);
 	return 0;
 }
 
@@ -296,13 +389,11 @@ static int get(const struct borrow *b, uint64_t addr, void *buf, size_t n)
 
 /*
  * The registers that resume the thread's system call as the kernel
- * would after a stop: restarted where it asked to be, else returning what
- * it returned. A restart block (nanosleep's remaining time) only survives
- * when no signal handler ran in between; rt_sigreturn always ends it, so
- * for a frame (frame true) such a call returns EINTR instead.
+ * would after a stop: restarted from the start with its own arguments,
+ * else returning what it returned. A call that needs the kernel's restart
+ * block is never borrowed in it (borrow_at_end), so none is left here.
  */
-static struct user_regs_struct resumed(const struct user_regs_struct *in,
-				       bool frame)
+static struct user_regs_struct resumed(const struct user_regs_struct *in)
 {
 	struct user_regs_struct r = *in;
 	long rax = (long)r.rax;
@@ -311,11 +402,6 @@ static struct user_regs_struct resumed(const struct user_regs_struct *in,
 	    rax == -ERESTARTNOHAND) {
 		r.rax = r.orig_rax;
 		r.rip -= SYSCALL_INSN_LEN;	/* back onto syscall */
-	} else if (rax == -ERESTART_RESTARTBLOCK && !frame) {
-		r.rax = SYS_restart_syscall;
-		r.rip -= SYSCALL_INSN_LEN;
-	} else if (rax == -ERESTART_RESTARTBLOCK) {
-		r.rax = (unsigned long long)-EINTR;
 	}
 	return r;
 }
@@ -323,7 +409,7 @@ static struct user_regs_struct resumed(const struct user_regs_struct *in,
 /* The ucontext rt_sigreturn puts the thread back with, FP state at fx. */
 static void fill_ucontext(ucontext_t *c, const struct borrow *b, uint64_t fx)
 {
-	struct user_regs_struct r = resumed(&b->regs, true);
+	struct user_regs_struct r = resumed(&b->regs);
 	greg_t *g = c->uc_mcontext.gregs;
 
 	memset(c, 0, sizeof(*c));
@@ -407,32 +493,52 @@ static void set_call(ucontext_t *c, uint64_t fn, uint64_t a0, uint64_t a1,
 	g[REG_RSI] = (greg_t)a1, g[REG_RSP] = (greg_t)slot, g[REG_RAX] = 0;
 }
 
+/* The loader's lock is taken around dlopen (not around qsptop_wake). */
+static bool takes_loader_lock(const struct inject_target *t)
+{
+	return t->load_lock != 0 && t->wake == 0;
+}
+
+/* The step the first call, pthread_setcancelstate, returns into. */
+static int first_step(const struct inject_target *t)
+{
+	return takes_loader_lock(t) ? TO_TRYLOCK : TO_DLOPEN;
+}
+
 /*
  * Below the red zone, keeping the SysV alignment: the library path, the
- * FP state, and three signal frames, each under the return slot (holding
- * __restore_rt) of the call before it:
- *   pthread_setcancelstate(DISABLE, &B's rdi) returns into A,
- *   A: dlopen(path, RTLD_NOW) returns into B (or, to wake a collector
- *      already there, qsptop_wake()),
- *   B: pthread_setcancelstate(old state, NULL) returns into C,
- *   C: the thread as interrupted, its system call restarted (or EINTR).
+ * FP state, and a signal frame for each step, each under the return slot
+ * (holding __restore_rt) of the call before it:
+ *   pthread_setcancelstate(DISABLE, &the old state) returns into
+ *   TRYLOCK: pthread_mutex_trylock(the loader's lock), into
+ *   DLOPEN: dlopen(path, RTLD_NOW) (or, to wake a collector already
+ *      there, qsptop_wake()), into
+ *   UNLOCK: pthread_mutex_unlock(the loader's lock), into
+ *   RESTORE_STATE: pthread_setcancelstate(the old state, NULL), into
+ *   THREAD: the thread as interrupted, its system call restarted.
  * A call's own stack lies below its slot, over frames already used. Once
- * the thread runs the first call it gets back through C, watched or not.
- * A pthread_cancel acted on inside dlopen (at a cancellation point of a
- * constructor, say) would unwind it holding the loader lock: disabled,
- * cancellation waits (no SIGCANCEL is even sent), and restoring the old
- * state acts on it once dlopen is done, as the thread's own call would.
+ * the thread runs the first call it gets back through THREAD, watched or
+ * not. A pthread_cancel acted on inside dlopen (at a cancellation point
+ * of a constructor, say) would unwind it holding the loader lock:
+ * disabled, cancellation waits (no SIGCANCEL is even sent), and restoring
+ * the old state acts on it once dlopen is done, as the thread's own call
+ * would. dlopen never waits for the loader's lock: we take it first with
+ * a trylock, and when another thread holds it, run_chain skips to
+ * RESTORE_STATE (and an unlock of a lock we do not hold fails harmlessly,
+ * should the chain run on without us).
  */
 static int build_chain(const struct inject_target *t, struct borrow *b)
 {
 	uint64_t top = (b->regs.rsp - RED_ZONE) & ~15ULL, fx, uc = 0;
 	size_t n = strlen(t->lib) + 1;
 	ucontext_t c[CHAIN];
+	bool lock = takes_loader_lock(t);
 
 	b->path = (top - n) & ~15ULL;
 	fx = (b->path - b->xstate.iov_len - sizeof(uint32_t)) & ~63ULL;
 	fill_ucontext(&c[TO_THREAD], b, fx);
-	c[TO_DLOPEN] = c[TO_RESTORE_STATE] = c[TO_THREAD];
+	for (int i = 0; i < TO_THREAD; i++)
+		c[i] = c[TO_THREAD];
 	for (int i = CHAIN - 1; i >= 0; i--) {
 		uc = ((i == CHAIN - 1 ? fx : b->slot[i + 1]) - sizeof(c[i])) & ~15ULL;
 		b->slot[i] = uc - 8;
@@ -442,14 +548,18 @@ static int build_chain(const struct inject_target *t, struct borrow *b)
 	}
 	set_call(&c[TO_RESTORE_STATE], t->setcancelstate, PTHREAD_CANCEL_DISABLE,
 		 0, b->slot[TO_THREAD]);
+	set_call(&c[TO_UNLOCK], t->mutex_unlock, t->load_lock, 0,
+		 b->slot[TO_RESTORE_STATE]);
 	if (t->wake)
 		set_call(&c[TO_DLOPEN], t->wake, 0, 0, b->slot[TO_RESTORE_STATE]);
 	else
 		set_call(&c[TO_DLOPEN], t->dlopen, b->path, RTLD_NOW_FLAG,
-			 b->slot[TO_RESTORE_STATE]);
+			 b->slot[lock ? TO_UNLOCK : TO_RESTORE_STATE]);
+	set_call(&c[TO_TRYLOCK], t->mutex_trylock, t->load_lock, 0,
+		 b->slot[TO_DLOPEN]);
 	if (put(b, b->path, t->lib, n) < 0 || put_fpstate(b, fx) < 0)
 		return -1;
-	for (int i = 0; i < CHAIN; i++)
+	for (int i = first_step(t); i < CHAIN; i++)
 		if (put(b, b->slot[i] + 8, &c[i], sizeof(c[i])) < 0 ||
 		    put(b, b->slot[i], &t->restore_rt, sizeof(t->restore_rt)) < 0)
 			return -1;
@@ -487,6 +597,24 @@ static enum call_result abandon(const struct inject_target *t, struct borrow *b)
 }
 
 /*
+ * At the rt_sigreturn into DLOPEN: unless the trylock took the loader's
+ * lock, the thread goes on at RESTORE_STATE instead (rt_sigreturn takes
+ * its frame from the stack pointer).
+ */
+static int skip_if_loader_busy(const struct inject_target *t, struct borrow *b)
+{
+	struct user_regs_struct r;
+
+	if (inject_loader_owner(t, b->mem) == b->tid)
+		return 0;
+	b->loader_busy = true;
+	if (ptrace(PTRACE_GETREGS, b->tid, 0, &r) < 0)
+		return -1;
+	r.rsp = b->slot[TO_RESTORE_STATE] + 8;
+	return ptrace(PTRACE_SETREGS, b->tid, 0, &r) < 0 ? -1 : 0;
+}
+
+/*
  * Run the chain on the borrowed thread until it enters its last frame.
  * Its registers are the only thing we set: were we killed right after,
  * the thread would run the chain by itself.
@@ -498,7 +626,7 @@ static enum call_result run_chain(const struct inject_target *t, struct borrow *
 	int sig = 0;
 
 	r.rip = t->setcancelstate, r.rdi = PTHREAD_CANCEL_DISABLE;
-	r.rsi = b->old_state_at, r.rax = 0, r.rsp = b->slot[TO_DLOPEN];
+	r.rsi = b->old_state_at, r.rax = 0, r.rsp = b->slot[first_step(t)];
 	/* Not in a system call any more: else the kernel "restarts" it at
 	 * rip - 2 when we continue (SIGILL, reproduced). */
 	r.orig_rax = (unsigned long long)-1;
@@ -520,6 +648,10 @@ static enum call_result run_chain(const struct inject_target *t, struct borrow *
 			sig = 0;
 			break;
 		case STOP_SYSCALL:
+			if (b->step == TO_DLOPEN && takes_loader_lock(t) &&
+			    skip_if_loader_busy(t, b) < 0)
+				return CALL_EXITED;
+			break;
 		case STOP_SIGNAL:
 			break;
 		}
@@ -536,7 +668,7 @@ static enum call_result run_chain(const struct inject_target *t, struct borrow *
  */
 static void put_back(struct borrow *b)
 {
-	struct user_regs_struct r = resumed(&b->regs, false);
+	struct user_regs_struct r = resumed(&b->regs);
 
 	r.orig_rax = (unsigned long long)-1;
 	ptrace(PTRACE_SETSIGMASK, b->tid, (void *)sizeof(b->mask), &b->mask);
@@ -626,7 +758,7 @@ static int woken(struct job *j, struct borrow *b, enum call_result rc)
 /* dlopen (or qsptop_wake) in the borrowed thread, then put it back. */
 static int load(struct job *j, struct borrow *b)
 {
-	const struct inject_target *t = j->t;
+	struct inject_target *t = j->t;
 	enum call_result rc;
 	char why[600];
 	bool loaded;
@@ -637,7 +769,7 @@ static int load(struct job *j, struct borrow *b)
 				   "%d: %s", (int)b->tid, (int)t->pid, strerror(errno));
 	}
 	inject_last_tid = b->tid;
-	inject_last_syscall = (long)b->regs.orig_rax;
+	inject_last_syscall = b->nr;
 	rc = run_chain(t, b);
 	if (t->wake)
 		return woken(j, b, rc);
@@ -647,10 +779,16 @@ static int load(struct job *j, struct borrow *b)
 		return INJECT_LOADED;
 	if (rc == CALL_EXITED)
 		return inject_exited(t, j->msg, j->len);
-	if (rc == CALL_ABANDONED)
+	if (rc == CALL_ABANDONED) {
+		t->dlopen_pending = true;
 		return inject_fail(j->msg, j->len, "timed out waiting for a thread to "
 				   "return from dlopen in PID %d (it resumes by itself "
 				   "when dlopen returns)", (int)t->pid);
+	}
+	if (b->loader_busy) {
+		put_back(b);
+		return LOADER_BUSY;
+	}
 	loaded = inject_lib_mapped(t);
 	if (!loaded)
 		dl_error_text(t, b, why, sizeof(why));
@@ -661,37 +799,90 @@ static int load(struct job *j, struct borrow *b)
 	return INJECT_LOADED;
 }
 
-/* Borrow the safest thread that stays put, and load the library. */
-static int borrow_and_load(struct job *j)
+/*
+ * Wait until no thread holds the loader's lock (a dlopen in progress):
+ * a thread borrowed meanwhile could hold what that dlopen's constructors
+ * wait for. 0, or -1 with msg at the deadline.
+ */
+static int wait_loader_free(struct job *j, int mem, int64_t deadline)
 {
+	pid_t owner;
+
+	while ((owner = inject_loader_owner(j->t, mem)) > 0) {
+		if (clock_now_ms() >= deadline)
+			return inject_fail(j->msg, j->len, "thread %d of PID %d has "
+					   "held the loader's lock (a dlopen in "
+					   "progress) for over %d ms: try again",
+					   (int)owner, (int)j->t->pid,
+					   borrow_timeout_ms);
+		usleep(10000);
+	}
+	return 0;
+}
+
+/* Why no thread could be borrowed, from what the pick saw. */
+static int no_thread(struct job *j, const struct pick *p, const struct borrow *b)
+{
+	pid_t pid = j->t->pid;
+
+	if (p->eintr_tid != 0)
+		return inject_fail(j->msg, j->len, "no thread of PID %d can be borrowed "
+				   "unseen: thread %d waits in %s, which any stop "
+				   "fails with EINTR, and the others run or are in "
+				   "calls unsafe to borrow (--force borrows it: its "
+				   "%s returns EINTR once)", (int)pid,
+				   (int)p->eintr_tid, inject_syscall_name(p->eintr_nr),
+				   inject_syscall_name(p->eintr_nr));
+	if (b->slept)
+		return inject_fail(j->msg, j->len, "no thread of PID %d left its sleep "
+				   "or wait within %d ms, and the others run or are "
+				   "in calls unsafe to borrow: try again",
+				   (int)pid, borrow_timeout_ms);
+	return inject_fail(j->msg, j->len, "no thread of PID %d waits in a system "
+			   "call where it is safe to borrow (all run or are in "
+			   "unknown calls): try again when it is less busy", (int)pid);
+}
+
+/* Forced to borrow a thread whose call a stop fails: say so. */
+static void note_eintr(struct job *j, const struct borrow *b)
+{
+	if (b->rank == RANK_EINTR)
+		snprintf(j->t->warning, sizeof(j->t->warning), "warning: thread %d "
+			 "of PID %d was borrowed from %s, which returned EINTR "
+			 "(--force)", (int)b->tid, (int)j->t->pid,
+			 inject_syscall_name(b->nr));
+}
+
+/* Borrow the safest thread that stays put, and load the library. */
+static int borrow_and_load(struct job *j, int mem)
+{
+	int64_t deadline = clock_now_ms() + borrow_timeout_ms;
 	pid_t skip[MAX_ATTEMPTS];
+	bool slept = false;
+	int nskip = 0;
 
 	for (int i = 0; i < MAX_ATTEMPTS; i++) {
-		struct borrow b = { .xstate = { j->xstate, XSTATE_MAX } };
-		char path[64];
-		int rank, rc;
+		struct borrow b = { .xstate = { j->xstate, XSTATE_MAX },
+				    .mem = mem, .step = -1, .slept = slept };
+		struct pick p;
+		int rc;
 
-		b.tid = inject_pick_thread(j->t, skip, i, &rank);
-		if (b.tid == 0)
-			return inject_fail(j->msg, j->len, "no thread of PID %d waits "
-					   "in a system call where it is safe to borrow "
-					   "(all run or are in unknown calls): try "
-					   "again when it is less busy", (int)j->t->pid);
-		rc = borrow_thread(j, &b, rank);
-		skip[i] = b.tid;
-		if (rc == RETRY)
+		if (wait_loader_free(j, mem, deadline) < 0)
+			return -1;
+		inject_pick_thread(j->t, skip, nskip, &p);
+		if (p.tid == 0 && !inject_process_alive(j->t->pid))
+			return inject_exited(j->t, j->msg, j->len);
+		if (p.tid == 0)
+			return no_thread(j, &p, &b);
+		b.tid = p.tid;
+		rc = borrow_thread(j, &b, p.rank, deadline);
+		slept |= b.slept;
+		if (rc == RETRY && nskip < MAX_ATTEMPTS)
+			skip[nskip++] = b.tid;
+		if (rc == RETRY || (rc == 0 && (rc = load(j, &b)) == LOADER_BUSY))
 			continue;
-		if (rc < 0)
-			return rc;
-		snprintf(path, sizeof(path), "/proc/%d/mem", (int)j->t->pid);
-		b.mem = open(path, O_RDWR | O_CLOEXEC);
-		if (b.mem < 0) {
-			ptrace(PTRACE_DETACH, b.tid, 0, 0);
-			return inject_fail(j->msg, j->len, "cannot open %s: %s", path,
-					   strerror(errno));
-		}
-		rc = load(j, &b);
-		close(b.mem);
+		if (rc >= 0)
+			note_eintr(j, &b);
 		return rc;
 	}
 	return inject_fail(j->msg, j->len, "the threads of PID %d kept leaving their "
@@ -704,9 +895,20 @@ static void *inject_thread(void *arg)
 	struct job *j = arg;
 	sigset_t all;
 
+	char path[64];
+	int mem;
+
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
-	j->result = borrow_and_load(j);
+	snprintf(path, sizeof(path), "/proc/%d/mem", (int)j->t->pid);
+	mem = open(path, O_RDWR | O_CLOEXEC);
+	if (mem < 0) {
+		j->result = inject_fail(j->msg, j->len, "cannot open %s: %s", path,
+					strerror(errno));
+		return NULL;
+	}
+	j->result = borrow_and_load(j, mem);
+	close(mem);
 	return NULL;
 }
 
@@ -754,6 +956,9 @@ static int load_lib(struct inject_target *t, char *msg, size_t len)
 	if (t->copy && inject_copy_lib(t, msg, len) < 0)
 		return INJECT_FAILED;
 	rc = run_job(t, msg, len);
+	if (t->copy && t->dlopen_pending)
+		snprintf(msg + strlen(msg), len - strlen(msg), "; its copy of the "
+			 "collector stays in /tmp/%s there", t->copy_dir);
 	inject_remove_copy(t);
 	return rc;
 }
@@ -776,6 +981,7 @@ int inject_collector(pid_t pid, const char *lib_path, bool force, char *msg,
 	}
 	if (inject_resolve_libc(&t, msg, len) < 0)
 		return INJECT_FAILED;
+	inject_resolve_loader(&t);
 	rc = load_lib(&t, msg, len);
 	if (rc == INJECT_LOADED)
 		snprintf(msg, len, "%s", t.warning);
@@ -798,6 +1004,7 @@ int inject_wake(pid_t pid, const char *lib_path, bool force, char *msg,
 	if (inject_resolve_libc(&t, msg, len) < 0 ||
 	    inject_resolve_wake(&t, msg, len) < 0)
 		return INJECT_FAILED;
+	inject_resolve_loader(&t);
 	rc = run_job(&t, msg, len);
 	return rc < 0 ? INJECT_FAILED : rc;
 }

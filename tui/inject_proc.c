@@ -29,11 +29,7 @@
 #include "inject_proc.h"
 #include "ns.h"
 
-#define PICK_RETRY_MS 200
 #define VERSYM_HIDDEN 0x8000
-
-/* For the tests: a system call to borrow a thread from (-1: any safe one). */
-long inject_only_syscall = -1;
 
 int inject_fail(char *msg, size_t len, const char *fmt, ...)
 {
@@ -45,8 +41,7 @@ int inject_fail(char *msg, size_t len, const char *fmt, ...)
 	return -1;
 }
 
-/* Read a small file whole, NUL-terminated; -1 with errno on failure. */
-static ssize_t slurp(const char *path, char *buf, size_t size)
+ssize_t inject_slurp(const char *path, char *buf, size_t size)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	ssize_t n;
@@ -81,7 +76,7 @@ int inject_not_permitted(const struct inject_target *t, char *msg, size_t len)
 	char scope[16] = "0";
 
 	if (geteuid() != 0 &&
-	    slurp("/proc/sys/kernel/yama/ptrace_scope", scope, sizeof(scope)) > 0 &&
+	    inject_slurp("/proc/sys/kernel/yama/ptrace_scope", scope, sizeof(scope)) > 0 &&
 	    atoi(scope) > 0)
 		return inject_fail(msg, len, "not permitted to trace PID %d "
 				   "(kernel.yama.ptrace_scope is %d): run qsptop as "
@@ -102,7 +97,7 @@ bool inject_process_alive(pid_t pid)
 	char path[64], text[4096], state[32];
 
 	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	return slurp(path, text, sizeof(text)) > 0 &&
+	return inject_slurp(path, text, sizeof(text)) > 0 &&
 	       field(text, "State", state, sizeof(state)) &&
 	       state[0] != 'Z' && state[0] != 'X';
 }
@@ -179,7 +174,7 @@ int inject_check_status(struct inject_target *t, char *msg, size_t len)
 	int pid = (int)t->pid;
 
 	snprintf(path, sizeof(path), "/proc/%d/status", pid);
-	if (pid <= 0 || slurp(path, text, sizeof(text)) < 0)
+	if (pid <= 0 || inject_slurp(path, text, sizeof(text)) < 0)
 		return inject_fail(msg, len, "no process with PID %d", pid);
 	if (field(text, "Tgid", v, sizeof(v)) && atoi(v) != pid)
 		return inject_fail(msg, len, "PID %d is a thread of process %s: use "
@@ -414,11 +409,13 @@ int inject_copy_lib(struct inject_target *t, char *msg, size_t len)
 
 void inject_remove_copy(struct inject_target *t)
 {
-	if (t->copy_fd >= 0) {
+	bool keep = t->dlopen_pending;
+
+	if (t->copy_fd >= 0 && !keep)
 		unlinkat(t->copy_fd, strrchr(t->lib, '/') + 1, 0);
+	if (t->copy_fd >= 0)
 		close(t->copy_fd);
-	}
-	if (t->copy_dir[0])
+	if (t->copy_dir[0] && !keep)
 		unlinkat(t->copy_tmp, t->copy_dir, AT_REMOVEDIR);
 	if (t->copy_tmp >= 0)
 		close(t->copy_tmp);
@@ -478,13 +475,19 @@ static void note_mapping(const struct mapping *m, void *ctx)
 			t->mapped_removed = removed;
 		}
 	}
-	if (t->libc_start != 0 || m->offset != 0)
+	if (m->offset != 0)
 		return;
-	if (!lib_name(m->name, "libc.so.6", &removed))
-		return;
-	mapped_path(t->libc, sizeof(t->libc), t->pid, m, removed);
-	t->libc_removed = removed;
-	t->libc_start = m->start;
+	if (t->libc_start == 0 && lib_name(m->name, "libc.so.6", &removed)) {
+		mapped_path(t->libc, sizeof(t->libc), t->pid, m, removed);
+		t->libc_removed = removed;
+		t->libc_start = m->start;
+	}
+	if (t->ldso_start == 0 && lib_name(m->name, "ld-linux-x86-64.so.2",
+					   &removed)) {
+		mapped_path(t->ldso, sizeof(t->ldso), t->pid, m, removed);
+		t->ldso_removed = removed;
+		t->ldso_start = m->start;
+	}
 }
 
 /* Find libc and whether the collector is there already. */
@@ -610,6 +613,19 @@ static void find_tls(Elf *e, struct inject_target *t, uint64_t bias)
 	t->errno_known = dynsym_find(e, "errno", STT_TLS, &t->tls_errno);
 }
 
+/* pthread_mutex_trylock and _unlock, to take the loader's lock. */
+static void find_mutex_calls(Elf *e, struct inject_target *t, uint64_t bias)
+{
+	uint64_t lock, unlock;
+
+	if (dynsym_find(e, "pthread_mutex_trylock", STT_FUNC, &lock) &&
+	    dynsym_find(e, "pthread_mutex_unlock", STT_FUNC, &unlock) &&
+	    lock != 0 && unlock != 0) {
+		t->mutex_trylock = bias + lock;
+		t->mutex_unlock = bias + unlock;
+	}
+}
+
 /*
  * The lowest PT_LOAD address (the load bias is the mapping start minus
  * it) and libc's __restore_rt, found by its code in an executable segment:
@@ -670,6 +686,7 @@ int inject_resolve_libc(struct inject_target *t, char *msg, size_t len)
 			t->setcancelstate = bias + c;
 			t->restore_rt = bias + restore_rt;
 			find_tls(e, t, bias);
+			find_mutex_calls(e, t, bias);
 			rc = 0;
 		}
 	}
@@ -680,6 +697,67 @@ int inject_resolve_libc(struct inject_target *t, char *msg, size_t len)
 			    "__restore_rt in PID %d's libc %s (glibc older than 2.34?)",
 			    (int)t->pid, t->libc);
 	return rc;
+}
+
+/*
+ * Whether the recursive mutex at lock, in the target, is the loader's:
+ * struct rtld_global has the namespace count (1 to 16) just before it,
+ * and its kind is PTHREAD_MUTEX_RECURSIVE_NP; owner and count agree.
+ */
+static bool is_load_lock(int mem, uint64_t lock)
+{
+	struct { uint64_t nns; int32_t lock, count, owner, users, kind; } m;
+
+	if (pread(mem, &m, sizeof(m), (off_t)(lock - 8)) != sizeof(m))
+		return false;
+	return m.nns >= 1 && m.nns <= 16 && m.kind == 1 &&
+	       (m.owner == 0) == (m.count == 0) && m.owner >= 0;
+}
+
+/*
+ * _rtld_global's _dl_load_lock, which every dlopen takes: its offset
+ * follows the 16 namespaces of struct rtld_global, whose size glibc
+ * changed in 2.32 and 2.35. Each layout is tried and checked in memory.
+ */
+static void find_load_lock(struct inject_target *t, uint64_t rtld_global)
+{
+	static const uint64_t offsets[] = { 2568, 2440, 2312 };
+	char path[64];
+	int mem;
+
+	snprintf(path, sizeof(path), "/proc/%d/mem", (int)t->pid);
+	mem = open(path, O_RDONLY | O_CLOEXEC);
+	for (size_t i = 0; mem >= 0 && i < sizeof(offsets) / sizeof(offsets[0]);
+	     i++)
+		if (is_load_lock(mem, rtld_global + offsets[i])) {
+			t->load_lock = rtld_global + offsets[i];
+			break;
+		}
+	if (mem >= 0)
+		close(mem);
+}
+
+void inject_resolve_loader(struct inject_target *t)
+{
+	char why[PATH_MAX + 64];
+	int fd = t->ldso_start == 0 ? -1 : open_mapped(t->pid, t->ldso,
+						       t->ldso_removed, why,
+						       sizeof(why));
+	uint64_t lowest, unused, o;
+	Elf *e;
+
+	t->load_lock = 0;
+	if (fd < 0 || t->mutex_trylock == 0)
+		goto out;
+	elf_version(EV_CURRENT);
+	e = elf_begin(fd, ELF_C_READ, NULL);
+	if (e != NULL && scan_segments(e, &lowest, &unused) == 0 &&
+	    dynsym_find(e, "_rtld_global", STT_OBJECT, &o) && o != 0)
+		find_load_lock(t, t->ldso_start - (lowest & ~0xfffULL) + o);
+	elf_end(e);
+out:
+	if (fd >= 0)
+		close(fd);
 }
 
 int inject_resolve_wake(struct inject_target *t, char *msg, size_t len)
@@ -723,137 +801,4 @@ bool inject_lib_mapped(const struct inject_target *t)
 	struct lib_search s = { t->lib, false };
 
 	return maps_each(t->pid, note_lib, &s) == 0 && s.found;
-}
-
-/* An open file that is not a regular file (or cannot be looked at). */
-static bool fd_is_file(pid_t pid, uint64_t fd)
-{
-	char path[64];
-	struct stat st;
-
-	snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)pid, (int)fd);
-	return fd > INT_MAX || stat(path, &st) < 0 || S_ISREG(st.st_mode);
-}
-
-/*
- * The call runs with a signal mask of its own, the thread's saved until
- * it returns (sigsuspend; ppoll, pselect6, epoll_pwait with a mask).
- * Setting the mask of such a thread through ptrace drops the saved one:
- * the call's mask would stay the thread's for good.
- */
-static bool temporary_mask(pid_t pid, long nr, const uint64_t a[6])
-{
-	char path[64];
-	uint64_t set = 1;
-	int fd;
-
-	if (nr == SYS_rt_sigsuspend)
-		return true;
-	if (nr == SYS_ppoll)
-		return a[3] != 0;
-	if (nr == SYS_epoll_pwait || nr == SYS_epoll_pwait2)
-		return a[4] != 0;
-	if (nr != SYS_pselect6 || a[5] == 0)
-		return false;
-	/* pselect6 passes { const sigset_t *set; size_t size } */
-	snprintf(path, sizeof(path), "/proc/%d/mem", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd >= 0 && pread(fd, &set, sizeof(set), (off_t)a[5]) != sizeof(set))
-		set = 1;
-	if (fd >= 0)
-		close(fd);
-	return set != 0;
-}
-
-/*
- * How safe it is to borrow a thread parked in system call nr: 3 best,
- * 1 last resort, 0 never. The loader and malloc never wait in these calls,
- * so a thread parked in one holds none of their locks; dlopen in it cannot
- * deadlock on itself. Exceptions: the loader reads libraries with read(),
- * so a read of a regular file does not count; futex waits of
- * pthread_cond_wait, pthread_join and semaphores (FUTEX_WAIT_BITSET) are
- * fine; plain FUTEX_WAIT is also how glibc's internal locks wait, so only
- * as a last resort. Never a thread waiting under a temporary signal mask.
- */
-int inject_syscall_rank(pid_t pid, long nr, const uint64_t a[6])
-{
-	static const long safe[] = {
-		SYS_poll, SYS_ppoll, SYS_select, SYS_pselect6, SYS_epoll_wait,
-		SYS_epoll_pwait, SYS_epoll_pwait2, SYS_nanosleep,
-		SYS_clock_nanosleep, SYS_read, SYS_recvfrom, SYS_recvmsg,
-		SYS_recvmmsg, SYS_accept, SYS_accept4, SYS_wait4, SYS_waitid,
-		SYS_pause, SYS_rt_sigtimedwait,
-	};
-
-	if (nr == SYS_futex)
-		return (a[1] & FUTEX_CMD_MASK) == FUTEX_WAIT_BITSET ? 2 : 1;
-	if ((nr == SYS_read && fd_is_file(pid, a[0])) ||
-	    temporary_mask(pid, nr, a))
-		return 0;
-	for (size_t i = 0; i < sizeof(safe) / sizeof(safe[0]); i++)
-		if (safe[i] == nr)
-			return 3;
-	return 0;
-}
-
-/* A thread's rank from /proc (see syscall_rank). */
-static int thread_rank(const struct inject_target *t, pid_t tid)
-{
-	char path[80], text[8192];
-	uint64_t a[6];
-	long nr;
-
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/syscall", (int)t->pid,
-		 (int)tid);
-	if (slurp(path, text, sizeof(text)) < 0 ||
-	    sscanf(text, "%ld %" SCNx64 " %" SCNx64 " %" SCNx64 " %" SCNx64
-		   " %" SCNx64 " %" SCNx64, &nr, &a[0], &a[1], &a[2], &a[3],
-		   &a[4], &a[5]) != 7)
-		return 0;	/* "running", or not in a system call */
-	if (inject_only_syscall >= 0 && nr != inject_only_syscall)
-		return 0;
-	return inject_syscall_rank(t->pid, nr, a);
-}
-
-static bool skipped(pid_t tid, const pid_t *skip, int n)
-{
-	for (int i = 0; i < n; i++)
-		if (skip[i] == tid)
-			return true;
-	return false;
-}
-
-/* The safest thread to borrow, rescanning a while for a best one; 0: none. */
-pid_t inject_pick_thread(const struct inject_target *t, const pid_t *skip, int nskip,
-			 int *rank)
-{
-	int64_t deadline = clock_now_ms() + PICK_RETRY_MS;
-	char path[64];
-	pid_t best = 0;
-
-	*rank = 0;
-	snprintf(path, sizeof(path), "/proc/%d/task", (int)t->pid);
-	for (;;) {
-		DIR *d = opendir(path);
-		struct dirent *e;
-
-		if (d == NULL)
-			return 0;
-		while ((e = readdir(d)) != NULL) {
-			pid_t tid = (pid_t)atoi(e->d_name);
-			int r;
-
-			if (tid <= 0 || skipped(tid, skip, nskip))
-				continue;
-			r = thread_rank(t, tid);
-			if (r > *rank) {
-				*rank = r;
-				best = tid;
-			}
-		}
-		closedir(d);
-		if (*rank == 3 || clock_now_ms() >= deadline)
-			return best;
-		usleep(20000);
-	}
 }

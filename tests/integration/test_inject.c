@@ -10,6 +10,7 @@
  */
 #include "../../tui/inject.c"
 #include "../../tui/inject_proc.c"
+#include "../../tui/inject_thread.c"
 #include "../../tui/ns.c"
 
 #include <grp.h>
@@ -233,8 +234,12 @@ static int timed_inject(pid_t pid, const char *lib, char *msg, size_t len,
 	struct timespec a, b;
 	int rc;
 
+	/* A thread borrowed from epoll_wait sees one EINTR: only with
+	 * --force (the workload counts them). */
+	bool force = inject_only_syscall == SYS_epoll_wait;
+
 	clock_gettime(CLOCK_MONOTONIC, &a);
-	rc = inject_collector(pid, lib, false, msg, len);
+	rc = inject_collector(pid, lib, force, msg, len);
 	clock_gettime(CLOCK_MONOTONIC, &b);
 	*ms = (double)(b.tv_sec - a.tv_sec) * 1e3 +
 	      (double)(b.tv_nsec - a.tv_nsec) / 1e6;
@@ -243,40 +248,63 @@ static int timed_inject(pid_t pid, const char *lib, char *msg, size_t len,
 
 static void test_syscall_ranks(void)
 {
-	int pipefd[2], file = open("/proc/self/exe", O_RDONLY);
+	int pipefd[2], sock[2], file = open("/proc/self/exe", O_RDONLY);
+	struct timeval tv = { 5, 0 };
 	uint64_t a[6] = { 0 };
 
-	CHECK(pipe(pipefd) == 0 && file >= 0, "pipe/open failed");
-	CHECK_U64(inject_syscall_rank(getpid(), SYS_epoll_wait, a), 3);
-	CHECK_U64(inject_syscall_rank(getpid(), SYS_clock_nanosleep, a), 3);
+	CHECK(pipe(pipefd) == 0 && file >= 0 &&
+	      socketpair(AF_UNIX, SOCK_STREAM, 0, sock) == 0,
+	      "pipe/open/socketpair failed");
+	/* A stop alone fails these with EINTR (signal(7)). */
+	CHECK_U64(inject_syscall_rank(getpid(), SYS_epoll_wait, a), RANK_EINTR);
+	CHECK_U64(inject_syscall_rank(getpid(), SYS_rt_sigtimedwait, a), RANK_EINTR);
+	CHECK_U64(inject_syscall_rank(getpid(), SYS_semtimedop, a), RANK_EINTR);
+	/* Relative sleeps, poll and timed futex waits need the restart block. */
+	CHECK_U64(inject_syscall_rank(getpid(), SYS_clock_nanosleep, a), RANK_AT_END);
+	CHECK_U64(inject_syscall_rank(getpid(), SYS_nanosleep, a), RANK_AT_END);
+	CHECK_U64(inject_syscall_rank(getpid(), SYS_poll, a), RANK_AT_END);
+	a[1] = TIMER_ABSTIME;
+	CHECK_U64(inject_syscall_rank(getpid(), SYS_clock_nanosleep, a), RANK_SAFE);
 	a[1] = FUTEX_WAIT_BITSET | FUTEX_PRIVATE_FLAG;	/* pthread_cond_wait */
-	CHECK_U64(inject_syscall_rank(getpid(), SYS_futex, a), 2);
+	CHECK_U64(inject_syscall_rank(getpid(), SYS_futex, a), RANK_FUTEX);
 	a[1] = FUTEX_WAIT | FUTEX_PRIVATE_FLAG;		/* a lock */
-	CHECK_U64(inject_syscall_rank(getpid(), SYS_futex, a), 1);
+	CHECK_U64(inject_syscall_rank(getpid(), SYS_futex, a), RANK_LOCK_WAIT);
+	a[3] = (uint64_t)(uintptr_t)&tv;		/* timed */
+	CHECK_U64(inject_syscall_rank(getpid(), SYS_futex, a), RANK_AT_END);
+	a[1] = FUTEX_WAKE, a[3] = 0;
+	CHECK_U64(inject_syscall_rank(getpid(), SYS_futex, a), RANK_NEVER);
 	a[0] = (uint64_t)pipefd[0];
-	CHECK_U64(inject_syscall_rank(getpid(), SYS_read, a), 3);
+	CHECK_U64(inject_syscall_rank(getpid(), SYS_read, a), RANK_SAFE);
+	a[0] = (uint64_t)sock[0];
+	CHECK_U64(inject_syscall_rank(getpid(), SYS_recvfrom, a), RANK_SAFE);
+	setsockopt(sock[0], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	CHECK_U64(inject_syscall_rank(getpid(), SYS_recvfrom, a), RANK_EINTR);
 	a[0] = (uint64_t)file;				/* the loader's kind */
-	CHECK_U64(inject_syscall_rank(getpid(), SYS_read, a), 0);
-	CHECK_U64(inject_syscall_rank(getpid(), SYS_mmap, a), 0);
+	CHECK_U64(inject_syscall_rank(getpid(), SYS_read, a), RANK_NEVER);
+	CHECK_U64(inject_syscall_rank(getpid(), SYS_mmap, a), RANK_NEVER);
 	{
 		/* Waits under a mask of their own are never borrowed. */
 		sigset_t set;
 		uint64_t arg[2] = { 0, 8 };	/* pselect6's { set, size } */
 		uint64_t b[6] = { 0 };
 
-		CHECK_U64(inject_syscall_rank(getpid(), SYS_rt_sigsuspend, b), 0);
-		CHECK_U64(inject_syscall_rank(getpid(), SYS_ppoll, b), 3);
+		CHECK_U64(inject_syscall_rank(getpid(), SYS_rt_sigsuspend, b),
+			  RANK_NEVER);
+		CHECK_U64(inject_syscall_rank(getpid(), SYS_ppoll, b), RANK_SAFE);
 		b[3] = (uint64_t)(uintptr_t)&set;
-		CHECK_U64(inject_syscall_rank(getpid(), SYS_ppoll, b), 0);
+		CHECK_U64(inject_syscall_rank(getpid(), SYS_ppoll, b), RANK_NEVER);
 		b[3] = 0, b[5] = (uint64_t)(uintptr_t)arg;
-		CHECK_U64(inject_syscall_rank(getpid(), SYS_pselect6, b), 3);
+		CHECK_U64(inject_syscall_rank(getpid(), SYS_pselect6, b), RANK_SAFE);
 		arg[0] = (uint64_t)(uintptr_t)&set;
-		CHECK_U64(inject_syscall_rank(getpid(), SYS_pselect6, b), 0);
+		CHECK_U64(inject_syscall_rank(getpid(), SYS_pselect6, b), RANK_NEVER);
 		b[5] = 0, b[4] = (uint64_t)(uintptr_t)&set;
-		CHECK_U64(inject_syscall_rank(getpid(), SYS_epoll_pwait, b), 0);
+		CHECK_U64(inject_syscall_rank(getpid(), SYS_epoll_pwait, b),
+			  RANK_NEVER);
 	}
 	close(pipefd[0]);
 	close(pipefd[1]);
+	close(sock[0]);
+	close(sock[1]);
 	close(file);
 }
 
@@ -352,7 +380,7 @@ static char state_of(pid_t pid)
 	char path[64], text[4096], state[32] = "?";
 
 	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	if (slurp(path, text, sizeof(text)) > 0)
+	if (inject_slurp(path, text, sizeof(text)) > 0)
 		field(text, "State", state, sizeof(state));
 	return state[0];
 }
@@ -556,6 +584,41 @@ static void expect_copy_loaded(pid_t pid, const char *lib)
 	      "the second time, got %d \"%s\"", rc, msg);
 }
 
+static void build_slow_library(const char *name, int ms, char *so, char *done,
+			       size_t n);
+
+/*
+ * A copy whose dlopen is given up on (its constructor outlasts the call's
+ * deadline) stays where the borrowed thread will open it: once its
+ * directory is removed, any user could put a library of theirs under
+ * that name in /tmp before the dlopen gets to it.
+ */
+static void expect_pending_copy_kept(pid_t pid, const char *slow, const char *done)
+{
+	char msg[512], dir[PATH_MAX + 64], cmd[PATH_MAX + 96];
+	const char *at;
+	int rc;
+
+	call_timeout_ms = 300;
+	rc = inject_collector(pid, slow, false, msg, sizeof(msg));
+	call_timeout_ms = 5000;
+	at = strstr(msg, "stays in /tmp/qsptop-lib-");
+	CHECK(rc == INJECT_FAILED && at != NULL, "slow copy: expected a timeout "
+	      "that keeps the copy, got %d \"%s\"", rc, msg);
+	if (at == NULL)
+		return;
+	snprintf(dir, sizeof(dir), "/proc/%d/root%.*s", (int)pid,
+		 (int)strcspn(at + 9, " "), at + 9);
+	CHECK(access(dir, F_OK) == 0, "slow copy: %s was removed while its dlopen "
+	      "was pending", dir);
+	for (int64_t end = clock_now_ms() + 10000;
+	     access(done, F_OK) != 0 && clock_now_ms() < end;)
+		usleep(10000);
+	CHECK(access(done, F_OK) == 0, "slow copy: its constructor never ran");
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	CHECK(system(cmd) == 0, "cannot remove %s", dir);
+}
+
 /* A thread id, and a library the target cannot see (a mount namespace). */
 static void test_refuses_thread_and_hidden_library(void)
 {
@@ -604,6 +667,16 @@ static void test_refuses_thread_and_hidden_library(void)
 		return;
 	}
 	expect_copy_loaded(p.pid, lib);
+	{
+		char slow[PATH_MAX + 32], done[PATH_MAX + 32], hidden[PATH_MAX + 64];
+
+		build_slow_library("slowcopy", 1500, slow, done, sizeof(slow));
+		snprintf(hidden, sizeof(hidden), "%s/libslowcopy.so", dir);
+		/* Beside the collector: hidden from the target too. */
+		snprintf(cmd, sizeof(cmd), "cp %s %s", slow, hidden);
+		CHECK(system(cmd) == 0, "cannot copy %s", slow);
+		expect_pending_copy_kept(p.pid, hidden, done);
+	}
 	CHECK(stop_target(&p) == 0, "target failed: %s", read_text(p.out));
 }
 
@@ -623,6 +696,7 @@ static void build_library(const char *name, const char *body, char *so,
 	f = fopen(src, "w");
 	fprintf(f, "#include <errno.h>\n#include <fcntl.h>\n#include <linux/futex.h>\n"
 		"#include <pthread.h>\n#include <signal.h>\n"
+		"#include <stdio.h>\n#include <stdlib.h>\n"
 		"#include <sys/syscall.h>\n#include <time.h>\n#include <unistd.h>\n"
 		"__attribute__((constructor)) static void ctor(void)\n{ %s }\n",
 		body);
@@ -643,6 +717,23 @@ static void build_slow_library(const char *name, int ms, char *so, char *done,
 	build_library(name, body, so, n);
 }
 
+/* Wait up to ms for thread tid of pid to be traced; false at the deadline. */
+static bool wait_tracer(pid_t pid, pid_t tid, int ms)
+{
+	int64_t deadline = clock_now_ms() + ms;
+	char path[96], text[4096], v[32];
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/status", (int)pid,
+		 (int)tid);
+	while (clock_now_ms() < deadline) {
+		if (inject_slurp(path, text, sizeof(text)) > 0 &&
+		    field(text, "TracerPid", v, sizeof(v)) && atoi(v) != 0)
+			return true;
+		usleep(1000);
+	}
+	return false;
+}
+
 /* The thread of pid parked in system call nr (looking for 5 s), or 0. */
 static pid_t thread_in(pid_t pid, long nr)
 {
@@ -660,7 +751,7 @@ static pid_t thread_in(pid_t pid, long nr)
 			snprintf(path, sizeof(path), "/proc/%d/task/%s/syscall",
 				 (int)pid, e->d_name);
 			if (e->d_name[0] != '.' &&
-			    slurp(path, text, sizeof(text)) > 0 &&
+			    inject_slurp(path, text, sizeof(text)) > 0 &&
 			    atol(text) == nr)
 				found = (pid_t)atoi(e->d_name);
 		}
@@ -766,7 +857,7 @@ static void test_signals_during_call(void)
 	double ms;
 	int rc;
 
-	build_slow_library("pause", 400, so, done, sizeof(so));
+	build_slow_library("pause", 800, so, done, sizeof(so));
 	if (!start_target(&p)) {
 		CHECK(0, "workload did not start");
 		kill_proc(&p);
@@ -776,6 +867,8 @@ static void test_signals_during_call(void)
 	CHECK(tid != 0, "no thread in epoll_wait");
 	child = fork();
 	if (child == 0) {
+		/* Once the thread is borrowed, inside the constructor. */
+		wait_tracer(p.pid, tid, 10000);
 		usleep(100000);
 		syscall(SYS_tgkill, p.pid, tid, SIGUSR1);
 		usleep(100000);
@@ -848,12 +941,12 @@ static pid_t traced_in(pid_t pid, long nr)
 			continue;
 		snprintf(path, sizeof(path), "/proc/%d/task/%s/status", (int)pid,
 			 e->d_name);
-		if (slurp(path, text, sizeof(text)) <= 0 ||
+		if (inject_slurp(path, text, sizeof(text)) <= 0 ||
 		    !field(text, "TracerPid", v, sizeof(v)) || atoi(v) == 0)
 			continue;
 		snprintf(path, sizeof(path), "/proc/%d/task/%s/syscall",
 			 (int)pid, e->d_name);
-		if (slurp(path, text, sizeof(text)) > 0 &&
+		if (inject_slurp(path, text, sizeof(text)) > 0 &&
 		    sscanf(text, "%ld %*x %" SCNx64, &in, &op) == 2 && in == nr &&
 		    (nr != SYS_futex || (op & FUTEX_CMD_MASK) == FUTEX_WAIT))
 			found = (pid_t)atoi(e->d_name);
@@ -891,12 +984,12 @@ static const char *thread_states(pid_t pid)
 			continue;
 		snprintf(path, sizeof(path), "/proc/%d/task/%s/status", (int)pid,
 			 e->d_name);
-		if (slurp(path, text, sizeof(text)) <= 0 ||
+		if (inject_slurp(path, text, sizeof(text)) <= 0 ||
 		    !field(text, "State", state, sizeof(state)))
 			continue;
 		snprintf(path, sizeof(path), "/proc/%d/task/%s/syscall",
 			 (int)pid, e->d_name);
-		if (slurp(path, text, sizeof(text)) <= 0)
+		if (inject_slurp(path, text, sizeof(text)) <= 0)
 			text[0] = '\0';
 		used += (size_t)snprintf(out + used, sizeof(out) - used,
 					 "%s:%c:%.*s ", e->d_name, state[0],
@@ -919,18 +1012,42 @@ static int qsptop_with(const char *option, pid_t pid, struct proc *q)
 	return wait_status(q->pid, EXIT_MS);
 }
 
+/* Some thread of pid is traced now. */
+static bool any_traced(pid_t pid)
+{
+	char path[320], text[4096], v[32];
+	struct dirent *e;
+	bool traced = false;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	d = opendir(path);
+	while (d != NULL && !traced && (e = readdir(d)) != NULL) {
+		snprintf(path, sizeof(path), "/proc/%d/task/%s/status", (int)pid,
+			 e->d_name);
+		traced = e->d_name[0] != '.' &&
+			 inject_slurp(path, text, sizeof(text)) > 0 &&
+			 field(text, "TracerPid", v, sizeof(v)) && atoi(v) != 0;
+	}
+	if (d != NULL)
+		closedir(d);
+	return traced;
+}
+
 /*
  * Another thread of the target is inside a slow constructor, holding the
- * loader lock, so the dlopen qsptop -p makes the borrowed thread call
- * waits. With kill_it, qsptop is SIGKILLed then: the kernel lets go of the
- * borrowed thread mid-call, and when the dlopen finishes it must return to
- * where it was, not crash the target. Without, qsptop waits and loads.
+ * loader lock. qsptop -p borrows no thread while it is held (a thread
+ * waiting for it in our dlopen could hold what the constructor waits
+ * for: the process would hang for good): it waits, and refuses, naming
+ * the holder, when the lock outlasts its wait. Killed meanwhile, it
+ * leaves nothing behind. Either way, once the dlopen ends, the threads
+ * go on and a second qsptop -p loads.
  */
 static void qsptop_during_slow_dlopen(const char *so, bool kill_it)
 {
 	char pidstr[16];
 	struct proc p, q;
-	pid_t waiter = 0;
+	bool traced = false;
 	int rc;
 	char *argv[] = { workload, (char *)so, NULL };
 	char *qargv[] = { qsptop, "-b", "-n", "1", "-d", "0.2", "-p", pidstr,
@@ -944,41 +1061,81 @@ static void qsptop_during_slow_dlopen(const char *so, bool kill_it)
 	}
 	snprintf(pidstr, sizeof(pidstr), "%d", (int)p.pid);
 	spawn(&q, qargv, "qsptop");
-	if (kill_it) {
-		waiter = wait_traced_in(p.pid, SYS_futex, 30000);
-		usleep(300000);
-		CHECK(waiter != 0 && traced_in(p.pid, SYS_futex) == waiter,
-		      "qsptop never waited inside dlopen in PID %d: %s",
-		      (int)p.pid, thread_states(p.pid));
+	for (int64_t end = clock_now_ms() + 1000; clock_now_ms() < end;)
+		traced |= any_traced(p.pid);
+	CHECK(!traced, "qsptop borrowed a thread of PID %d while another held "
+	      "the loader lock", (int)p.pid);
+	if (kill_it)
 		kill(q.pid, SIGKILL);
-	}
 	rc = wait_status(q.pid, EXIT_MS);
-	CHECK(kill_it ? rc == 128 + SIGKILL : rc == 0,
-	      "qsptop -p beside a slow dlopen: exit %d: %s", rc, read_text(q.out));
-	CHECK(wait_output(&p, "loaded\n", 5000), "the slow dlopen did not end: "
+	CHECK(kill_it ? rc == 128 + SIGKILL : rc == 1 &&
+	      strstr(read_text(q.out), "held the loader's lock") != NULL,
+	      "qsptop -p beside a slow dlopen: expected %s, got exit %d: %s",
+	      kill_it ? "its death" : "a refusal naming the loader lock", rc,
+	      read_text(q.out));
+	CHECK(wait_output(&p, "loaded\n", 10000), "the slow dlopen did not end: "
 	      "%s", read_text(p.out));
 	CHECK(all_threads_progress(&p), "threads stalled after qsptop %s: %s",
-	      kill_it ? "was killed" : "loaded", thread_states(p.pid));
-	if (kill_it) {
-		rc = qsptop_with(NULL, p.pid, &q);
-		CHECK(rc == 0, "qsptop -p after a killed one: exit %d: %s", rc,
-		      read_text(q.out));
-	}
+	      kill_it ? "was killed" : "refused", thread_states(p.pid));
+	rc = qsptop_with(NULL, p.pid, &q);
+	CHECK(rc == 0, "qsptop -p after the dlopen: exit %d: %s", rc,
+	      read_text(q.out));
 	rc = stop_target(&p);
 	CHECK(rc == 0 && strstr(read_text(p.out), "\nok ") != NULL,
 	      "target after qsptop %s: expected exit 0 and \"ok\", got %d:\n%s",
-	      kill_it ? "was killed in dlopen" : "loaded", rc, read_text(p.out));
+	      kill_it ? "was killed" : "refused", rc, read_text(p.out));
 }
 
-static void test_qsptop_killed_inside_dlopen(void)
+/*
+ * The deadlock a borrowed thread could close (tests/workloads/
+ * loader_lock.c): every thread qsptop could borrow holds a mutex that a
+ * constructor, running under the loader lock, waits for. A borrowed
+ * thread whose dlopen waited for the loader lock would never give its
+ * mutex back. qsptop waits for the lock instead, and the program ends.
+ */
+static void test_no_deadlock_through_loader_lock(void)
+{
+	char so[PATH_MAX + 32], pidstr[16], program[PATH_MAX + 32];
+	char *qargv[] = { qsptop, "-b", "-n", "1", "-d", "0.2", "-p", pidstr,
+			  NULL };
+	char *argv[] = { program, so, NULL };
+	struct proc p, q;
+	int rc;
+
+	build_library("waits_for_main", "void *m; setvbuf(stdout, NULL, "
+		      "_IONBF, 0); write(1, \"constructor\\n\", 12); sscanf("
+		      "getenv(\"LOADER_LOCK_MUTEX\"), \"%p\", &m); "
+		      "pthread_mutex_lock(m); pthread_mutex_unlock(m);", so,
+		      sizeof(so));
+	join(program, build, "/tests/wl_loader_lock");
+	spawn(&p, argv, "loader_lock");
+	if (!wait_output(&p, "constructor\n", READY_MS)) {
+		CHECK(0, "loader_lock did not reach its constructor: %s",
+		      read_text(p.out));
+		kill_proc(&p);
+		return;
+	}
+	snprintf(pidstr, sizeof(pidstr), "%d", (int)p.pid);
+	spawn(&q, qargv, "qsptop");
+	CHECK(wait_output(&p, "done\n", EXIT_MS), "qsptop -p hung the program "
+	      "through the loader lock: threads %s\n%s", thread_states(p.pid),
+	      read_text(p.out));
+	rc = wait_status(p.pid, EXIT_MS);
+	CHECK(rc == 0, "loader_lock exit %d:\n%s", rc, read_text(p.out));
+	rc = wait_status(q.pid, EXIT_MS);
+	printf("qsptop beside the loader lock: exit %d: %s", rc,
+	       read_text(q.out));
+}
+
+static void test_qsptop_beside_slow_dlopen(void)
 {
 	char so[PATH_MAX + 32];
 
-	/* A futex wait: qsptop does not borrow the thread holding the lock. */
-	build_library("locker", "struct timespec t = { 3, 0 }; int w = 0; "
+	/* Longer than qsptop waits for the loader lock (3 s). */
+	build_library("locker", "struct timespec t = { 5, 0 }; int w = 0; "
 		      "syscall(SYS_futex, &w, FUTEX_WAIT, 0, &t, 0, 0);", so,
 		      sizeof(so));
-	qsptop_during_slow_dlopen(so, false);	/* the control */
+	qsptop_during_slow_dlopen(so, false);
 	qsptop_during_slow_dlopen(so, true);
 }
 
@@ -1059,7 +1216,7 @@ static bool ignores_segv(pid_t pid)
 	char path[64], text[8192], v[32];
 
 	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	return slurp(path, text, sizeof(text)) > 0 &&
+	return inject_slurp(path, text, sizeof(text)) > 0 &&
 	       field(text, "SigIgn", v, sizeof(v)) &&
 	       (strtoull(v, NULL, 16) & (1ULL << (SIGSEGV - 1)));
 }
@@ -1505,7 +1662,8 @@ int main(void)
 	test_timeout_gives_thread_back();
 	test_signals_during_call();
 	test_target_exits_during_call();
-	test_qsptop_killed_inside_dlopen();
+	test_qsptop_beside_slow_dlopen();
+	test_no_deadlock_through_loader_lock();
 	test_cancel_during_call();
 	test_keeps_ignored_segv();
 	test_registers_come_back();

@@ -183,6 +183,8 @@ int inject_check_status(struct inject_target *t, char *msg, size_t len)
 		sscanf(v, "%*u %u", &t->euid);
 	if (field(text, "Gid", v, sizeof(v)))
 		sscanf(v, "%*u %u", &t->egid);
+	/* "NSpid: 1234 1" inside a PID namespace. */
+	t->pid_ns = field(text, "NSpid", v, sizeof(v)) && strpbrk(v, " \t");
 	if (field(text, "TracerPid", v, sizeof(v)) && atoi(v) != 0)
 		return inject_fail(msg, len, "PID %d is already traced by PID %s (a "
 				   "debugger?)", pid, v);

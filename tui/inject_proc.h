@@ -56,8 +56,10 @@ struct inject_target {
 	bool ldso_removed;
 	uint64_t ldso_start;
 	uint64_t dlopen, setcancelstate, restore_rt;
-	/* The loader's lock (0: not found), and libc's calls to take it. */
+	/* The loader's lock (0: not found), and libc's calls to take it;
+	 * whether the target's TIDs differ from ours (a PID namespace). */
 	uint64_t load_lock, mutex_trylock, mutex_unlock;
+	bool pid_ns;
 	/* libc's thread-local dlerror record and errno: the GOT slot that
 	 * holds the record's offset from the thread pointer (0: unknown),
 	 * and both variables' offsets in libc's TLS block. */

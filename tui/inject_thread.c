@@ -271,15 +271,55 @@ void inject_pick_thread(const struct inject_target *t, const pid_t *skip,
 	}
 }
 
-/* The loader lock's owner: a TID, 0 when free, -1 when unknown. */
+/* Thread tid of pid as its own PID namespace numbers it (NSpid's last). */
+static pid_t tid_inside(pid_t pid, pid_t tid)
+{
+	char path[96], text[4096];
+	const char *at, *last;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/status", (int)pid,
+		 (int)tid);
+	if (inject_slurp(path, text, sizeof(text)) < 0 ||
+	    (at = strstr(text, "\nNSpid:")) == NULL)
+		return tid;
+	at += 7;
+	last = at;
+	while (*at != '\n' && *at != '\0') {
+		at += strspn(at, " \t");
+		if (*at >= '0' && *at <= '9')
+			last = at;
+		at += strcspn(at, " \t\n");
+	}
+	return (pid_t)atoi(last);
+}
+
+/*
+ * The owner of the loader's lock as we number threads: a TID, 0 when
+ * free, -1 when unknown. glibc records its own TID, which inside a PID
+ * namespace is not ours.
+ */
 pid_t inject_loader_owner(const struct inject_target *t, int mem)
 {
+	char path[64];
+	struct dirent *e;
+	pid_t found = -1;
 	int32_t owner;
+	DIR *d;
 
 	if (t->load_lock == 0 ||
 	    pread(mem, &owner, sizeof(owner), (off_t)(t->load_lock +
 						      MUTEX_OWNER_AT)) !=
 	    sizeof(owner))
 		return -1;
-	return owner;
+	if (owner <= 0 || !t->pid_ns)
+		return owner;
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)t->pid);
+	d = opendir(path);
+	while (d != NULL && found < 0 && (e = readdir(d)) != NULL)
+		if (atoi(e->d_name) > 0 &&
+		    tid_inside(t->pid, (pid_t)atoi(e->d_name)) == owner)
+			found = (pid_t)atoi(e->d_name);
+	if (d != NULL)
+		closedir(d);
+	return found < 0 ? owner : found;	/* an exited owner: still held */
 }

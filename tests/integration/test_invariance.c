@@ -168,7 +168,8 @@ static void judge_qsptop(struct trial *t, int which, int status,
 		snprintf(said, sizeof(t->attach[0]), "refused: %s", line);
 	if (status < 0 || status >= 128)
 		snprintf(t->problem, sizeof(t->problem), "qsptop %d %s", which + 1,
-			 status < 0 ? "hung" : "died of a signal");
+			 status < 0 ? "hung (or never started)" :
+				      "died of a signal");
 	else if (status != 0 && count_lines(msg) != 1)
 		snprintf(t->problem, sizeof(t->problem), "qsptop %d refused in "
 			 "%d lines, not one: %s", which + 1, count_lines(msg), msg);
@@ -182,7 +183,7 @@ static void attach_once(struct trial *t, pid_t pid, int which)
 	char out[PATH_MAX + 64], err[PATH_MAX + 64];
 	pid_t q = start_qsptop(t, pid, which, out, err, sizeof(out));
 
-	judge_qsptop(t, which, wait_status(q, QSPTOP_MS), out, err);
+	judge_qsptop(t, which, q < 0 ? -1 : wait_status(q, QSPTOP_MS), out, err);
 }
 
 /* Start qsptop -p pid and kill it after the trial's delay. */
@@ -192,6 +193,10 @@ static void attach_killed(struct trial *t, pid_t pid)
 	int ms = kill_ms[t->run - 2], status;
 	pid_t q = start_qsptop(t, pid, 0, out, err, sizeof(out));
 
+	if (q < 0) {
+		judge_qsptop(t, 0, -1, out, err);
+		return;
+	}
 	usleep((useconds_t)ms * 1000);
 	kill(q, SIGKILL);
 	status = wait_status(q, QSPTOP_MS);
@@ -239,6 +244,11 @@ static void run_trial(struct trial *t)
 	snprintf(ms, sizeof(ms), "%d", CALL_MS);
 	pid = start((char *[]){ workload, (char *)t->name, ms, notes, NULL },
 		    out, out);
+	if (pid < 0) {
+		snprintf(t->problem, sizeof(t->problem), "cannot fork");
+		t->out = strdup("");
+		return;
+	}
 	if (t->run != 0)
 		watch(t, pid, notes);
 	t->status = wait_status(pid, TARGET_MS);

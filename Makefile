@@ -57,7 +57,9 @@ COLLECTOR_SRC := $(wildcard collector/*.c)
 TUI_SRC       := $(wildcard tui/*.c)
 TUI_LIB_SRC   := $(filter-out tui/main.c,$(TUI_SRC))
 UNIT_SRC      := $(wildcard tests/unit/test_*.c)
-WORKLOAD_SRC  := $(wildcard tests/workloads/*.c tests/workloads/*.cc)
+# Workload programs: all of tests/workloads but a plugin (a library).
+WORKLOAD_SRC  := $(filter-out tests/workloads/invariant_plugin.c,\
+		 $(wildcard tests/workloads/*.c tests/workloads/*.cc))
 INTEG_SRC     := $(wildcard tests/integration/*.c)
 # Bench programs: every tests/bench/NAME.c but the shared bench.c.
 BENCH_SRC     := $(filter-out tests/bench/bench.c,$(wildcard tests/bench/*.c))
@@ -227,6 +229,14 @@ $(BUILD)/tests/wl_%: tests/workloads/%.c | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 -D_GNU_SOURCE -g -O1 -fno-inline -Wall -o $@ $< -lpthread
 
+# The invariance workload dlopens a plugin that sleeps in its constructor;
+# the suite runs the workload.
+INVARIANT_PLUGIN := $(BUILD)/tests/libwl_invariant_plugin.so
+$(INVARIANT_PLUGIN): tests/workloads/invariant_plugin.c | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -g -O1 -Wall -shared -fPIC -o $@ $<
+$(BUILD)/tests/test_invariance: $(BUILD)/tests/wl_invariant $(INVARIANT_PLUGIN)
+
 # The wrapper workload calls one wrapper in a library of its own. Its
 # stripped twins (PIE, and not) are for the address forms of --wrapper.
 WRAP_CC = $(CC) -std=gnu11 -D_GNU_SOURCE -g -O1 -fno-inline -Wall
@@ -349,7 +359,8 @@ $(BUILD)/tests/test_fuzz_%: $(BUILD)/fuzz/fuzz_% $(BUILD)/fuzz/proto_seeds \
 		'$(CURDIR)' '$(abspath $(BUILD))' '$*' '$(FUZZ_CHECK_SECONDS)' >$@
 	@chmod +x $@
 
-check: $(TEST_DEPS_STAMP) all $(UNIT_BIN) $(ASAN_BIN) $(WORKLOAD_BIN) $(WRAP_BIN) $(INTEG_BIN) \
+check: $(TEST_DEPS_STAMP) all $(UNIT_BIN) $(ASAN_BIN) $(WORKLOAD_BIN) $(WRAP_BIN) \
+	$(INVARIANT_PLUGIN) $(INTEG_BIN) \
 	$(BUILD)/tsan/test_stress $(BUILD)/tests/test_bench $(FUZZ_TESTS)
 	@FUZZ_SECONDS=$(FUZZ_CHECK_TIME) tests/run $(BUILD)
 

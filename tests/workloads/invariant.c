@@ -1,0 +1,694 @@
+/*
+ * The target of the invariance suite (test_invariance): one blocking call,
+ * the subject, made twice — first for MS milliseconds, while qsptop may
+ * attach, then for 200 ms, to show the program goes on — each time
+ * printing what it returned in words that do not change from run to run
+ * (no times, no PIDs, no descriptor numbers). Watched or not, the output
+ * must be the same.
+ *
+ *   wl_invariant list             the case names, one a line
+ *   wl_invariant CASE MS NOTES    run CASE; NOTES gets "wait TID NR" for a
+ *                                 thread besides the subject the test must
+ *                                 see in system call NR (-1: running), then
+ *                                 "subject TID NR" once the subject is
+ *                                 about to make its first call, and
+ *                                 "phase 2" before the second
+ *
+ * CASE is CALL-WHERE or CALL-WHERE-handler: WHERE is main, or worker (the
+ * main thread then waits in pthread_join); -handler installs a SIGUSR2
+ * handler without SA_RESTART, never raised. A call either times out after
+ * MS, or ends with an event a helper thread delivers after MS (CALL_event,
+ * and the calls that have no timeout). The last three calls are a sleep
+ * in the main thread while another thread is inside a plugin's
+ * constructor (the loader lock held), spins, or calls malloc.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <semaphore.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/resource.h>
+#include <sys/select.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define PHASE2_MS 200
+#define EARLY_MS 250	/* a call that ends this much before its time is early */
+#define CHILD_STATUS 7	/* waitpid's child exits with it */
+
+/* What a call returned: its value and errno (or the error it returned). */
+struct outcome {
+	long ret;
+	int err;
+};
+
+struct ctx;
+
+/* One subject call and what it needs around it. */
+struct call {
+	const char *name;
+	long nr;				/* the system call it waits in */
+	struct outcome (*block)(struct ctx *);	/* the call itself */
+	void (*prepare)(struct ctx *);		/* in the subject's thread, before */
+	void (*hold)(struct ctx *);		/* in the helper, before it is ready */
+	void (*deliver)(struct ctx *);		/* the helper's event, after MS */
+	void (*companion)(struct ctx *);	/* another thread's business */
+};
+
+/* What the calls wait on, made once for both phases. */
+struct ctx {
+	const struct call *call;
+	int ms;				/* how long this phase's call waits */
+	int notes;			/* the notes file */
+	int pipe[2];			/* the poll family and read_pipe wait on [0] */
+	int sock[2];			/* read_socket waits on [0] */
+	int listener;			/* accept waits on it, at addr */
+	struct sockaddr_in addr;
+	int epoll;			/* watches pipe[0] */
+	sem_t sem;			/* sem_wait, sem_timedwait */
+	sem_t ready;			/* the helper (or companion) is ready */
+	pthread_mutex_t held;		/* mutex_lock: the helper holds it */
+	pthread_mutex_t cond_mutex;
+	pthread_cond_t cond;		/* nobody signals it */
+	uint32_t futex_word;		/* nobody wakes it */
+	pid_t child;			/* waitpid's */
+	pthread_t subject;		/* the thread making the call */
+	struct outcome helper;		/* the helper's own sleep */
+	atomic_bool stop;		/* the companion should stop */
+	char said[128];			/* what the companion observed */
+};
+
+static struct outcome result(long ret)
+{
+	return (struct outcome){ ret, ret < 0 ? errno : 0 };
+}
+
+/* The outcome of a call that returns an error number. */
+static struct outcome returned(int err)
+{
+	return (struct outcome){ err, err };
+}
+
+static struct timespec span(int ms)
+{
+	return (struct timespec){ ms / 1000, ms % 1000 * 1000000L };
+}
+
+/* ms from now on clock, as an absolute time. */
+static struct timespec after(clockid_t clock, int ms)
+{
+	struct timespec t;
+
+	clock_gettime(clock, &t);
+	t.tv_sec += ms / 1000;
+	t.tv_nsec += ms % 1000 * 1000000L;
+	if (t.tv_nsec >= 1000000000L) {
+		t.tv_sec++;
+		t.tv_nsec -= 1000000000L;
+	}
+	return t;
+}
+
+static long now_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec * 1000L + t.tv_nsec / 1000000L;
+}
+
+static void note(struct ctx *x, const char *what, long nr)
+{
+	dprintf(x->notes, "%s %d %ld\n", what, (int)gettid(), nr);
+}
+
+/* The calls. */
+
+static struct outcome call_sleep(struct ctx *x)
+{
+	unsigned left = sleep((unsigned)(x->ms + 999) / 1000);
+
+	return (struct outcome){ left, left ? errno : 0 };
+}
+
+static struct outcome call_usleep(struct ctx *x)
+{
+	return result(usleep((useconds_t)x->ms * 1000));
+}
+
+static struct outcome call_nanosleep(struct ctx *x)
+{
+	struct timespec t = span(x->ms);
+
+	return result(nanosleep(&t, NULL));
+}
+
+static struct outcome call_clock_nanosleep(struct ctx *x)
+{
+	struct timespec t = span(x->ms);
+
+	return returned(clock_nanosleep(CLOCK_MONOTONIC, 0, &t, NULL));
+}
+
+static struct outcome call_clock_nanosleep_abs(struct ctx *x)
+{
+	struct timespec t = after(CLOCK_MONOTONIC, x->ms);
+
+	return returned(clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &t,
+					NULL));
+}
+
+/* poll and friends with a timeout of ms, or none (-1). */
+static struct outcome do_poll(struct ctx *x, int ms)
+{
+	struct pollfd p = { .fd = x->pipe[0], .events = POLLIN };
+
+	return result(poll(&p, 1, ms));
+}
+
+static struct outcome do_ppoll(struct ctx *x, int ms)
+{
+	struct pollfd p = { .fd = x->pipe[0], .events = POLLIN };
+	struct timespec t = span(ms);
+
+	return result(ppoll(&p, 1, ms < 0 ? NULL : &t, NULL));
+}
+
+static struct outcome do_select(struct ctx *x, int ms)
+{
+	struct timeval t = { ms / 1000, ms % 1000 * 1000 };
+	fd_set r;
+
+	FD_ZERO(&r);
+	FD_SET(x->pipe[0], &r);
+	return result(select(x->pipe[0] + 1, &r, NULL, NULL,
+			     ms < 0 ? NULL : &t));
+}
+
+static struct outcome do_pselect(struct ctx *x, int ms)
+{
+	struct timespec t = span(ms);
+	fd_set r;
+
+	FD_ZERO(&r);
+	FD_SET(x->pipe[0], &r);
+	return result(pselect(x->pipe[0] + 1, &r, NULL, NULL,
+			      ms < 0 ? NULL : &t, NULL));
+}
+
+static struct outcome do_epoll(struct ctx *x, int ms)
+{
+	struct epoll_event e;
+
+	return result(epoll_wait(x->epoll, &e, 1, ms));
+}
+
+static struct outcome call_poll(struct ctx *x) { return do_poll(x, x->ms); }
+static struct outcome call_poll_event(struct ctx *x) { return do_poll(x, -1); }
+static struct outcome call_ppoll(struct ctx *x) { return do_ppoll(x, x->ms); }
+static struct outcome call_ppoll_event(struct ctx *x) { return do_ppoll(x, -1); }
+static struct outcome call_select(struct ctx *x) { return do_select(x, x->ms); }
+static struct outcome call_select_event(struct ctx *x) { return do_select(x, -1); }
+static struct outcome call_pselect(struct ctx *x) { return do_pselect(x, x->ms); }
+static struct outcome call_pselect_event(struct ctx *x) { return do_pselect(x, -1); }
+static struct outcome call_epoll(struct ctx *x) { return do_epoll(x, x->ms); }
+static struct outcome call_epoll_event(struct ctx *x) { return do_epoll(x, -1); }
+
+static struct outcome call_read_pipe(struct ctx *x)
+{
+	char c;
+
+	return result(read(x->pipe[0], &c, 1));
+}
+
+static struct outcome call_read_socket(struct ctx *x)
+{
+	char c;
+
+	return result(read(x->sock[0], &c, 1));
+}
+
+/* The descriptor's number is not behaviour: any descriptor returns 0. */
+static struct outcome call_accept(struct ctx *x)
+{
+	int fd = accept(x->listener, NULL, NULL);
+	struct outcome o = result(fd < 0 ? -1 : 0);
+
+	if (fd >= 0)
+		close(fd);
+	return o;
+}
+
+/* The child's exit status, not its PID. */
+static struct outcome call_waitpid(struct ctx *x)
+{
+	int status = 0;
+	pid_t got = waitpid(x->child, &status, 0);
+
+	if (got == x->child && WIFEXITED(status))
+		return (struct outcome){ WEXITSTATUS(status), 0 };
+	return result(got < 0 ? -1 : -2);
+}
+
+static struct outcome call_pause(struct ctx *x)
+{
+	(void)x;
+	return result(pause());
+}
+
+static struct outcome call_sigwaitinfo(struct ctx *x)
+{
+	sigset_t set;
+
+	(void)x;
+	sigemptyset(&set);
+	sigaddset(&set, SIGUSR1);
+	return result(sigwaitinfo(&set, NULL));
+}
+
+static struct outcome call_sem_wait(struct ctx *x)
+{
+	return result(sem_wait(&x->sem));
+}
+
+static struct outcome call_sem_timedwait(struct ctx *x)
+{
+	struct timespec t = after(CLOCK_REALTIME, x->ms);
+
+	return result(sem_timedwait(&x->sem, &t));
+}
+
+static struct outcome call_cond_timedwait(struct ctx *x)
+{
+	struct timespec t = after(CLOCK_REALTIME, x->ms);
+	int err;
+
+	pthread_mutex_lock(&x->cond_mutex);
+	err = pthread_cond_timedwait(&x->cond, &x->cond_mutex, &t);
+	pthread_mutex_unlock(&x->cond_mutex);
+	return returned(err);
+}
+
+static struct outcome call_mutex_lock(struct ctx *x)
+{
+	int err = pthread_mutex_lock(&x->held);
+
+	if (err == 0)
+		pthread_mutex_unlock(&x->held);
+	return returned(err);
+}
+
+static struct outcome call_futex_wait(struct ctx *x)
+{
+	struct timespec t = span(x->ms);
+
+	return result(syscall(SYS_futex, &x->futex_word, FUTEX_WAIT, 0, &t,
+			      NULL, 0));
+}
+
+/* Before the call, in the subject's thread. */
+
+/* A child that exits after ms, untouched by qsptop. */
+static void fork_child(struct ctx *x)
+{
+	struct timespec t = span(x->ms);
+
+	x->child = fork();
+	if (x->child == 0) {
+		while (nanosleep(&t, &t) < 0 && errno == EINTR)
+			;
+		_exit(CHILD_STATUS);
+	}
+}
+
+static void on_signal(int sig)
+{
+	(void)sig;
+}
+
+/* A handler for sig, without SA_RESTART. */
+static void catch_signal(int sig)
+{
+	struct sigaction sa = { .sa_handler = on_signal };
+
+	sigemptyset(&sa.sa_mask);
+	sigaction(sig, &sa, NULL);
+}
+
+static void catch_usr1(struct ctx *x)
+{
+	(void)x;
+	catch_signal(SIGUSR1);
+}
+
+static void block_usr1(struct ctx *x)
+{
+	sigset_t set;
+
+	(void)x;
+	sigemptyset(&set);
+	sigaddset(&set, SIGUSR1);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+}
+
+/* The helper's events. */
+
+static void lock_held(struct ctx *x) { pthread_mutex_lock(&x->held); }
+static void unlock_held(struct ctx *x) { pthread_mutex_unlock(&x->held); }
+static void post_sem(struct ctx *x) { sem_post(&x->sem); }
+static void signal_subject(struct ctx *x) { pthread_kill(x->subject, SIGUSR1); }
+
+static void write_pipe(struct ctx *x)
+{
+	if (write(x->pipe[1], "x", 1) != 1)
+		perror("write");
+}
+
+static void write_socket(struct ctx *x)
+{
+	if (write(x->sock[1], "x", 1) != 1)
+		perror("write");
+}
+
+static void connect_peer(struct ctx *x)
+{
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	if (connect(fd, (struct sockaddr *)&x->addr, sizeof(x->addr)) < 0)
+		perror("connect");
+	close(fd);
+}
+
+/* The companions: other threads' business while main sleeps. */
+
+/* dlopen a plugin whose constructor sleeps past the main thread's call. */
+static void load_plugin(struct ctx *x)
+{
+	char path[PATH_MAX], so[PATH_MAX + 32];
+	ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);
+	const int *slept;
+	void *lib;
+
+	path[n > 0 ? n : 0] = '\0';
+	snprintf(so, sizeof(so), "%s/libwl_invariant_plugin.so", dirname(path));
+	note(x, "wait", SYS_clock_nanosleep);
+	sem_post(&x->ready);
+	lib = dlopen(so, RTLD_NOW);
+	slept = lib ? dlsym(lib, "invariant_plugin_slept") : NULL;
+	if (slept)
+		snprintf(x->said, sizeof(x->said), "plugin loaded, its "
+			 "constructor slept %s", *slept ? "fully" : "less");
+	else
+		snprintf(x->said, sizeof(x->said), "plugin: %s", dlerror());
+}
+
+/* Burn this thread's time at the lowest priority: the others go first. */
+static void be_nice(void)
+{
+	setpriority(PRIO_PROCESS, (id_t)gettid(), 19);
+}
+
+static void spin(struct ctx *x)
+{
+	volatile unsigned long spins = 0;
+
+	be_nice();
+	note(x, "wait", -1);
+	sem_post(&x->ready);
+	while (!atomic_load(&x->stop))
+		spins++;
+	snprintf(x->said, sizeof(x->said), "spinner stopped when asked");
+}
+
+static void malloc_loop(struct ctx *x)
+{
+	unsigned long n = 0;
+
+	be_nice();
+	note(x, "wait", -1);
+	sem_post(&x->ready);
+	while (!atomic_load(&x->stop)) {
+		void *volatile p = malloc(16 + n++ % 4096);
+
+		free(p);
+	}
+	snprintf(x->said, sizeof(x->said), "malloc loop stopped when asked");
+}
+
+/*
+ * CALL_event: no timeout, the event comes from the helper after MS. The
+ * last three are a nanosleep beside a companion thread.
+ */
+static const struct call calls[] = {
+	{ "sleep", SYS_clock_nanosleep, call_sleep },
+	{ "usleep", SYS_clock_nanosleep, call_usleep },
+	{ "nanosleep", SYS_clock_nanosleep, call_nanosleep },
+	{ "clock_nanosleep", SYS_clock_nanosleep, call_clock_nanosleep },
+	{ "clock_nanosleep_abs", SYS_clock_nanosleep, call_clock_nanosleep_abs },
+	{ "poll", SYS_poll, call_poll },
+	{ "poll_event", SYS_poll, call_poll_event, .deliver = write_pipe },
+	{ "ppoll", SYS_ppoll, call_ppoll },
+	{ "ppoll_event", SYS_ppoll, call_ppoll_event, .deliver = write_pipe },
+	{ "select", SYS_pselect6, call_select },
+	{ "select_event", SYS_pselect6, call_select_event, .deliver = write_pipe },
+	{ "pselect", SYS_pselect6, call_pselect },
+	{ "pselect_event", SYS_pselect6, call_pselect_event,
+	  .deliver = write_pipe },
+	{ "epoll_wait", SYS_epoll_wait, call_epoll },
+	{ "epoll_wait_event", SYS_epoll_wait, call_epoll_event,
+	  .deliver = write_pipe },
+	{ "read_pipe", SYS_read, call_read_pipe, .deliver = write_pipe },
+	{ "read_socket", SYS_read, call_read_socket, .deliver = write_socket },
+	{ "accept", SYS_accept, call_accept, .deliver = connect_peer },
+	{ "waitpid", SYS_wait4, call_waitpid, .prepare = fork_child },
+	{ "pause", SYS_pause, call_pause, .prepare = catch_usr1,
+	  .deliver = signal_subject },
+	{ "sigwaitinfo", SYS_rt_sigtimedwait, call_sigwaitinfo,
+	  .prepare = block_usr1, .deliver = signal_subject },
+	{ "sem_wait", SYS_futex, call_sem_wait, .deliver = post_sem },
+	{ "sem_timedwait", SYS_futex, call_sem_timedwait },
+	{ "cond_timedwait", SYS_futex, call_cond_timedwait },
+	{ "mutex_lock", SYS_futex, call_mutex_lock, .hold = lock_held,
+	  .deliver = unlock_held },
+	{ "futex_wait", SYS_futex, call_futex_wait },
+	{ "plugin_ctor", SYS_clock_nanosleep, call_nanosleep,
+	  .companion = load_plugin },
+	{ "spinner", SYS_clock_nanosleep, call_nanosleep, .companion = spin },
+	{ "malloc_loop", SYS_clock_nanosleep, call_nanosleep,
+	  .companion = malloc_loop },
+};
+#define NCALLS (sizeof(calls) / sizeof(calls[0]))
+
+/* Set up everything a call may wait on; false if something failed. */
+static bool ctx_init(struct ctx *x, const char *notes)
+{
+	struct epoll_event e = { .events = EPOLLIN };
+	socklen_t len = sizeof(x->addr);
+
+	x->notes = open(notes, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+	x->listener = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	x->addr = (struct sockaddr_in){ .sin_family = AF_INET,
+		.sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	x->epoll = epoll_create1(EPOLL_CLOEXEC);
+	sem_init(&x->sem, 0, 0);
+	sem_init(&x->ready, 0, 0);
+	pthread_mutex_init(&x->held, NULL);
+	pthread_mutex_init(&x->cond_mutex, NULL);
+	pthread_cond_init(&x->cond, NULL);
+	if (x->notes < 0 || pipe2(x->pipe, O_CLOEXEC) < 0 ||
+	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, x->sock) < 0 ||
+	    bind(x->listener, (struct sockaddr *)&x->addr, sizeof(x->addr)) < 0 ||
+	    listen(x->listener, 4) < 0 ||
+	    getsockname(x->listener, (struct sockaddr *)&x->addr, &len) < 0)
+		return false;
+	e.data.fd = x->pipe[0];
+	return epoll_ctl(x->epoll, EPOLL_CTL_ADD, x->pipe[0], &e) == 0;
+}
+
+/* Read what an event left in the pipe and the socket. */
+static void drain(struct ctx *x)
+{
+	struct pollfd p[2] = { { .fd = x->pipe[0], .events = POLLIN },
+			       { .fd = x->sock[0], .events = POLLIN } };
+	char buf[16];
+
+	while (poll(p, 2, 0) > 0) {
+		for (int i = 0; i < 2; i++)
+			if ((p[i].revents & POLLIN) &&
+			    read(p[i].fd, buf, sizeof(buf)) <= 0)
+				return;
+	}
+}
+
+/* The helper: hold what the call waits for, then deliver after ms. */
+static void *helper(void *arg)
+{
+	struct ctx *x = arg;
+	struct timespec t = span(x->ms);
+
+	if (x->call->hold)
+		x->call->hold(x);
+	sem_post(&x->ready);
+	x->helper = returned(clock_nanosleep(CLOCK_MONOTONIC, 0, &t, NULL));
+	x->call->deliver(x);
+	return NULL;
+}
+
+static const char *err_name(int err)
+{
+	const char *name = err ? strerrorname_np(err) : "0";
+
+	return name ? name : "unknown";
+}
+
+/* Make the call once, for ms, and say what it returned. */
+static void phase(struct ctx *x, int n, int ms)
+{
+	const struct call *c = x->call;
+	struct outcome o;
+	pthread_t h;
+	long began;
+
+	/* Before the helper starts: its event comes at least ms later. */
+	began = now_ms();
+	x->ms = ms;
+	x->subject = pthread_self();
+	if (c->prepare)
+		c->prepare(x);
+	if (c->deliver) {
+		pthread_create(&h, NULL, helper, x);
+		sem_wait(&x->ready);
+	}
+	if (n == 1)
+		note(x, "subject", c->nr);
+	errno = 0;
+	o = c->block(x);
+	printf("phase %d: %s returned %ld, errno %s, early %s", n, c->name,
+	       o.ret, err_name(o.err),
+	       now_ms() - began < ms - EARLY_MS ? "yes" : "no");
+	if (c->deliver) {
+		pthread_join(h, NULL);
+		printf("; helper's sleep returned %s", err_name((int)x->helper.err));
+	}
+	printf("\n");
+	drain(x);
+}
+
+static void *companion(void *arg)
+{
+	struct ctx *x = arg;
+
+	x->call->companion(x);
+	return NULL;
+}
+
+/* Phase 1 (with the companion, if any), then phase 2. */
+static void *run_phases(void *arg)
+{
+	struct ctx *x = arg;
+	pthread_t t;
+
+	if (x->call->companion) {
+		pthread_create(&t, NULL, companion, x);
+		sem_wait(&x->ready);
+	}
+	phase(x, 1, x->ms);
+	if (x->call->companion) {
+		atomic_store(&x->stop, true);
+		pthread_join(t, NULL);
+		printf("companion: %s\n", x->said);
+	}
+	dprintf(x->notes, "phase 2\n");
+	phase(x, 2, PHASE2_MS);
+	return NULL;
+}
+
+/* What follows a call's name in a case name: where, and the handler. */
+static const char *const variants[] = { "main", "main-handler", "worker",
+					"worker-handler" };
+
+/* Whether call c runs in variant v (the companions' only in main). */
+static bool has_variant(const struct call *c, int v)
+{
+	return v < 2 || !c->companion;
+}
+
+static int list(void)
+{
+	for (size_t i = 0; i < NCALLS; i++)
+		for (int v = 0; v < 4; v++)
+			if (has_variant(&calls[i], v))
+				printf("%s-%s\n", calls[i].name, variants[v]);
+	return 0;
+}
+
+/* The call of case name, and where and whether with a handler; NULL if none. */
+static const struct call *parse_case(const char *name, bool *worker,
+				     bool *handler)
+{
+	const char *dash = strchr(name, '-');
+	size_t n = dash ? (size_t)(dash - name) : 0;
+
+	for (size_t i = 0; dash && i < NCALLS; i++) {
+		if (strlen(calls[i].name) != n || strncmp(name, calls[i].name, n))
+			continue;
+		for (int v = 0; v < 4; v++) {
+			if (strcmp(dash + 1, variants[v]) == 0 &&
+			    has_variant(&calls[i], v)) {
+				*worker = v >= 2;
+				*handler = v % 2;
+				return &calls[i];
+			}
+		}
+	}
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	static struct ctx x;
+	bool worker, handler;
+	char plugin_ms[16];
+	pthread_t t;
+
+	if (argc == 2 && strcmp(argv[1], "list") == 0)
+		return list();
+	if (argc != 4 || (x.call = parse_case(argv[1], &worker, &handler)) ==
+			 NULL || (x.ms = atoi(argv[2])) <= EARLY_MS) {
+		fprintf(stderr, "usage: wl_invariant list | CASE MS NOTES\n");
+		return 2;
+	}
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (!ctx_init(&x, argv[3])) {
+		perror("wl_invariant: set-up");
+		return 1;
+	}
+	if (handler)
+		catch_signal(SIGUSR2);
+	/* The plugin's constructor sleeps past the main thread's call. */
+	snprintf(plugin_ms, sizeof(plugin_ms), "%d", x.ms + 1000);
+	setenv("INVARIANT_PLUGIN_MS", plugin_ms, 1);
+	if (worker) {
+		pthread_create(&t, NULL, run_phases, &x);
+		pthread_join(t, NULL);
+	} else {
+		run_phases(&x);
+	}
+	printf("exit 0\n");
+	return 0;
+}

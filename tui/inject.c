@@ -94,6 +94,7 @@ struct borrow {
 	uint64_t slot[CHAIN];
 	uint64_t old_state_at;
 	long nr;			/* the call it was parked in */
+	uint64_t args[6];
 	enum borrow_rank rank;		/* and that call's */
 	int step;			/* entered last, or -1 */
 	bool slept;			/* let go: its call went on too long */
@@ -222,10 +223,11 @@ static bool parked_as_picked(const struct job *j, struct borrow *b,
 			     enum borrow_rank rank)
 {
 	const struct user_regs_struct *r = &b->regs;
-	uint64_t a[6] = { r->rdi, r->rsi, r->rdx, r->r10, r->r8, r->r9 };
 	long nr = (long)r->orig_rax;
 
-	b->rank = nr < 0 ? RANK_NEVER : inject_syscall_rank(j->t->pid, nr, a);
+	b->args[0] = r->rdi, b->args[1] = r->rsi, b->args[2] = r->rdx;
+	b->args[3] = r->r10, b->args[4] = r->r8, b->args[5] = r->r9;
+	b->rank = nr < 0 ? RANK_NEVER : inject_syscall_rank(j->t->pid, nr, b->args);
 	b->nr = nr;
 	return b->rank >= rank && b->rank > RANK_NEVER &&
 	       (inject_only_syscall < 0 || nr == inject_only_syscall) &&
@@ -358,8 +360,12 @@ stopped:
 		ptrace(PTRACE_DETACH, b->tid, 0, 0);	/* nothing changed */
 		return RETRY;
 	}
-	if ((long)b->regs.rax == -ERESTART_RESTARTBLOCK)
+	if ((long)b->regs.rax != -ERESTART_RESTARTBLOCK)
+		return 0;
+	if (!inject_resumes_from_args(b->nr, b->args))
 		return borrow_at_end(j, b, deadline);
+	/* Its remaining time is in its request: restarted as it is. */
+	b->regs.rax = (unsigned long long)-ERESTARTNOHAND;
 	return 0;
 }
 
@@ -828,10 +834,10 @@ static int no_thread(struct job *j, const struct pick *p, const struct borrow *b
 	if (p->eintr_tid != 0)
 		return inject_fail(j->msg, j->len, "no thread of PID %d can be borrowed "
 				   "unseen: thread %d waits in %s, which any stop "
-				   "fails with EINTR, and the others run or are in "
-				   "calls unsafe to borrow (--force borrows it: its "
-				   "%s returns EINTR once)", (int)pid,
-				   (int)p->eintr_tid, inject_syscall_name(p->eintr_nr),
+				   "ends with EINTR, and no other waits in a safe "
+				   "call; --force borrows it anyway (its %s returns "
+				   "EINTR once)", (int)pid, (int)p->eintr_tid,
+				   inject_syscall_name(p->eintr_nr),
 				   inject_syscall_name(p->eintr_nr));
 	if (b->slept)
 		return inject_fail(j->msg, j->len, "no thread of PID %d left its sleep "

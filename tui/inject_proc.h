@@ -119,6 +119,8 @@ bool inject_lib_mapped(const struct inject_target *t);
 uint64_t inject_stack_room(pid_t pid, uint64_t rsp, uint64_t tcb);
 /* How a thread parked in system call nr (arguments a) may be borrowed. */
 enum borrow_rank inject_syscall_rank(pid_t pid, long nr, const uint64_t a[6]);
+/* A relative sleep that restarted from the start sleeps what was left. */
+bool inject_resumes_from_args(long nr, const uint64_t a[6]);
 /* The name of system call nr, for messages. */
 const char *inject_syscall_name(long nr);
 /* The best thread to borrow, rescanning a while for a safe one; tid 0: none. */

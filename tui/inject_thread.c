@@ -134,6 +134,21 @@ static enum borrow_rank futex_rank(const uint64_t a[6])
 }
 
 /*
+ * A relative sleep that the kernel, when interrupted, leaves its
+ * remaining time in its own request (glibc's sleep() is nanosleep(&ts,
+ * &ts)), on a clock whose sleep does so: restarted from the start, it
+ * sleeps just what was left, without the restart block.
+ */
+bool inject_resumes_from_args(long nr, const uint64_t a[6])
+{
+	if (nr == SYS_nanosleep)
+		return a[0] != 0 && a[0] == a[1];
+	return nr == SYS_clock_nanosleep && !(a[1] & TIMER_ABSTIME_FLAG) &&
+	       (a[0] == CLOCK_REALTIME || a[0] == CLOCK_MONOTONIC ||
+		a[0] == CLOCK_BOOTTIME) && a[2] != 0 && a[2] == a[3];
+}
+
+/*
  * How a thread parked in system call nr may be borrowed (enum
  * borrow_rank). The loader and malloc never wait in the calls ranked
  * above RANK_NEVER, so a thread parked in one holds none of their locks
@@ -154,9 +169,10 @@ enum borrow_rank inject_syscall_rank(pid_t pid, long nr, const uint64_t a[6])
 	case SYS_ppoll: case SYS_select: case SYS_pselect6: case SYS_wait4:
 	case SYS_waitid: case SYS_pause:
 		return RANK_SAFE;
-	case SYS_clock_nanosleep:
-		return a[1] & TIMER_ABSTIME_FLAG ? RANK_SAFE : RANK_AT_END;
-	case SYS_nanosleep: case SYS_poll:
+	case SYS_clock_nanosleep: case SYS_nanosleep:
+		return (nr == SYS_clock_nanosleep && a[1] & TIMER_ABSTIME_FLAG) ||
+		       inject_resumes_from_args(nr, a) ? RANK_SAFE : RANK_AT_END;
+	case SYS_poll:
 		return RANK_AT_END;
 	case SYS_epoll_wait: case SYS_epoll_pwait: case SYS_epoll_pwait2:
 	case SYS_rt_sigtimedwait: case SYS_semop: case SYS_semtimedop:

@@ -148,15 +148,20 @@ static void test_connect_to_preloaded(void)
 static void test_no_collector_injects(void)
 {
 	char *json = tmp_path("inj.json");
-	pid_t pid = fork();
+	int in[2] = { -1, -1 };
+	pid_t pid = pipe(in) == 0 ? fork() : -1;
 	char pidstr[16];
 	struct run r;
 	cJSON *snap;
 
+	/* cat waits in read() on a pipe: a call any stop restarts unseen. */
 	if (pid == 0) {
-		execl("/bin/sleep", "sleep", "30", (char *)NULL);
+		dup2(in[0], 0);
+		close(in[1]);
+		execl("/bin/cat", "cat", (char *)NULL);
 		_exit(126);
 	}
+	close(in[0]);
 	usleep(100000);
 	snprintf(pidstr, sizeof(pidstr), "%d", (int)pid);
 	r = run_argv((char *[]){ qsptop, "-b", "-d", "0.1", "-n", "2", "-j", json,
@@ -171,6 +176,7 @@ static void test_no_collector_injects(void)
 	run_free(&r);
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);
+	close(in[1]);
 }
 
 /* Entries in a /proc directory of a process (threads, descriptors). */

@@ -265,6 +265,10 @@ static void test_syscall_ranks(void)
 	CHECK_U64(inject_syscall_rank(getpid(), SYS_poll, a), RANK_AT_END);
 	a[1] = TIMER_ABSTIME;
 	CHECK_U64(inject_syscall_rank(getpid(), SYS_clock_nanosleep, a), RANK_SAFE);
+	/* sleep(): its remaining time lands in its own request. */
+	a[1] = 0, a[2] = a[3] = (uint64_t)(uintptr_t)&tv;
+	CHECK_U64(inject_syscall_rank(getpid(), SYS_clock_nanosleep, a), RANK_SAFE);
+	a[2] = a[3] = 0;
 	a[1] = FUTEX_WAIT_BITSET | FUTEX_PRIVATE_FLAG;	/* pthread_cond_wait */
 	CHECK_U64(inject_syscall_rank(getpid(), SYS_futex, a), RANK_FUTEX);
 	a[1] = FUTEX_WAIT | FUTEX_PRIVATE_FLAG;		/* a lock */

@@ -883,6 +883,9 @@ static void test_signals_during_call(void)
 	waitpid(child, NULL, 0);
 	CHECK(rc == INJECT_LOADED, "expected INJECT_LOADED, got %d \"%s\"", rc,
 	      msg);
+	CHECK(strstr(msg, "borrowed from epoll_wait, which returned EINTR "
+		     "(--force)") != NULL, "forced into epoll_wait, qsptop does "
+	      "not say so: \"%s\"", msg);
 	CHECK(inject_last_tid == tid, "borrowed %d, not %d", (int)inject_last_tid,
 	      (int)tid);
 	CHECK(access(done, F_OK) == 0, "the constructor did not finish");

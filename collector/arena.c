@@ -183,6 +183,12 @@ bool arena_charge_frames(size_t size)
 	return false;
 }
 
+void arena_charge_frames_anyway(size_t size)
+{
+	__atomic_add_fetch(&frames_used, size, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&used, size, __ATOMIC_RELAXED);
+}
+
 size_t arena_frames_room(void)
 {
 	size_t c = arena_cap(), u = arena_used();

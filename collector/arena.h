@@ -64,6 +64,12 @@ bool arena_tight(void);
  */
 bool arena_charge_frames(size_t size);
 
+/*
+ * Count size bytes of the unwind tables' memory even past the cap: the
+ * few pages that list the tables, without which none could be given back.
+ */
+void arena_charge_frames_anyway(size_t size);
+
 /* The bytes arena_charge_frames() could count now. */
 size_t arena_frames_room(void);
 

@@ -418,21 +418,43 @@ static void publish(struct set *s, struct set *old)
 	__atomic_add_fetch(&global_epoch, 1, __ATOMIC_SEQ_CST);
 }
 
-/* Whether modules came or went, or the cap changed while some had no room. */
+/*
+ * Whether modules came or went, or the cap changed: a larger one may have
+ * room for the modules skipped, a smaller one less for those kept.
+ */
 static int sync_due(void)
 {
-	return ehframe_changed(&listed) || (skipped > 0 && arena_cap() != cap_at_sync);
+	return ehframe_changed(&listed) || arena_cap() != cap_at_sync;
+}
+
+/* The memory a table is counted for. */
+static size_t table_cost(const struct table *t)
+{
+	return t->b.len + t->b.resident;
+}
+
+/*
+ * t, if the tables kept so far (kept bytes) leave it room under a cap
+ * that may have shrunk; else NULL, counted as skipped (t is retired with
+ * the set it was in).
+ */
+static struct table *keep_table(struct table *t, size_t kept)
+{
+	if (kept + table_cost(t) <= arena_cap() / 2)
+		return t;
+	skipped++;
+	return NULL;
 }
 
 size_t frames_sync(void)
 {
 	struct set *old = published, *s;
-	size_t len;
+	size_t len, kept = 0;
 
 	if (!sync_due() || !ehframe_list(&listed))
 		return bytes_live;
 	len = sizeof(struct set) + listed.n * sizeof(struct mod);
-	s = pages_map(len);
+	s = pages_map_anyway(len);
 	if (s == NULL) {
 		listed.filled = 0;	/* try again next time */
 		return bytes_live;
@@ -443,12 +465,12 @@ size_t frames_sync(void)
 	cap_at_sync = arena_cap();
 	for (size_t i = 0; i < listed.n; i++) {
 		const struct ehframe_module *m = &listed.v[i];
-		struct table *t = find_table(old, m);
+		struct table *had = find_table(old, m);
+		struct table *t = had ? keep_table(had, kept) : load_table(m);
 
 		if (t == NULL)
-			t = load_table(m);
-		if (t == NULL)
 			continue;
+		kept += table_cost(t);
 		t->kept = syncs;
 		add_mod(s, m, t);
 	}

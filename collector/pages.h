@@ -62,7 +62,20 @@ static inline void *pages_map(size_t len)
 	return p;
 }
 
-/* Give back what pages_map(len) returned. */
+/*
+ * Like pages_map(), counted even past the cap: for the list of the unwind
+ * tables, which must be replaced to give tables back when the cap shrinks.
+ */
+static inline void *pages_map_anyway(size_t len)
+{
+	void *p = pages_reserve(len);
+
+	if (p != NULL)
+		arena_charge_frames_anyway(pages_round(len));
+	return p;
+}
+
+/* Give back what pages_map(len) or pages_map_anyway(len) returned. */
 static inline void pages_unmap(void *p, size_t len)
 {
 	if (p != NULL) {

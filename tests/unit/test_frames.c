@@ -387,6 +387,28 @@ static void test_cap(void)
 	frames_sync();
 }
 
+/*
+ * The cap shrinks below what the tables take: the next sync keeps only
+ * what fits (here nothing), and their memory is given back once no
+ * capture can read it. The cap restored, they are built again.
+ */
+static void test_cap_shrinks(void)
+{
+	size_t live = frames_sync(), used;
+
+	frames_reclaim(no_readers, NULL);
+	used = arena_used();
+	arena_set_cap(8192);
+	frames_sync();
+	frames_reclaim(no_readers, NULL);
+	CHECK(frames_skipped() > 0 && arena_used() < used,
+	      "a smaller cap: %u tables given up, %zu -> %zu bytes counted",
+	      frames_skipped(), used, arena_used());
+	arena_set_cap(0);
+	CHECK(frames_sync() == live && frames_skipped() == 0,
+	      "the cap restored: the tables are built again");
+}
+
 /* oldest() for readers frozen at a given epoch. */
 static uint64_t frozen_at(void *ctx)
 {
@@ -632,6 +654,7 @@ int main(void)
 	test_anon_code();
 	test_module();
 	test_cap();
+	test_cap_shrinks();
 	test_reclaim();
 	test_race();
 	test_fallback();

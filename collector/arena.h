@@ -66,7 +66,7 @@ bool arena_charge_frames(size_t size);
 
 /*
  * Count size bytes of the unwind tables' memory even past the cap: the
- * few pages that list the tables, without which none could be given back.
+ * few pages that list modules and tables (see pages_map_anyway()).
  */
 void arena_charge_frames_anyway(size_t size);
 

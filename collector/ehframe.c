@@ -124,7 +124,7 @@ int ehframe_changed(const struct ehframe_list *l)
 static int grow(struct ehframe_list *l, size_t n)
 {
 	size_t cap = pages_round(n * sizeof(*l->v)) / sizeof(*l->v);
-	struct ehframe_module *v = pages_map(cap * sizeof(*v));
+	struct ehframe_module *v = pages_map_anyway(cap * sizeof(*v));
 
 	if (v == NULL)
 		return 0;

@@ -523,7 +523,7 @@ int frames_set_wrappers(const uint64_t *ranges, uint32_t n)
 	struct wrapset *w = NULL, *old = wrappers;
 
 	if (n > 0) {
-		w = pages_map(len);
+		w = pages_map_anyway(len);
 		if (w == NULL)
 			return -1;
 		w->b.len = pages_round(len);

@@ -63,8 +63,9 @@ static inline void *pages_map(size_t len)
 }
 
 /*
- * Like pages_map(), counted even past the cap: for the list of the unwind
- * tables, which must be replaced to give tables back when the cap shrinks.
+ * Like pages_map(), counted even past the cap: for the lists of modules,
+ * of their tables and of lock wrappers' ranges, a few pages without which
+ * no table could be given back when the cap shrinks, nor wrappers skipped.
  */
 static inline void *pages_map_anyway(size_t len)
 {

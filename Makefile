@@ -252,6 +252,24 @@ $(BUILD)/tests/wl_wrap_nopie: tests/workloads/wrap.c $(BUILD)/tests/libwl_wrap.s
 $(BUILD)/tests/%_stripped: $(BUILD)/tests/%
 	strip --strip-all -o $@ $<
 
+# A library whose unwind tables are larger than a small --max-memory: the
+# prologue and epilogue of 150,000 empty functions, generated (4.7 MiB of
+# .eh_frame). test_memory loads it into wl_memory.
+BIGEH_FUNCTIONS := 150000
+$(BUILD)/tests/libwl_bigeh.so: Makefile | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	awk -v n=$(BIGEH_FUNCTIONS) 'BEGIN { \
+	  print "\t.section .note.GNU-stack,\"\",@progbits\n\t.text"; \
+	  for (i = 0; i < n; i++) \
+	    printf "f%d:\n\t.cfi_startproc\n\tpushq %%rbp\n" \
+	      "\t.cfi_def_cfa_offset 16\n\t.cfi_offset 6, -16\n" \
+	      "\tmovq %%rsp, %%rbp\n\t.cfi_def_cfa_register 6\n" \
+	      "\tpopq %%rbp\n\t.cfi_def_cfa 7, 8\n\tret\n" \
+	      "\t.cfi_endproc\n", i }' >$(BUILD)/tests/bigeh.S
+	$(CC) -shared -s -o $@ $(BUILD)/tests/bigeh.S
+	rm -f $(BUILD)/tests/bigeh.S
+$(BUILD)/tests/test_memory: $(BUILD)/tests/libwl_bigeh.so
+
 $(BUILD)/tests/wl_%: tests/workloads/%.cc | $(TEST_DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CXX) -std=c++17 -g -O1 -Wall -o $@ $< -lpthread
@@ -292,8 +310,9 @@ $(BUILD)/tests/test_cfi $(BUILD)/asan/test_cfi: $(BUILD)/%/test_cfi: \
 
 # test_frames compares captures with libunwind's unw_backtrace(), and
 # dlopens a C++ module.
-FRAMES_SRC := collector/frames.c collector/ehframe.c common/cfi.c
-FRAMES_HDR := collector/frames.h collector/ehframe.h common/cfi.h collector/pages.h
+FRAMES_SRC := collector/frames.c collector/ehframe.c collector/arena.c common/cfi.c
+FRAMES_HDR := collector/frames.h collector/ehframe.h common/cfi.h collector/pages.h \
+	      collector/arena.h
 FRAMES_MOD := $(BUILD)/tests/libframes_mod.so
 $(FRAMES_MOD): tests/unit/frames_mod.cc | $(TEST_DEPS_STAMP)
 	@mkdir -p $(dir $@)

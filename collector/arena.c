@@ -14,6 +14,7 @@ _Static_assert(ARENA_MIN << (CLASSES - 1) == ARENA_SMALL_MAX, "classes");
 static uint64_t heads[CLASSES];		/* lfstack.h heads, one per class */
 static size_t cap = ARENA_DEFAULT_CAP;
 static size_t used;			/* bytes mapped: slabs and large blocks */
+static size_t frames_used;		/* the part of used that is unwind tables' */
 
 /* The class of a small size: 0 for 64 bytes, 1 for 128, ... */
 static unsigned class_of(size_t size)
@@ -167,6 +168,42 @@ bool arena_tight(void)
 	return __atomic_load_n(&used, __ATOMIC_RELAXED) > share - share / 8;
 }
 
+bool arena_charge_frames(size_t size)
+{
+	size_t now = __atomic_load_n(&frames_used, __ATOMIC_RELAXED);
+
+	do {
+		if (now + size > arena_cap() / 2)
+			return false;
+	} while (!__atomic_compare_exchange_n(&frames_used, &now, now + size, true,
+					      __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+	if (charge(size, arena_cap()))
+		return true;
+	__atomic_sub_fetch(&frames_used, size, __ATOMIC_RELAXED);
+	return false;
+}
+
+void arena_charge_frames_anyway(size_t size)
+{
+	__atomic_add_fetch(&frames_used, size, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&used, size, __ATOMIC_RELAXED);
+}
+
+size_t arena_frames_room(void)
+{
+	size_t c = arena_cap(), u = arena_used();
+	size_t f = __atomic_load_n(&frames_used, __ATOMIC_RELAXED);
+	size_t share = c / 2 > f ? c / 2 - f : 0, all = c > u ? c - u : 0;
+
+	return share < all ? share : all;
+}
+
+void arena_uncharge_frames(size_t size)
+{
+	__atomic_sub_fetch(&frames_used, size, __ATOMIC_RELAXED);
+	uncharge(size);
+}
+
 void arena_set_cap(size_t bytes)
 {
 	__atomic_store_n(&cap, bytes ? bytes : ARENA_DEFAULT_CAP,
@@ -187,5 +224,5 @@ size_t arena_used(void)
 void arena_forget_all(void)
 {
 	memset(heads, 0, sizeof(heads));
-	used = 0;
+	used = frames_used;
 }

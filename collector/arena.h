@@ -14,7 +14,8 @@
  * rows, drops counts, says so); nothing ever waits for memory. Threads'
  * tables may use three quarters of the cap: the rest keeps the collector
  * thread (rows, modules, sessions) able to report what was folded and
- * dropped.
+ * dropped. The unwind tables (frames.c), in pages of their own, are charged
+ * against the same cap and may use half of it.
  */
 #ifndef QSPTOP_ARENA_H
 #define QSPTOP_ARENA_H
@@ -56,6 +57,25 @@ bool arena_grow(void **v, uint32_t *capacity, uint32_t n, uint32_t first,
  */
 bool arena_tight(void);
 
+/*
+ * Count size bytes of the unwind tables' memory (mapped by frames.c and
+ * ehframe.c, or host pages their copying made resident) against the cap:
+ * false, nothing counted, past half of it or past the cap itself.
+ */
+bool arena_charge_frames(size_t size);
+
+/*
+ * Count size bytes of the unwind tables' memory even past the cap: the
+ * few pages that list modules and tables (see pages_map_anyway()).
+ */
+void arena_charge_frames_anyway(size_t size);
+
+/* The bytes arena_charge_frames() could count now. */
+size_t arena_frames_room(void);
+
+/* Stop counting size bytes that arena_charge_frames() counted. */
+void arena_uncharge_frames(size_t size);
+
 /* Set the cap in bytes (0: the default). */
 void arena_set_cap(size_t bytes);
 
@@ -65,7 +85,8 @@ size_t arena_used(void);
 
 /*
  * The child side of fork(): everything allocated before belongs to threads
- * that do not exist here. Start empty, returning the pages.
+ * that do not exist here. Start empty, returning the pages; the unwind
+ * tables, which the child goes on using, stay counted.
  */
 void arena_forget_all(void);
 

@@ -201,7 +201,7 @@ __attribute__((constructor)) static void collector_init(void)
 		/*
 		 * The program has not started: build the frame tables now, so
 		 * that its first waits have stacks too. Injected, the thread
-		 * builds them before it patches anything.
+		 * builds them once qsptop has said its memory cap.
 		 */
 		frames_sync();
 	}

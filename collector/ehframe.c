@@ -12,6 +12,8 @@
 
 /* More than this is not the unwind data of a sane module. */
 #define EH_MAX (256u << 20)
+/* .eh_frame is copied this much at a time, up to its end. */
+#define EH_CHUNK (64u << 10)
 /* Modules may come and go while we list them: retry this often at most. */
 #define LIST_TRIES 8
 
@@ -122,7 +124,7 @@ int ehframe_changed(const struct ehframe_list *l)
 static int grow(struct ehframe_list *l, size_t n)
 {
 	size_t cap = pages_round(n * sizeof(*l->v)) / sizeof(*l->v);
-	struct ehframe_module *v = pages_map(cap * sizeof(*v));
+	struct ehframe_module *v = pages_map_anyway(cap * sizeof(*v));
 
 	if (v == NULL)
 		return 0;
@@ -234,26 +236,110 @@ static int locate(const struct ehframe_module *m, struct ehframe_copy *c)
 	return 0;
 }
 
-/* .eh_frame's size is not recorded: walk it, bounded by its segment. */
+/*
+ * Whether the entries that end at len in eh[0, got) may go on past got:
+ * the one at len is cut short (not a terminator, not known to be whole).
+ */
+static int cut_short(const uint8_t *eh, size_t len, size_t got)
+{
+	uint32_t n32;
+	uint64_t n;
+
+	if (got - len < 4)
+		return 1;
+	memcpy(&n32, eh + len, 4);
+	if (n32 == 0)
+		return 0;
+	if (n32 != 0xffffffff)
+		return n32 > got - len - 4;
+	if (got - len < 12)
+		return 1;
+	memcpy(&n, eh + len + 4, 8);
+	return n > got - len - 12;
+}
+
+/* The pages spanned by [addr, addr + len). */
+static size_t span(uint64_t addr, size_t len)
+{
+	uint64_t first = addr & ~(uint64_t)(PAGES_SIZE - 1);
+
+	return len == 0 ? 0 : pages_round(addr + len - first);
+}
+
+/*
+ * Count the pages that copying [got, got + want) of .eh_frame adds: ours,
+ * and the module's own that reading them makes resident in the target.
+ */
+static int charge_chunk(struct ehframe_copy *c, size_t got, size_t want)
+{
+	size_t ours = pages_round(got + want) - pages_round(got);
+	size_t theirs = span(c->eh_addr, got + want) - span(c->eh_addr, got);
+
+	if (!arena_charge_frames(ours + theirs)) {
+		c->short_of_memory = 1;
+		return 0;
+	}
+	c->charged += ours;
+	c->resident += theirs;
+	return 1;
+}
+
+/*
+ * .eh_frame's size is not recorded: copy it a chunk at a time until its
+ * entries end, bounded by its segment, so that only what it holds is read.
+ */
+static void copy_entries(const struct ehframe_module *m, struct ehframe_copy *c)
+{
+	size_t got = 0, len = 0;
+
+	while (got < c->eh_map) {
+		size_t want = c->eh_map - got < EH_CHUNK ? c->eh_map - got : EH_CHUNK;
+		size_t n;
+
+		if (!charge_chunk(c, got, want))
+			return;
+		n = read_mem(m, c->eh_addr + got, c->eh + got, want);
+		got += n;
+		len += cfi_eh_frame_len(c->eh + len, got - len);
+		if (n < want || !cut_short(c->eh, len, got))
+			break;
+	}
+	c->eh_len = len;
+}
+
+/*
+ * Whether a table for the .eh_frame the header describes may fit under
+ * the cap: its least cost, from the FDEs the header counts.
+ */
+static int may_fit(struct ehframe_copy *c)
+{
+	uint64_t n = cfi_fde_count(c->hdr, c->hdr_len, c->hdr_addr);
+
+	if (n <= arena_frames_room() / EHFRAME_FDE_MIN)
+		return 1;
+	c->short_of_memory = 1;
+	return 0;
+}
+
 int ehframe_copy(const struct ehframe_module *m, struct ehframe_copy *c)
 {
 	uint64_t end;
-	size_t got;
 
 	memset(c, 0, sizeof(*c));
-	if (m->hdr_size == 0 || !locate(m, c))
+	if (m->hdr_size == 0 || !locate(m, c) || !may_fit(c))
 		return 0;
 	end = segment_end(m, c->eh_addr);
 	if (end == 0)
 		return 0;
 	c->eh_map = end - c->eh_addr < EH_MAX ? (size_t)(end - c->eh_addr) : EH_MAX;
-	c->eh = pages_map(c->eh_map);
+	c->eh = pages_reserve(c->eh_map);
 	if (c->eh == NULL)
 		return 0;
-	got = read_mem(m, c->eh_addr, c->eh, c->eh_map);
-	c->eh_len = cfi_eh_frame_len(c->eh, got);
-	if (c->eh_len == 0) {
+	copy_entries(m, c);
+	if (c->eh_len == 0 || c->short_of_memory) {
 		ehframe_release(c);
+		arena_uncharge_frames(c->resident);
+		c->resident = 0;
 		return 0;
 	}
 	return 1;
@@ -261,7 +347,8 @@ int ehframe_copy(const struct ehframe_module *m, struct ehframe_copy *c)
 
 void ehframe_release(struct ehframe_copy *c)
 {
-	pages_unmap(c->eh, c->eh_map);
+	pages_unreserve(c->eh, c->eh_map);
+	arena_uncharge_frames(c->charged);
 	c->eh = NULL;
-	c->eh_len = c->eh_map = 0;
+	c->eh_len = c->eh_map = c->charged = 0;
 }

@@ -36,15 +36,30 @@ struct ehframe_list {
 	int filled;
 };
 
-/* A module's unwind sections, copied. */
+/*
+ * A module's unwind sections, copied. The copy's pages and the module's
+ * pages that copying made resident are counted against the memory cap
+ * (arena_charge_frames()): the first until ehframe_release(), the second
+ * (resident) until the caller stops counting them.
+ */
 struct ehframe_copy {
 	uint8_t hdr[EHFRAME_HDR];
 	size_t hdr_len;
 	uint64_t hdr_addr;
 	uint8_t *eh;			/* pages of our own */
-	size_t eh_len, eh_map;		/* bytes of .eh_frame, bytes mapped */
+	size_t eh_len, eh_map;		/* bytes of .eh_frame, bytes reserved */
 	uint64_t eh_addr;
+	size_t charged;			/* bytes of the copy counted */
+	size_t resident;		/* bytes of the module's pages counted */
+	int short_of_memory;		/* the cap stopped the copy */
 };
+
+/*
+ * The least memory building a table takes per FDE: its bytes (16 at
+ * least) in our copy and in the module's pages the copying makes
+ * resident, and its entry in the index (8).
+ */
+#define EHFRAME_FDE_MIN (16u + 16u + 8u)
 
 struct dl_phdr_info;
 
@@ -61,10 +76,13 @@ int ehframe_changed(const struct ehframe_list *l);
 /* Fill l with the modules loaded now; 0 when memory is short. */
 int ehframe_list(struct ehframe_list *l);
 
-/* Copy m's .eh_frame_hdr start and .eh_frame; 0 if it has none we can read. */
+/*
+ * Copy m's .eh_frame_hdr start and .eh_frame; 0 if it has none we can
+ * read, or (c->short_of_memory) when it would not fit under the cap.
+ */
 int ehframe_copy(const struct ehframe_module *m, struct ehframe_copy *c);
 
-/* Give back the pages of a copy. */
+/* Give back the pages of a copy (c->resident stays counted). */
 void ehframe_release(struct ehframe_copy *c);
 
 #endif

@@ -23,6 +23,7 @@
 /* Every mapping a capture may read starts with this, for its retirement. */
 struct block {
 	size_t len;		/* bytes mapped */
+	size_t resident;	/* bytes of a module's pages counted with it */
 	uint64_t epoch;		/* the epoch it was retired in */
 	struct block *next;	/* on the retired list */
 };
@@ -91,6 +92,8 @@ static struct block *retired;
 static size_t bytes_live, bytes_retired;
 static uint64_t syncs;
 static struct ehframe_list listed;
+static uint32_t skipped;	/* modules left without a table by the cap */
+static size_t cap_at_sync;	/* the cap when they were */
 
 /* The modules a capture found last: its stack alternates between few. */
 struct hints {
@@ -292,6 +295,8 @@ static struct table *table_new(const struct ehframe_module *m,
 	memcpy(t->rows, rows, nrows * sizeof(struct cfi_row));
 	t->cache = (uint64_t *)(t->rows + nrows);
 	t->cache_shift = 32 - bits;
+	/* Written now: a capture's first store to a slot must not fault. */
+	memset(t->cache, 0, ((size_t)1 << bits) * sizeof(uint64_t));
 	index = (uint32_t *)(t->cache + ((size_t)1 << bits));
 	cfi_fill_buckets(t->rows, nrows, index, nindex);
 	t->index = index;
@@ -324,18 +329,31 @@ static struct table *build_table(const struct ehframe_module *m,
 	return t;
 }
 
-/* A table for m, or NULL: no executable code, no .eh_frame, unreadable. */
+/*
+ * A table for m, or NULL: no executable code, no .eh_frame, unreadable,
+ * or (counted in skipped) too large for the memory cap. The module's pages
+ * that copying made resident stay counted as long as its table lives.
+ */
 static struct table *load_table(const struct ehframe_module *m)
 {
 	struct ehframe_copy c;
 	struct table *t;
 
-	if (m->hi <= m->lo || m->lo < m->base || m->hi - m->base > UINT32_MAX ||
-	    !ehframe_copy(m, &c))
+	if (m->hi <= m->lo || m->lo < m->base || m->hi - m->base > UINT32_MAX)
 		return NULL;
+	if (!ehframe_copy(m, &c)) {
+		skipped += c.short_of_memory;
+		return NULL;
+	}
 	t = build_table(m, &c);
 	ehframe_release(&c);
-	return t;
+	if (t != NULL) {
+		t->b.resident = c.resident;
+		return t;
+	}
+	arena_uncharge_frames(c.resident);
+	skipped++;
+	return NULL;
 }
 
 /* The table old already has for m, if m is the module it was built for. */
@@ -400,29 +418,59 @@ static void publish(struct set *s, struct set *old)
 	__atomic_add_fetch(&global_epoch, 1, __ATOMIC_SEQ_CST);
 }
 
+/*
+ * Whether modules came or went, or the cap changed: a larger one may have
+ * room for the modules skipped, a smaller one less for those kept.
+ */
+static int sync_due(void)
+{
+	return ehframe_changed(&listed) || arena_cap() != cap_at_sync;
+}
+
+/* The memory a table is counted for. */
+static size_t table_cost(const struct table *t)
+{
+	return t->b.len + t->b.resident;
+}
+
+/*
+ * t, if the tables kept so far (kept bytes) leave it room under a cap
+ * that may have shrunk; else NULL, counted as skipped (t is retired with
+ * the set it was in).
+ */
+static struct table *keep_table(struct table *t, size_t kept)
+{
+	if (kept + table_cost(t) <= arena_cap() / 2)
+		return t;
+	skipped++;
+	return NULL;
+}
+
 size_t frames_sync(void)
 {
 	struct set *old = published, *s;
-	size_t len;
+	size_t len, kept = 0;
 
-	if (!ehframe_changed(&listed) || !ehframe_list(&listed))
+	if (!sync_due() || !ehframe_list(&listed))
 		return bytes_live;
 	len = sizeof(struct set) + listed.n * sizeof(struct mod);
-	s = pages_map(len);
+	s = pages_map_anyway(len);
 	if (s == NULL) {
 		listed.filled = 0;	/* try again next time */
 		return bytes_live;
 	}
 	s->b.len = pages_round(len);
 	syncs++;
+	skipped = 0;
+	cap_at_sync = arena_cap();
 	for (size_t i = 0; i < listed.n; i++) {
 		const struct ehframe_module *m = &listed.v[i];
-		struct table *t = find_table(old, m);
+		struct table *had = find_table(old, m);
+		struct table *t = had ? keep_table(had, kept) : load_table(m);
 
 		if (t == NULL)
-			t = load_table(m);
-		if (t == NULL)
 			continue;
+		kept += table_cost(t);
 		t->kept = syncs;
 		add_mod(s, m, t);
 	}
@@ -445,7 +493,8 @@ void frames_reclaim(uint64_t (*oldest)(void *ctx), void *ctx)
 		if (b->epoch < o) {
 			*pp = b->next;
 			bytes_retired -= b->len;
-			munmap(b, b->len);
+			arena_uncharge_frames(b->resident);
+			pages_unmap(b, b->len);
 		} else {
 			pp = &b->next;
 		}
@@ -474,7 +523,7 @@ int frames_set_wrappers(const uint64_t *ranges, uint32_t n)
 	struct wrapset *w = NULL, *old = wrappers;
 
 	if (n > 0) {
-		w = pages_map(len);
+		w = pages_map_anyway(len);
 		if (w == NULL)
 			return -1;
 		w->b.len = pages_round(len);
@@ -543,4 +592,9 @@ uint64_t frames_epoch(void)
 size_t frames_pending(void)
 {
 	return bytes_retired;
+}
+
+uint32_t frames_skipped(void)
+{
+	return skipped;
 }

@@ -64,4 +64,11 @@ uint64_t frames_epoch(void);
 /* Collector thread: bytes retired and not yet freed by frames_reclaim(). */
 size_t frames_pending(void);
 
+/*
+ * Collector thread: the modules the last frames_sync() left without a
+ * table because it would not fit under the memory cap (arena.h); their
+ * frames end a capture, as code without unwind data does.
+ */
+uint32_t frames_skipped(void);
+
 #endif

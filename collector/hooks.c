@@ -179,10 +179,12 @@ struct wait {
 /*
  * Before blocking, inside the collector: find the entry and the stack's
  * counter. The clock starts first, so the time spent unwinding is time
- * waited; unwinding here costs this thread time it would spend waiting
- * anyway, and never lengthens the critical section of whoever holds the
- * lock. Leaves the collector, so that the blocked thread's signal
- * handlers record their own lock calls.
+ * waited. For a lock, unwinding here costs this thread time it would
+ * spend waiting anyway, and never lengthens the critical section of
+ * whoever holds the lock. A condvar wait's caller holds its mutex here
+ * (see COND_WAIT): the unwind lengthens that critical section. Leaves
+ * the collector, so that the blocked thread's signal handlers record
+ * their own lock calls.
  */
 static __attribute__((noinline)) void
 wait_begin(struct wait *w, struct thread_table *t, uint64_t key,
@@ -439,6 +441,17 @@ static void cond_cancelled(void *arg)
  * A condvar wait always blocks: every call is an acquisition that waited,
  * timed from the call until the mutex is held again (libc re-takes it
  * internally, out of our sight). A timeout counts as failed.
+ *
+ * The caller holds the mutex on both sides of the real wait, and libc
+ * releases it only inside: whatever the hook does, it does in the
+ * caller's critical section. No place in the hook is outside it, and
+ * releasing the mutex ourselves would lose wake-ups (or turn the call
+ * into a spurious wake-up the caller may not expect). So the work is
+ * kept small: a clock read and the entry's lookup before, a clock read
+ * and a few stores after, and the stack capture before, within the
+ * unwinding budget (unwind.h). Measured on a wait that returns at once:
+ * +200 ns with a capture at depth 13, +55 ns without, ~10 us on the
+ * thread's first capture (its stack store is mapped).
  */
 #define COND_WAIT(wait_call, pass_call, c)                                 \
 	do {                                                               \

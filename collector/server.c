@@ -313,8 +313,20 @@ static void update_sessions(uint64_t now, bool force)
 }
 
 /*
+ * The memory cap s asked for in its hello, from now on. The unwind tables
+ * follow it at once: injected, this builds them, before the wrappers
+ * arrive, whose skipping needs them.
+ */
+static void apply_cap(const struct session *s)
+{
+	if (s->memory_cap_mb)
+		arena_set_cap((size_t)s->memory_cap_mb << 20);
+	frames_sync();
+}
+
+/*
  * Sessions that just greeted get their baseline at once: a fresh scan,
- * and everything up to it. A memory cap they ask for applies from now.
+ * and everything up to it.
  */
 static void send_baselines(void)
 {
@@ -329,6 +341,7 @@ static void send_baselines(void)
 			continue;
 		if (session_awaits_wrappers(s, now)) {
 			/* It needs the modules to name its wrappers. */
+			apply_cap(s);
 			modules_refresh(&srv.modules);
 			session_send_modules(s, &srv.modules);
 			if (!session_write(s))
@@ -337,8 +350,7 @@ static void send_baselines(void)
 		}
 		if (!session_wants_baseline(s, now))
 			continue;
-		if (s->memory_cap_mb)
-			arena_set_cap((size_t)s->memory_cap_mb << 20);
+		apply_cap(s);
 		if (!scanned) {
 			scan(clock_now_ns());
 			tick = make_tick(srv.last_scan_ns);
@@ -567,7 +579,13 @@ static void start_serving(void)
 	launched = own_fd_valid(&srv.launch);
 
 	fill_hello(launched);
-	frames_sync();		/* tables ready before the first waits */
+	/*
+	 * Tables ready before the first waits. Injected, they are built once
+	 * the qsptop that injected us has said its memory cap (apply_cap()):
+	 * built under the default cap, they could pass it at once.
+	 */
+	if (!state_injected())
+		frames_sync();
 	open_listener();
 	if (launched)
 		add_session(&srv.launch);

@@ -1,7 +1,9 @@
 /*
  * Stacks of contended waits, captured by the waiting thread itself before
- * it blocks (so unwinding never lengthens anyone's critical section), and
- * interned in a store of its own, allocated at its first capture.
+ * it blocks (so unwinding a lock wait never lengthens anyone's critical
+ * section; a condvar wait's unwinding happens with the caller's mutex
+ * held, see hooks.c), and interned in a store of its own, allocated at its
+ * first capture.
  */
 #ifndef QSPTOP_UNWIND_H
 #define QSPTOP_UNWIND_H

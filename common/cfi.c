@@ -576,6 +576,20 @@ int cfi_eh_frame_addr(const uint8_t *hdr, size_t len, uint64_t hdr_addr,
 	return enc & PE_INDIRECT ? 2 : 1;
 }
 
+uint64_t cfi_fde_count(const uint8_t *hdr, size_t len, uint64_t hdr_addr)
+{
+	struct cur c = { hdr, hdr + len, hdr, hdr_addr, 0 };
+	uint64_t version = get(&c, 1), enc = get(&c, 1), count_enc = get(&c, 1);
+	uint64_t n;
+
+	skip(&c, 1);	/* the encoding of the search table */
+	if (c.bad || version != 1 || enc == PE_OMIT || count_enc == PE_OMIT)
+		return 0;
+	(void)pointer(&c, (uint8_t)(enc & ~PE_INDIRECT), hdr_addr);
+	n = pointer(&c, (uint8_t)(count_enc & ~PE_INDIRECT), hdr_addr);
+	return c.bad || (count_enc & PE_INDIRECT) ? 0 : n;
+}
+
 size_t cfi_eh_frame_len(const uint8_t *eh, size_t max)
 {
 	struct entry e;

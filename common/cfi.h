@@ -59,6 +59,12 @@ struct cfi_fde {
 int cfi_eh_frame_addr(const uint8_t *hdr, size_t len, uint64_t hdr_addr,
 		      uint64_t *addr);
 
+/*
+ * The number of FDEs .eh_frame_hdr says its search table holds; 0 when it
+ * has none or does not say.
+ */
+uint64_t cfi_fde_count(const uint8_t *hdr, size_t len, uint64_t hdr_addr);
+
 /* The length of the run of well-formed entries at eh, at most max bytes. */
 size_t cfi_eh_frame_len(const uint8_t *eh, size_t max);
 

@@ -505,6 +505,25 @@ static void test_hdr(void)
 	CHECK(cfi_eh_frame_addr(h, 12, HDR_ADDR, &addr) == 0, "version 2: refused");
 }
 
+/* The FDE count after eh_frame_ptr, as the header encodes it. */
+static void test_fde_count(void)
+{
+	uint8_t h[16] = { 1, 0x1b, 0x03, 0x3b };
+	uint32_t n = 150000;
+
+	memcpy(h + 8, &n, 4);
+	CHECK(cfi_fde_count(h, 12, HDR_ADDR) == 150000, "fde_count udata4");
+	CHECK(cfi_fde_count(h, 11, HDR_ADDR) == 0, "cut short: none");
+	h[2] = 0xff;
+	CHECK(cfi_fde_count(h, 12, HDR_ADDR) == 0, "omitted: none");
+	h[2] = 0x03;
+	h[1] = 0x04;
+	memcpy(h + 4, &(uint64_t){ EH_ADDR }, 8);
+	memcpy(h + 12, &n, 4);
+	CHECK(cfi_fde_count(h, 16, HDR_ADDR) == 150000,
+	      "after an 8-byte eh_frame_ptr");
+}
+
 static void test_capacity(void)
 {
 	struct sec s = { .n = 0 };
@@ -706,6 +725,7 @@ int main(void)
 	test_augmentations();
 	test_layout();
 	test_hdr();
+	test_fde_count();
 	test_capacity();
 	test_real();
 	hostile("", 1, 3000);

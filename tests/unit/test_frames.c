@@ -27,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../../collector/arena.h"
 #include "../../collector/frames.h"
 #include "check.h"
 
@@ -354,6 +355,60 @@ static void test_module(void)
 	CHECK(frames_epoch() > e0, "in a new epoch");
 }
 
+/*
+ * Under a cap with no room for its tables, a module loaded gets none: it
+ * is counted as skipped, the unwind memory stays within half the cap, and
+ * a capture stops at its first frame. Room again, the next sync builds it.
+ */
+static void test_cap(void)
+{
+	static struct result r;
+	size_t live = frames_sync();
+	void *h;
+
+	arena_set_cap(2 * (arena_used() + 4096));
+	h = load_mod();
+	if (h == NULL)
+		return;
+	frames_sync();
+	CHECK(frames_skipped() == 1, "past the cap: the module is skipped (%u)",
+	      frames_skipped());
+	CHECK(arena_used() <= arena_cap(), "memory within the cap: %zu of %zu",
+	      arena_used(), arena_cap());
+	mod_run(hook_cb, &r);
+	CHECK(matches(&r, 0) && r.n == 2,
+	      "and a capture stops at its first frame (%u)", r.n);
+	arena_set_cap(0);
+	CHECK(frames_sync() > live && frames_skipped() == 0,
+	      "the default cap again: the next sync builds its table");
+	mod_run(hook_cb, &r);
+	CHECK(matches(&r, 1), "and its frames unwind");
+	dlclose(h);
+	frames_sync();
+}
+
+/*
+ * The cap shrinks below what the tables take: the next sync keeps only
+ * what fits (here nothing), and their memory is given back once no
+ * capture can read it. The cap restored, they are built again.
+ */
+static void test_cap_shrinks(void)
+{
+	size_t live = frames_sync(), used;
+
+	frames_reclaim(no_readers, NULL);
+	used = arena_used();
+	arena_set_cap(8192);
+	frames_sync();
+	frames_reclaim(no_readers, NULL);
+	CHECK(frames_skipped() > 0 && arena_used() < used,
+	      "a smaller cap: %u tables given up, %zu -> %zu bytes counted",
+	      frames_skipped(), used, arena_used());
+	arena_set_cap(0);
+	CHECK(frames_sync() == live && frames_skipped() == 0,
+	      "the cap restored: the tables are built again");
+}
+
 /* oldest() for readers frozen at a given epoch. */
 static uint64_t frozen_at(void *ctx)
 {
@@ -598,6 +653,8 @@ int main(void)
 	test_signal();
 	test_anon_code();
 	test_module();
+	test_cap();
+	test_cap_shrinks();
 	test_reclaim();
 	test_race();
 	test_fallback();

@@ -2,8 +2,8 @@
  * The hooks themselves, linked into this program (they take its lock
  * calls), with a stack capture of our own making: the time a capture
  * takes is time waited, a signal handler's lock call inside a hook passes
- * through and is counted as dropped, and calls glibc refuses pass through
- * unrecorded.
+ * through and is counted as dropped, calls glibc refuses pass through
+ * unrecorded, and which lock a capture runs under.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -33,6 +33,9 @@ int32_t frames_wrapper_step(struct frames_reader *r, uint64_t site)
 /* The capture the hooks call: slow when asked, and able to be interrupted. */
 static int capture_ms;
 static int capture_signal;
+/* Captures made, and those made while this thread held probe. */
+static pthread_mutex_t *probe;
+static int captures, captures_holding;
 
 size_t frames_sync(void)
 {
@@ -49,6 +52,9 @@ uint32_t frames_capture(struct frames_reader *r, uint64_t site,
 			uint64_t *frames, uint32_t max)
 {
 	(void)r;
+	captures++;
+	if (probe && __atomic_load_n(&probe->__data.__owner, __ATOMIC_RELAXED) == gettid())
+		captures_holding++;
 	if (capture_ms)
 		usleep((useconds_t)capture_ms * 1000);
 	if (capture_signal)
@@ -179,11 +185,50 @@ static void test_refused_clock_passes_through(void)
 		      "only the trylock is recorded");
 }
 
+/*
+ * Which critical section a capture lengthens. A lock wait captures before
+ * it has the lock: nobody waits on the capturing thread. A condvar wait
+ * cannot: the hook runs with the caller's mutex held on both sides of the
+ * real wait (libc releases and re-takes it inside, out of sight), so its
+ * one capture runs under that mutex, as README says ("Stacks").
+ */
+static void test_capture_under_which_lock(void)
+{
+	static pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+	static pthread_cond_t c = PTHREAD_COND_INITIALIZER;
+	struct timespec past = { 1, 0 };
+	pthread_t t;
+	int rc;
+
+	__atomic_store_n(&holding, 0, __ATOMIC_RELAXED);
+	pthread_create(&t, NULL, hold_for, (void *)50L);
+	while (!__atomic_load_n(&holding, __ATOMIC_ACQUIRE))
+		sched_yield();
+	probe = &held;
+	captures = captures_holding = 0;
+	pthread_mutex_lock(&held);
+	pthread_mutex_unlock(&held);
+	pthread_join(t, NULL);
+	CHECK(captures == 1 && captures_holding == 0,
+	      "a mutex wait captures once, before it holds the lock: %d "
+	      "captures, %d holding it", captures, captures_holding);
+	probe = &m;
+	captures = captures_holding = 0;
+	pthread_mutex_lock(&m);
+	rc = pthread_cond_timedwait(&c, &m, &past);
+	pthread_mutex_unlock(&m);
+	probe = NULL;
+	CHECK(rc == ETIMEDOUT && captures == 1 && captures_holding == 1,
+	      "a condvar wait captures once, with its mutex held: rc %d, %d "
+	      "captures, %d holding it", rc, captures, captures_holding);
+}
+
 int main(void)
 {
 	state_set_recording(true);
 	test_capture_time_is_waited();
 	test_handler_inside_hook();
 	test_refused_clock_passes_through();
+	test_capture_under_which_lock();
 	return check_summary();
 }

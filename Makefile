@@ -327,8 +327,9 @@ $(BUILD)/tests/test_frames $(BUILD)/asan/test_frames: $(BUILD)/%/test_frames: \
 
 # test_inject includes tui/inject*.c to reach their
 # test hooks.
-$(BUILD)/tests/test_inject: tui/inject.c tui/inject.h tui/inject_proc.c \
-	tui/inject_thread.c tui/inject_proc.h tui/ns.c tui/ns.h
+$(BUILD)/tests/test_inject: tui/inject.c tui/inject.h tui/inject_chain.c \
+	tui/inject_chain.h tui/inject_proc.c tui/inject_thread.c tui/inject_proc.h \
+	tui/ns.c tui/ns.h
 
 # The hooks' own test links them (they take its lock calls) with a stack
 # capture of its own making.

@@ -9,6 +9,7 @@
  * disposition changes, and the borrowed thread's registers come back.
  */
 #include "../../tui/inject.c"
+#include "../../tui/inject_chain.c"
 #include "../../tui/inject_proc.c"
 #include "../../tui/inject_thread.c"
 #include "../../tui/ns.c"

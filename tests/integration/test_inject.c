@@ -591,37 +591,57 @@ static void expect_copy_loaded(pid_t pid, const char *lib)
 
 static void build_slow_library(const char *name, int ms, char *so, char *done,
 			       size_t n);
+static const char *thread_states(pid_t pid);
 
 /*
  * A copy whose dlopen is given up on (its constructor outlasts the call's
  * deadline) stays where the borrowed thread will open it: once its
  * directory is removed, any user could put a library of theirs under
- * that name in /tmp before the dlopen gets to it.
+ * that name in /tmp before the dlopen gets to it. Through the real
+ * qsptop -p: a copy of it beside a slow libqsptop.so, in dir, which the
+ * target (argv: a workload with a tmpfs over dir) does not see.
  */
-static void expect_pending_copy_kept(pid_t pid, const char *slow, const char *done)
+static void test_pending_copy_stays(const char *dir, char *const argv[])
 {
-	char msg[512], dir[PATH_MAX + 64], cmd[PATH_MAX + 96];
+	char slow[PATH_MAX + 32], done[PATH_MAX + 32], bin[PATH_MAX + 64];
+	char cmd[8 * PATH_MAX], copy[PATH_MAX + 64], pidstr[16];
+	char *qargv[] = { bin, "-b", "-n", "1", "-p", pidstr, NULL };
 	const char *at;
+	struct proc p, q;
 	int rc;
 
-	call_timeout_ms = 300;
-	rc = inject_collector(pid, slow, false, msg, sizeof(msg));
-	call_timeout_ms = 5000;
-	at = strstr(msg, "stays in /tmp/qsptop-lib-");
-	CHECK(rc == INJECT_FAILED && at != NULL, "slow copy: expected a timeout "
-	      "that keeps the copy, got %d \"%s\"", rc, msg);
-	if (at == NULL)
+	/* Longer than qsptop waits for a dlopen (5 s). */
+	build_slow_library("slowcollector", 6500, slow, done, sizeof(slow));
+	snprintf(bin, sizeof(bin), "%s/slow/qsptop", dir);
+	snprintf(cmd, sizeof(cmd), "mkdir -p %s/slow && cp %s %s && "
+		 "cp %s %s/slow/libqsptop.so", dir, qsptop, bin, slow, dir);
+	CHECK(system(cmd) == 0, "cannot set up %s", bin);
+	spawn(&p, argv, "unshared");
+	if (!wait_output(&p, "ready\n", READY_MS)) {
+		CHECK(0, "unshared workload did not start: %s", read_text(p.out));
+		kill_proc(&p);
 		return;
-	snprintf(dir, sizeof(dir), "/proc/%d/root%.*s", (int)pid,
-		 (int)strcspn(at + 9, " "), at + 9);
-	CHECK(access(dir, F_OK) == 0, "slow copy: %s was removed while its dlopen "
-	      "was pending", dir);
+	}
+	snprintf(pidstr, sizeof(pidstr), "%d", (int)p.pid);
+	spawn(&q, qargv, "slow-qsptop");
+	rc = wait_status(q.pid, EXIT_MS);
+	at = strstr(read_text(q.out), "stays in /tmp/qsptop-lib-");
+	CHECK(rc == 1 && at != NULL, "slow copy: expected a timeout that keeps "
+	      "the copy, got exit %d: %s", rc, read_text(q.out));
+	if (at != NULL) {
+		snprintf(copy, sizeof(copy), "/proc/%d/root%.*s", (int)p.pid,
+			 (int)strcspn(at + 9, " \n"), at + 9);
+		CHECK(access(copy, F_OK) == 0, "slow copy: %s was removed while "
+		      "its dlopen was pending", copy);
+	}
 	for (int64_t end = clock_now_ms() + 10000;
 	     access(done, F_OK) != 0 && clock_now_ms() < end;)
 		usleep(10000);
 	CHECK(access(done, F_OK) == 0, "slow copy: its constructor never ran");
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	CHECK(system(cmd) == 0, "cannot remove %s", dir);
+	CHECK(all_threads_progress(&p), "slow copy: threads stalled: %s",
+	      thread_states(p.pid));
+	CHECK(stop_target(&p) == 0, "slow copy: target failed: %s",
+	      read_text(p.out));
 }
 
 /* A thread id, and a library the target cannot see (a mount namespace). */
@@ -672,17 +692,8 @@ static void test_refuses_thread_and_hidden_library(void)
 		return;
 	}
 	expect_copy_loaded(p.pid, lib);
-	{
-		char slow[PATH_MAX + 32], done[PATH_MAX + 32], hidden[PATH_MAX + 64];
-
-		build_slow_library("slowcopy", 1500, slow, done, sizeof(slow));
-		snprintf(hidden, sizeof(hidden), "%s/libslowcopy.so", dir);
-		/* Beside the collector: hidden from the target too. */
-		snprintf(cmd, sizeof(cmd), "cp %s %s", slow, hidden);
-		CHECK(system(cmd) == 0, "cannot copy %s", slow);
-		expect_pending_copy_kept(p.pid, hidden, done);
-	}
 	CHECK(stop_target(&p) == 0, "target failed: %s", read_text(p.out));
+	test_pending_copy_stays(dir, argv);
 }
 
 /* The calls the workload's threads park in: each gets borrowed. */

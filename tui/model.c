@@ -35,6 +35,7 @@ void model_free(struct model *m)
 	for (size_t i = 0; i < m->cap; i++)
 		free(m->rows[i].se);
 	free(m->rows);
+	free(m->active);
 	free(m->waits);
 	free(m->stacks);
 	free(m->etab);
@@ -99,6 +100,17 @@ static void row_waits_make(struct model *m, struct row *row)
 	}
 }
 
+/* Put row id among those the next tick closes. */
+static void row_activate(struct model *m, uint32_t id)
+{
+	if (m->rows[id].active)
+		return;
+	m->active = xgrow(m->active, &m->active_cap, m->n_active + 1, 64,
+			  sizeof *m->active);
+	m->active[m->n_active++] = id;
+	m->rows[id].active = true;
+}
+
 void model_apply_delta(struct model *m, const struct proto_delta *d)
 {
 	struct row *row = model_row(m, d->row);
@@ -122,6 +134,7 @@ void model_apply_delta(struct model *m, const struct proto_delta *d)
 		row->max_wait_ns = d->max_wait_ns;
 	row->pending_acq += d->c.acquisitions;
 	row->pending_wait += d->c.wait_ns;
+	row_activate(m, d->row);
 }
 
 /* ---- Stacks ---- */
@@ -228,6 +241,7 @@ void model_apply_stack_delta(struct model *m, const struct proto_stack_delta *d)
 	e = row_entry(m, d->row, d->stack, d->tid);
 	if (e == NULL)
 		return;
+	row_activate(m, d->row);
 	e->count += d->count;
 	e->timeouts += d->timeouts;
 	e->wait += d->wait_ns;
@@ -237,18 +251,45 @@ void model_apply_stack_delta(struct model *m, const struct proto_stack_delta *d)
 
 /* ---- Intervals and reset ---- */
 
-/*
- * Close the interval of one row; pos is the trend slot of this tick. A row
- * without waits has waited nothing in any interval: its trend is all 0.
- */
-static void model_tick_row(struct model *m, struct row *row, size_t pos)
+/* Zero the slots of a trend ring from its upto to tick t, not included. */
+static void trend_catch_up(struct row_waits *w, uint64_t t)
+{
+	for (uint64_t k = w->upto; k < t && k < w->upto + TREND_LEN; k++)
+		w->trend[k % TREND_LEN] = 0;
+	if (t > w->upto)
+		w->upto = t;
+}
+
+/* Whether every interval a row keeps, the current one too, is empty. */
+static bool row_quiet(const struct row *row)
+{
+	if (row->pending_acq | row->pending_wait | row->last_acq |
+	    row->last_wait | row->prev_acq | row->prev_wait)
+		return false;
+	for (uint32_t i = 0; i < row->n_se; i++) {
+		const struct stack_entry *e = &row->se[i];
+
+		if (e->pending_count | e->pending_wait | e->last_count |
+		    e->last_wait | e->prev_count | e->prev_wait)
+			return false;
+	}
+	return true;
+}
+
+/* Close the interval of one row at tick t (m->ticks). */
+static void model_tick_row(struct model *m, struct row *row, uint64_t t)
 {
 	row->prev_acq = row->last_acq;
 	row->prev_wait = row->last_wait;
 	row->last_acq = row->pending_acq;
 	row->last_wait = row->pending_wait;
-	if (row->waits)
-		m->waits[row->waits - 1].trend[pos] = row->pending_wait;
+	if (row->waits) {
+		struct row_waits *w = &m->waits[row->waits - 1];
+
+		trend_catch_up(w, t);
+		w->trend[t % TREND_LEN] = row->pending_wait;
+		w->upto = t + 1;
+	}
 	row->pending_acq = 0;
 	row->pending_wait = 0;
 	m->last_acq += row->last_acq;
@@ -267,10 +308,27 @@ static void model_tick_row(struct model *m, struct row *row, size_t pos)
 	}
 }
 
+/*
+ * Close the interval of the active rows; the others have nothing to
+ * close. A row leaves the list once all it keeps is zero.
+ */
+static void model_tick_rows(struct model *m)
+{
+	for (size_t i = 0; i < m->n_active;) {
+		struct row *row = &m->rows[m->active[i]];
+
+		model_tick_row(m, row, m->ticks);
+		if (row_quiet(row)) {
+			row->active = false;
+			m->active[i] = m->active[--m->n_active];
+		} else {
+			i++;
+		}
+	}
+}
+
 void model_tick(struct model *m, const struct proto_tick *t)
 {
-	size_t pos = m->ticks % TREND_LEN;
-
 	m->prev_interval_s = m->interval_s;
 	m->prev_acq = m->last_acq;
 	m->prev_wait = m->last_wait;
@@ -284,10 +342,7 @@ void model_tick(struct model *m, const struct proto_tick *t)
 	m->last_acq = 0;
 	m->last_wait = 0;
 	m->last_cond_wait = 0;
-	for (size_t i = 0; i < m->cap; i++) {
-		if (m->rows[i].defined)
-			model_tick_row(m, &m->rows[i], pos);
-	}
+	model_tick_rows(m);
 	m->threads_seen = t->threads_seen;
 	m->threads_live = t->threads_live;
 	m->dropped = t->dropped;
@@ -304,10 +359,11 @@ static void fold_row(struct model *m, struct row *row, size_t last,
 	row->last_acq += row->prev_acq;
 	row->last_wait += row->prev_wait;
 	if (row->waits) {
-		uint64_t *trend = m->waits[row->waits - 1].trend;
+		struct row_waits *w = &m->waits[row->waits - 1];
 
-		trend[before] += trend[last];
-		trend[last] = 0;
+		trend_catch_up(w, m->ticks);
+		w->trend[before] += w->trend[last];
+		w->trend[last] = 0;
 	}
 	for (uint32_t i = 0; i < row->n_se; i++) {
 		row->se[i].last_count += row->se[i].prev_count;

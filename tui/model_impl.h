@@ -49,7 +49,10 @@ struct stack_entry {
  * big process never wait, and each interval touches every row.
  */
 struct row_waits {
-	uint64_t trend[TREND_LEN];	/* ring, next slot is ticks % TREND_LEN */
+	uint64_t trend[TREND_LEN];	/* ring, the slot of tick t is t % TREND_LEN */
+	uint64_t upto;		/* the slots of ticks from here on are 0,
+				   whatever they hold: only ticks that close
+				   an interval of the row write its ring */
 };
 
 struct row {
@@ -70,6 +73,7 @@ struct row {
 	uint32_t cap_se;
 	uint32_t waits;		/* index in model.waits + 1; 0 = never waited */
 	bool defined;
+	bool active;		/* in model.active */
 	uint8_t type;
 	/*
 	 * Since reset. Last, so that a scan of the rows reads its calls
@@ -95,6 +99,14 @@ struct model {
 	size_t n_defined;
 	struct stack_def *stacks;
 	size_t stacks_cap;	/* stacks allocated (defined or not) */
+	/*
+	 * The rows whose last two intervals or the current one are not all
+	 * zero: the only ones a tick has to close, so that a tick costs what
+	 * changed, not every row known.
+	 */
+	uint32_t *active;
+	size_t n_active;
+	size_t active_cap;
 	struct row_waits *waits; /* of the rows that waited */
 	size_t n_waits;
 	size_t waits_cap;
@@ -190,6 +202,12 @@ static inline int cmp_u64(uint64_t a, uint64_t b)
 
 /* The row of an id when it is defined, else NULL. */
 struct row *model_row(const struct model *m, uint32_t id);
+
+/* Wait ns of tick t (an interval closed) in a row's trend ring. */
+static inline uint64_t row_trend(const struct row_waits *w, uint64_t t)
+{
+	return t < w->upto ? w->trend[t % TREND_LEN] : 0;
+}
 
 /* The waits of a row, or NULL while it has never waited. */
 static inline const struct row_waits *row_waits(const struct model *m,

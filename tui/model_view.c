@@ -256,14 +256,15 @@ static void row_lend(const struct model *m, const struct row *r,
 		     struct view_row *v)
 {
 	const struct row_waits *w = row_waits(m, r);
-	size_t oldest = m->ticks % TREND_LEN;
 
 	for (int i = 0; i < HIST_BUCKETS; i++)
 		v->c.hist[i] += r->since.hist[i];
 	if (w == NULL)
 		return;
-	for (size_t i = 0; i < TREND_LEN; i++)
-		v->trend[i] += w->trend[(oldest + i) % TREND_LEN];
+	for (size_t i = 0; i < TREND_LEN; i++) {
+		if (m->ticks + i >= TREND_LEN)
+			v->trend[i] += row_trend(w, m->ticks + i - TREND_LEN);
+	}
 }
 
 /* The table row of the line of group g: its numbers, what its rows lend. */

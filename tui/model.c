@@ -36,6 +36,7 @@ void model_free(struct model *m)
 		free(m->rows[i].se);
 	free(m->rows);
 	free(m->active);
+	free(m->touched);
 	free(m->waits);
 	free(m->stacks);
 	free(m->etab);
@@ -65,6 +66,17 @@ static bool id_ok(uint32_t id, size_t cap, uint32_t max)
 	return id < max && id <= cap + MODEL_MAX_ID_GAP;
 }
 
+/* Note that the numbers of row id changed. */
+static void row_touch(struct model *m, uint32_t id)
+{
+	if (m->rows[id].touched)
+		return;
+	m->touched = xgrow(m->touched, &m->touched_cap, m->n_touched + 1, 64,
+			   sizeof *m->touched);
+	m->touched[m->n_touched++] = id;
+	m->rows[id].touched = true;
+}
+
 int model_define_row(struct model *m, const struct proto_row *r)
 {
 	struct row *row;
@@ -73,12 +85,15 @@ int model_define_row(struct model *m, const struct proto_row *r)
 		return -1;
 	m->rows = grow_zeroed(m->rows, &m->cap, r->id, sizeof *m->rows);
 	row = &m->rows[r->id];
+	if (row->defined)
+		m->structure++;		/* a row's key changed */
 	m->n_defined += !row->defined;
 	row->defined = true;
 	row->type = r->type;
 	row->site = r->site;
 	row->object = r->object;
 	row->via = r->via;
+	row_touch(m, r->id);
 	return 0;
 }
 
@@ -100,9 +115,22 @@ static void row_waits_make(struct model *m, struct row *row)
 	}
 }
 
+size_t model_take_touched(struct model *m, const void *taker, uint32_t **ids)
+{
+	size_t n = m->n_touched;
+
+	m->touched_by = taker;
+	for (size_t i = 0; i < n; i++)
+		m->rows[m->touched[i]].touched = false;
+	m->n_touched = 0;
+	*ids = m->touched;
+	return n;
+}
+
 /* Put row id among those the next tick closes. */
 static void row_activate(struct model *m, uint32_t id)
 {
+	row_touch(m, id);
 	if (m->rows[id].active)
 		return;
 	m->active = xgrow(m->active, &m->active_cap, m->n_active + 1, 64,
@@ -318,6 +346,7 @@ static void model_tick_rows(struct model *m)
 		struct row *row = &m->rows[m->active[i]];
 
 		model_tick_row(m, row, m->ticks);
+		row_touch(m, m->active[i]);
 		if (row_quiet(row)) {
 			row->active = false;
 			m->active[i] = m->active[--m->n_active];
@@ -384,6 +413,7 @@ void model_fold_last_interval(struct model *m)
 			fold_row(m, &m->rows[i], (m->ticks - 1) % TREND_LEN,
 				 (m->ticks - 2) % TREND_LEN);
 	}
+	m->structure++;
 	m->interval_s += m->prev_interval_s;
 	m->last_acq += m->prev_acq;
 	m->last_wait += m->prev_wait;
@@ -414,6 +444,7 @@ void model_reset(struct model *m)
 	}
 	memset(&m->since, 0, sizeof m->since);
 	m->since_cond_wait = 0;
+	m->structure++;
 }
 
 /*

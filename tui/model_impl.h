@@ -74,6 +74,7 @@ struct row {
 	uint32_t waits;		/* index in model.waits + 1; 0 = never waited */
 	bool defined;
 	bool active;		/* in model.active */
+	bool touched;		/* in model.touched */
 	uint8_t type;
 	/*
 	 * Since reset. Last, so that a scan of the rows reads its calls
@@ -107,6 +108,16 @@ struct model {
 	uint32_t *active;
 	size_t n_active;
 	size_t active_cap;
+	/*
+	 * The rows whose numbers changed since a view cache last took them
+	 * (model_cache.c), and a count of the changes a list cannot say:
+	 * rows defined, a reset, a folded interval.
+	 */
+	uint32_t *touched;
+	const void *touched_by;	/* who took them last */
+	size_t n_touched;
+	size_t touched_cap;
+	uint64_t structure;
 	struct row_waits *waits; /* of the rows that waited */
 	size_t n_waits;
 	size_t waits_cap;
@@ -224,6 +235,20 @@ static inline double model_rate(const struct model *m, uint64_t amount)
 {
 	return m->interval_s > 0 ? (double)amount / m->interval_s : 0;
 }
+
+/*
+ * The rows changed since the last call, each once; the list is emptied.
+ * Only for one taker: what another took is not seen again.
+ */
+size_t model_take_touched(struct model *m, const void *taker, uint32_t **ids);
+
+/* The table row of the line of row id alone; full: its histogram, trend. */
+void view_row_single(const struct model *m, const struct model_query *q,
+		     uint32_t id, bool full, struct view_row *v);
+
+/* Lines [*from, *to) of n: the window, moved to hold the found line. */
+void view_bounds(const struct view_window *w, size_t n, size_t *from,
+		 size_t *to);
 
 /* The order key of line i, whose numbers are v, under q. */
 void order_key(const struct model_query *q, const struct view_row *v,

@@ -284,6 +284,22 @@ static void view_row_of(struct view_ctx *vc, const struct group *g,
 	}
 }
 
+void view_row_single(const struct model *m, const struct model_query *q,
+		     uint32_t id, bool full, struct view_row *v)
+{
+	struct item it;
+	uint32_t ids[1] = { 0 };
+	struct view_ctx vc = { .m = m, .q = q, .items = &it, .ids = ids };
+	struct line l;
+
+	item_of_row(m, q, id, &it);
+	line_of(&vc, 0, 1, &l);
+	memset(v, 0, sizeof *v);
+	line_numbers(&l, v);
+	if (full)
+		row_lend(m, &m->rows[id], v);
+}
+
 /*
  * The rank of the followed line: of the lines with its key (site, object
  * and type are in their order keys), the one that sorts first. SIZE_MAX
@@ -306,8 +322,7 @@ static size_t view_find(const struct view_window *w,
 	return best == SIZE_MAX ? SIZE_MAX : order_rank(order, n, &order[best]);
 }
 
-/* Lines [*from, *to) of n: the window, moved to hold the found line. */
-static void view_bounds(const struct view_window *w, size_t n, size_t *from,
+void view_bounds(const struct view_window *w, size_t n, size_t *from,
 			size_t *to)
 {
 	size_t f = w->found;

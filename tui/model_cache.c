@@ -15,8 +15,11 @@
 #include "xalloc.h"
 
 #define NOWHERE UINT32_MAX
+/* Past this part of the rows changed, a refresh builds the view whole. */
+#define BUSY_PART 4
 
 struct view_cache {
+	bool built;		/* once: the first view is always cached */
 	bool valid;
 	struct model_query q;	/* what the keys were made for */
 	uint64_t names;
@@ -105,31 +108,47 @@ static size_t key_slot(const struct view_cache *c, uint64_t site,
 	return hash_mix(site ^ hash_mix(object ^ hash_mix(type))) & c->key_mask;
 }
 
-/* Index the sorted rows by their key; false if two rows share one. */
+/* Index row id by its key; false if another row has it. */
+static bool index_add(struct view_cache *c, const struct model *m, uint32_t id)
+{
+	const struct row *r = &m->rows[id];
+	size_t k = key_slot(c, r->site, r->object, r->type);
+
+	for (;; k = (k + 1) & c->key_mask) {
+		const struct row *o;
+
+		if (c->by_key[k] == NOWHERE)
+			break;
+		o = &m->rows[c->by_key[k]];
+		if (o->site == r->site && o->object == r->object &&
+		    o->type == r->type)
+			return false;
+	}
+	c->by_key[k] = id;
+	return true;
+}
+
+/*
+ * Index the rows, sorted and new, by their key, with room for one more;
+ * false if two rows share one.
+ */
 static bool index_keys(struct view_cache *c, const struct model *m)
 {
 	size_t cap = 64;
 
-	while (cap < 2 * c->n_sorted)
+	while (cap < 2 * (c->n_sorted + c->n_fresh + 1))
 		cap *= 2;
 	c->by_key = xreallocarray(c->by_key, cap, sizeof *c->by_key);
 	memset(c->by_key, 0xff, cap * sizeof *c->by_key);
 	c->key_mask = cap - 1;
 	for (size_t i = 0; i < c->n_sorted; i++) {
-		const struct row *r = &m->rows[c->sorted[i].line];
-		size_t k = key_slot(c, r->site, r->object, r->type);
-
-		for (;; k = (k + 1) & c->key_mask) {
-			const struct row *o;
-
-			if (c->by_key[k] == NOWHERE)
-				break;
-			o = &m->rows[c->by_key[k]];
-			if (o->site == r->site && o->object == r->object &&
-			    o->type == r->type)
-				return false;
-		}
-		c->by_key[k] = c->sorted[i].line;
+		if (!index_add(c, m, c->sorted[i].line))
+			return false;
+	}
+	for (size_t i = 0; i < c->n_fresh; i++) {
+		if (c->pos[c->fresh_ids[i]] == NOWHERE &&
+		    !index_add(c, m, c->fresh_ids[i]))
+			return false;
 	}
 	return true;
 }
@@ -157,6 +176,7 @@ static bool cache_build(struct view_cache *c, struct model *m,
 	uint32_t *ids;
 
 	model_take_touched(m, c, &ids);
+	c->built = true;
 	c->q = *q;
 	c->q.filter = NULL;
 	c->names = names;
@@ -199,21 +219,14 @@ static void cache_grow(struct view_cache *c, const struct model *m)
 	c->rows_cap = m->cap;
 }
 
-/* Index a new row by its key; false when full or the key is taken. */
+/* Index a new row by its key; false when another row has it. */
 static bool index_new(struct view_cache *c, const struct model *m,
 		      uint32_t id)
 {
-	const struct row *r = &m->rows[id];
-	size_t k;
-
-	if (2 * (c->n_sorted + c->n_fresh + 1) > c->key_mask + 1 ||
-	    find_key(c, m, r->site, r->object, r->type) != NOWHERE)
+	if (2 * (c->n_sorted + c->n_fresh + 1) > c->key_mask + 1 &&
+	    !index_keys(c, m))
 		return false;
-	k = key_slot(c, r->site, r->object, r->type);
-	while (c->by_key[k] != NOWHERE)
-		k = (k + 1) & c->key_mask;
-	c->by_key[k] = id;
-	return true;
+	return index_add(c, m, id);
 }
 
 /* Put row id among the fresh ones. */
@@ -341,6 +354,23 @@ static bool cache_current(const struct view_cache *c, const struct model *m,
 	       m->touched_by == c;
 }
 
+/*
+ * When a good part of the rows changed since the last refresh, sorting
+ * them costs more than selecting the lines shown among all: the view is
+ * built whole, and the cache again once the changes are fewer.
+ */
+static bool cache_busy(struct view_cache *c, struct model *m)
+{
+	uint32_t *ids;
+
+	if (!c->built || m->n_touched <= m->n_defined / BUSY_PART)
+		return false;
+	model_take_touched(m, c, &ids);
+	c->valid = false;
+	c->rows_cap = 0;
+	return true;
+}
+
 size_t model_view_cached(struct model *m, const struct model_query *q,
 			 uint64_t names, struct view_cache *c,
 			 struct view_window *w, struct view_row **rows)
@@ -348,6 +378,8 @@ size_t model_view_cached(struct model *m, const struct model_query *q,
 	size_t n, from, to;
 
 	if (!query_cacheable(q))
+		return model_view_window(m, q, w, rows);
+	if (cache_busy(c, m))
 		return model_view_window(m, q, w, rows);
 	/* A build that failed is not tried again until something changed. */
 	if (!cache_current(c, m, q, names))

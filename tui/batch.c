@@ -86,13 +86,32 @@ static void print_header(FILE *out, const struct app *a, int width,
 	fputc('\n', out);
 }
 
-/* One line of cells, separated by a space, each aligned in its width. */
+/* n spaces. */
+static void print_pad(FILE *out, int n)
+{
+	for (; n > 0; n--)
+		putc(' ', out);
+}
+
+/*
+ * One line of cells, separated by a space, each aligned in its width as
+ * printf's %-*s and %*s align it (by bytes), without printf's parsing:
+ * batch output prints every row of every interval.
+ */
 static void print_cells(FILE *out, const struct column_place *p, size_t n,
 			char cells[][520])
 {
-	for (size_t i = 0; i < n; i++)
-		fprintf(out, p[i].col->left ? "%-*s%s" : "%*s%s", p[i].width,
-			cells[i], i + 1 < n ? " " : "\n");
+	for (size_t i = 0; i < n; i++) {
+		size_t len = strlen(cells[i]);
+		int pad = (size_t)p[i].width > len ? p[i].width - (int)len : 0;
+
+		if (!p[i].col->left)
+			print_pad(out, pad);
+		fwrite(cells[i], 1, len, out);
+		if (p[i].col->left)
+			print_pad(out, pad);
+		putc(i + 1 < n ? ' ' : '\n', out);
+	}
 }
 
 static void print_titles(FILE *out, const struct column_place *p, size_t n)

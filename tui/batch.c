@@ -7,6 +7,7 @@
 #include "batch.h"
 #include "format.h"
 #include "line.h"
+#include "xalloc.h"
 
 /* Without -w, COLUMNS or a terminal, lines are as wide as a wide terminal. */
 #define BATCH_WIDTH 132
@@ -85,13 +86,32 @@ static void print_header(FILE *out, const struct app *a, int width,
 	fputc('\n', out);
 }
 
-/* One line of cells, separated by a space, each aligned in its width. */
+/* n spaces. */
+static void print_pad(FILE *out, int n)
+{
+	for (; n > 0; n--)
+		putc(' ', out);
+}
+
+/*
+ * One line of cells, separated by a space, each aligned in its width as
+ * printf's %-*s and %*s align it (by bytes), without printf's parsing:
+ * batch output prints every row of every interval.
+ */
 static void print_cells(FILE *out, const struct column_place *p, size_t n,
 			char cells[][520])
 {
-	for (size_t i = 0; i < n; i++)
-		fprintf(out, p[i].col->left ? "%-*s%s" : "%*s%s", p[i].width,
-			cells[i], i + 1 < n ? " " : "\n");
+	for (size_t i = 0; i < n; i++) {
+		size_t len = strlen(cells[i]);
+		int pad = (size_t)p[i].width > len ? p[i].width - (int)len : 0;
+
+		if (!p[i].col->left)
+			print_pad(out, pad);
+		fwrite(cells[i], 1, len, out);
+		if (p[i].col->left)
+			print_pad(out, pad);
+		putc(i + 1 < n ? ' ' : '\n', out);
+	}
 }
 
 static void print_titles(FILE *out, const struct column_place *p, size_t n)
@@ -118,22 +138,66 @@ static void print_row(FILE *out, const struct view_row *r,
 	print_cells(out, p, n, cells);
 }
 
-/* Only the first rows asked for (-N) are built: the rest are only sorted. */
-void batch_print(FILE *out, const struct app *a)
+/* Lines of a whole table built at a time: memory for these, not for all. */
+#define BATCH_CHUNK 256
+
+/* One table's column places and how its cells are formatted. */
+struct batch_table {
+	struct format_ctx f;
+	struct column_place place[16];
+	size_t ncol;
+};
+
+static void print_rows(FILE *out, const struct batch_table *b,
+		       const struct view_row *rows, size_t n)
 {
-	struct format_ctx f = { .symbols = a->symbols, .site_style = SITE_BOTH };
+	for (size_t i = 0; i < n; i++)
+		print_row(out, &rows[i], &b->f, b->place, b->ncol);
+}
+
+/* With -N, only the first rows asked for are built: the rest are only sorted. */
+static void print_first(FILE *out, const struct app *a, int width,
+			const struct batch_table *b)
+{
 	struct view_window w = { .limit = a->opt.rows };
 	struct view_row *rows;
 	size_t n = model_view_window(a->model, &a->query, &w, &rows);
-	struct column_place place[16];
-	int width = batch_width(a, out);
-	size_t ncol = format_layout(width, false, place);
 
 	print_header(out, a, width, n, w.total);
-	print_titles(out, place, ncol);
-	for (size_t i = 0; i < n; i++)
-		print_row(out, &rows[i], &f, place, ncol);
+	print_titles(out, b->place, b->ncol);
+	print_rows(out, b, rows, n);
+	free(rows);
+}
+
+/* Every row, built and printed a chunk at a time. */
+static void print_all(FILE *out, const struct app *a, int width,
+		      const struct batch_table *b)
+{
+	struct model_table *t = model_table_new(a->model, &a->query);
+	size_t total = model_table_lines(t), n;
+	struct view_row *rows = xreallocarray(NULL, BATCH_CHUNK, sizeof *rows);
+
+	print_header(out, a, width, total, total);
+	print_titles(out, b->place, b->ncol);
+	for (size_t from = 0; from < total; from += n) {
+		n = model_table_rows(t, from, BATCH_CHUNK, rows);
+		print_rows(out, b, rows, n);
+	}
+	free(rows);
+	model_table_free(t);
+}
+
+void batch_print(FILE *out, const struct app *a)
+{
+	struct batch_table b = { .f = { .symbols = a->symbols,
+					.site_style = SITE_BOTH } };
+	int width = batch_width(a, out);
+
+	b.ncol = format_layout(width, false, b.place);
+	if (a->opt.rows)
+		print_first(out, a, width, &b);
+	else
+		print_all(out, a, width, &b);
 	fputc('\n', out);
 	fflush(out);
-	free(rows);
 }

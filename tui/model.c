@@ -35,6 +35,8 @@ void model_free(struct model *m)
 	for (size_t i = 0; i < m->cap; i++)
 		free(m->rows[i].se);
 	free(m->rows);
+	free(m->active);
+	free(m->touched);
 	free(m->waits);
 	free(m->stacks);
 	free(m->etab);
@@ -64,6 +66,17 @@ static bool id_ok(uint32_t id, size_t cap, uint32_t max)
 	return id < max && id <= cap + MODEL_MAX_ID_GAP;
 }
 
+/* Note that the numbers of row id changed. */
+static void row_touch(struct model *m, uint32_t id)
+{
+	if (m->rows[id].touched)
+		return;
+	m->touched = xgrow(m->touched, &m->touched_cap, m->n_touched + 1, 64,
+			   sizeof *m->touched);
+	m->touched[m->n_touched++] = id;
+	m->rows[id].touched = true;
+}
+
 int model_define_row(struct model *m, const struct proto_row *r)
 {
 	struct row *row;
@@ -72,12 +85,15 @@ int model_define_row(struct model *m, const struct proto_row *r)
 		return -1;
 	m->rows = grow_zeroed(m->rows, &m->cap, r->id, sizeof *m->rows);
 	row = &m->rows[r->id];
+	if (row->defined)
+		m->structure++;		/* a row's key changed */
 	m->n_defined += !row->defined;
 	row->defined = true;
 	row->type = r->type;
 	row->site = r->site;
 	row->object = r->object;
 	row->via = r->via;
+	row_touch(m, r->id);
 	return 0;
 }
 
@@ -97,6 +113,30 @@ static void row_waits_make(struct model *m, struct row *row)
 		memset(&m->waits[m->n_waits], 0, sizeof *m->waits);
 		row->waits = (uint32_t)++m->n_waits;
 	}
+}
+
+size_t model_take_touched(struct model *m, const void *taker, uint32_t **ids)
+{
+	size_t n = m->n_touched;
+
+	m->touched_by = taker;
+	for (size_t i = 0; i < n; i++)
+		m->rows[m->touched[i]].touched = false;
+	m->n_touched = 0;
+	*ids = m->touched;
+	return n;
+}
+
+/* Put row id among those the next tick closes. */
+static void row_activate(struct model *m, uint32_t id)
+{
+	row_touch(m, id);
+	if (m->rows[id].active)
+		return;
+	m->active = xgrow(m->active, &m->active_cap, m->n_active + 1, 64,
+			  sizeof *m->active);
+	m->active[m->n_active++] = id;
+	m->rows[id].active = true;
 }
 
 void model_apply_delta(struct model *m, const struct proto_delta *d)
@@ -122,6 +162,7 @@ void model_apply_delta(struct model *m, const struct proto_delta *d)
 		row->max_wait_ns = d->max_wait_ns;
 	row->pending_acq += d->c.acquisitions;
 	row->pending_wait += d->c.wait_ns;
+	row_activate(m, d->row);
 }
 
 /* ---- Stacks ---- */
@@ -228,6 +269,7 @@ void model_apply_stack_delta(struct model *m, const struct proto_stack_delta *d)
 	e = row_entry(m, d->row, d->stack, d->tid);
 	if (e == NULL)
 		return;
+	row_activate(m, d->row);
 	e->count += d->count;
 	e->timeouts += d->timeouts;
 	e->wait += d->wait_ns;
@@ -237,18 +279,45 @@ void model_apply_stack_delta(struct model *m, const struct proto_stack_delta *d)
 
 /* ---- Intervals and reset ---- */
 
-/*
- * Close the interval of one row; pos is the trend slot of this tick. A row
- * without waits has waited nothing in any interval: its trend is all 0.
- */
-static void model_tick_row(struct model *m, struct row *row, size_t pos)
+/* Zero the slots of a trend ring from its upto to tick t, not included. */
+static void trend_catch_up(struct row_waits *w, uint64_t t)
+{
+	for (uint64_t k = w->upto; k < t && k < w->upto + TREND_LEN; k++)
+		w->trend[k % TREND_LEN] = 0;
+	if (t > w->upto)
+		w->upto = t;
+}
+
+/* Whether every interval a row keeps, the current one too, is empty. */
+static bool row_quiet(const struct row *row)
+{
+	if (row->pending_acq | row->pending_wait | row->last_acq |
+	    row->last_wait | row->prev_acq | row->prev_wait)
+		return false;
+	for (uint32_t i = 0; i < row->n_se; i++) {
+		const struct stack_entry *e = &row->se[i];
+
+		if (e->pending_count | e->pending_wait | e->last_count |
+		    e->last_wait | e->prev_count | e->prev_wait)
+			return false;
+	}
+	return true;
+}
+
+/* Close the interval of one row at tick t (m->ticks). */
+static void model_tick_row(struct model *m, struct row *row, uint64_t t)
 {
 	row->prev_acq = row->last_acq;
 	row->prev_wait = row->last_wait;
 	row->last_acq = row->pending_acq;
 	row->last_wait = row->pending_wait;
-	if (row->waits)
-		m->waits[row->waits - 1].trend[pos] = row->pending_wait;
+	if (row->waits) {
+		struct row_waits *w = &m->waits[row->waits - 1];
+
+		trend_catch_up(w, t);
+		w->trend[t % TREND_LEN] = row->pending_wait;
+		w->upto = t + 1;
+	}
 	row->pending_acq = 0;
 	row->pending_wait = 0;
 	m->last_acq += row->last_acq;
@@ -267,10 +336,28 @@ static void model_tick_row(struct model *m, struct row *row, size_t pos)
 	}
 }
 
+/*
+ * Close the interval of the active rows; the others have nothing to
+ * close. A row leaves the list once all it keeps is zero.
+ */
+static void model_tick_rows(struct model *m)
+{
+	for (size_t i = 0; i < m->n_active;) {
+		struct row *row = &m->rows[m->active[i]];
+
+		model_tick_row(m, row, m->ticks);
+		row_touch(m, m->active[i]);
+		if (row_quiet(row)) {
+			row->active = false;
+			m->active[i] = m->active[--m->n_active];
+		} else {
+			i++;
+		}
+	}
+}
+
 void model_tick(struct model *m, const struct proto_tick *t)
 {
-	size_t pos = m->ticks % TREND_LEN;
-
 	m->prev_interval_s = m->interval_s;
 	m->prev_acq = m->last_acq;
 	m->prev_wait = m->last_wait;
@@ -284,10 +371,7 @@ void model_tick(struct model *m, const struct proto_tick *t)
 	m->last_acq = 0;
 	m->last_wait = 0;
 	m->last_cond_wait = 0;
-	for (size_t i = 0; i < m->cap; i++) {
-		if (m->rows[i].defined)
-			model_tick_row(m, &m->rows[i], pos);
-	}
+	model_tick_rows(m);
 	m->threads_seen = t->threads_seen;
 	m->threads_live = t->threads_live;
 	m->dropped = t->dropped;
@@ -304,10 +388,11 @@ static void fold_row(struct model *m, struct row *row, size_t last,
 	row->last_acq += row->prev_acq;
 	row->last_wait += row->prev_wait;
 	if (row->waits) {
-		uint64_t *trend = m->waits[row->waits - 1].trend;
+		struct row_waits *w = &m->waits[row->waits - 1];
 
-		trend[before] += trend[last];
-		trend[last] = 0;
+		trend_catch_up(w, m->ticks);
+		w->trend[before] += w->trend[last];
+		w->trend[last] = 0;
 	}
 	for (uint32_t i = 0; i < row->n_se; i++) {
 		row->se[i].last_count += row->se[i].prev_count;
@@ -328,6 +413,7 @@ void model_fold_last_interval(struct model *m)
 			fold_row(m, &m->rows[i], (m->ticks - 1) % TREND_LEN,
 				 (m->ticks - 2) % TREND_LEN);
 	}
+	m->structure++;
 	m->interval_s += m->prev_interval_s;
 	m->last_acq += m->prev_acq;
 	m->last_wait += m->prev_wait;
@@ -358,6 +444,7 @@ void model_reset(struct model *m)
 	}
 	memset(&m->since, 0, sizeof m->since);
 	m->since_cond_wait = 0;
+	m->structure++;
 }
 
 /*

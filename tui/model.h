@@ -177,6 +177,26 @@ size_t model_view_window(const struct model *m, const struct model_query *q,
 			 struct view_window *w, struct view_row **rows);
 
 /*
+ * What a view keeps between refreshes for its one user, so that a
+ * refresh costs what changed and what is shown, not every row.
+ */
+struct view_cache;
+
+struct view_cache *view_cache_new(void);
+void view_cache_free(struct view_cache *c);
+
+/*
+ * model_view_window(), the same lines, from what c kept of the last call:
+ * only the rows changed since are keyed again. names must change whenever
+ * q's site_label or is_wrapper may answer differently. A query the cache
+ * cannot follow (coalesced, filtered, sorted by site, rows in wrappers)
+ * builds the whole view as model_view_window() does.
+ */
+size_t model_view_cached(struct model *m, const struct model_query *q,
+			 uint64_t names, struct view_cache *c,
+			 struct view_window *w, struct view_row **rows);
+
+/*
  * The lines of model_view()'s table, sorted, built a part at a time: a
  * big table is written out without all its rows in memory at once.
  */

@@ -49,7 +49,10 @@ struct stack_entry {
  * big process never wait, and each interval touches every row.
  */
 struct row_waits {
-	uint64_t trend[TREND_LEN];	/* ring, next slot is ticks % TREND_LEN */
+	uint64_t trend[TREND_LEN];	/* ring, the slot of tick t is t % TREND_LEN */
+	uint64_t upto;		/* the slots of ticks from here on are 0,
+				   whatever they hold: only ticks that close
+				   an interval of the row write its ring */
 };
 
 struct row {
@@ -70,6 +73,8 @@ struct row {
 	uint32_t cap_se;
 	uint32_t waits;		/* index in model.waits + 1; 0 = never waited */
 	bool defined;
+	bool active;		/* in model.active */
+	bool touched;		/* in model.touched */
 	uint8_t type;
 	/*
 	 * Since reset. Last, so that a scan of the rows reads its calls
@@ -95,6 +100,24 @@ struct model {
 	size_t n_defined;
 	struct stack_def *stacks;
 	size_t stacks_cap;	/* stacks allocated (defined or not) */
+	/*
+	 * The rows whose last two intervals or the current one are not all
+	 * zero: the only ones a tick has to close, so that a tick costs what
+	 * changed, not every row known.
+	 */
+	uint32_t *active;
+	size_t n_active;
+	size_t active_cap;
+	/*
+	 * The rows whose numbers changed since a view cache last took them
+	 * (model_cache.c), and a count of the changes a list cannot say:
+	 * rows defined, a reset, a folded interval.
+	 */
+	uint32_t *touched;
+	const void *touched_by;	/* who took them last */
+	size_t n_touched;
+	size_t touched_cap;
+	uint64_t structure;
 	struct row_waits *waits; /* of the rows that waited */
 	size_t n_waits;
 	size_t waits_cap;
@@ -191,6 +214,12 @@ static inline int cmp_u64(uint64_t a, uint64_t b)
 /* The row of an id when it is defined, else NULL. */
 struct row *model_row(const struct model *m, uint32_t id);
 
+/* Wait ns of tick t (an interval closed) in a row's trend ring. */
+static inline uint64_t row_trend(const struct row_waits *w, uint64_t t)
+{
+	return t < w->upto ? w->trend[t % TREND_LEN] : 0;
+}
+
 /* The waits of a row, or NULL while it has never waited. */
 static inline const struct row_waits *row_waits(const struct model *m,
 						const struct row *r)
@@ -206,6 +235,20 @@ static inline double model_rate(const struct model *m, uint64_t amount)
 {
 	return m->interval_s > 0 ? (double)amount / m->interval_s : 0;
 }
+
+/*
+ * The rows changed since the last call, each once; the list is emptied.
+ * Only for one taker: what another took is not seen again.
+ */
+size_t model_take_touched(struct model *m, const void *taker, uint32_t **ids);
+
+/* The table row of the line of row id alone; full: its histogram, trend. */
+void view_row_single(const struct model *m, const struct model_query *q,
+		     uint32_t id, bool full, struct view_row *v);
+
+/* Lines [*from, *to) of n: the window, moved to hold the found line. */
+void view_bounds(const struct view_window *w, size_t n, size_t *from,
+		 size_t *to);
 
 /* The order key of line i, whose numbers are v, under q. */
 void order_key(const struct model_query *q, const struct view_row *v,

@@ -11,8 +11,7 @@
 #include "model_items.h"
 #include "xalloc.h"
 
-/* An item for the whole of row id. */
-static void item_of_row(const struct model *m, const struct model_query *q,
+void item_of_row(const struct model *m, const struct model_query *q,
 			uint32_t id, struct item *it)
 {
 	const struct row *r = &m->rows[id];

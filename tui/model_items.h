@@ -28,6 +28,10 @@ struct item {
 	bool keep;		/* a wrapper's remainder only when not empty */
 };
 
+/* An item for the whole of row id. */
+void item_of_row(const struct model *m, const struct model_query *q,
+		 uint32_t id, struct item *it);
+
 /*
  * The items of a view: one per row or, with wrappers skipped, wrapper rows
  * split by their defined stacks, merged by (site, object, type). Caller

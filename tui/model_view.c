@@ -256,14 +256,15 @@ static void row_lend(const struct model *m, const struct row *r,
 		     struct view_row *v)
 {
 	const struct row_waits *w = row_waits(m, r);
-	size_t oldest = m->ticks % TREND_LEN;
 
 	for (int i = 0; i < HIST_BUCKETS; i++)
 		v->c.hist[i] += r->since.hist[i];
 	if (w == NULL)
 		return;
-	for (size_t i = 0; i < TREND_LEN; i++)
-		v->trend[i] += w->trend[(oldest + i) % TREND_LEN];
+	for (size_t i = 0; i < TREND_LEN; i++) {
+		if (m->ticks + i >= TREND_LEN)
+			v->trend[i] += row_trend(w, m->ticks + i - TREND_LEN);
+	}
 }
 
 /* The table row of the line of group g: its numbers, what its rows lend. */
@@ -281,6 +282,22 @@ static void view_row_of(struct view_ctx *vc, const struct group *g,
 		if (it->row != NO_ROW)
 			row_lend(vc->m, &vc->m->rows[it->row], v);
 	}
+}
+
+void view_row_single(const struct model *m, const struct model_query *q,
+		     uint32_t id, bool full, struct view_row *v)
+{
+	struct item it;
+	uint32_t ids[1] = { 0 };
+	struct view_ctx vc = { .m = m, .q = q, .items = &it, .ids = ids };
+	struct line l;
+
+	item_of_row(m, q, id, &it);
+	line_of(&vc, 0, 1, &l);
+	memset(v, 0, sizeof *v);
+	line_numbers(&l, v);
+	if (full)
+		row_lend(m, &m->rows[id], v);
 }
 
 /*
@@ -305,8 +322,7 @@ static size_t view_find(const struct view_window *w,
 	return best == SIZE_MAX ? SIZE_MAX : order_rank(order, n, &order[best]);
 }
 
-/* Lines [*from, *to) of n: the window, moved to hold the found line. */
-static void view_bounds(const struct view_window *w, size_t n, size_t *from,
+void view_bounds(const struct view_window *w, size_t n, size_t *from,
 			size_t *to)
 {
 	size_t f = w->found;

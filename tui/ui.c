@@ -66,6 +66,8 @@ void ui_free(struct ui *ui)
 {
 	free(ui->rows);
 	ui->rows = NULL;
+	view_cache_free(ui->cache);
+	ui->cache = NULL;
 	tasks_free(ui->tasks);
 	ui->tasks = NULL;
 }
@@ -90,6 +92,13 @@ const struct view_row *ui_line(const struct ui *ui, size_t i)
  * page from line at. With follow, the selected row is looked for wherever
  * it went, and held. Returns its line, or SIZE_MAX.
  */
+/* What the site labels and wrapper answers depend on: the names known. */
+static uint64_t names_key(const struct app *a)
+{
+	return (uint64_t)symbols_generation(a->symbols) << 32 |
+	       (uint32_t)symbols_modules(a->symbols);
+}
+
 static size_t fetch(struct ui *ui, size_t at, bool follow)
 {
 	struct app *a = ui->app;
@@ -105,7 +114,10 @@ static size_t fetch(struct ui *ui, size_t at, bool follow)
 	}
 	free(ui->rows);
 	a->query.filter = ui->filter[0] ? ui->filter : NULL;
-	ui->nheld = model_view_window(a->model, &a->query, &w, &ui->rows);
+	if (ui->cache == NULL)
+		ui->cache = view_cache_new();
+	ui->nheld = model_view_cached(a->model, &a->query, names_key(a), ui->cache,
+				      &w, &ui->rows);
 	ui->first = w.offset;
 	ui->nrows = w.total;
 	if (ui->selected >= ui->nrows)

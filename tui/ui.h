@@ -44,6 +44,7 @@ struct ui {
 	 * is on screen; a paused one is built whole.
 	 */
 	struct view_row *rows;
+	struct view_cache *cache;	/* what rebuilding the table keeps */
 	size_t first;
 	size_t nheld;
 	size_t nrows;

@@ -215,6 +215,76 @@ static void test_trend_ring(void)
 	model_free(m);
 }
 
+/* Whether row id's line in v has the rate and trend of its history h. */
+static bool rows_as_history(const struct view_row *v, size_t n, uint32_t id,
+			    const uint64_t *h, size_t ticks, char *why,
+			    size_t len)
+{
+	const struct view_row *r = find_t(v, n, 0x100 * (id + 1), 0xa0,
+					  LOCK_MUTEX);
+
+	if (r == NULL || !near(r->wait_per_s, (double)h[ticks - 1] / 1e-3)) {
+		snprintf(why, len, "row %u after tick %zu: wait/s expected %g, got %g",
+			 id, ticks, (double)h[ticks - 1] / 1e-3,
+			 r ? r->wait_per_s : -1.0);
+		return false;
+	}
+	for (size_t i = 0; i < TREND_LEN; i++) {
+		uint64_t want = ticks + i >= TREND_LEN ?
+				h[ticks + i - TREND_LEN] : 0;
+
+		if (r->trend[i] != want) {
+			snprintf(why, len, "row %u after tick %zu: trend[%zu] "
+				 "expected %" PRIu64 ", got %" PRIu64,
+				 id, ticks, i, want, r->trend[i]);
+			return false;
+		}
+	}
+	return true;
+}
+
+/*
+ * Rows that wait now and then, quiet for a few intervals or for longer
+ * than the trend, and waiting again: after every tick each row's rate is
+ * its last interval's and its trend the last TREND_LEN intervals, zeros
+ * for the quiet ones, as if every tick had closed every row.
+ */
+static void test_quiet_rows(void)
+{
+	enum { ROWS = 6, TICKS = 90 };
+	static uint64_t h[ROWS][TICKS];
+	struct model *m = model_new();
+	struct check_tally t = { 0 };
+	uint64_t x = 7;
+	char why[160];
+
+	for (uint32_t id = 0; id < ROWS; id++)
+		def(m, id, LOCK_MUTEX, 0x100 * (id + 1), 0xa0);
+	tick(m, 0);
+	for (size_t k = 0; k < TICKS; k++) {
+		struct view_row *v;
+		size_t n;
+
+		for (uint32_t id = 0; id < ROWS; id++) {
+			/* row id is busy in bursts; row 0 never after tick 3 */
+			bool busy = id == 0 ? k < 3 :
+				    (k / (5 * id + 3)) % 2 == 0 && next_rand(&x) % 4;
+
+			h[id][k] = busy ? 1 + next_rand(&x) % 1000 : 0;
+			if (busy)
+				add(m, id, 2, 1, h[id][k], h[id][k]);
+		}
+		tick(m, (k + 1) * 1000000);
+		n = view(m, COALESCE_NONE, SORT_WAIT, false, NULL, &v);
+		for (uint32_t id = 0; id < ROWS; id++)
+			TALLY(&t, rows_as_history(v, n, id, h[id], k + 1, why,
+						  sizeof(why)), "%s", why);
+		free(v);
+	}
+	CHECK_TALLY(&t, "quiet rows: rates and trends as if every row ticked");
+	model_free(m);
+}
+
 static void test_reset(void)
 {
 	struct model *m = model_new();
@@ -483,6 +553,7 @@ int main(void)
 	test_tick_rates();
 	test_lock_and_cond_wait();
 	test_trend_ring();
+	test_quiet_rows();
 	test_reset();
 	test_stats_sum_rows();
 	return fixture_summary();

@@ -652,8 +652,94 @@ static void test_window_at_scale(void)
 	model_free(m);
 }
 
+/* Whether two built lines are equal, every field compared. */
+static bool same_rows(const struct view_row *a, const struct view_row *b,
+		      size_t n)
+{
+	return n == 0 || memcmp(a, b, n * sizeof *a) == 0;
+}
+
+/* One refresh: the cached view against the whole one, for window w. */
+static bool cached_as_full(struct model *m, const struct model_query *q,
+			   struct view_cache *c, struct view_window w,
+			   char *why, size_t len)
+{
+	struct view_window wf = w;
+	struct view_row *vc, *vf;
+	size_t nc = model_view_cached(m, q, 1, c, &w, &vc);
+	size_t nf = model_view_window(m, q, &wf, &vf);
+	bool ok = nc == nf && w.total == wf.total && w.found == wf.found &&
+		  w.offset == wf.offset && same_rows(vc, vf, nf);
+
+	if (!ok)
+		snprintf(why, len, "sort %s, offset %zu, limit %zu: expected "
+			 "%zu lines of %zu, found %zu, got %zu of %zu, found %zu%s",
+			 q->sort->key, wf.offset, wf.limit, nf, wf.total,
+			 wf.found, nc, w.total, w.found,
+			 nc == nf ? " (lines differ)" : "");
+	free(vc);
+	free(vf);
+	return ok;
+}
+
+/*
+ * The cached view of the live screen equals the whole view after every
+ * change: rows changing a few at a time, quiet ones, rows defined late,
+ * sorts, windows and a followed line, then queries it does not follow.
+ */
+static void test_cached_view(void)
+{
+	struct model *m = model_new();
+	struct view_cache *c = view_cache_new(), *c2 = view_cache_new();
+	struct check_tally t = { 0 };
+	uint64_t x = 99;
+	char why[256];
+
+	tick(m, 0);
+	for (uint32_t id = 0; id < 3000; id++)
+		def(m, id, id % 7 ? LOCK_MUTEX : LOCK_CONDVAR,
+		    0x2000 + id % 40 * 0x10, 0xa000 + id * 8);
+	for (uint32_t id = 0; id < 3000; id++)
+		add(m, id, 1 + id % 5, id % 3, id % 11 * 10, id % 11 * 5);
+	for (int k = 1; k <= 120; k++) {
+		struct model_query q = query(COALESCE_NONE, false);
+		uint64_t r = next_rand(&x);
+		struct view_window w = { .offset = r % 3000, .limit = 1 + r % 90,
+					 .follow = r % 2, .type = LOCK_MUTEX,
+					 .site = 0x2000 + r % 40 * 0x10,
+					 .object = 0xa000 + (r >> 8) % 3100 * 8 };
+
+		q.sort = by((enum sort_key)(k / 20 % SORT_SITE));
+		q.ascending = k % 3 == 0;
+		for (int i = 0; i < 30; i++) {
+			uint32_t id = (uint32_t)(next_rand(&x) % (k % 10 ? 200 : 3000));
+
+			add(m, id, next_rand(&x) % 5, id % 2, next_rand(&x) % 900, 90);
+		}
+		if (k % 17 == 0)
+			def(m, 3000 + (uint32_t)k, LOCK_MUTEX, 0x2000, 0xf0000 + k);
+		if (k % 2)
+			tick(m, (uint64_t)k * 100000000);
+		if (k == 60)
+			model_reset(m);
+		TALLY(&t, cached_as_full(m, &q, c, w, why, sizeof(why)), "%s", why);
+		q.types = 1u << LOCK_CONDVAR;	/* another cache: both rebuild */
+		if (k % 10 == 0)
+			TALLY(&t, cached_as_full(m, &q, c2, w, why, sizeof(why)),
+			      "%s", why);
+		q.types = 0;
+		q.coalesce = COALESCE_SITE;
+		TALLY(&t, cached_as_full(m, &q, c, w, why, sizeof(why)), "%s", why);
+	}
+	CHECK_TALLY(&t, "cached view: the whole view's lines after each change");
+	view_cache_free(c);
+	view_cache_free(c2);
+	model_free(m);
+}
+
 int main(void)
 {
+	test_cached_view();
 	test_coalesce_site();
 	test_coalesce_object();
 	test_sort_keys();

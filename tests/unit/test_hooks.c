@@ -3,18 +3,24 @@
  * calls), with a stack capture of our own making: the time a capture
  * takes is time waited, a signal handler's lock call inside a hook passes
  * through and is counted as dropped, calls glibc refuses pass through
- * unrecorded, and which lock a capture runs under.
+ * unrecorded, which lock a capture runs under, and every kind of mutex
+ * and the spin lock are counted exactly (free, busy, waited for, relocked
+ * by their owner, left by a dead owner) with glibc's own results,
+ * whichever way a hook finds a lock busy.
  */
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "../../collector/frames.h"
+#include "../../collector/hooks.h"
 #include "../../collector/rows.h"
 #include "../../collector/state.h"
 #include "../../collector/table.h"
@@ -223,12 +229,334 @@ static void test_capture_under_which_lock(void)
 	      "captures, %d holding it", rc, captures, captures_holding);
 }
 
+/* What the rows of one lock hold, every site and thread together. */
+struct lock_tally {
+	uint64_t acquired, contended, failed, timeouts;
+};
+
+static struct lock_tally tally_on(const void *obj)
+{
+	struct lock_tally c = { 0 };
+
+	rows_scan(&rs);
+	for (uint32_t r = 0; r < rs.n; r++) {
+		const struct row *w = &rs.v[r];
+
+		if (w->object != (uintptr_t)obj)
+			continue;
+		c.acquired += w->acq_now;
+		if (w->waits) {
+			c.contended += w->waits->now.contended;
+			c.failed += w->waits->now.failed;
+			c.timeouts += w->waits->now.timeouts;
+		}
+	}
+	return c;
+}
+
+static void check_tally(const char *what, const void *obj,
+			struct lock_tally want)
+{
+	struct lock_tally got = tally_on(obj);
+
+	CHECK(got.acquired == want.acquired && got.contended == want.contended &&
+	      got.failed == want.failed && got.timeouts == want.timeouts,
+	      "%s: expected acquired %llu, contended %llu, failed %llu, "
+	      "timeouts %llu; got %llu, %llu, %llu, %llu", what,
+	      (unsigned long long)want.acquired,
+	      (unsigned long long)want.contended,
+	      (unsigned long long)want.failed,
+	      (unsigned long long)want.timeouts,
+	      (unsigned long long)got.acquired,
+	      (unsigned long long)got.contended,
+	      (unsigned long long)got.failed,
+	      (unsigned long long)got.timeouts);
+}
+
+#define DEADLINE_NS 20000000000ull	/* only a hang takes this long */
+
+/*
+ * Another thread holding a lock through libc directly (unrecorded) until
+ * released: by us (release), when the waiter sleeps in the kernel
+ * (until_waiter), or when a spin lock shows a waiter (until_spinner);
+ * or never (dies_holding: it exits with a robust mutex).
+ */
+struct holder {
+	pthread_t thread;
+	pthread_mutex_t *m;
+	pthread_spinlock_t *spin;
+	pid_t waiter;
+	int until_waiter, until_spinner, dies_holding;
+	int held, release, timed_out;
+};
+
+/* Whether thread tid sleeps in a futex call now. */
+static bool in_futex(pid_t tid)
+{
+	char path[64], line[32] = "";
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", (int)tid);
+	f = fopen(path, "r");
+	if (f == NULL)
+		return false;
+	if (fgets(line, sizeof(line), f) == NULL)
+		line[0] = 0;
+	fclose(f);
+	return atoi(line) == SYS_futex;
+}
+
+static bool may_release(struct holder *h)
+{
+	if (h->until_waiter)
+		return in_futex(h->waiter);
+	if (h->until_spinner)
+		return __atomic_load_n(h->spin, __ATOMIC_RELAXED) < 0;
+	return __atomic_load_n(&h->release, __ATOMIC_ACQUIRE);
+}
+
+static void *hold(void *arg)
+{
+	struct holder *h = arg;
+	uint64_t deadline = monotonic_ns() + DEADLINE_NS;
+
+	if (h->spin)
+		real.spin_lock(h->spin);
+	else
+		real.mutex_lock(h->m);
+	__atomic_store_n(&h->held, 1, __ATOMIC_RELEASE);
+	if (h->dies_holding)
+		return NULL;
+	while (!may_release(h)) {
+		if (monotonic_ns() > deadline) {
+			h->timed_out = 1;
+			break;
+		}
+		sched_yield();
+	}
+	if (h->spin)
+		pthread_spin_unlock(h->spin);
+	else
+		pthread_mutex_unlock(h->m);
+	return NULL;
+}
+
+static void hold_start(struct holder *h)
+{
+	h->waiter = (pid_t)syscall(SYS_gettid);
+	pthread_create(&h->thread, NULL, hold, h);
+	while (!__atomic_load_n(&h->held, __ATOMIC_ACQUIRE))
+		sched_yield();
+}
+
+static void hold_end(struct holder *h, const char *what)
+{
+	__atomic_store_n(&h->release, 1, __ATOMIC_RELEASE);
+	pthread_join(h->thread, NULL);
+	CHECK(!h->timed_out, "%s: the waiter was seen waiting", what);
+}
+
+struct mutex_kind {
+	const char *name;
+	int type;		/* -1: PTHREAD_MUTEX_INITIALIZER */
+	int pshared, robust, protocol;
+};
+
+/*
+ * An error-checking mutex relocked by its owner returns EDEADLK. Most
+ * kinds find that out in the lock call, after a try found the lock busy:
+ * a wait that ended without the lock. A priority-inheritance one's
+ * trylock already refuses (EDEADLK, nothing tried): nothing is counted.
+ */
+
+static const struct mutex_kind mutex_kinds[] = {
+	{ "default", -1, 0, 0, PTHREAD_PRIO_NONE },
+	{ "normal", PTHREAD_MUTEX_NORMAL, 0, 0, PTHREAD_PRIO_NONE },
+	{ "adaptive", PTHREAD_MUTEX_ADAPTIVE_NP, 0, 0, PTHREAD_PRIO_NONE },
+	{ "errorcheck", PTHREAD_MUTEX_ERRORCHECK, 0, 0, PTHREAD_PRIO_NONE },
+	{ "recursive", PTHREAD_MUTEX_RECURSIVE, 0, 0, PTHREAD_PRIO_NONE },
+	{ "shared", PTHREAD_MUTEX_NORMAL, 1, 0, PTHREAD_PRIO_NONE },
+	{ "robust", PTHREAD_MUTEX_NORMAL, 0, 1, PTHREAD_PRIO_NONE },
+	{ "robust recursive", PTHREAD_MUTEX_RECURSIVE, 0, 1, PTHREAD_PRIO_NONE },
+	{ "inherit", PTHREAD_MUTEX_NORMAL, 0, 0, PTHREAD_PRIO_INHERIT },
+	{ "inherit errorcheck", PTHREAD_MUTEX_ERRORCHECK, 0, 0,
+	  PTHREAD_PRIO_INHERIT },
+};
+
+static void mutex_make(pthread_mutex_t *m, const struct mutex_kind *k)
+{
+	pthread_mutexattr_t a;
+
+	if (k->type < 0) {
+		*m = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
+		return;
+	}
+	pthread_mutexattr_init(&a);
+	pthread_mutexattr_settype(&a, k->type);
+	pthread_mutexattr_setpshared(&a, k->pshared ? PTHREAD_PROCESS_SHARED
+						    : PTHREAD_PROCESS_PRIVATE);
+	pthread_mutexattr_setrobust(&a, k->robust ? PTHREAD_MUTEX_ROBUST
+						  : PTHREAD_MUTEX_STALLED);
+	pthread_mutexattr_setprotocol(&a, k->protocol);
+	pthread_mutex_init(m, &a);
+	pthread_mutexattr_destroy(&a);
+}
+
+/* A lock held by another thread that runs out its time: ETIMEDOUT. */
+static int timedlock_expired(pthread_mutex_t *m)
+{
+	struct timespec past;
+
+	clock_gettime(CLOCK_REALTIME, &past);
+	past.tv_sec -= 1;
+	return pthread_mutex_timedlock(m, &past);
+}
+
+/*
+ * Each kind of mutex: free, busy to a trylock and to a timed lock whose
+ * time is up, waited for, and relocked by its owner, each counted as it
+ * was and returning what glibc returns.
+ */
+static void test_mutex_kinds_counted_exactly(void)
+{
+	/* One lock of each kind, each with rows of its own. */
+	static pthread_mutex_t locks[sizeof(mutex_kinds) / sizeof(mutex_kinds[0])];
+
+	for (size_t i = 0; i < sizeof(mutex_kinds) / sizeof(mutex_kinds[0]); i++) {
+		const struct mutex_kind *k = &mutex_kinds[i];
+		bool recursive = k->type == PTHREAD_MUTEX_RECURSIVE;
+		bool errorcheck = k->type == PTHREAD_MUTEX_ERRORCHECK;
+		struct lock_tally want = { 3, 0, 2, 1 };
+		struct holder h = { 0 };
+		pthread_mutex_t *m = &locks[i];
+		int rc;
+
+		mutex_make(m, k);
+		h.m = m;
+		for (int n = 0; n < 3; n++) {
+			rc = pthread_mutex_lock(m);
+			CHECK(rc == 0, "%s: a free lock returns 0, got %d", k->name, rc);
+			pthread_mutex_unlock(m);
+		}
+		hold_start(&h);
+		rc = pthread_mutex_trylock(m);
+		CHECK(rc == EBUSY, "%s: trylock of a held lock: EBUSY, got %d",
+		      k->name, rc);
+		rc = timedlock_expired(m);
+		CHECK(rc == ETIMEDOUT, "%s: a timed lock held past its time: "
+		      "ETIMEDOUT, got %d", k->name, rc);
+		hold_end(&h, k->name);
+		memset(&h, 0, sizeof(h));
+		h.m = m;
+		h.until_waiter = 1;
+		hold_start(&h);
+		rc = pthread_mutex_lock(m);
+		CHECK(rc == 0, "%s: a lock waited for returns 0, got %d", k->name, rc);
+		hold_end(&h, k->name);
+		want.acquired++;
+		want.contended++;
+		if (recursive) {
+			rc = pthread_mutex_lock(m);
+			CHECK(rc == 0, "%s: relocked by its owner: 0, got %d",
+			      k->name, rc);
+			pthread_mutex_unlock(m);
+			want.acquired++;
+		} else if (errorcheck) {
+			rc = pthread_mutex_lock(m);
+			CHECK(rc == EDEADLK, "%s: relocked by its owner: EDEADLK, "
+			      "got %d", k->name, rc);
+			if (k->protocol != PTHREAD_PRIO_INHERIT) {
+				want.failed++;
+				want.timeouts++;
+			}
+		}
+		pthread_mutex_unlock(m);
+		check_tally(k->name, m, want);
+		pthread_mutex_destroy(m);
+	}
+}
+
+/*
+ * A robust mutex whose owner died: lock and trylock return EOWNERDEAD
+ * with the lock held, and each counts as one acquisition that did not
+ * wait.
+ */
+static void test_owner_dead_counted_free(void)
+{
+	const struct mutex_kind *robust = &mutex_kinds[6];
+	struct lock_tally want = { 0 };
+	static pthread_mutex_t locks[2];
+
+	for (int trylock = 0; trylock < 2; trylock++) {
+		struct holder h = { .dies_holding = 1 };
+		pthread_mutex_t *m = &locks[trylock];
+		int rc;
+
+		mutex_make(m, robust);
+		h.m = m;
+		hold_start(&h);
+		pthread_join(h.thread, NULL);
+		rc = trylock ? pthread_mutex_trylock(m) : pthread_mutex_lock(m);
+		CHECK(rc == EOWNERDEAD, "%s of a dead owner's lock: EOWNERDEAD, "
+		      "got %d", trylock ? "trylock" : "lock", rc);
+		pthread_mutex_consistent(m);
+		pthread_mutex_unlock(m);
+		want.acquired = 1;
+		check_tally(trylock ? "trylock, owner dead" : "lock, owner dead",
+			    m, want);
+		pthread_mutex_destroy(m);
+	}
+}
+
+/* A spin lock: free, busy to a trylock, spun for; counted as such. */
+static void test_spin_counted_exactly(void)
+{
+	struct lock_tally want = { 3, 0, 1, 0 };
+	struct holder h = { 0 };
+	pthread_spinlock_t l;
+	int rc;
+
+	pthread_spin_init(&l, PTHREAD_PROCESS_PRIVATE);
+	h.spin = &l;
+	for (int n = 0; n < 3; n++) {
+		rc = pthread_spin_lock(&l);
+		CHECK(rc == 0, "spin: a free lock returns 0, got %d", rc);
+		pthread_spin_unlock(&l);
+	}
+	hold_start(&h);
+	rc = pthread_spin_trylock(&l);
+	CHECK(rc == EBUSY, "spin: trylock of a held lock: EBUSY, got %d", rc);
+	hold_end(&h, "spin");
+	if (l != 1) {
+		printf("SKIP spin lock waited for: not glibc's x86_64 spin lock "
+		       "(a free one holds %d)\n", l);
+		check_skipped++;
+	} else {
+		memset(&h, 0, sizeof(h));
+		h.spin = &l;
+		h.until_spinner = 1;	/* its lock decrements the word */
+		hold_start(&h);
+		rc = pthread_spin_lock(&l);
+		CHECK(rc == 0, "spin: a lock spun for returns 0, got %d", rc);
+		pthread_spin_unlock(&l);
+		hold_end(&h, "spin");
+		want.acquired++;
+		want.contended++;
+	}
+	check_tally("spin", (const void *)&l, want);
+}
+
 int main(void)
 {
+	if (hooks_resolve() < 0)
+		fprintf(stderr, "hooks_resolve: a function is missing\n");
 	state_set_recording(true);
 	test_capture_time_is_waited();
 	test_handler_inside_hook();
 	test_refused_clock_passes_through();
 	test_capture_under_which_lock();
+	test_mutex_kinds_counted_exactly();
+	test_owner_dead_counted_free();
+	test_spin_counted_exactly();
 	return check_summary();
 }

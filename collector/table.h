@@ -11,10 +11,11 @@
  *
  * Only the owning thread writes its tables; the collector thread reads
  * them concurrently with relaxed atomic loads of aligned 64-bit words
- * (QSP's scheme). A table that fills past half grows: the owner builds a
- * copy twice the size and publishes it with release order; the old one
- * goes on a retire list the collector thread frees at its next scan, when
- * it can no longer be reading it.
+ * (QSP's scheme). A table that fills past its limit (an index of sites
+ * half, a table of objects three quarters) grows: the owner builds a copy
+ * twice the size and publishes it with release order; the old one goes on
+ * a retire list the collector thread frees at its next scan, when it can
+ * no longer be reading it.
  *
  * A thread's death is seen by the kernel, not by us: at claim time the
  * thread locks a robust mutex kept in its table, and the kernel marks that

@@ -1,11 +1,15 @@
 /*
- * Scenario: a hundred thousand rows that all change every interval. Each
- * thread takes its own mutexes in turn, over and over, from one call site.
- * Every mutex is taken once before the timed phase, which starts warmup
- * seconds later: the phase measures rows that exist and change, not their
- * creation (the collector's CPU for that is in collector_cpu_ms).
+ * Scenario: a hundred thousand rows that all change every interval, or
+ * of which only a few do. Each thread takes its own mutexes in turn, over
+ * and over, from one call site: all of them, or only its first
+ * `changing`. Every mutex is taken once before the timed phase, which
+ * starts warmup seconds later: the phase measures rows that exist and
+ * change, not their creation (the collector's CPU for that is in
+ * collector_cpu_ms). With few changing, what a refresh costs should
+ * follow the rows that change and the rows shown, not the rows known.
  * Reports lock+unlock pairs per second, all threads together.
- *   threads=4 mutexes=25000 (per thread) seconds=5 warmup=1
+ *   threads=4 mutexes=25000 (per thread) changing=mutexes seconds=5
+ *   warmup=1
  */
 #include <time.h>
 
@@ -16,6 +20,7 @@
 struct rows {
 	pthread_mutex_t *mutex;
 	size_t per_thread;
+	size_t changing;	/* of each thread's, taken in the phase */
 };
 
 /* One lock+unlock, at the call site of every row of the scenario. */
@@ -35,7 +40,7 @@ static uint64_t worker(int index, void *arg, const atomic_bool *stop)
 	while (!atomic_load_explicit(stop, memory_order_relaxed)) {
 		for (int i = 0; i < BATCH; i++) {
 			lock_pair(&own[next]);
-			if (++next == r->per_thread)
+			if (++next == r->changing)
 				next = 0;
 		}
 		ops += BATCH;
@@ -56,8 +61,11 @@ int main(int argc, char **argv)
 	r.per_thread = (size_t)bench_param("mutexes", 25000);
 	seconds = bench_param("seconds", 5);
 	warmup = bench_param("warmup", 1);
+	r.changing = (size_t)bench_param("changing", (double)r.per_thread);
 	if (threads < 1 || r.per_thread < 1)
 		bench_fail("threads and mutexes must be at least 1");
+	if (r.changing < 1 || r.changing > r.per_thread)
+		bench_fail("changing must be 1 to mutexes");
 	total = (size_t)threads * r.per_thread;
 	r.mutex = bench_alloc(sizeof(*r.mutex) * total);
 	for (size_t i = 0; i < total; i++)

@@ -55,8 +55,7 @@ ssize_t inject_slurp(const char *path, char *buf, size_t size)
 	return n;
 }
 
-/* The value of "key:" in a /proc status text; false when absent. */
-static bool field(const char *text, const char *key, char *out, size_t n)
+bool inject_field(const char *text, const char *key, char *out, size_t n)
 {
 	size_t k = strlen(key);
 
@@ -98,7 +97,7 @@ bool inject_process_alive(pid_t pid)
 
 	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
 	return inject_slurp(path, text, sizeof(text)) > 0 &&
-	       field(text, "State", state, sizeof(state)) &&
+	       inject_field(text, "State", state, sizeof(state)) &&
 	       state[0] != 'Z' && state[0] != 'X';
 }
 
@@ -176,25 +175,25 @@ int inject_check_status(struct inject_target *t, char *msg, size_t len)
 	snprintf(path, sizeof(path), "/proc/%d/status", pid);
 	if (pid <= 0 || inject_slurp(path, text, sizeof(text)) < 0)
 		return inject_fail(msg, len, "no process with PID %d", pid);
-	if (field(text, "Tgid", v, sizeof(v)) && atoi(v) != pid)
+	if (inject_field(text, "Tgid", v, sizeof(v)) && atoi(v) != pid)
 		return inject_fail(msg, len, "PID %d is a thread of process %s: use "
 				   "-p %s", pid, v, v);
-	if (field(text, "Uid", v, sizeof(v)))
+	if (inject_field(text, "Uid", v, sizeof(v)))
 		sscanf(v, "%*u %u", &t->euid);
-	if (field(text, "Gid", v, sizeof(v)))
+	if (inject_field(text, "Gid", v, sizeof(v)))
 		sscanf(v, "%*u %u", &t->egid);
 	/* "NSpid: 1234 1" inside a PID namespace. */
-	t->pid_ns = field(text, "NSpid", v, sizeof(v)) && strpbrk(v, " \t");
-	if (field(text, "TracerPid", v, sizeof(v)) && atoi(v) != 0)
+	t->pid_ns = inject_field(text, "NSpid", v, sizeof(v)) && strpbrk(v, " \t");
+	if (inject_field(text, "TracerPid", v, sizeof(v)) && atoi(v) != 0)
 		return inject_fail(msg, len, "PID %d is already traced by PID %s (a "
 				   "debugger?)", pid, v);
-	field(text, "State", state, sizeof(state));
+	inject_field(text, "State", state, sizeof(state));
 	if (state[0] == 'T' || state[0] == 't')
 		return inject_fail(msg, len, "PID %d is stopped (state %s): continue "
 				   "it first with kill -CONT %d", pid, state, pid);
 	if (state[0] == 'Z' || state[0] == 'X')
 		return inject_fail(msg, len, "PID %d is a zombie: it has exited", pid);
-	if (!field(text, "Seccomp", v, sizeof(v)))
+	if (!inject_field(text, "Seccomp", v, sizeof(v)))
 		v[0] = '\0';
 	if (atoi(v) == 1)
 		return inject_fail(msg, len, "PID %d runs in strict seccomp mode: "

@@ -88,6 +88,8 @@ extern long inject_only_syscall;
 
 /* Read a small file whole, NUL-terminated; -1 on failure. */
 ssize_t inject_slurp(const char *path, char *buf, size_t size);
+/* The value of "key:" in a /proc status text into out; false when absent. */
+bool inject_field(const char *text, const char *key, char *out, size_t n);
 /* Format a one-line error into msg; returns -1. */
 __attribute__((format(printf, 3, 4)))
 int inject_fail(char *msg, size_t len, const char *fmt, ...);

@@ -290,23 +290,16 @@ void inject_pick_thread(const struct inject_target *t, const pid_t *skip,
 /* Thread tid of pid as its own PID namespace numbers it (NSpid's last). */
 static pid_t tid_inside(pid_t pid, pid_t tid)
 {
-	char path[96], text[4096];
-	const char *at, *last;
+	char path[96], text[4096], ids[128];
+	const char *last;
 
 	snprintf(path, sizeof(path), "/proc/%d/task/%d/status", (int)pid,
 		 (int)tid);
 	if (inject_slurp(path, text, sizeof(text)) < 0 ||
-	    (at = strstr(text, "\nNSpid:")) == NULL)
+	    !inject_field(text, "NSpid", ids, sizeof(ids)))
 		return tid;
-	at += 7;
-	last = at;
-	while (*at != '\n' && *at != '\0') {
-		at += strspn(at, " \t");
-		if (*at >= '0' && *at <= '9')
-			last = at;
-		at += strcspn(at, " \t\n");
-	}
-	return (pid_t)atoi(last);
+	last = strrchr(ids, '\t');
+	return (pid_t)atoi(last ? last + 1 : ids);
 }
 
 /*

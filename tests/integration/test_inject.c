@@ -386,7 +386,7 @@ static char state_of(pid_t pid)
 
 	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
 	if (inject_slurp(path, text, sizeof(text)) > 0)
-		field(text, "State", state, sizeof(state));
+		inject_field(text, "State", state, sizeof(state));
 	return state[0];
 }
 
@@ -733,17 +733,25 @@ static void build_slow_library(const char *name, int ms, char *so, char *done,
 	build_library(name, body, so, n);
 }
 
+/* Thread tid (a name in /proc/PID/task) of pid is traced now. */
+static bool thread_traced(pid_t pid, const char *tid)
+{
+	char path[320], text[4096], v[32];
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%s/status", (int)pid, tid);
+	return inject_slurp(path, text, sizeof(text)) > 0 &&
+	       inject_field(text, "TracerPid", v, sizeof(v)) && atoi(v) != 0;
+}
+
 /* Wait up to ms for thread tid of pid to be traced; false at the deadline. */
 static bool wait_tracer(pid_t pid, pid_t tid, int ms)
 {
 	int64_t deadline = clock_now_ms() + ms;
-	char path[96], text[4096], v[32];
+	char name[16];
 
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/status", (int)pid,
-		 (int)tid);
+	snprintf(name, sizeof(name), "%d", (int)tid);
 	while (clock_now_ms() < deadline) {
-		if (inject_slurp(path, text, sizeof(text)) > 0 &&
-		    field(text, "TracerPid", v, sizeof(v)) && atoi(v) != 0)
+		if (thread_traced(pid, name))
 			return true;
 		usleep(1000);
 	}
@@ -939,13 +947,16 @@ static void test_target_exits_during_call(void)
 	kill_proc(&p);
 }
 
+#define ANY_CALL (-1L)
+
 /*
  * A thread of pid that is traced by someone and parked in system call nr
- * (a futex call: with operation FUTEX_WAIT, the way locks wait), or 0.
+ * (a futex call: with operation FUTEX_WAIT, the way locks wait; ANY_CALL:
+ * wherever it is), or 0.
  */
 static pid_t traced_in(pid_t pid, long nr)
 {
-	char path[320], text[8192], v[32];
+	char path[320], text[8192];
 	pid_t found = 0;
 	struct dirent *e;
 	DIR *d;
@@ -956,18 +967,14 @@ static pid_t traced_in(pid_t pid, long nr)
 		uint64_t op = 0;
 		long in = -1;
 
-		if (e->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "/proc/%d/task/%s/status", (int)pid,
-			 e->d_name);
-		if (inject_slurp(path, text, sizeof(text)) <= 0 ||
-		    !field(text, "TracerPid", v, sizeof(v)) || atoi(v) == 0)
+		if (e->d_name[0] == '.' || !thread_traced(pid, e->d_name))
 			continue;
 		snprintf(path, sizeof(path), "/proc/%d/task/%s/syscall",
 			 (int)pid, e->d_name);
-		if (inject_slurp(path, text, sizeof(text)) > 0 &&
-		    sscanf(text, "%ld %*x %" SCNx64, &in, &op) == 2 && in == nr &&
-		    (nr != SYS_futex || (op & FUTEX_CMD_MASK) == FUTEX_WAIT))
+		if (nr == ANY_CALL ||
+		    (inject_slurp(path, text, sizeof(text)) > 0 &&
+		     sscanf(text, "%ld %*x %" SCNx64, &in, &op) == 2 && in == nr &&
+		     (nr != SYS_futex || (op & FUTEX_CMD_MASK) == FUTEX_WAIT)))
 			found = (pid_t)atoi(e->d_name);
 	}
 	if (d != NULL)
@@ -1004,7 +1011,7 @@ static const char *thread_states(pid_t pid)
 		snprintf(path, sizeof(path), "/proc/%d/task/%s/status", (int)pid,
 			 e->d_name);
 		if (inject_slurp(path, text, sizeof(text)) <= 0 ||
-		    !field(text, "State", state, sizeof(state)))
+		    !inject_field(text, "State", state, sizeof(state)))
 			continue;
 		snprintf(path, sizeof(path), "/proc/%d/task/%s/syscall",
 			 (int)pid, e->d_name);
@@ -1029,28 +1036,6 @@ static int qsptop_with(const char *option, pid_t pid, struct proc *q)
 	snprintf(pidstr, sizeof(pidstr), "%d", (int)pid);
 	spawn(q, argv, "qsptop");
 	return wait_status(q->pid, EXIT_MS);
-}
-
-/* Some thread of pid is traced now. */
-static bool any_traced(pid_t pid)
-{
-	char path[320], text[4096], v[32];
-	struct dirent *e;
-	bool traced = false;
-	DIR *d;
-
-	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
-	d = opendir(path);
-	while (d != NULL && !traced && (e = readdir(d)) != NULL) {
-		snprintf(path, sizeof(path), "/proc/%d/task/%s/status", (int)pid,
-			 e->d_name);
-		traced = e->d_name[0] != '.' &&
-			 inject_slurp(path, text, sizeof(text)) > 0 &&
-			 field(text, "TracerPid", v, sizeof(v)) && atoi(v) != 0;
-	}
-	if (d != NULL)
-		closedir(d);
-	return traced;
 }
 
 /*
@@ -1081,7 +1066,7 @@ static void qsptop_during_slow_dlopen(const char *so, bool kill_it)
 	snprintf(pidstr, sizeof(pidstr), "%d", (int)p.pid);
 	spawn(&q, qargv, "qsptop");
 	for (int64_t end = clock_now_ms() + 1000; clock_now_ms() < end;)
-		traced |= any_traced(p.pid);
+		traced |= traced_in(p.pid, ANY_CALL) != 0;
 	CHECK(!traced, "qsptop borrowed a thread of PID %d while another held "
 	      "the loader lock", (int)p.pid);
 	if (kill_it)
@@ -1236,7 +1221,7 @@ static bool ignores_segv(pid_t pid)
 
 	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
 	return inject_slurp(path, text, sizeof(text)) > 0 &&
-	       field(text, "SigIgn", v, sizeof(v)) &&
+	       inject_field(text, "SigIgn", v, sizeof(v)) &&
 	       (strtoull(v, NULL, 16) & (1ULL << (SIGSEGV - 1)));
 }
 

@@ -570,7 +570,7 @@ static int wait_loader_free(struct job *j, int mem, int64_t deadline)
 }
 
 /* Why no thread could be borrowed, from what the pick saw. */
-static int no_thread(struct job *j, const struct pick *p, const struct borrow *b)
+static int no_thread(struct job *j, const struct pick *p, bool slept)
 {
 	pid_t pid = j->t->pid;
 
@@ -582,7 +582,7 @@ static int no_thread(struct job *j, const struct pick *p, const struct borrow *b
 				   "EINTR once)", (int)pid, (int)p->eintr_tid,
 				   inject_syscall_name(p->eintr_nr),
 				   inject_syscall_name(p->eintr_nr));
-	if (b->slept)
+	if (slept)
 		return inject_fail(j->msg, j->len, "no thread of PID %d left its sleep "
 				   "or wait within %d ms, and the others run or are "
 				   "in calls unsafe to borrow: try again",
@@ -612,7 +612,7 @@ static int borrow_and_load(struct job *j, int mem)
 
 	for (int i = 0; i < MAX_ATTEMPTS; i++) {
 		struct borrow b = { .xstate = { j->xstate, XSTATE_MAX },
-				    .mem = mem, .step = -1, .slept = slept };
+				    .mem = mem, .step = -1 };
 		struct pick p;
 		int rc;
 
@@ -622,7 +622,7 @@ static int borrow_and_load(struct job *j, int mem)
 		if (p.tid == 0 && !inject_process_alive(j->t->pid))
 			return inject_exited(j->t, j->msg, j->len);
 		if (p.tid == 0)
-			return no_thread(j, &p, &b);
+			return no_thread(j, &p, slept);
 		b.tid = p.tid;
 		rc = borrow_thread(j, &b, p.rank, deadline);
 		slept |= b.slept;

@@ -354,6 +354,12 @@ $(BUILD)/tsan/test_stress: $(STRESS_SRC) | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -fsanitize=thread -Wno-tsan -O1 -o $@ $^ $(STRESS_LIBS)
 
+# The lock-free stack under ThreadSanitizer, used as the thread tables use it.
+$(BUILD)/tsan/test_lfstack: tests/unit/test_lfstack.c collector/lfstack.h \
+	collector/table.h | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -fsanitize=thread -O1 -o $@ $< -lpthread
+
 # The fuzz targets: the decoder with common/, the theme parser alone.
 $(BUILD)/fuzz/fuzz_proto: tests/fuzz/fuzz_proto.c $(COMMON_SRC) \
 	$(wildcard common/*.h) | $(TEST_DEPS_STAMP)
@@ -381,7 +387,8 @@ $(BUILD)/tests/test_fuzz_%: $(BUILD)/fuzz/fuzz_% $(BUILD)/fuzz/proto_seeds \
 
 check: $(TEST_DEPS_STAMP) all $(UNIT_BIN) $(ASAN_BIN) $(WORKLOAD_BIN) $(WRAP_BIN) \
 	$(INVARIANT_PLUGIN) $(INTEG_BIN) \
-	$(BUILD)/tsan/test_stress $(BUILD)/tests/test_bench $(FUZZ_TESTS)
+	$(BUILD)/tsan/test_stress $(BUILD)/tsan/test_lfstack $(BUILD)/tests/test_bench \
+	$(FUZZ_TESTS)
 	@FUZZ_SECONDS=$(FUZZ_CHECK_TIME) tests/run $(BUILD)
 
 # make check as a new user would run it: in a debootstrap chroot of Debian

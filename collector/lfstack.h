@@ -3,11 +3,14 @@
  * their first word. Its head packs the top block's address / 64 with a tag
  * bumped by every push and pop, so a pop that read a stale head fails its
  * exchange instead of corrupting the stack (ABA). Blocks must be 64-byte
- * aligned (arena blocks are).
+ * aligned (arena blocks are). A late pop may still read the first word of
+ * a block another thread has taken: its new owner writes that word only
+ * atomically, or keeps it as a link of its own (struct thread_table).
  */
 #ifndef QSPTOP_LFSTACK_H
 #define QSPTOP_LFSTACK_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #define LF_PTR_BITS 41

@@ -34,6 +34,7 @@
 #include "../common/hash.h"
 #include "../common/types.h"
 #include "frames.h"
+#include "lfstack.h"
 
 /* A table key: the call site, with the lock type in its top byte. */
 #define KEY(site, type) ((site) | (uint64_t)(type) << 56)
@@ -114,12 +115,12 @@ enum table_state { TABLE_FREE, TABLE_CLAIMING, TABLE_LIVE };
 struct stack_store;
 
 struct thread_table {
+	struct lf_node free_link;	/* the free list's; only lfstack.h writes it */
 	pthread_mutex_t sentinel;	/* robust, held for the thread's life */
 	uint32_t tid;
 	uint32_t state;			/* enum table_state */
 	struct site_index *sites;	/* published with release */
 	struct thread_table *all_next;	/* every table ever made */
-	struct thread_table *free_next;
 	uint64_t dropped;		/* events with no room to record */
 	uint64_t nested;		/* calls made inside our own code */
 	struct frames_reader reader;	/* see frames.h */

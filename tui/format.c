@@ -1,5 +1,6 @@
 /* Formatting values, call sites and table cells. */
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -19,32 +20,69 @@ bool format_utf8(void)
 	return utf8;
 }
 
+/*
+ * v with 0, 1 or 2 decimals and a suffix, as printf's "%.*f%s" prints it
+ * but without its parsing: batch output formats every cell of every row.
+ */
+static void fixed_text(char *buf, size_t size, double v, int decimals,
+		       const char *suffix)
+{
+	static const unsigned scale[] = { 1, 10, 100 };
+	char text[64], *end = text + 24, *p = end;
+	double exact = v * scale[decimals], scaled = rint(exact);
+	uint64_t n;
+	size_t len;
+
+	/* printf rounds v's exact value: near a tie the product cannot tell. */
+	if (!(scaled >= 0 && scaled < 1e15) ||
+	    fabs(fabs(exact - scaled) - 0.5) < 1e-6) {
+		snprintf(buf, size, "%.*f%s", decimals, v, suffix);
+		return;
+	}
+	n = (uint64_t)scaled;
+	for (int i = 0; i < decimals; i++, n /= 10)
+		*--p = (char)('0' + n % 10);
+	if (decimals)
+		*--p = '.';
+	do
+		*--p = (char)('0' + n % 10);
+	while ((n /= 10) != 0);
+	len = strnlen(suffix, sizeof(text) - 25);
+	memcpy(end, suffix, len);
+	end[len] = '\0';
+	if (size) {
+		len = strnlen(p, size - 1);
+		memcpy(buf, p, len);
+		buf[len] = '\0';
+	}
+}
+
 void format_duration(char *buf, size_t size, double ns)
 {
 	if (ns < 1000)
-		snprintf(buf, size, "%.0fns", ns);
+		fixed_text(buf, size, ns, 0, "ns");
 	else if (ns < 1e6)
-		snprintf(buf, size, "%.*fus", ns < 1e4 ? 2 : ns < 1e5 ? 1 : 0, ns / 1e3);
+		fixed_text(buf, size, ns / 1e3, ns < 1e4 ? 2 : ns < 1e5 ? 1 : 0, "us");
 	else if (ns < 1e9)
-		snprintf(buf, size, "%.*fms", ns < 1e7 ? 2 : ns < 1e8 ? 1 : 0, ns / 1e6);
+		fixed_text(buf, size, ns / 1e6, ns < 1e7 ? 2 : ns < 1e8 ? 1 : 0, "ms");
 	else
-		snprintf(buf, size, "%.2fs", ns / 1e9);
+		fixed_text(buf, size, ns / 1e9, 2, "s");
 }
 
 void format_count(char *buf, size_t size, double n)
 {
-	static const char units[] = " KMGTP";
+	static const char *const units[] = { "", "K", "M", "G", "T", "P" };
 	int u = 0;
 
 	if (n < 10000) {
-		snprintf(buf, size, "%.0f", n);
+		fixed_text(buf, size, n, 0, "");
 		return;
 	}
 	while (n >= 1000 && u < 5) {
 		n /= 1000;
 		u++;
 	}
-	snprintf(buf, size, "%.*f%c", n < 10 ? 2 : n < 100 ? 1 : 0, n, units[u]);
+	fixed_text(buf, size, n, n < 10 ? 2 : n < 100 ? 1 : 0, units[u]);
 }
 
 static const char *base_name(const char *path)
@@ -346,7 +384,7 @@ static void cell_contended(const struct column *c, const struct view_row *r,
 	if (r->c.acquisitions + r->c.timeouts == 0)
 		snprintf(buf, size, "-");
 	else
-		snprintf(buf, size, "%.1f", 100.0 * lock_counts_wait_share(&r->c));
+		fixed_text(buf, size, 100.0 * lock_counts_wait_share(&r->c), 1, "");
 }
 
 static void cell_trend(const struct column *c, const struct view_row *r,

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <locale.h>
+#include <math.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -677,6 +678,68 @@ static void test_formatting(void)
 	CHECK_STR(buf, "1.23M");
 }
 
+/* The formats of durations and counts as printf wrote them before. */
+static void duration_by_printf(char *buf, size_t size, double ns)
+{
+	if (ns < 1000)
+		snprintf(buf, size, "%.0fns", ns);
+	else if (ns < 1e6)
+		snprintf(buf, size, "%.*fus", ns < 1e4 ? 2 : ns < 1e5 ? 1 : 0, ns / 1e3);
+	else if (ns < 1e9)
+		snprintf(buf, size, "%.*fms", ns < 1e7 ? 2 : ns < 1e8 ? 1 : 0, ns / 1e6);
+	else
+		snprintf(buf, size, "%.2fs", ns / 1e9);
+}
+
+static void count_by_printf(char *buf, size_t size, double n)
+{
+	static const char units[] = " KMGTP";
+	int u = 0;
+
+	if (n < 10000) {
+		snprintf(buf, size, "%.0f", n);
+		return;
+	}
+	while (n >= 1000 && u < 5) {
+		n /= 1000;
+		u++;
+	}
+	snprintf(buf, size, "%.*f%c", n < 10 ? 2 : n < 100 ? 1 : 0, n, units[u]);
+}
+
+/*
+ * Durations and counts are formatted without printf; over values of every
+ * magnitude, at the edges of each format and at ties, the text is printf's.
+ */
+static void test_numbers_as_printf(void)
+{
+	struct check_tally dur = { 0 }, cnt = { 0 }, cut = { 0 };
+	char got[64], want[64];
+	uint64_t seed = 12345;
+
+	for (int i = 0; i < 200000; i++) {
+		double mag = (double)(i % 20) - 1, v;
+
+		seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+		v = pow(10, mag) * (double)(seed >> 11) / (double)(1ull << 53) * 10;
+		if (i % 7 == 0)	/* a tie or an edge: k/2 at a scale */
+			v = (double)(seed >> 44) / 2 * pow(10, (double)(i % 13) - 3);
+		format_duration(got, sizeof(got), v);
+		duration_by_printf(want, sizeof(want), v);
+		TALLY(&dur, !strcmp(got, want), "duration %.17g: '%s', printf '%s'",
+		      v, got, want);
+		format_count(got, sizeof(got), v);
+		count_by_printf(want, sizeof(want), v);
+		TALLY(&cnt, !strcmp(got, want), "count %.17g: '%s', printf '%s'", v,
+		      got, want);
+	}
+	CHECK_TALLY(&dur, "durations are printed as printf prints them");
+	CHECK_TALLY(&cnt, "counts are printed as printf prints them");
+	format_duration(got, 4, 123456789);
+	TALLY(&cut, !strcmp(got, "123"), "cut to 3 bytes: '%s'", got);
+	CHECK_TALLY(&cut, "a short buffer gets the start of the text");
+}
+
 static void test_screen_buffer(void)
 {
 	struct screen *s = screen_new(10, 2);
@@ -865,6 +928,7 @@ int main(void)
 	test_stacks();
 	test_sizes();
 	test_formatting();
+	test_numbers_as_printf();
 	test_screen_buffer();
 	test_big_table();
 	ui_free(&ui);

@@ -228,13 +228,40 @@ static void mode_cond(void)
 	expect_site("mode_cond", "mutex", 2000 * 2 + 1, 0, 0);
 }
 
-/* --- blocking: a holder keeps the lock 200 ms; the waiter must see it --- */
+/*
+ * --- blocking: a holder keeps the lock 200 ms after a waiter blocks on it;
+ * the waiter must see it. Handshakes, not sleeps, order the two threads,
+ * so a loaded machine cannot let the waiter in first.
+ */
+static int holding;
+
+/* Until a thread sleeps in the kernel for m (glibc marks the word 2). */
+static void wait_for_waiter(pthread_mutex_t *m)
+{
+	for (int i = 0; i < 10000; i++) {
+		if (__atomic_load_n(&m->__data.__lock, __ATOMIC_RELAXED) == 2)
+			return;
+		sleep_ms(1);
+	}
+}
+
 static void *holder(void *arg)
 {
 	pthread_mutex_lock(&mutex_a); /* site:holder */
+	__atomic_store_n(&holding, 1, __ATOMIC_RELEASE);
+	wait_for_waiter(&mutex_a);
 	sleep_ms(200);
 	pthread_mutex_unlock(&mutex_a);
 	return arg;
+}
+
+/* Start holder and return once it holds mutex_a. */
+static void start_holder(pthread_t *t)
+{
+	__atomic_store_n(&holding, 0, __ATOMIC_RELAXED);
+	pthread_create(t, NULL, holder, NULL);
+	while (!__atomic_load_n(&holding, __ATOMIC_ACQUIRE))
+		sleep_ms(1);
 }
 
 static void __attribute__((noinline)) site_blocked(void)
@@ -248,8 +275,7 @@ static void mode_block(void)
 	pthread_t t;
 	struct timespec start, end;
 
-	pthread_create(&t, NULL, holder, NULL);
-	sleep_ms(30);
+	start_holder(&t);
 	clock_gettime(CLOCK_MONOTONIC, &start);
 	site_blocked();
 	clock_gettime(CLOCK_MONOTONIC, &end);
@@ -266,8 +292,7 @@ static void mode_timed(void)
 	pthread_t t;
 	int rc1, rc2;
 
-	pthread_create(&t, NULL, holder, NULL);
-	sleep_ms(30);
+	start_holder(&t);
 	clock_gettime(CLOCK_REALTIME, &abs);
 	abs.tv_nsec += 50 * 1000000;
 	if (abs.tv_nsec >= 1000000000) {

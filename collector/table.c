@@ -138,6 +138,7 @@ static bool grow_sites(struct thread_table *t)
 			place_site(si, &old->slot[i]);
 	}
 	__atomic_store_n(&t->sites, si, __ATOMIC_RELEASE);
+	t->last_hop.key = 0;
 	retire(old);
 	return true;
 }
@@ -171,15 +172,6 @@ struct site_slot *table_add_site(struct thread_table *t, uint64_t key)
 	return s;
 }
 
-/* A word of this thread's stack, read past any sanitizer's checks. */
-static inline uint64_t stack_word(uint64_t at)
-{
-	uint64_t v;
-
-	__asm__ volatile("movq (%1), %0" : "=r"(v) : "r"(at));
-	return v;
-}
-
 /* Bring a site's wrapper verdict up to date with the current set. */
 static void refresh_step(struct thread_table *t, struct site_slot *s)
 {
@@ -194,19 +186,30 @@ static void refresh_step(struct thread_table *t, struct site_slot *s)
 /* Wrappers nested deeper than this are taken as the caller. */
 #define WRAP_HOPS 8
 
+/* Remember a hop of one fixed-frame wrapper found by the walk below. */
+static void note_hop(struct thread_table *t, uint64_t key, int32_t step,
+		     uint64_t caller, struct site_slot *site, uint32_t gen)
+{
+	t->last_hop = (struct wrap_hop){ .key = key, .caller = caller,
+					 .site = site, .step = step, .gen = gen };
+}
+
 /*
  * From a site inside wrappers to the first caller outside them: one load
  * per wrapper of fixed frame size (the offset its unwind rule gives),
- * a full unwind from here for the others.
+ * a full unwind from here for the others. The last single hop is kept
+ * for table_slot().
  */
 struct obj_slot *table_wrapped_slot(struct thread_table *t, uint64_t *key,
 				    uint64_t object, uint64_t cfa)
 {
-	uint64_t frames[WRAP_HOPS + 1], first = KEY_SITE(*key);
-	uint32_t type = KEY_TYPE(*key), n = 0;
+	uint64_t frames[WRAP_HOPS + 1], first = KEY_SITE(*key), from = *key;
+	uint32_t type = KEY_TYPE(*key), n = 0, hops = 0;
+	uint32_t gen = __atomic_load_n(&frames_wrappers_gen, __ATOMIC_ACQUIRE);
+	int32_t step = 0;
 	struct site_slot *s;
 
-	for (uint32_t hop = 0; hop < WRAP_HOPS; hop++) {
+	for (uint32_t hop = 0; hop < WRAP_HOPS; hop++, hops++) {
 		uint64_t caller;
 
 		if ((s = table_site(t, *key)) == NULL)
@@ -215,8 +218,9 @@ struct obj_slot *table_wrapped_slot(struct thread_table *t, uint64_t *key,
 		if (s->step == 0)
 			break;
 		if (s->step > 0 && n == 0) {
+			step = s->step;
 			cfa += (uint64_t)(s->step - 1);
-			caller = stack_word(cfa - 8);
+			caller = table_stack_word(cfa - 8);
 		} else {
 			if (n == 0)
 				n = frames_capture(&t->reader, first, frames,
@@ -234,6 +238,8 @@ struct obj_slot *table_wrapped_slot(struct thread_table *t, uint64_t *key,
 		return NULL;
 	if (s->via == 0 && KEY_SITE(*key) != first)
 		__atomic_store_n(&s->via, first, __ATOMIC_RELAXED);
+	if (hops == 1 && n == 0 && step > 0 && s->step == 0 && s->gen == gen)
+		note_hop(t, from, step, KEY_SITE(*key), s, gen);
 	return table_object(t, s, object);
 }
 
@@ -425,6 +431,7 @@ void table_recycle(struct thread_table *t)
 	if (si)
 		arena_free(si, si->bytes);
 	t->sites = NULL;
+	t->last_hop.key = 0;
 	t->dropped = 0;
 	t->nested = 0;
 	t->reader.epoch = 0;

@@ -114,6 +114,19 @@ enum table_state { TABLE_FREE, TABLE_CLAIMING, TABLE_LIVE };
 
 struct stack_store;
 
+/*
+ * The last hop out of a fixed-frame wrapper: a call from site key whose
+ * return address in the wrapper's frame is caller counts at site (valid
+ * while the wrapper set is of generation gen and the index is not grown).
+ */
+struct wrap_hop {
+	uint64_t key;		/* 0: none */
+	uint64_t caller;
+	struct site_slot *site;
+	int32_t step;
+	uint32_t gen;
+};
+
 struct thread_table {
 	struct lf_node free_link;	/* the free list's; only lfstack.h writes it */
 	pthread_mutex_t sentinel;	/* robust, held for the thread's life */
@@ -124,6 +137,7 @@ struct thread_table {
 	uint64_t dropped;		/* events with no room to record */
 	uint64_t nested;		/* calls made inside our own code */
 	struct frames_reader reader;	/* see frames.h */
+	struct wrap_hop last_hop;	/* owner only */
 	struct stack_store *stacks;	/* see unwind.h; NULL until needed */
 	uint32_t unwind_epoch;		/* unwinding budget, see unwind.h */
 	uint32_t unwinds;
@@ -230,6 +244,15 @@ static inline struct obj_slot *table_object(struct thread_table *t,
 	}
 }
 
+/* A word of this thread's stack, read past any sanitizer's checks. */
+static inline uint64_t table_stack_word(uint64_t at)
+{
+	uint64_t v;
+
+	__asm__ volatile("movq (%1), %0" : "=r"(v) : "r"(at));
+	return v;
+}
+
 /*
  * The slot of a site inside a lock wrapper (or one whose verdict is
  * stale): *key becomes that of the first caller outside every wrapper,
@@ -250,13 +273,19 @@ static inline struct obj_slot *table_slot(struct thread_table *t, uint64_t *key,
 					  uint64_t object, uint64_t cfa)
 {
 	struct site_slot *s = table_site(t, *key);
+	uint32_t gen = __atomic_load_n(&frames_wrappers_gen, __ATOMIC_RELAXED);
+	const struct wrap_hop *h = &t->last_hop;
 
 	if (s == NULL)
 		return NULL;
-	if (__builtin_expect(s->step != 0 || s->gen != __atomic_load_n(
-			     &frames_wrappers_gen, __ATOMIC_RELAXED), 0))
-		return table_wrapped_slot(t, key, object, cfa);
-	return table_object(t, s, object);
+	if (__builtin_expect(s->step == 0 && s->gen == gen, 1))
+		return table_object(t, s, object);
+	if (h->key == *key && h->gen == gen &&
+	    table_stack_word(cfa + (uint64_t)(h->step - 1) - 8) == h->caller) {
+		*key = KEY(h->caller, KEY_TYPE(*key));
+		return table_object(t, h->site, object);
+	}
+	return table_wrapped_slot(t, key, object, cfa);
 }
 
 /* The slot of a key already resolved past its wrappers, added when new. */

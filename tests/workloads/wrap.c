@@ -8,7 +8,8 @@
  *   alloca_lock()  a wrapper whose frame size is known only at run time
  *   lib_lock()     a wrapper in a shared library (built with -DWRAP_LIB)
  *
- *   wl_wrap RESULT          once through, then RESULT is written
+ *   wl_wrap RESULT          once through, the callers taking turns, then
+ *                           RESULT is written
  *   wl_wrap RESULT loop     a hundredth of each, over and over, until
  *                           SIGTERM (for qsptop -p)
  */
@@ -16,6 +17,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -133,6 +135,30 @@ static void loop(void)
 			callers[i].run(callers[i].n / 100);
 }
 
+/*
+ * Every caller's share, the callers taking turns in runs of 1 to 4 calls:
+ * one wrapper is entered from each caller in a row and from another next.
+ */
+static void interleave(void)
+{
+	long left[sizeof(callers) / sizeof(callers[0])], step = 0;
+	bool more = true;
+
+	for (size_t i = 0; i < sizeof(callers) / sizeof(callers[0]); i++)
+		left[i] = callers[i].n;
+	while (more) {
+		more = false;
+		for (size_t i = 0; i < sizeof(callers) / sizeof(callers[0]); i++) {
+			long run = 1 + step++ % 4;
+
+			run = run < left[i] ? run : left[i];
+			callers[i].run(run);
+			left[i] -= run;
+			more |= left[i] > 0;
+		}
+	}
+}
+
 int main(int argc, char **argv)
 {
 	pthread_t t;
@@ -146,8 +172,7 @@ int main(int argc, char **argv)
 	if (argc > 2 && strcmp(argv[2], "loop") == 0)
 		loop();
 	else
-		for (size_t i = 0; i < sizeof(callers) / sizeof(callers[0]); i++)
-			callers[i].run(callers[i].n);
+		interleave();
 	holding = 0;
 	pthread_join(t, NULL);
 	out = fopen(argv[1], "w");

@@ -283,9 +283,10 @@ $(BUILD)/tests/wl_inline_cxx: tests/workloads/inline_cxx.cc | $(TEST_DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CXX) -std=c++17 -g -O2 -Wall -o $@ $< -lpthread
 
+# Integration tests link common/ and the objects a rule below adds.
 $(BUILD)/tests/%: tests/integration/%.c $(wildcard tests/integration/*.h) $(COMMON_OBJ) | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(PKG_CFLAGS) -o $@ $< $(COMMON_OBJ) $(UNIT_LIBS)
+	$(CC) $(ALL_CFLAGS) $(PKG_CFLAGS) -o $@ $< $(filter %.o,$^) $(UNIT_LIBS)
 
 $(BUILD)/asan/%: tests/unit/%.c $(ASAN_ARCHIVE) $(UNIT_HDR) | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
@@ -325,11 +326,9 @@ $(BUILD)/tests/test_frames $(BUILD)/asan/test_frames: $(BUILD)/%/test_frames: \
 		-DFRAMES_MOD='"$(abspath $(FRAMES_MOD))"' -o $@ \
 		$(filter %.c,$^) $(shell pkg-config --libs libunwind) -lpthread -ldl
 
-# test_inject includes tui/inject*.c to reach their
-# test hooks.
-$(BUILD)/tests/test_inject: tui/inject.c tui/inject.h tui/inject_chain.c \
-	tui/inject_chain.h tui/inject_proc.c tui/inject_thread.c tui/inject_proc.h \
-	tui/ns.c tui/ns.h
+# test_inject links the injection modules it tests.
+$(BUILD)/tests/test_inject: $(call obj,$(wildcard tui/inject*.c) tui/ns.c) \
+	$(wildcard tui/inject*.h)
 
 # The hooks' own test links them (they take its lock calls) with a stack
 # capture of its own making.

@@ -1,6 +1,5 @@
 /*
- * Injection into running processes (tui/inject.c and tui/inject_proc.c,
- * compiled in here so their internals can be tested too): the collector
+ * Injection into running processes (tui/inject*.c, linked in): the collector
  * loads into a workload that never preloaded it, the workload's parked
  * threads keep working and its results stay exact, every refusal says why
  * and leaves the target running, and a dlopen that does not return in time
@@ -8,23 +7,36 @@
  * Signals sent meanwhile (a pthread_cancel) are not lost, no signal
  * disposition changes, and the borrowed thread's registers come back.
  */
-#include "../../tui/inject.c"
-#include "../../tui/inject_chain.c"
-#include "../../tui/inject_proc.c"
-#include "../../tui/inject_thread.c"
-#include "../../tui/ns.c"
-
+#include <errno.h>
+#include <fcntl.h>
 #include <grp.h>
 #include <libgen.h>
+#include <limits.h>
 #include <linux/filter.h>
+#include <linux/futex.h>
 #include <linux/seccomp.h>
 #include <poll.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/prctl.h>
+#include <sys/ptrace.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include "../../common/clock.h"
 #include "../../common/proto.h"
 #include "../../common/sockpath.h"
+#include "../../tui/inject.h"
+#include "../../tui/inject_proc.h"
+#include "../../tui/inject_thread.h"
 #include "../unit/check.h"
 #include "harness.h"
 
@@ -825,9 +837,9 @@ static void timeout_in(long nr, const char *so, const char *done)
 		kill_proc(&p);
 		return;
 	}
-	call_timeout_ms = 300;
+	inject_call_timeout_ms = 300;
 	rc = forced_inject(p.pid, nr, so, msg, sizeof(msg), &ms);
-	call_timeout_ms = 5000;
+	inject_call_timeout_ms = 5000;
 	CHECK(rc == INJECT_FAILED &&
 	      starts_with(msg, "timed out waiting for a thread to return from "
 			  "dlopen"), "syscall %ld: expected a timeout, got %d "
@@ -1182,9 +1194,9 @@ static void cancel_during_call(const char *name, const char *body,
 			kill(p.pid, SIGUSR1);	/* main cancels the worker */
 		_exit(0);
 	}
-	call_timeout_ms = timeout_ms;
+	inject_call_timeout_ms = timeout_ms;
 	rc = forced_inject(p.pid, SYS_pause, so, msg, sizeof(msg), &ms);
-	call_timeout_ms = 5000;
+	inject_call_timeout_ms = 5000;
 	waitpid(child, NULL, 0);
 	CHECK(gives_up ? rc == INJECT_FAILED : rc == INJECT_LOADED,
 	      "%s: got %d \"%s\"", name, rc, msg);
@@ -1317,9 +1329,9 @@ static void registers_after(const char *so, const char *done, int timeout_ms)
 		return;
 	}
 	CHECK(probes_advance(&p), "the register workload does not run");
-	call_timeout_ms = timeout_ms;
+	inject_call_timeout_ms = timeout_ms;
 	rc = forced_inject(p.pid, SYS_nanosleep, so, msg, sizeof(msg), &ms);
-	call_timeout_ms = 5000;
+	inject_call_timeout_ms = 5000;
 	CHECK(gave_up ? rc == INJECT_FAILED : rc == INJECT_LOADED,
 	      "register workload: got %d \"%s\"", rc, msg);
 	while (gave_up && access(done, F_OK) != 0 && probes_advance(&p))

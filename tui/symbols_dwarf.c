@@ -8,6 +8,7 @@
  * demangled once each.
  */
 #include "addrcache.h"
+#include "symbols.h"
 #include "symbols_impl.h"
 #include "xalloc.h"
 
@@ -15,6 +16,9 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* Inlined calls kept around one address; deeper ones lose their innermost. */
+#define INLINE_MAX 64
 
 /* The inlined calls holding a pc, outermost first. */
 struct inline_path {
@@ -238,8 +242,8 @@ static void place_site(const struct inline_call *places, int n,
 					 out->n_inlined * sizeof *places);
 }
 
-void module_source(struct symbols *s, struct module *m, uint64_t pc,
-		   struct frame_info *out)
+void symbols_dwarf_source(struct symbols *s, struct module *m, uint64_t pc,
+			  struct frame_info *out)
 {
 	struct inline_call places[INLINE_MAX + 1];
 

@@ -8,6 +8,7 @@
  * entries of its .eh_frame tell where functions start.
  */
 #include "../common/cfi.h"
+#include "symbols.h"
 #include "symbols_impl.h"
 #include "xalloc.h"
 
@@ -205,7 +206,7 @@ static void rust_unescape(char *name)
 	*out = '\0';
 }
 
-const char *sym_name(struct sym *sym)
+const char *symbols_elf_name(struct sym *sym)
 {
 	char *demangled;
 	int status;
@@ -227,7 +228,7 @@ const char *sym_name(struct sym *sym)
 	return sym->name;
 }
 
-struct sym *module_sym(struct module *m, uint64_t pc)
+struct sym *symbols_elf_sym(struct module *m, uint64_t pc)
 {
 	size_t lo = 0, hi;
 
@@ -264,7 +265,7 @@ void symbols_each_function(struct symbols *s, size_t module,
 	if (!m->syms_built)
 		module_build_syms(m);
 	for (size_t i = 0; i < m->nsyms; i++)
-		fn(ctx, sym_name(&m->syms[i]), m->syms[i].start, m->syms[i].end);
+		fn(ctx, symbols_elf_name(&m->syms[i]), m->syms[i].start, m->syms[i].end);
 }
 
 /* A section of elf by name: its data and address; NULL if none. */
@@ -319,14 +320,14 @@ static void module_build_fdes(struct module *m)
 bool symbols_function_at(struct symbols *s, uint64_t address, uint64_t *lo,
 			 uint64_t *hi)
 {
-	struct module *m = module_find(s, address);
+	struct module *m = symbols_module_find(s, address);
 	struct sym *sym;
 	size_t a = 0, b;
 	uint64_t pc;
 
 	if (m == NULL || m->dwfl_mod == NULL)
 		return false;
-	if ((sym = module_sym(m, address)) != NULL) {
+	if ((sym = symbols_elf_sym(m, address)) != NULL) {
 		*lo = sym->start;
 		*hi = sym->end;
 		return true;

@@ -6,6 +6,7 @@
  * extent, so that its addresses still get module+offset.
  */
 #include "ns.h"
+#include "symbols.h"
 #include "symbols_impl.h"
 #include "xalloc.h"
 
@@ -22,7 +23,7 @@
 /* How far past its base a module whose extent is unknown may reach. */
 #define GUESS_SPAN (256ull << 20)
 
-void module_free_symbols(struct module *m)
+void symbols_module_free(struct module *m)
 {
 	for (size_t j = 0; j < m->nsyms; j++)
 		if (m->syms[j].name_owned)
@@ -180,8 +181,9 @@ static int debuglink_place(char *out, size_t size, int i, const char *dir,
 	return -1;
 }
 
-int module_open_debuglink(const struct symbols *s, Dwfl_Module *mod,
-			  const char *file, const char *debuglink, char **path)
+int symbols_module_open_debuglink(const struct symbols *s, Dwfl_Module *mod,
+				  const char *file, const char *debuglink,
+				  char **path)
 {
 	char dir[PATH_MAX], place[2 * PATH_MAX + 32];
 	const unsigned char *id;
@@ -231,7 +233,7 @@ static void module_load(struct symbols *s, struct module *m)
 	close(fd);
 }
 
-void module_reopen(struct symbols *s, struct module *m)
+void symbols_module_reopen(struct symbols *s, struct module *m)
 {
 	int fd = module_open(s, m);
 
@@ -297,7 +299,7 @@ void symbols_add_module(struct symbols *s, const char *path, uint64_t base,
 		memcpy(m->build_id, build_id, build_id_len);
 	module_load(s, m);
 	s->nmods++;
-	cache_clear(s);
+	symbols_cache_clear(s);
 }
 
 /*
@@ -323,7 +325,7 @@ static struct module *module_guess(struct symbols *s, uint64_t pc)
 	return best;
 }
 
-struct module *module_find(struct symbols *s, uint64_t pc)
+struct module *symbols_module_find(struct symbols *s, uint64_t pc)
 {
 	for (size_t i = s->nmods; i-- > 0;) {
 		struct module *m = &s->mods[i];

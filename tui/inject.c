@@ -29,7 +29,6 @@
 #include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "../common/clock.h"
@@ -75,14 +74,6 @@ enum stop {
 	STOP_EVENT, STOP_SIGNAL,
 };
 
-static int64_t now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
 /*
  * Wait for tid to stop or go: 1, 0 at the deadline, -1 when gone. A call
  * stops at each of its system calls, a few microseconds apart: poll
@@ -92,7 +83,7 @@ static int64_t now_us(void)
  */
 static int wait_tid(pid_t tid, int *status, int64_t deadline)
 {
-	int64_t start = now_us(), waited;
+	uint64_t start = clock_now_ns(), waited_us;
 	useconds_t nap = 20;
 
 	for (;;) {
@@ -104,10 +95,10 @@ static int wait_tid(pid_t tid, int *status, int64_t deadline)
 			return -1;
 		if (clock_now_ms() >= deadline)
 			return 0;
-		waited = now_us() - start;
-		if (waited < BUSY_US)
+		waited_us = (clock_now_ns() - start) / 1000;
+		if (waited_us < BUSY_US)
 			continue;
-		if (waited < SPIN_US) {
+		if (waited_us < SPIN_US) {
 			usleep(1);
 			continue;
 		}

@@ -329,8 +329,9 @@ $(BUILD)/tests/test_frames $(BUILD)/asan/test_frames: $(BUILD)/%/test_frames: \
 		-DFRAMES_MOD='"$(abspath $(FRAMES_MOD))"' -o $@ \
 		$(filter %.c,$^) $(shell pkg-config --libs libunwind) -lpthread -ldl
 
-# test_inject links the injection modules it tests.
-$(BUILD)/tests/test_inject: $(call obj,$(wildcard tui/inject*.c) tui/ns.c) \
+# The injection tests link the injection modules they test.
+$(BUILD)/tests/test_inject $(BUILD)/tests/test_inject_borrow: \
+	$(call obj,$(wildcard tui/inject*.c) tui/ns.c) \
 	$(wildcard tui/inject*.h)
 
 # The hooks' own test links them (they take its lock calls) with a stack

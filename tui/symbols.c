@@ -129,10 +129,11 @@ void symbols_cache_clear(struct symbols *s)
 }
 
 /* Fill in out's address, module and offset; the module, or NULL. */
-static struct module *resolve_module(struct symbols *s, uint64_t address,
-				     uint64_t pc, struct frame_info *out)
+static struct symbols_module *resolve_module(struct symbols *s,
+					     uint64_t address, uint64_t pc,
+					     struct frame_info *out)
 {
-	struct module *m = symbols_module_find(s, pc);
+	struct symbols_module *m = symbols_module_find(s, pc);
 
 	memset(out, 0, sizeof *out);
 	out->address = address;
@@ -148,10 +149,10 @@ static void resolve(struct symbols *s, uint64_t address, bool is_return,
 		    struct frame_info *out)
 {
 	uint64_t pc = is_return && address ? address - 1 : address;
-	struct module *m = resolve_module(s, address, pc, out);
-	struct sym *sym;
+	struct symbols_module *m = resolve_module(s, address, pc, out);
+	struct symbols_func *sym;
 
-	if (!m || m->state != MODULE_TRUSTED || !m->dwfl_mod)
+	if (!m || m->state != SYMBOLS_MODULE_TRUSTED || !m->dwfl_mod)
 		return;
 	sym = symbols_elf_sym(m, pc);
 	if (sym) {
@@ -188,10 +189,10 @@ static void debuginfo_landed(void *ctx, const uint8_t *id, size_t len)
 	struct symbols *s = ctx;
 
 	for (size_t i = 0; i < s->nmods; i++) {
-		struct module *m = &s->mods[i];
+		struct symbols_module *m = &s->mods[i];
 
-		if (m->state == MODULE_TRUSTED && m->build_id_len == len &&
-		    memcmp(m->build_id, id, len) == 0)
+		if (m->state == SYMBOLS_MODULE_TRUSTED &&
+		    m->build_id_len == len && memcmp(m->build_id, id, len) == 0)
 			symbols_module_reopen(s, m);
 	}
 	symbols_cache_clear(s);

@@ -21,11 +21,12 @@ endif
 # (the front end demangles with it), pkg-config, the -dev libraries, and
 # libdebuginfod1, which qsptop loads at run time to fetch debuginfo (libdw
 # does not pull it in). The tests also need tmux (the screen tests), g++
-# (C++ workloads), libunwind (test_frames), musl-gcc from musl-tools (a
-# musl program for test_promises) and clang with its libFuzzer runtime
-# (the fuzz targets).
-BUILD_PKGS := ncursesw libcjson libdw libelf
-TEST_PKGS  := libunwind
+# (C++ workloads), libunwind (test_frames), cJSON (the tests read the JSON
+# qsptop writes back with it; qsptop itself writes JSON without it),
+# musl-gcc from musl-tools (a musl program for test_promises) and clang
+# with its libFuzzer runtime (the fuzz targets).
+BUILD_PKGS := ncursesw libdw libelf
+TEST_PKGS  := libunwind libcjson
 DEB_ncursesw := libncurses-dev
 DEB_libunwind := libunwind-dev
 DEB_libcjson := libcjson-dev
@@ -44,12 +45,14 @@ ALL_CFLAGS = -std=c11 -D_GNU_SOURCE -fPIC $(WARN) $(CFLAGS) \
 # Expanded when a recipe runs, after the dependency step has run. The
 # collector needs none of them: it unwinds with its own code (frames.c);
 # only test_frames compares it with libunwind.
-PKG_CFLAGS = $(shell pkg-config --cflags libcjson libdw ncursesw)
-PKG_LIBS   = $(shell pkg-config --libs libcjson libdw libelf ncursesw)
+PKG_CFLAGS = $(shell pkg-config --cflags libdw ncursesw)
+PKG_LIBS   = $(shell pkg-config --libs libdw libelf ncursesw)
 # The front end demangles C++ names with libstdc++'s __cxa_demangle.
 CXX_ABI_LIBS := -lstdc++
 # Unit tests take the front end from an archive without the screen (term.o,
-# live.o): they need no curses.
+# live.o): they need no curses. The unit and integration tests read JSON
+# back with cJSON, a test tool.
+TEST_CFLAGS = $(shell pkg-config --cflags libcjson)
 UNIT_LIBS  = $(shell pkg-config --libs libcjson libdw libelf) -lm $(CXX_ABI_LIBS)
 
 COMMON_SRC    := $(wildcard common/*.c)
@@ -220,9 +223,9 @@ $(ASAN_ARCHIVE): $(patsubst %.c,$(BUILD)/asan/obj/%.o,$(UNIT_TUI_SRC))
 # Unit tests link the front-end and common modules they use; a change to
 # a header the tests share (check.h, model_fixture.h) rebuilds them.
 UNIT_HDR := $(wildcard tests/unit/*.h)
-$(BUILD)/tests/%: tests/unit/%.c $(UNIT_ARCHIVE) $(UNIT_HDR) | $(DEPS_STAMP)
+$(BUILD)/tests/%: tests/unit/%.c $(UNIT_ARCHIVE) $(UNIT_HDR) | $(TEST_DEPS_STAMP)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(PKG_CFLAGS) -o $@ $(filter %.c %.a,$^) $(UNIT_LIBS)
+	$(CC) $(ALL_CFLAGS) $(PKG_CFLAGS) $(TEST_CFLAGS) -o $@ $(filter %.c %.a,$^) $(UNIT_LIBS)
 
 # Workloads: -g so call sites resolve to file:line, -O1 keeps them readable.
 $(BUILD)/tests/wl_%: tests/workloads/%.c | $(DEPS_STAMP)
@@ -283,13 +286,14 @@ $(BUILD)/tests/wl_inline_cxx: tests/workloads/inline_cxx.cc | $(TEST_DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CXX) -std=c++17 -g -O2 -Wall -o $@ $< -lpthread
 
-$(BUILD)/tests/%: tests/integration/%.c $(wildcard tests/integration/*.h) $(COMMON_OBJ) | $(DEPS_STAMP)
+# Integration tests link common/ and the objects a rule below adds.
+$(BUILD)/tests/%: tests/integration/%.c $(wildcard tests/integration/*.h) $(COMMON_OBJ) | $(TEST_DEPS_STAMP)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(PKG_CFLAGS) -o $@ $< $(COMMON_OBJ) $(UNIT_LIBS)
+	$(CC) $(ALL_CFLAGS) $(PKG_CFLAGS) $(TEST_CFLAGS) -o $@ $< $(filter %.o,$^) $(UNIT_LIBS)
 
-$(BUILD)/asan/%: tests/unit/%.c $(ASAN_ARCHIVE) $(UNIT_HDR) | $(DEPS_STAMP)
+$(BUILD)/asan/%: tests/unit/%.c $(ASAN_ARCHIVE) $(UNIT_HDR) | $(TEST_DEPS_STAMP)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(SANITIZE) $(PKG_CFLAGS) -o $@ $(filter %.c %.a,$^) $(UNIT_LIBS)
+	$(CC) $(ALL_CFLAGS) $(SANITIZE) $(PKG_CFLAGS) $(TEST_CFLAGS) -o $@ $(filter %.c %.a,$^) $(UNIT_LIBS)
 
 COLLECTOR_UNIT_LIBS = -ldl -lpthread
 $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(COLLECTOR_UNIT)): $(BUILD)/tests/%: tests/unit/%.c $(COLLECTOR_UNIT_SRC) | $(DEPS_STAMP)
@@ -325,11 +329,10 @@ $(BUILD)/tests/test_frames $(BUILD)/asan/test_frames: $(BUILD)/%/test_frames: \
 		-DFRAMES_MOD='"$(abspath $(FRAMES_MOD))"' -o $@ \
 		$(filter %.c,$^) $(shell pkg-config --libs libunwind) -lpthread -ldl
 
-# test_inject includes tui/inject*.c to reach their
-# test hooks.
-$(BUILD)/tests/test_inject: tui/inject.c tui/inject.h tui/inject_chain.c \
-	tui/inject_chain.h tui/inject_proc.c tui/inject_thread.c tui/inject_proc.h \
-	tui/ns.c tui/ns.h
+# The injection tests link the injection modules they test.
+$(BUILD)/tests/test_inject $(BUILD)/tests/test_inject_borrow: \
+	$(call obj,$(wildcard tui/inject*.c) tui/ns.c) \
+	$(wildcard tui/inject*.h)
 
 # The hooks' own test links them (they take its lock calls) with a stack
 # capture of its own making.

@@ -29,13 +29,15 @@
 #include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "../common/clock.h"
 #include "inject.h"
 #include "inject_chain.h"
+#include "inject_copy.h"
+#include "inject_elf.h"
 #include "inject_proc.h"
+#include "inject_thread.h"
 
 #define MIN_STACK_ROOM (32 * 1024)
 #define MAX_ATTEMPTS 8
@@ -44,16 +46,16 @@
 #define BUSY_US 50
 #define SPIN_US 500
 
-/* Deadlines; the tests shorten the call one. Finding a thread (waiting
- * for the loader's lock, or for a sleep to end) has one of its own. */
+/* Deadlines (inject_call_timeout_ms in inject.h). Finding a thread
+ * (waiting for the loader's lock, or for a sleep to end) has one of its
+ * own. */
 static int stop_timeout_ms = 2000;
-static int call_timeout_ms = 5000;
+int inject_call_timeout_ms = 5000;
 static int release_timeout_ms = 1000;
 static int borrow_timeout_ms = 3000;
 
-/* For the tests: the thread borrowed last and the call it was parked in. */
-static pid_t inject_last_tid;
-static long inject_last_syscall;
+pid_t inject_last_tid;
+long inject_last_syscall;
 
 struct job {
 	struct inject_target *t;
@@ -72,14 +74,6 @@ enum stop {
 	STOP_EVENT, STOP_SIGNAL,
 };
 
-static int64_t now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
 /*
  * Wait for tid to stop or go: 1, 0 at the deadline, -1 when gone. A call
  * stops at each of its system calls, a few microseconds apart: poll
@@ -89,7 +83,7 @@ static int64_t now_us(void)
  */
 static int wait_tid(pid_t tid, int *status, int64_t deadline)
 {
-	int64_t start = now_us(), waited;
+	uint64_t start = clock_now_ns(), waited_us;
 	useconds_t nap = 20;
 
 	for (;;) {
@@ -101,10 +95,10 @@ static int wait_tid(pid_t tid, int *status, int64_t deadline)
 			return -1;
 		if (clock_now_ms() >= deadline)
 			return 0;
-		waited = now_us() - start;
-		if (waited < BUSY_US)
+		waited_us = (clock_now_ns() - start) / 1000;
+		if (waited_us < BUSY_US)
 			continue;
-		if (waited < SPIN_US) {
+		if (waited_us < SPIN_US) {
 			usleep(1);
 			continue;
 		}
@@ -370,7 +364,7 @@ static int skip_if_loader_busy(const struct inject_target *t, struct borrow *b)
  */
 static enum call_result run_chain(const struct inject_target *t, struct borrow *b)
 {
-	int64_t deadline = clock_now_ms() + call_timeout_ms;
+	int64_t deadline = clock_now_ms() + inject_call_timeout_ms;
 	struct user_regs_struct r = b->regs;
 	int sig = 0;
 
@@ -712,6 +706,16 @@ static int load_lib(struct inject_target *t, char *msg, size_t len)
 	return rc;
 }
 
+/* All checks before attaching: 0 with t filled in, -1 with msg. */
+static int preflight(struct inject_target *t, const char *lib, char *msg,
+		     size_t len)
+{
+	return inject_check_status(t, msg, len) < 0 ||
+	       inject_check_exe(t, msg, len) < 0 ||
+	       inject_copy_check(t, lib, msg, len) < 0 ||
+	       inject_check_maps(t, msg, len) < 0 ? -1 : 0;
+}
+
 int inject_collector(pid_t pid, const char *lib_path, bool force, char *msg,
 		     size_t len)
 {
@@ -722,7 +726,7 @@ int inject_collector(pid_t pid, const char *lib_path, bool force, char *msg,
 	msg[0] = '\0';
 	if (pid == getpid())
 		return inject_fail(msg, len, "cannot attach qsptop to itself");
-	if (inject_preflight(&t, lib_path, msg, len) < 0)
+	if (preflight(&t, lib_path, msg, len) < 0)
 		return INJECT_FAILED;
 	if (t.already) {
 		snprintf(msg, len, "%s", t.warning);
@@ -745,7 +749,7 @@ int inject_wake(pid_t pid, const char *lib_path, bool force, char *msg,
 	int rc;
 
 	msg[0] = '\0';
-	if (inject_preflight(&t, lib_path, msg, len) < 0)
+	if (preflight(&t, lib_path, msg, len) < 0)
 		return INJECT_FAILED;
 	if (!t.already)
 		return inject_fail(msg, len, "PID %d has no collector to wake",

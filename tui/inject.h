@@ -30,4 +30,14 @@ int inject_collector(pid_t pid, const char *lib_path, bool force, char *msg,
 int inject_wake(pid_t pid, const char *lib_path, bool force, char *msg,
 		size_t len);
 
+/*
+ * For the tests, which cannot see these otherwise: how long a borrowed
+ * thread's call may take before it is given back (5000 ms; shortened to
+ * test the giving back), and the thread borrowed last with the system
+ * call it was parked in.
+ */
+extern int inject_call_timeout_ms;
+extern pid_t inject_last_tid;
+extern long inject_last_syscall;
+
 #endif

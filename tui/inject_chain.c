@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "inject_chain.h"
+#include "inject_proc.h"
 
 #define RED_ZONE 128
 #define RTLD_NOW_FLAG 2

@@ -13,7 +13,9 @@
 #include <sys/uio.h>
 #include <sys/user.h>
 
-#include "inject_proc.h"
+#include "inject_thread.h"
+
+struct inject_target;
 
 #define SYSCALL_INSN_LEN 2
 /* The kernel's internal "restart me" results, as seen in rax at a stop. */

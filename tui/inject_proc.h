@@ -1,45 +1,17 @@
 /*
- * The /proc and ELF half of injection, shared by inject_proc.c (checks,
- * libc symbols, choosing a thread) and inject.c (the ptrace work). Not for
- * use outside them.
+ * The process to inject into, as /proc describes it and the other
+ * injection modules complete it, and the checks made in /proc before it
+ * is touched (inject_proc.c). Shared by the inject*.c modules; not for use
+ * outside them.
  */
 #ifndef QSPTOP_INJECT_PROC_H
 #define QSPTOP_INJECT_PROC_H
 
 #include <limits.h>
-#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
-
-/* The syscall instruction in __restore_rt (mov $15,%rax; syscall). */
-#define RESTORE_RT_SYSCALL 7
-/* In glibc's pthread_mutex_t: the recursion count and the owner's TID. */
-#define MUTEX_COUNT_AT 4
-#define MUTEX_OWNER_AT 8
-
-/*
- * How a thread parked in a system call may be borrowed, worst to best.
- * Every rank above NEVER is a call the loader and malloc never make
- * holding their locks.
- */
-enum borrow_rank {
-	RANK_NEVER,	/* unknown, running, or under a mask of its own */
-	RANK_EINTR,	/* a stop alone fails it with EINTR: --force only */
-	RANK_AT_END,	/* its restart would not survive: borrowed as it returns */
-	RANK_LOCK_WAIT,	/* plain FUTEX_WAIT: glibc's own locks wait so too */
-	RANK_FUTEX,	/* a condvar, join or semaphore wait */
-	RANK_SAFE,	/* restarts by itself after a stop */
-};
-
-/* The thread chosen, and the first seen in a call a stop would fail. */
-struct pick {
-	pid_t tid;
-	enum borrow_rank rank;
-	pid_t eintr_tid;
-	long eintr_nr;
-};
 
 /* What the checks learn about the process to inject into. */
 struct inject_target {
@@ -83,9 +55,6 @@ struct inject_target {
 	char warning[256];
 };
 
-/* For the tests: a system call to borrow a thread from (-1: any safe one). */
-extern long inject_only_syscall;
-
 /* Read a small file whole, NUL-terminated; -1 on failure. */
 ssize_t inject_slurp(const char *path, char *buf, size_t size);
 /* The value of "key:" in a /proc status text into out; false when absent. */
@@ -101,34 +70,11 @@ int inject_exited(const struct inject_target *t, char *msg, size_t len);
 bool inject_process_alive(pid_t pid);
 /* State, tracer, thread-ness and seccomp mode, from /proc/PID/status. */
 int inject_check_status(struct inject_target *t, char *msg, size_t len);
-/* All checks before attaching: 0 with t filled in, -1 with msg. */
-int inject_preflight(struct inject_target *t, const char *lib, char *msg, size_t len);
-/* Copy the library where the target sees it (t->copy); -1 with msg. */
-int inject_copy_lib(struct inject_target *t, char *msg, size_t len);
-/* Remove that copy, if any: the target's mapping of it stays valid. While
- * a dlopen may still open it, it stays (another user could put a library
- * of theirs under a name set free). */
-void inject_remove_copy(struct inject_target *t);
-/* dlopen, pthread_setcancelstate, __restore_rt, libc's TLS, in the target. */
-int inject_resolve_libc(struct inject_target *t, char *msg, size_t len);
-/* The loader's lock in the target, as t->load_lock; 0 when not found. */
-void inject_resolve_loader(struct inject_target *t);
-/* qsptop_wake in the collector already mapped in the target, as t->wake. */
-int inject_resolve_wake(struct inject_target *t, char *msg, size_t len);
+/* Find libc, the loader and whether the collector is mapped already. */
+int inject_check_maps(struct inject_target *t, char *msg, size_t len);
 /* The library t->lib is mapped in the target now. */
 bool inject_lib_mapped(const struct inject_target *t);
 /* Bytes of the thread's own stack below rsp (tcb: its fs base); 0: none. */
 uint64_t inject_stack_room(pid_t pid, uint64_t rsp, uint64_t tcb);
-/* How a thread parked in system call nr (arguments a) may be borrowed. */
-enum borrow_rank inject_syscall_rank(pid_t pid, long nr, const uint64_t a[6]);
-/* A relative sleep that restarted from the start sleeps what was left. */
-bool inject_resumes_from_args(long nr, const uint64_t a[6]);
-/* The name of system call nr, for messages. */
-const char *inject_syscall_name(long nr);
-/* The best thread to borrow, rescanning a while for a safe one; tid 0: none. */
-void inject_pick_thread(const struct inject_target *t, const pid_t *skip,
-			int nskip, struct pick *p);
-/* The loader lock's owner, read through mem: a TID, 0 free, -1 unknown. */
-pid_t inject_loader_owner(const struct inject_target *t, int mem);
 
 #endif

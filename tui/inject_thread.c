@@ -24,13 +24,13 @@
 
 #include "../common/clock.h"
 #include "inject_proc.h"
+#include "inject_thread.h"
 
 #define PICK_RETRY_MS 200
 #define TIMER_ABSTIME_FLAG 1
 #define FUTEX_LOCK_PI_OP 6
 #define FUTEX_LOCK_PI2_OP 13
 
-/* For the tests: a system call to borrow a thread from (-1: any safe one). */
 long inject_only_syscall = -1;
 
 /* What the target's descriptor fd is: S_IFREG, S_IFSOCK…; 0 if unknown. */

@@ -22,11 +22,7 @@ void jsonw_init(struct jsonw *w)
 /* Room for n more bytes and the terminator, doubling as it grows. */
 static char *room(struct jsonw *w, size_t n)
 {
-	if (w->len + n + 1 > w->cap) {
-		w->cap = w->len + n + 1 > 2 * w->cap ? w->len + n + 1 :
-						       2 * w->cap;
-		w->text = xrealloc(w->text, w->cap);
-	}
+	w->text = xgrow(w->text, &w->cap, w->len + n + 1, 4096, 1);
 	return w->text + w->len;
 }
 

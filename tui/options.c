@@ -117,15 +117,27 @@ static void add_wrapper(struct options *o, const char *glob)
 	o->wrappers[o->nwrappers++] = glob;
 }
 
-static double parse_delay(const char *s)
+bool options_parse_delay(const char *s, double *delay_s)
 {
 	char *end;
 	double d;
 
 	errno = 0;
 	d = strtod(s, &end);
-	if (errno || end == s || *end || !isfinite(d) || d < 0.01 || d > 3600)
-		usage_error("-d: expected seconds between 0.01 and 3600, got '%s'", s);
+	if (errno || end == s || *end || !isfinite(d) ||
+	    d < OPTIONS_DELAY_MIN_S || d > OPTIONS_DELAY_MAX_S)
+		return false;
+	*delay_s = d;
+	return true;
+}
+
+static double parse_delay(const char *s)
+{
+	double d;
+
+	if (!options_parse_delay(s, &d))
+		usage_error("-d: expected seconds between %g and %g, got '%s'",
+			    OPTIONS_DELAY_MIN_S, OPTIONS_DELAY_MAX_S, s);
 	return d;
 }
 

@@ -29,6 +29,13 @@ struct options {
 	char **command;		/* after --; NULL with -p */
 };
 
+/* The refresh interval's bounds in seconds: -d, and d on the live screen. */
+#define OPTIONS_DELAY_MIN_S 0.01
+#define OPTIONS_DELAY_MAX_S 3600.0
+
+/* s as a refresh interval in seconds, into *delay_s; false if not one. */
+bool options_parse_delay(const char *s, double *delay_s);
+
 /*
  * Parse argv. Prints help or version and exits 0 for -h/-V; prints a
  * one-line error and a hint and exits 2 for bad usage.

@@ -102,10 +102,7 @@ static void note_tid(struct rawfutex *r, uint32_t tid)
 	for (size_t i = 0; i < r->ntids; i++)
 		if (r->tids[i] == tid)
 			return;
-	if (r->ntids == r->cap) {
-		r->cap = r->cap ? 2 * r->cap : 16;
-		r->tids = xreallocarray(r->tids, r->cap, sizeof *r->tids);
-	}
+	r->tids = xgrow(r->tids, &r->cap, r->ntids + 1, 16, sizeof *r->tids);
 	r->tids[r->ntids++] = tid;
 }
 

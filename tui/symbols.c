@@ -54,8 +54,8 @@ static int find_debuginfo(Dwfl_Module *mod, void **userdata,
 	fd = dwfl_build_id_find_debuginfo(mod, userdata, modname, base, file,
 					  debuglink, crc, debuginfo_file);
 	if (fd < 0 && debuglink && crc != 0)
-		fd = module_open_debuglink(s, mod, file, debuglink,
-					   debuginfo_file);
+		fd = symbols_module_open_debuglink(s, mod, file, debuglink,
+						   debuginfo_file);
 	if (fd >= 0 || (debuglink && crc == 0) ||
 	    (len = dwfl_module_build_id(mod, &id, &vaddr)) <= 0)
 		return fd;
@@ -107,9 +107,9 @@ void symbols_free(struct symbols *s)
 	addrcache_free(s->returns, drop_answer);
 	addrcache_free(s->exact, drop_answer);
 	for (size_t i = 0; i < s->nretired; i++)
-		module_free_symbols(&s->retired[i]);
+		symbols_module_free(&s->retired[i]);
 	for (size_t i = 0; i < s->nmods; i++) {
-		module_free_symbols(&s->mods[i]);
+		symbols_module_free(&s->mods[i]);
 		free(s->mods[i].path);
 		free(s->mods[i].build_id);
 	}
@@ -122,17 +122,18 @@ void symbols_free(struct symbols *s)
 }
 
 /* Forget every cached answer: a new module may change them. */
-void cache_clear(struct symbols *s)
+void symbols_cache_clear(struct symbols *s)
 {
 	addrcache_clear(s->returns, drop_answer);
 	addrcache_clear(s->exact, drop_answer);
 }
 
 /* Fill in out's address, module and offset; the module, or NULL. */
-static struct module *resolve_module(struct symbols *s, uint64_t address,
-				     uint64_t pc, struct frame_info *out)
+static struct symbols_module *resolve_module(struct symbols *s,
+					     uint64_t address, uint64_t pc,
+					     struct frame_info *out)
 {
-	struct module *m = module_find(s, pc);
+	struct symbols_module *m = symbols_module_find(s, pc);
 
 	memset(out, 0, sizeof *out);
 	out->address = address;
@@ -148,18 +149,18 @@ static void resolve(struct symbols *s, uint64_t address, bool is_return,
 		    struct frame_info *out)
 {
 	uint64_t pc = is_return && address ? address - 1 : address;
-	struct module *m = resolve_module(s, address, pc, out);
-	struct sym *sym;
+	struct symbols_module *m = resolve_module(s, address, pc, out);
+	struct symbols_func *sym;
 
-	if (!m || m->state != MODULE_TRUSTED || !m->dwfl_mod)
+	if (!m || m->state != SYMBOLS_MODULE_TRUSTED || !m->dwfl_mod)
 		return;
-	sym = module_sym(m, pc);
+	sym = symbols_elf_sym(m, pc);
 	if (sym) {
-		out->symbol = sym_name(sym);
+		out->symbol = symbols_elf_name(sym);
 		out->offset = address - sym->start;
 	}
 	out->function = out->symbol;
-	module_source(s, m, pc, out);
+	symbols_dwarf_source(s, m, pc, out);
 }
 
 bool symbols_resolve(struct symbols *s, uint64_t address, int is_return,
@@ -188,13 +189,13 @@ static void debuginfo_landed(void *ctx, const uint8_t *id, size_t len)
 	struct symbols *s = ctx;
 
 	for (size_t i = 0; i < s->nmods; i++) {
-		struct module *m = &s->mods[i];
+		struct symbols_module *m = &s->mods[i];
 
-		if (m->state == MODULE_TRUSTED && m->build_id_len == len &&
-		    memcmp(m->build_id, id, len) == 0)
-			module_reopen(s, m);
+		if (m->state == SYMBOLS_MODULE_TRUSTED &&
+		    m->build_id_len == len && memcmp(m->build_id, id, len) == 0)
+			symbols_module_reopen(s, m);
 	}
-	cache_clear(s);
+	symbols_cache_clear(s);
 	s->generation++;
 }
 

@@ -8,6 +8,7 @@
  * demangled once each.
  */
 #include "addrcache.h"
+#include "symbols.h"
 #include "symbols_impl.h"
 #include "xalloc.h"
 
@@ -15,6 +16,9 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* Inlined calls kept around one address; deeper ones lose their innermost. */
+#define INLINE_MAX 64
 
 /* The inlined calls holding a pc, outermost first. */
 struct inline_path {
@@ -136,7 +140,8 @@ static void call_place(Dwarf_Die *call, Dwarf_Files *files,
 }
 
 /* Fill in out's file and line for pc from m's line table, if it has one. */
-static void module_line(struct module *m, uint64_t pc, struct inline_call *out)
+static void module_line(struct symbols_module *m, uint64_t pc,
+			struct inline_call *out)
 {
 	Dwfl_Line *line = dwfl_module_getsrc(m->dwfl_mod, pc);
 	Dwarf_Addr addr;
@@ -159,8 +164,9 @@ static void module_line(struct module *m, uint64_t pc, struct inline_call *out)
  * named symbol. Returns how many (at most INLINE_MAX + 1). A path cut
  * short has no line-table place: that line is in a function left out.
  */
-static int module_places(struct symbols *s, struct module *m, uint64_t pc,
-			 const char *symbol, struct inline_call *places)
+static int module_places(struct symbols *s, struct symbols_module *m,
+			 uint64_t pc, const char *symbol,
+			 struct inline_call *places)
 {
 	struct inline_path path = { .n = 0 };
 	Dwarf_Files *files = NULL;
@@ -238,8 +244,8 @@ static void place_site(const struct inline_call *places, int n,
 					 out->n_inlined * sizeof *places);
 }
 
-void module_source(struct symbols *s, struct module *m, uint64_t pc,
-		   struct frame_info *out)
+void symbols_dwarf_source(struct symbols *s, struct symbols_module *m,
+			  uint64_t pc, struct frame_info *out)
 {
 	struct inline_call places[INLINE_MAX + 1];
 

@@ -8,6 +8,7 @@
  * entries of its .eh_frame tell where functions start.
  */
 #include "../common/cfi.h"
+#include "symbols.h"
 #include "symbols_impl.h"
 #include "xalloc.h"
 
@@ -42,7 +43,7 @@ static int sym_rank(const GElf_Sym *sym, const char *name)
 /* Order syms by address, the preferred one first at each address. */
 static int sym_compare(const void *a, const void *b)
 {
-	const struct sym *x = a, *y = b;
+	const struct symbols_func *x = a, *y = b;
 
 	if (x->start != y->start)
 		return x->start < y->start ? -1 : 1;
@@ -52,7 +53,7 @@ static int sym_compare(const void *a, const void *b)
 }
 
 /* Read function symbol ndx of mod into out; false if it is not one. */
-static bool sym_read(Dwfl_Module *mod, int ndx, struct sym *out)
+static bool sym_read(Dwfl_Module *mod, int ndx, struct symbols_func *out)
 {
 	GElf_Sym sym;
 	GElf_Addr addr;
@@ -82,7 +83,7 @@ static bool sym_read(Dwfl_Module *mod, int ndx, struct sym *out)
 }
 
 /* Keep the first sym at each address and fill in max_end. */
-static size_t syms_finish(struct sym *syms, size_t n)
+static size_t syms_finish(struct symbols_func *syms, size_t n)
 {
 	size_t kept = 0;
 	uint64_t max_end = 0;
@@ -103,7 +104,7 @@ static size_t syms_finish(struct sym *syms, size_t n)
  * (glibc's .symtab spells them so); "name@VERSION", a compat version, keeps
  * its suffix to tell it from the default one.
  */
-static void syms_strip_versions(struct module *m)
+static void syms_strip_versions(struct symbols_module *m)
 {
 	size_t total = 0, used = 0;
 	const char *at;
@@ -128,7 +129,7 @@ static void syms_strip_versions(struct module *m)
 }
 
 /* Build m's sorted function table from libdwfl's best symbol table. */
-static void module_build_syms(struct module *m)
+static void module_build_syms(struct symbols_module *m)
 {
 	int n;
 	size_t count = 0;
@@ -205,7 +206,7 @@ static void rust_unescape(char *name)
 	*out = '\0';
 }
 
-const char *sym_name(struct sym *sym)
+const char *symbols_elf_name(struct symbols_func *sym)
 {
 	char *demangled;
 	int status;
@@ -227,7 +228,7 @@ const char *sym_name(struct sym *sym)
 	return sym->name;
 }
 
-struct sym *module_sym(struct module *m, uint64_t pc)
+struct symbols_func *symbols_elf_sym(struct symbols_module *m, uint64_t pc)
 {
 	size_t lo = 0, hi;
 
@@ -254,7 +255,7 @@ void symbols_each_function(struct symbols *s, size_t module,
 				      uint64_t start, uint64_t end),
 			   void *ctx)
 {
-	struct module *m;
+	struct symbols_module *m;
 
 	if (module >= s->nmods)
 		return;
@@ -264,7 +265,7 @@ void symbols_each_function(struct symbols *s, size_t module,
 	if (!m->syms_built)
 		module_build_syms(m);
 	for (size_t i = 0; i < m->nsyms; i++)
-		fn(ctx, sym_name(&m->syms[i]), m->syms[i].start, m->syms[i].end);
+		fn(ctx, symbols_elf_name(&m->syms[i]), m->syms[i].start, m->syms[i].end);
 }
 
 /* A section of elf by name: its data and address; NULL if none. */
@@ -290,7 +291,7 @@ static Elf_Data *section(Elf *elf, const char *name, uint64_t *addr)
 }
 
 /* Index the unwind entries of m's file: each starts a function. */
-static void module_build_fdes(struct module *m)
+static void module_build_fdes(struct symbols_module *m)
 {
 	Dwarf_Addr bias;
 	Elf *elf;
@@ -319,14 +320,14 @@ static void module_build_fdes(struct module *m)
 bool symbols_function_at(struct symbols *s, uint64_t address, uint64_t *lo,
 			 uint64_t *hi)
 {
-	struct module *m = module_find(s, address);
-	struct sym *sym;
+	struct symbols_module *m = symbols_module_find(s, address);
+	struct symbols_func *sym;
 	size_t a = 0, b;
 	uint64_t pc;
 
 	if (m == NULL || m->dwfl_mod == NULL)
 		return false;
-	if ((sym = module_sym(m, address)) != NULL) {
+	if ((sym = symbols_elf_sym(m, address)) != NULL) {
 		*lo = sym->start;
 		*hi = sym->end;
 		return true;

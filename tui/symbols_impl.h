@@ -13,24 +13,25 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
-#include "symbols.h"
-
-/* Inlined calls kept around one address; deeper ones lose their innermost. */
-#define INLINE_MAX 64
+struct addrcache;
+struct cfi_fde;
+struct fetch;
+struct frame_info;
 
 /* libstdc++'s demangler (link -lstdc++); returns a malloc'd string. */
 char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
 
 /* What the file at a module's path tells about the loaded module. */
-enum module_state {
-	MODULE_MISSING,		/* no usable ELF file: extent unknown */
-	MODULE_MISMATCH,	/* an ELF file, but not the one loaded */
-	MODULE_TRUSTED,		/* symbols and lines come from the file */
+enum symbols_module_state {
+	SYMBOLS_MODULE_MISSING,	/* no usable ELF file: extent unknown */
+	SYMBOLS_MODULE_MISMATCH, /* an ELF file, but not the one loaded */
+	SYMBOLS_MODULE_TRUSTED,	/* symbols and lines come from the file */
 };
 
 /* A function in a module's symbol table, at its address in the target. */
-struct sym {
+struct symbols_func {
 	uint64_t start;
 	uint64_t end;		/* start + size; start + 1 when size is 0 */
 	uint64_t max_end;	/* largest end of this and every earlier sym */
@@ -40,16 +41,16 @@ struct sym {
 	bool name_owned;	/* name is the demangler's, freed with the table */
 };
 
-struct module {
+struct symbols_module {
 	char *path;
 	uint64_t base;		/* load bias */
 	uint64_t start, end;	/* extent in the target; end 0 when unknown */
 	uint8_t *build_id;
 	size_t build_id_len;
-	enum module_state state;
+	enum symbols_module_state state;
 	Dwfl_Module *dwfl_mod;	/* NULL unless trusted and libdwfl took it */
 	Dwfl *own_dwfl;		/* dwfl_mod's, once reopened; else shared */
-	struct sym *syms;
+	struct symbols_func *syms;
 	size_t nsyms;
 	char *names;		/* syms' names stripped of a default version */
 	bool syms_built;
@@ -60,9 +61,9 @@ struct module {
 
 struct symbols {
 	Dwfl *dwfl;
-	struct module *mods;
+	struct symbols_module *mods;
 	size_t nmods, cap;
-	struct module *retired;	/* symbol state of reopened modules */
+	struct symbols_module *retired;	/* symbol state of reopened modules */
 	size_t nretired;
 	struct fetch *fetch;
 	unsigned generation;	/* bumped when debuginfo landed */
@@ -80,7 +81,7 @@ struct symbols {
 };
 
 /* Forget every cached answer: a new module may change them. */
-void cache_clear(struct symbols *s);
+void symbols_cache_clear(struct symbols *s);
 
 /*
  * A Dwfl that looks for its modules' debuginfo in local files and
@@ -94,7 +95,7 @@ Dwfl *symbols_dwfl_begin(void);
  * debuginfo that has landed since; its old symbols are kept until
  * symbols_free(): strings handed out point into them.
  */
-void module_reopen(struct symbols *s, struct module *m);
+void symbols_module_reopen(struct symbols *s, struct symbols_module *m);
 
 /*
  * The separate debuginfo that file (a module's path, as the target names
@@ -103,27 +104,28 @@ void module_reopen(struct symbols *s, struct module *m);
  * root, regular files only, and only one with the module's build id and
  * DWARF in it. The descriptor (path set to a copy of its name), or -1.
  */
-int module_open_debuglink(const struct symbols *s, Dwfl_Module *mod,
-			  const char *file, const char *debuglink, char **path);
+int symbols_module_open_debuglink(const struct symbols *s, Dwfl_Module *mod,
+				  const char *file, const char *debuglink,
+				  char **path);
 
 /* Free what m's symbols came from and were made of. */
-void module_free_symbols(struct module *m);
+void symbols_module_free(struct symbols_module *m);
 
 /* The module holding pc, the latest reported when several do; or NULL. */
-struct module *module_find(struct symbols *s, uint64_t pc);
+struct symbols_module *symbols_module_find(struct symbols *s, uint64_t pc);
 
 /* The innermost function of m holding pc, or NULL. */
-struct sym *module_sym(struct module *m, uint64_t pc);
+struct symbols_func *symbols_elf_sym(struct symbols_module *m, uint64_t pc);
 
 /* The name of sym to show: a C++ name demangled once, or kept as it is. */
-const char *sym_name(struct sym *sym);
+const char *symbols_elf_name(struct symbols_func *sym);
 
 /*
  * Fill in out's function, file, line and chain of inlined calls for pc in
  * trusted module m, from its DWARF; out->symbol, the function holding pc,
  * is the chain's outermost.
  */
-void module_source(struct symbols *s, struct module *m, uint64_t pc,
-		   struct frame_info *out);
+void symbols_dwarf_source(struct symbols *s, struct symbols_module *m,
+			  uint64_t pc, struct frame_info *out);
 
 #endif

@@ -6,6 +6,7 @@
  * extent, so that its addresses still get module+offset.
  */
 #include "ns.h"
+#include "symbols.h"
 #include "symbols_impl.h"
 #include "xalloc.h"
 
@@ -22,7 +23,7 @@
 /* How far past its base a module whose extent is unknown may reach. */
 #define GUESS_SPAN (256ull << 20)
 
-void module_free_symbols(struct module *m)
+void symbols_module_free(struct symbols_module *m)
 {
 	for (size_t j = 0; j < m->nsyms; j++)
 		if (m->syms[j].name_owned)
@@ -60,7 +61,7 @@ static bool elf_extent(Elf *elf, uint64_t *lo, uint64_t *hi)
 }
 
 /* Whether elf is the file the target loaded as m. */
-static bool elf_is_loaded_file(Elf *elf, const struct module *m)
+static bool elf_is_loaded_file(Elf *elf, const struct symbols_module *m)
 {
 	GElf_Ehdr eh;
 	const void *id;
@@ -96,8 +97,8 @@ static Elf *elf_open_loadable(int fd)
 }
 
 /* Hand the trusted file open on fd to dwfl, placed at m's bias. */
-static void module_report(struct symbols *s, struct module *m, Dwfl *dwfl,
-			  int fd)
+static void module_report(struct symbols *s, struct symbols_module *m,
+			  Dwfl *dwfl, int fd)
 {
 	char name[32];
 	void **userdata;
@@ -137,7 +138,7 @@ static int target_open(const struct symbols *s, const char *path)
 	return ns_open_file_of(s->root_pid, path, why, sizeof(why));
 }
 
-static int module_open(const struct symbols *s, const struct module *m)
+static int module_open(const struct symbols *s, const struct symbols_module *m)
 {
 	return target_open(s, m->path);
 }
@@ -180,8 +181,9 @@ static int debuglink_place(char *out, size_t size, int i, const char *dir,
 	return -1;
 }
 
-int module_open_debuglink(const struct symbols *s, Dwfl_Module *mod,
-			  const char *file, const char *debuglink, char **path)
+int symbols_module_open_debuglink(const struct symbols *s, Dwfl_Module *mod,
+				  const char *file, const char *debuglink,
+				  char **path)
 {
 	char dir[PATH_MAX], place[2 * PATH_MAX + 32];
 	const unsigned char *id;
@@ -208,7 +210,7 @@ int module_open_debuglink(const struct symbols *s, Dwfl_Module *mod,
 }
 
 /* Read m's extent and state from the file at its path. */
-static void module_load(struct symbols *s, struct module *m)
+static void module_load(struct symbols *s, struct symbols_module *m)
 {
 	int fd = module_open(s, m);
 	uint64_t lo, hi;
@@ -221,17 +223,17 @@ static void module_load(struct symbols *s, struct module *m)
 	    m->base + hi > m->base + lo) {
 		m->start = m->base + lo;
 		m->end = m->base + hi;
-		m->state = elf_is_loaded_file(elf, m) ? MODULE_TRUSTED
-						      : MODULE_MISMATCH;
+		m->state = elf_is_loaded_file(elf, m) ? SYMBOLS_MODULE_TRUSTED
+						      : SYMBOLS_MODULE_MISMATCH;
 	}
 	if (elf)
 		elf_end(elf);
-	if (m->state == MODULE_TRUSTED)
+	if (m->state == SYMBOLS_MODULE_TRUSTED)
 		module_report(s, m, s->dwfl, fd);
 	close(fd);
 }
 
-void module_reopen(struct symbols *s, struct module *m)
+void symbols_module_reopen(struct symbols *s, struct symbols_module *m)
 {
 	int fd = module_open(s, m);
 
@@ -258,7 +260,7 @@ static bool module_known(const struct symbols *s, const char *path,
 			 uint64_t base, const uint8_t *build_id, size_t len)
 {
 	for (size_t i = 0; i < s->nmods; i++) {
-		const struct module *m = &s->mods[i];
+		const struct symbols_module *m = &s->mods[i];
 
 		if (m->base == base && m->build_id_len == len &&
 		    strcmp(m->path, path) == 0 &&
@@ -276,7 +278,7 @@ void symbols_set_root(struct symbols *s, pid_t pid)
 void symbols_add_module(struct symbols *s, const char *path, uint64_t base,
 			const uint8_t *build_id, size_t build_id_len)
 {
-	struct module *m;
+	struct symbols_module *m;
 	size_t len;
 
 	if (!path)
@@ -297,20 +299,20 @@ void symbols_add_module(struct symbols *s, const char *path, uint64_t base,
 		memcpy(m->build_id, build_id, build_id_len);
 	module_load(s, m);
 	s->nmods++;
-	cache_clear(s);
+	symbols_cache_clear(s);
 }
 
 /*
  * The module of unknown extent whose base is the closest start at or
  * below pc, if within GUESS_SPAN; modules at bias 0 are never guessed.
  */
-static struct module *module_guess(struct symbols *s, uint64_t pc)
+static struct symbols_module *module_guess(struct symbols *s, uint64_t pc)
 {
-	struct module *best = NULL;
+	struct symbols_module *best = NULL;
 	uint64_t best_start = 0;
 
 	for (size_t i = 0; i < s->nmods; i++) {
-		struct module *m = &s->mods[i];
+		struct symbols_module *m = &s->mods[i];
 		uint64_t start = m->end ? m->start : m->base;
 
 		if (start && start <= pc && start >= best_start) {
@@ -323,10 +325,10 @@ static struct module *module_guess(struct symbols *s, uint64_t pc)
 	return best;
 }
 
-struct module *module_find(struct symbols *s, uint64_t pc)
+struct symbols_module *symbols_module_find(struct symbols *s, uint64_t pc)
 {
 	for (size_t i = s->nmods; i-- > 0;) {
-		struct module *m = &s->mods[i];
+		struct symbols_module *m = &s->mods[i];
 
 		if (m->end && pc >= m->start && pc < m->end)
 			return m;

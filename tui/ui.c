@@ -1,5 +1,4 @@
 /* What the keys of the interactive screen do. */
-#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,12 +9,11 @@
 #include "client.h"
 #include "export.h"
 #include "lockset.h"
+#include "options.h"
 #include "outfile.h"
 #include "ui.h"
 #include "xalloc.h"
 
-#define DELAY_MIN_S 0.01
-#define DELAY_MAX_S 3600
 #define SCROLL_MAX 100000
 /* Table lines on screen before the first drawing says. */
 #define PAGE_GUESS 100
@@ -453,14 +451,11 @@ static void act_delay(struct ui *ui)
 /* Apply a new refresh interval, here and in the collector. */
 static void set_delay(struct ui *ui, const char *text)
 {
-	char *end;
 	double d;
 
-	errno = 0;
-	d = strtod(text, &end);
-	if (errno || end == text || *end || !(d >= DELAY_MIN_S && d <= DELAY_MAX_S)) {
+	if (!options_parse_delay(text, &d)) {
 		ui_message(ui, true, "delay: expected seconds between %g and %g, got '%s'",
-			   DELAY_MIN_S, (double)DELAY_MAX_S, text);
+			   OPTIONS_DELAY_MIN_S, OPTIONS_DELAY_MAX_S, text);
 		return;
 	}
 	ui->app->opt.delay_s = d;

@@ -57,13 +57,13 @@ struct module {
 	char *name;
 	size_t name_size;
 	struct slot *slots;
-	size_t n, cap;
+	uint32_t n, cap;
 	bool seen;		/* found by the current pass */
 };
 
 static struct {
 	struct module *v;
-	size_t n, cap;
+	uint32_t n, cap;
 	unsigned long long adds, subs;	/* loader counters at the last scan */
 	bool active;
 } got;
@@ -86,7 +86,7 @@ enum pass_kind { PASS_PATCH, PASS_VERIFY, PASS_RESTORE };
 /* Modules the loader has finished relocating, by base and headers. */
 struct ready {
 	struct ready_module { uintptr_t base; const void *phdr; } *v;
-	size_t n, cap;
+	uint32_t n, cap;
 };
 
 /* One walk over the modules. */
@@ -247,16 +247,8 @@ static struct module *add_module(const struct dl_phdr_info *info)
 	struct module *m;
 	char *copy;
 
-	if (got.n == got.cap) {
-		size_t cap = got.cap ? got.cap * 2 : 16;
-		struct module *v = arena_realloc(got.v, got.cap * sizeof(*v),
-						 cap * sizeof(*v));
-
-		if (v == NULL)
-			return NULL;
-		got.v = v;
-		got.cap = cap;
-	}
+	if (!arena_grow((void **)&got.v, &got.cap, got.n, 16, sizeof(*got.v)))
+		return NULL;
 	copy = arena_alloc(size);
 	if (copy == NULL)
 		return NULL;
@@ -282,16 +274,8 @@ static struct slot *find_slot(struct module *m, void **addr)
 static struct slot *add_slot(struct module *m, void **addr, void *original,
 			     const struct hooked *h)
 {
-	if (m->n == m->cap) {
-		size_t cap = m->cap ? m->cap * 2 : 8;
-		struct slot *v = arena_realloc(m->slots, m->cap * sizeof(*v),
-					       cap * sizeof(*v));
-
-		if (v == NULL)
-			return NULL;
-		m->slots = v;
-		m->cap = cap;
-	}
+	if (!arena_grow((void **)&m->slots, &m->cap, m->n, 8, sizeof(*m->slots)))
+		return NULL;
 	m->slots[m->n] = (struct slot){ .addr = addr, .original = original, .h = h };
 	return &m->slots[m->n++];
 }
@@ -303,22 +287,15 @@ static struct slot *add_slot(struct module *m, void **addr, void *original,
 static void read_maps(struct pass *p)
 {
 	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
-	size_t len = 0, cap = 16384;
+	uint32_t len = 0, cap = 0;
 	char *buf = NULL;
 	ssize_t n = 1;
 
-	while (fd >= 0 && n > 0) {
-		if (buf == NULL || cap - len < 4096) {
-			size_t bigger = buf ? cap * 2 : cap;
-			char *b = arena_realloc(buf, buf ? cap : 0, bigger);
-
-			if (b == NULL)
-				break;
-			buf = b;
-			cap = bigger;
-		}
+	/* At least 4 KiB free for each read. */
+	while (fd >= 0 && n > 0 &&
+	       arena_grow((void **)&buf, &cap, len + 4096, 16384, 1)) {
 		n = read(fd, buf + len, cap - len - 1);
-		len += n > 0 ? (size_t)n : 0;
+		len += n > 0 ? (uint32_t)n : 0;
 	}
 	if (fd >= 0)
 		close(fd);
@@ -476,16 +453,8 @@ static int note_ready(struct dl_phdr_info *info, size_t size, void *arg)
 	(void)size;
 	if (first == NULL || _dl_find_object(first, &found) != 0)
 		return 0;
-	if (r->n == r->cap) {
-		size_t cap = r->cap ? r->cap * 2 : 64;
-		struct ready_module *v = arena_realloc(r->v, r->cap * sizeof(*v),
-						       cap * sizeof(*v));
-
-		if (v == NULL)
-			return 0;
-		r->v = v;
-		r->cap = cap;
-	}
+	if (!arena_grow((void **)&r->v, &r->cap, r->n, 64, sizeof(*r->v)))
+		return 0;
 	r->v[r->n++] = (struct ready_module){ info->dlpi_addr, info->dlpi_phdr };
 	return 0;
 }

@@ -381,7 +381,7 @@ static void cell_contended(const struct column *c, const struct view_row *r,
 {
 	(void)c;
 	(void)f;
-	if (r->c.acquisitions + r->c.timeouts == 0)
+	if (r->c.calls.acquisitions + r->c.calls.timeouts == 0)
 		snprintf(buf, size, "-");
 	else
 		fixed_text(buf, size, 100.0 * lock_counts_wait_share(&r->c), 1, "");
@@ -402,17 +402,17 @@ static double value_wait_rate(const struct view_row *r)
 
 static double value_wait(const struct view_row *r)
 {
-	return (double)r->c.wait_ns;
+	return (double)r->c.calls.wait_ns;
 }
 
 static double value_acquisitions(const struct view_row *r)
 {
-	return (double)r->c.acquisitions;
+	return (double)r->c.calls.acquisitions;
 }
 
 static double value_contended(const struct view_row *r)
 {
-	return (double)r->c.contended;
+	return (double)r->c.calls.contended;
 }
 
 double row_avg_wait(const struct view_row *r)

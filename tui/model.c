@@ -100,7 +100,7 @@ int model_define_row(struct model *m, const struct proto_row *r)
 /* Whether a delta carries waits: a wait time or a histogram count. */
 static bool delta_waited(const struct proto_delta *d)
 {
-	return d->c.wait_ns != 0 ||
+	return d->c.calls.wait_ns != 0 ||
 	       (!d->hist_empty && lock_counts_hist_any(&d->c));
 }
 
@@ -148,20 +148,20 @@ void model_apply_delta(struct model *m, const struct proto_delta *d)
 		return;
 	}
 	if (d->hist_empty) {
-		lock_counts_add_calls(&row->since, &d->c);
-		lock_counts_add_calls(&m->since, &d->c);
+		lock_calls_add(&row->since.calls, &d->c.calls);
+		lock_calls_add(&m->since.calls, &d->c.calls);
 	} else {
 		lock_counts_add(&row->since, &d->c);
 		lock_counts_add(&m->since, &d->c);
 	}
 	if (row->type == LOCK_CONDVAR)
-		m->since_cond_wait += d->c.wait_ns;
+		m->since_cond_wait += d->c.calls.wait_ns;
 	if (delta_waited(d))
 		row_waits_make(m, row);
 	if (d->max_wait_ns > row->max_wait_ns)
 		row->max_wait_ns = d->max_wait_ns;
-	row->pending_acq += d->c.acquisitions;
-	row->pending_wait += d->c.wait_ns;
+	row->pending_acq += d->c.calls.acquisitions;
+	row->pending_wait += d->c.calls.wait_ns;
 	row_activate(m, d->row);
 }
 
@@ -270,11 +270,9 @@ void model_apply_stack_delta(struct model *m, const struct proto_stack_delta *d)
 	if (e == NULL)
 		return;
 	row_activate(m, d->row);
-	e->count += d->count;
-	e->timeouts += d->timeouts;
-	e->wait += d->wait_ns;
-	e->pending_count += d->count;
-	e->pending_wait += d->wait_ns;
+	wait_counts_add(&e->w, &d->w);
+	e->pending_count += d->w.count;
+	e->pending_wait += d->w.wait_ns;
 }
 
 /* ---- Intervals and reset ---- */
@@ -436,11 +434,8 @@ void model_reset(struct model *m)
 
 		memset(&row->since, 0, sizeof row->since);
 		row->max_wait_ns = 0;
-		for (uint32_t j = 0; j < row->n_se; j++) {
-			row->se[j].count = 0;
-			row->se[j].timeouts = 0;
-			row->se[j].wait = 0;
-		}
+		for (uint32_t j = 0; j < row->n_se; j++)
+			memset(&row->se[j].w, 0, sizeof row->se[j].w);
 	}
 	memset(&m->since, 0, sizeof m->since);
 	m->since_cond_wait = 0;
@@ -471,7 +466,7 @@ void model_stats(const struct model *m, struct model_stats *s)
 	s->cond_wait_per_s = model_rate(m, m->last_cond_wait);
 	s->lock_wait_per_s = model_rate(m, m->last_wait - m->last_cond_wait);
 	s->cond_wait_ns = m->since_cond_wait;
-	s->lock_wait_ns = m->since.wait_ns - m->since_cond_wait;
+	s->lock_wait_ns = m->since.calls.wait_ns - m->since_cond_wait;
 }
 
 void model_note_raw_futex(struct model *m, uint32_t threads)

@@ -26,16 +26,11 @@
 #define NO_ROW UINT32_MAX
 #define EMPTY_SLOT UINT32_MAX
 
-/*
- * Waits of one row through one stack in one thread: count ended with the
- * lock, timeouts without it, wait is the time of both.
- */
+/* Waits of one row through one stack in one thread. */
 struct stack_entry {
 	uint32_t stack;		/* or PROTO_NO_STACK */
 	uint32_t tid;
-	uint64_t count;		/* since reset */
-	uint64_t timeouts;
-	uint64_t wait;
+	struct wait_counts w;	/* since reset */
 	uint64_t pending_count;	/* since the last tick */
 	uint64_t pending_wait;
 	uint64_t last_count;	/* the last closed interval */
@@ -122,7 +117,7 @@ struct model {
 	size_t n_waits;
 	size_t waits_cap;
 	struct lock_counts since; /* all rows, since reset */
-	uint64_t since_cond_wait; /* condvar rows' part of since.wait_ns */
+	uint64_t since_cond_wait; /* condvar rows' part of since.calls.wait_ns */
 	struct entry_slot *etab; /* open addressing, by (row, stack, tid) */
 	size_t etab_cap;	/* a power of two, at least twice n_entries */
 	size_t n_entries;
@@ -151,11 +146,7 @@ struct model {
 struct line {
 	uint64_t site;		/* 0 when the line spans several sites */
 	uint64_t object;	/* 0 when it spans several objects */
-	uint64_t acq;		/* since reset */
-	uint64_t contended;
-	uint64_t timeouts;
-	uint64_t wait;
-	uint64_t failed;
+	struct lock_calls c;	/* since reset */
 	uint64_t max_wait;
 	double wait_per_s;	/* last interval */
 	double acq_per_s;

@@ -131,7 +131,7 @@ void order_key(const struct model_query *q, const struct view_row *v,
 
 	out->key[WORD_IDLE] = !q->mix_idle && lockset_idle(v->type);
 	out->key[WORD_PRIMARY] = q->ascending ? k : ~k;
-	out->key[WORD_WAIT] = ~v->c.wait_ns;
+	out->key[WORD_WAIT] = ~v->c.calls.wait_ns;
 	out->key[WORD_SITE] = v->site;
 	out->key[WORD_OBJECT] = v->object;
 	out->key[WORD_TYPE_ROW] = (uint64_t)v->type << 32 | v->row_id;

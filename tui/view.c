@@ -249,7 +249,7 @@ static int detail_numbers(struct screen *s, const struct ui *ui,
 	const char *full = detail_site(site, sizeof(site), ui, r,
 				       s->w - 1 - (int)strlen(type) - 4);
 
-	format_duration(wait, sizeof(wait), (double)r->c.wait_ns);
+	format_duration(wait, sizeof(wait), (double)r->c.calls.wait_ns);
 	format_duration(rate, sizeof(rate), r->wait_per_s);
 	format_duration(avg, sizeof(avg), row_avg_wait(r));
 	format_duration(max, sizeof(max), row_max_wait(r));
@@ -265,8 +265,8 @@ static int detail_numbers(struct screen *s, const struct ui *ui,
 		screen_printf(s, 1, y++, SLOT_NORMAL, "object       0x%" PRIx64, r->object);
 	screen_printf(s, 1, y++, SLOT_NORMAL, "acquisitions %" PRIu64 "   contended %"
 		      PRIu64 "   timeouts %" PRIu64 " (%.1f%% waited)   failed %"
-		      PRIu64, r->c.acquisitions, r->c.contended, r->c.timeouts,
-		      100.0 * lock_counts_wait_share(&r->c), r->c.failed);
+		      PRIu64, r->c.calls.acquisitions, r->c.calls.contended, r->c.calls.timeouts,
+		      100.0 * lock_counts_wait_share(&r->c), r->c.calls.failed);
 	screen_printf(s, 1, y++, SLOT_NORMAL, "wait         %s total   %s/s now   "
 		      "avg %s   max %s", wait, rate, avg, max);
 	screen_printf(s, 1, y++, SLOT_NORMAL, "contended waits: p50 < %s   p90 < %s"
@@ -358,11 +358,11 @@ static int detail_stack(struct screen *s, const struct ui *ui,
 	const struct model_query *q = &ui->app->query;
 	char wait[32], frame[1024];
 
-	format_duration(wait, sizeof(wait), (double)sv->wait_ns);
+	format_duration(wait, sizeof(wait), (double)sv->w.wait_ns);
 	screen_printf(s, 1, y++, SLOT_NORMAL, "stack %zu: wait %s (%.1f%% of the "
 		      "row's stacked wait), count %" PRIu64, number, wait,
-		      total ? 100.0 * (double)sv->wait_ns / (double)total : 0,
-		      sv->count);
+		      total ? 100.0 * (double)sv->w.wait_ns / (double)total : 0,
+		      sv->w.count);
 	if (sv->frames == NULL)
 		screen_puts(s, 3, y++, SLOT_COOL, "?? not unwound: waits recorded "
 			    "without a stack (stacks are sampled)", -1);
@@ -384,7 +384,7 @@ static int detail_stacks(struct screen *s, const struct ui *ui,
 	uint64_t total = 0;
 
 	for (size_t i = 0; i < n; i++)
-		total += sv[i].wait_ns;
+		total += sv[i].w.wait_ns;
 	screen_printf(s, 1, y++, SLOT_COLUMN, "stacks of the contended waits%s",
 		      a->query.skip_wrappers ? " (lock wrappers skipped: w shows them)" : "");
 	if (n == 0)
@@ -437,11 +437,11 @@ static int detail_threads(struct screen *s, struct ui *ui,
 			      width, width > 8 ? "TID (HOST TID)" : "TID",
 			      "NAME", "WAIT", "WAITS");
 	for (size_t i = 0; i < n && i < THREADS_SHOWN; i++) {
-		format_duration(wait, sizeof(wait), (double)tv[i].wait_ns);
+		format_duration(wait, sizeof(wait), (double)tv[i].w.wait_ns);
 		thread_label(tid, sizeof(tid), ui, tv[i].tid, alive);
 		screen_printf(s, 3, y++, SLOT_NORMAL, "%-*s %-16s %9s %10" PRIu64,
 			      width, tid, tasks_name(ui->tasks, tv[i].tid, alive),
-			      wait, lock_waits(tv[i].count, tv[i].timeouts));
+			      wait, lock_waits(tv[i].w.count, tv[i].w.timeouts));
 	}
 	if (n > THREADS_SHOWN)
 		screen_printf(s, 3, y++, SLOT_NORMAL, "... and %zu more threads",

@@ -50,8 +50,8 @@ static void test_coalesce_site(void)
 		      PRIx64, v[0].site);
 		CHECK_U64(a->n_objects, 2);
 		CHECK_U64(a->n_sites, 1);
-		CHECK_U64(a->c.acquisitions, 30);
-		CHECK_U64(a->c.wait_ns, 400);
+		CHECK_U64(a->c.calls.acquisitions, 30);
+		CHECK_U64(a->c.calls.wait_ns, 400);
 		CHECK_U64(a->c.hist[3], 3);
 		CHECK_U64(a->max_wait_ns, 80);
 		CHECK_U64(a->row_id, 1);
@@ -59,7 +59,7 @@ static void test_coalesce_site(void)
 		CHECK_DBL(a->acq_per_s, 30);
 		CHECK_U64(a->trend[TREND_LEN - 1], 400);
 		CHECK_U64(b->n_objects, 1);
-		CHECK_U64(b->c.wait_ns, 50);
+		CHECK_U64(b->c.calls.wait_ns, 50);
 		CHECK_U64(b->row_id, 2);
 	}
 	free(v);
@@ -96,7 +96,7 @@ static void test_coalesce_object(void)
 	if (x != NULL && y != NULL) {
 		CHECK_U64(x->n_sites, 3);
 		CHECK_U64(x->n_objects, 1);
-		CHECK_U64(x->c.wait_ns, 70);
+		CHECK_U64(x->c.calls.wait_ns, 70);
 		CHECK_U64(x->max_wait_ns, 30);
 		CHECK_U64(x->row_id, 1);
 		CHECK_U64(y->n_sites, 1);
@@ -388,7 +388,7 @@ static void test_empty(void)
 	tick(m, 5);
 	model_stats(m, &s);
 	CHECK_U64(s.ticks, 1);
-	CHECK_U64(s.total.acquisitions, 0);
+	CHECK_U64(s.total.calls.acquisitions, 0);
 	model_free(m);
 }
 
@@ -436,15 +436,15 @@ static int ref_key(const struct view_row *a, const struct view_row *b,
 		return (a->wait_per_s > b->wait_per_s) -
 		       (a->wait_per_s < b->wait_per_s);
 	case SORT_TOTAL:
-		return (a->c.wait_ns > b->c.wait_ns) - (a->c.wait_ns < b->c.wait_ns);
+		return (a->c.calls.wait_ns > b->c.calls.wait_ns) - (a->c.calls.wait_ns < b->c.calls.wait_ns);
 	case SORT_AVG:
 		return (aa > ab) - (aa < ab);
 	case SORT_COUNT:
-		return (a->c.acquisitions > b->c.acquisitions) -
-		       (a->c.acquisitions < b->c.acquisitions);
+		return (a->c.calls.acquisitions > b->c.calls.acquisitions) -
+		       (a->c.calls.acquisitions < b->c.calls.acquisitions);
 	case SORT_CONTENDED:
-		return (a->c.contended > b->c.contended) -
-		       (a->c.contended < b->c.contended);
+		return (a->c.calls.contended > b->c.calls.contended) -
+		       (a->c.calls.contended < b->c.calls.contended);
 	case SORT_MAX:		/* as the column shows it: never below AVG */
 		return (row_max_wait(a) > row_max_wait(b)) -
 		       (row_max_wait(a) < row_max_wait(b));
@@ -487,8 +487,8 @@ static int ref_cmp(const struct model_query *q, const struct view_row *a,
 		r = -r;
 	if (r != 0)
 		return r;
-	if (a->c.wait_ns != b->c.wait_ns)
-		return a->c.wait_ns > b->c.wait_ns ? -1 : 1;
+	if (a->c.calls.wait_ns != b->c.calls.wait_ns)
+		return a->c.calls.wait_ns > b->c.calls.wait_ns ? -1 : 1;
 	if (a->site != b->site)
 		return a->site < b->site ? -1 : 1;
 	if (a->object != b->object)

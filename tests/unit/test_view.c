@@ -38,7 +38,7 @@ static const struct proto_row rows[] = {
 
 static void add(uint32_t row, uint64_t acq, uint64_t wait_ns)
 {
-	struct proto_delta d = { .row = row, .c = { .acquisitions = acq,
+	struct proto_delta d = { .row = row, .c.calls = { .acquisitions = acq,
 				 .contended = acq / 10, .wait_ns = wait_ns },
 				 .max_wait_ns = wait_ns / 4 };
 
@@ -289,9 +289,9 @@ static void test_pause_and_reset(void)
 	ui_key(&ui, 'r');
 	draw(140, 30);
 	for (size_t i = 0; i < ui.nrows; i++)
-		TALLY(&zeroed, ui.rows[i].c.acquisitions == 0,
+		TALLY(&zeroed, ui.rows[i].c.calls.acquisitions == 0,
 		      "row %zu: expected 0 acquisitions, got %" PRIu64, i,
-		      ui.rows[i].c.acquisitions);
+		      ui.rows[i].c.calls.acquisitions);
 	CHECK_TALLY(&zeroed, "after r, every row counts from zero");
 	tick(5);
 	CHECK(app_elapsed_s(&app) == 2.0, "elapsed counts from the reset: expected 2 s, got %g",
@@ -497,11 +497,11 @@ static void feed_stacks(void)
 		{ 2, 3, { 0x401000, 0x600010, 0x700000 } },
 	};
 	static const struct proto_stack_delta deltas[] = {
-		{ .row = 0, .stack = 1, .tid = 101, .count = 2, .wait_ns = 60 * SEC / 100 },
-		{ .row = 0, .stack = 1, .tid = 102, .count = 1, .wait_ns = 15 * SEC / 100 },
-		{ .row = 0, .stack = 2, .tid = 101, .count = 3, .wait_ns = 20 * SEC / 100 },
-		{ .row = 0, .stack = PROTO_NO_STACK, .tid = 103, .count = 1,
-		  .wait_ns = 5 * SEC / 100 },
+		{ .row = 0, .stack = 1, .tid = 101, .w = { .count = 2, .wait_ns = 60 * SEC / 100 } },
+		{ .row = 0, .stack = 1, .tid = 102, .w = { .count = 1, .wait_ns = 15 * SEC / 100 } },
+		{ .row = 0, .stack = 2, .tid = 101, .w = { .count = 3, .wait_ns = 20 * SEC / 100 } },
+		{ .row = 0, .stack = PROTO_NO_STACK, .tid = 103,
+		  .w = { .count = 1, .wait_ns = 5 * SEC / 100 } },
 	};
 	struct check_tally defined = { 0 };
 

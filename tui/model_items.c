@@ -19,8 +19,7 @@ void item_of_row(const struct model *m, const struct model_query *q,
 	it->site = row_site(q, r);
 	it->object = r->object;
 	it->c = r->since.calls;
-	it->last_acq = r->last_acq;
-	it->last_wait = r->last_wait;
+	it->last = r->iv.last;
 	it->max_wait = r->max_wait_ns;
 	it->row = it->row_id = id;
 	it->type = r->type;
@@ -33,8 +32,8 @@ static void item_add_entry(struct item *it, const struct stack_entry *e)
 	struct lock_calls calls = wait_counts_calls(&e->w);
 
 	lock_calls_add(&it->c, &calls);
-	it->last_acq += e->last_count;
-	it->last_wait += e->last_wait;
+	it->last.acq += e->iv.last.acq;
+	it->last.wait_ns += e->iv.last.wait_ns;
 }
 
 /*
@@ -51,8 +50,9 @@ static void item_remainder(const struct model *m, const struct row *r,
 			item_add_entry(&moved, &r->se[i]);
 	}
 	lock_calls_sub(&it->c, &moved.c);
-	it->last_acq = lock_counts_sub_sat(it->last_acq, moved.last_acq);
-	it->last_wait = lock_counts_sub_sat(it->last_wait, moved.last_wait);
+	it->last.acq = lock_counts_sub_sat(it->last.acq, moved.last.acq);
+	it->last.wait_ns = lock_counts_sub_sat(it->last.wait_ns,
+					       moved.last.wait_ns);
 	it->keep = !lock_calls_empty(&it->c);
 }
 

@@ -15,8 +15,7 @@ struct item {
 	uint64_t site;
 	uint64_t object;
 	struct lock_calls c;	/* since reset */
-	uint64_t last_acq;	/* the last interval */
-	uint64_t last_wait;
+	struct interval_counts last;	/* the last interval */
 	uint64_t max_wait;	/* of every wait it has, since reset */
 	uint32_t row;		/* the row lending histogram, max and trend;
 				   NO_ROW for a caller only */

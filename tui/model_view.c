@@ -129,8 +129,8 @@ static void line_add(const struct model *m, struct line *l,
 {
 	lock_calls_add(&l->c, &it->c);
 	l->objects_folded |= it->object == 0;
-	l->wait_per_s += model_rate(m, it->last_wait);
-	l->acq_per_s += model_rate(m, it->last_acq);
+	l->wait_per_s += model_rate(m, it->last.wait_ns);
+	l->acq_per_s += model_rate(m, it->last.acq);
 	if (it->max_wait > l->max_wait)
 		l->max_wait = it->max_wait;
 }

@@ -144,7 +144,7 @@ static void print_row(FILE *out, const struct view_row *r,
 /* One table's column places and how its cells are formatted. */
 struct batch_table {
 	struct format_ctx f;
-	struct column_place place[16];
+	struct column_place place[COLUMNS_MAX];
 	size_t ncol;
 };
 

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "export.h"
+#include "field.h"
 #include "format.h"
 #include "jsonw.h"
 #include "outfile.h"
@@ -131,36 +132,14 @@ static void memory_json(struct jsonw *w, const struct model_stats *st)
 	jsonw_end(w);
 }
 
-/* The counts no column shows, by their JSON names. */
-static double row_only_number(const struct view_row *r, const char *name)
-{
-	return strcmp(name, "failed") == 0 ? (double)r->c.calls.failed
-					   : (double)r->c.calls.timeouts;
-}
-
-/*
- * A row's numbers in the order of the schema, each the value of the
- * column that names it (failed and timeouts, which no column shows, the
- * row's own), then those of columns the schema's list does not have.
- */
+/* A row's numbers, every field's with a JSON name, in the schema's order. */
 static void numbers_json(struct jsonw *w, const struct view_row *r)
 {
-	static const char *const fixed[] = { "acquisitions", "contended",
-		"failed", "timeouts", "wait_ns", "max_wait_ns", "avg_wait_ns",
-		"wait_per_s_ns" };
-	size_t n = sizeof(fixed) / sizeof(fixed[0]), i;
+	for (size_t i = 0; i < field_count(); i++) {
+		const struct field *f = field_at(i);
 
-	for (i = 0; i < n; i++) {
-		const struct column *c = column_by_json(fixed[i]);
-
-		jsonw_number(w, fixed[i], c ? c->value(r)
-					    : row_only_number(r, fixed[i]));
-	}
-	for (const struct column *c = columns; c < columns + column_count; c++) {
-		for (i = 0; c->json && i < n && strcmp(c->json, fixed[i]); i++)
-			;
-		if (c->json && i == n)
-			jsonw_number(w, c->json, c->value(r));
+		if (f->json && f->value)
+			jsonw_number(w, f->json, f->value(r));
 	}
 }
 

@@ -360,20 +360,18 @@ static void cell_site(const struct column *c, const struct view_row *r,
 				f->site_style == SITE_BOTH, f->width);
 }
 
-/* The column's value as a duration. */
-static void cell_duration(const struct column *c, const struct view_row *r,
+void column_cell_duration(const struct column *c, const struct view_row *r,
 			  const struct format_ctx *f, char *buf, size_t size)
 {
 	(void)f;
-	format_duration(buf, size, c->value(r));
+	format_duration(buf, size, c->field->value(r));
 }
 
-/* The column's value as a count. */
-static void cell_count(const struct column *c, const struct view_row *r,
+void column_cell_count(const struct column *c, const struct view_row *r,
 		       const struct format_ctx *f, char *buf, size_t size)
 {
 	(void)f;
-	format_count(buf, size, c->value(r));
+	format_count(buf, size, c->field->value(r));
 }
 
 static void cell_contended(const struct column *c, const struct view_row *r,
@@ -393,43 +391,6 @@ static void cell_trend(const struct column *c, const struct view_row *r,
 	(void)c;
 	(void)f;
 	format_sparkline(buf, size, r->trend, TREND_LEN);
-}
-
-static double value_wait_rate(const struct view_row *r)
-{
-	return r->wait_per_s;
-}
-
-static double value_wait(const struct view_row *r)
-{
-	return (double)r->c.calls.wait_ns;
-}
-
-static double value_acquisitions(const struct view_row *r)
-{
-	return (double)r->c.calls.acquisitions;
-}
-
-static double value_contended(const struct view_row *r)
-{
-	return (double)r->c.calls.contended;
-}
-
-double row_avg_wait(const struct view_row *r)
-{
-	return lock_counts_avg_wait_ns(&r->c);
-}
-
-/*
- * The collector may send a wait's time and count an update before its
- * maximum (it reads them at different moments while the thread ends the
- * wait): until the maximum comes, the average is the one bound known.
- */
-double row_max_wait(const struct view_row *r)
-{
-	double avg = row_avg_wait(r);
-
-	return (double)r->max_wait_ns > avg ? (double)r->max_wait_ns : avg;
 }
 
 void format_sparkline(char *buf, size_t size, const uint64_t *values, int n)
@@ -458,57 +419,65 @@ void format_sparkline(char *buf, size_t size, const uint64_t *values, int n)
 	}
 }
 
-const struct column columns[] = {
+static const struct column table[] = {
 	{ .title = "TYPE", .width = 12, .left = true, .priority = 8,
 	  .cell = cell_type,
 	  .help = "mutex, rwlock-read, rwlock-write, spinlock, condvar, futex or futex-wake" },
 	{ .title = "OBJECT", .width = 14, .left = true, .priority = 1,
 	  .cell = cell_object,
 	  .help = "the lock's address; [N objs] when rows are coalesced" },
-	{ .title = "CALL SITE", .width = 30, .left = true, .flex = true,
-	  .priority = 10, .key = "site", .low_first = true, .cell = cell_site,
+	{ .field = &fields[FIELD_SITE], .title = "CALL SITE", .width = 30,
+	  .left = true, .flex = true, .priority = 10, .cell = cell_site,
 	  .help = "where the lock is taken (s: function+offset or file:line)" },
-	{ .title = "WAIT/s", .width = 8, .priority = 9, .key = "wait",
-	  .json = "wait_per_s_ns", .value = value_wait_rate,
-	  .cell = cell_duration,
+	{ .field = &fields[FIELD_WAIT_RATE], .title = "WAIT/s", .width = 8,
+	  .priority = 9, .cell = column_cell_duration,
 	  .help = "time threads waited here per second, last interval" },
-	{ .title = "WAIT", .width = 8, .priority = 3, .key = "total",
-	  .json = "wait_ns", .value = value_wait, .cell = cell_duration,
+	{ .field = &fields[FIELD_WAIT], .title = "WAIT", .width = 8,
+	  .priority = 3, .cell = column_cell_duration,
 	  .help = "total wait since start or reset" },
-	{ .title = "ACQ", .width = 7, .priority = 5, .key = "count",
-	  .json = "acquisitions", .value = value_acquisitions,
-	  .cell = cell_count,
+	{ .field = &fields[FIELD_ACQUISITIONS], .title = "ACQ", .width = 7,
+	  .priority = 5, .cell = column_cell_count,
 	  .help = "acquisitions since start or reset" },
-	{ .title = "CONT%", .width = 6, .priority = 4, .key = "contended",
-	  .json = "contended", .value = value_contended,
-	  .cell = cell_contended,
+	{ .field = &fields[FIELD_CONTENDED], .title = "CONT%", .width = 6,
+	  .priority = 4, .cell = cell_contended,
 	  .help = "share of calls that had to wait (sorts by contended count)" },
-	{ .title = "AVG", .width = 8, .priority = 7, .key = "avg",
-	  .json = "avg_wait_ns", .value = row_avg_wait, .cell = cell_duration,
+	{ .field = &fields[FIELD_AVG_WAIT], .title = "AVG", .width = 8,
+	  .priority = 7, .cell = column_cell_duration,
 	  .help = "wait per wait, timed out or not" },
-	{ .title = "MAX", .width = 8, .priority = 6, .key = "max",
-	  .json = "max_wait_ns", .value = row_max_wait, .cell = cell_duration,
+	{ .field = &fields[FIELD_MAX_WAIT], .title = "MAX", .width = 8,
+	  .priority = 6, .cell = column_cell_duration,
 	  .help = "longest single wait" },
 	{ .title = "TREND", .width = TREND_LEN, .left = true, .sparkline = true,
 	  .priority = 2, .cell = cell_trend,
 	  .help = "wait of the last intervals, oldest first" },
 };
-const size_t column_count = sizeof(columns) / sizeof(columns[0]);
 
-const struct column *column_by_key(const char *key)
+#define TABLE_COUNT (sizeof(table) / sizeof(table[0]))
+
+static const struct column *added;
+static size_t n_added;
+
+size_t column_count(void)
 {
-	for (size_t i = 0; key != NULL && i < column_count; i++) {
-		if (columns[i].key && strcmp(columns[i].key, key) == 0)
-			return &columns[i];
-	}
-	return NULL;
+	return TABLE_COUNT + n_added;
 }
 
-const struct column *column_by_json(const char *name)
+const struct column *column_at(size_t i)
 {
-	for (size_t i = 0; i < column_count; i++) {
-		if (columns[i].json && strcmp(columns[i].json, name) == 0)
-			return &columns[i];
+	return i < TABLE_COUNT ? &table[i] : &added[i - TABLE_COUNT];
+}
+
+void column_extend(const struct column *c, size_t n)
+{
+	added = c;
+	n_added = TABLE_COUNT + n <= COLUMNS_MAX ? n : COLUMNS_MAX - TABLE_COUNT;
+}
+
+const struct column *column_of(const struct field *f)
+{
+	for (size_t i = 0; i < column_count(); i++) {
+		if (column_at(i)->field == f)
+			return column_at(i);
 	}
 	return NULL;
 }
@@ -518,13 +487,14 @@ void column_keys(char *buf, size_t size, const char *sep)
 	size_t len = 0;
 
 	buf[0] = '\0';
-	for (size_t i = 0; i < column_count && len < size; i++) {
+	for (size_t i = 0; i < column_count() && len < size; i++) {
+		const struct field *f = column_at(i)->field;
 		int n;
 
-		if (columns[i].key == NULL)
+		if (f == NULL || f->key == NULL)
 			continue;
 		n = snprintf(buf + len, size - len, "%s%s", len ? sep : "",
-			     columns[i].key);
+			     f->key);
 		len += n > 0 ? (size_t)n : 0;
 	}
 }
@@ -534,30 +504,33 @@ static int layout_width(bool tui, int min_priority, bool *keep)
 {
 	int need = -1;
 
-	for (size_t i = 0; i < column_count; i++) {
-		keep[i] = (tui || !columns[i].sparkline) &&
-			  columns[i].priority >= min_priority;
+	for (size_t i = 0; i < column_count(); i++) {
+		const struct column *c = column_at(i);
+
+		keep[i] = (tui || !c->sparkline) && c->priority >= min_priority;
 		if (keep[i])
-			need += columns[i].width + 1;
+			need += c->width + 1;
 	}
 	return need;
 }
 
 size_t format_layout(int width, bool tui, struct column_place *out)
 {
-	bool keep[16];
+	bool keep[COLUMNS_MAX];
 	int cut = 0, x = 0, extra;
 	size_t n = 0;
 
 	while (layout_width(tui, cut, keep) > width && cut < 10)
 		cut++;
 	extra = width - layout_width(tui, cut, keep);
-	for (size_t i = 0; i < column_count; i++) {
+	for (size_t i = 0; i < column_count(); i++) {
+		const struct column *c = column_at(i);
+
 		if (!keep[i])
 			continue;
-		out[n].col = &columns[i];
+		out[n].col = c;
 		out[n].x = x;
-		out[n].width = columns[i].width + (columns[i].flex && extra > 0 ? extra : 0);
+		out[n].width = c->width + (c->flex && extra > 0 ? extra : 0);
 		x += out[n].width + 1;
 		n++;
 	}

@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "field.h"
 #include "line.h"
 #include "model.h"
 #include "symbols.h"
@@ -24,44 +25,50 @@ struct format_ctx {
 };
 
 /*
- * One column of the table, and everything about it: its title and place,
- * its cell, the number it sorts by, its name on the command line (-o) and
- * in the JSON snapshot, and its line in the help screen.
+ * One column of the table: the field it shows (field.h: its value, sort
+ * key and JSON name), and what the table adds, its title and place, its
+ * cell, and its line in the help screen.
  */
 struct column {
+	const struct field *field;	/* NULL: shows no field (TYPE) */
 	const char *title;
 	int width;		/* for CALL SITE: the least it may get */
 	bool left;		/* left-aligned */
 	bool flex;		/* takes the width left over */
 	bool sparkline;		/* own colour; the TUI shows it, batch does not */
 	int priority;		/* narrow screens drop low priorities first */
-	const char *key;	/* -o KEY and JSON "sort"; NULL: not a sort key */
-	bool low_first;		/* sorted low to high at first (site: A to Z) */
-	const char *json;	/* the JSON row field of its value, or NULL */
-	/* The number it shows and sorts by; NULL: sorts by the site label. */
-	double (*value)(const struct view_row *r);
 	void (*cell)(const struct column *c, const struct view_row *r,
 		     const struct format_ctx *f, char *buf, size_t size);
 	const char *help;	/* what the column means, for the help screen */
 };
 
-extern const struct column columns[];
-extern const size_t column_count;
+/* At most this many columns, the table's and those added. */
+#define COLUMNS_MAX 16
 
-/* The column sorted by KEY ("wait", "site", ...), or NULL. */
-const struct column *column_by_key(const char *key);
+/* How many columns there are: the table's, then any added. */
+size_t column_count(void);
 
-/* The column whose value is the JSON row field name, or NULL. */
-const struct column *column_by_json(const char *name);
+/* Column i, in display order (those added last). */
+const struct column *column_at(size_t i);
+
+/*
+ * Add n columns after the table's, for the life of the program (a test's
+ * field shown as a column); c stays the caller's. A second call replaces
+ * the first one's.
+ */
+void column_extend(const struct column *c, size_t n);
+
+/* The first column showing field f, or NULL. */
+const struct column *column_of(const struct field *f);
 
 /* The sort keys in column order, joined by sep: "site | wait | ...". */
 void column_keys(char *buf, size_t size, const char *sep);
 
-/* Wait per acquisition, 0 without acquisitions: the AVG column's value. */
-double row_avg_wait(const struct view_row *r);
-
-/* The longest wait, never below the average: the MAX column's value. */
-double row_max_wait(const struct view_row *r);
+/* A cell of a field's value: as a duration ("1.23ms"), as a count. */
+void column_cell_duration(const struct column *c, const struct view_row *r,
+			  const struct format_ctx *f, char *buf, size_t size);
+void column_cell_count(const struct column *c, const struct view_row *r,
+		       const struct format_ctx *f, char *buf, size_t size);
 
 /* Where one column goes on a line of a given width. */
 struct column_place {

@@ -68,12 +68,12 @@ typedef const char *(*site_label_fn)(void *ctx, uint64_t site);
 /* Whether a return address lies in a lock wrapper function. */
 typedef bool (*is_wrapper_fn)(void *ctx, uint64_t address);
 
-/* A column of the table (format.h): what it sorts by. */
-struct column;
+/* A field of the table's rows (field.h): what it sorts by. */
+struct field;
 
 struct model_query {
 	enum coalesce coalesce;
-	const struct column *sort;
+	const struct field *sort;
 	bool ascending;		/* low to high (site: A to Z); else high to low */
 	/*
 	 * Idle waits (condvar, futex-wake: lockset.h) sort after the locks,

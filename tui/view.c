@@ -91,7 +91,7 @@ static void draw_titles(struct screen *s, const struct ui *ui, int y,
 {
 	screen_fill(s, 0, y, s->w, SLOT_COLUMN, L' ');
 	for (size_t i = 0; i < n; i++) {
-		bool sorted = p[i].col == ui->app->query.sort;
+		bool sorted = p[i].col->field == ui->app->query.sort;
 		enum theme_slot slot = sorted ? SLOT_SORTED : SLOT_COLUMN;
 		int len = (int)strlen(p[i].col->title);
 		int x = p[i].col->left ? p[i].x : p[i].x + p[i].width - len;
@@ -156,7 +156,7 @@ static void scroll_into_view(struct ui *ui)
 
 static void draw_table(struct screen *s, struct ui *ui)
 {
-	struct column_place p[16];
+	struct column_place p[COLUMNS_MAX];
 	size_t n = format_layout(s->w, true, p);
 	int y0 = HEADER_LINES + 1;
 
@@ -481,9 +481,9 @@ static int help_page(struct screen *s, struct ui *ui)
 		screen_puts(s, 15, y, SLOT_NORMAL, key_bindings[i].help, -1);
 	}
 	screen_puts(s, 1, ++y, SLOT_COLUMN, "Columns", -1);
-	for (size_t i = 0; i < column_count; i++) {
-		screen_puts(s, 2, ++y, SLOT_SORTED, columns[i].title, 12);
-		screen_puts(s, 15, y, SLOT_NORMAL, columns[i].help, -1);
+	for (size_t i = 0; i < column_count(); i++) {
+		screen_puts(s, 2, ++y, SLOT_SORTED, column_at(i)->title, 12);
+		screen_puts(s, 15, y, SLOT_NORMAL, column_at(i)->help, -1);
 	}
 	screen_puts(s, 1, y + 2, SLOT_NORMAL, "Rows are hot (>= 25% of the wait), "
 		    "warm (>= 5%) or cool. Reset never touches the target.", -1);

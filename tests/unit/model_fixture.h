@@ -17,7 +17,7 @@
 
 /* ---- Building a model and viewing it ---- */
 
-/* The sort keys the tests name, and the columns (format.h) sorting by them. */
+/* The sort keys the tests name, and the fields (field.h) sorting by them. */
 enum sort_key {
 	SORT_WAIT, SORT_TOTAL, SORT_AVG, SORT_COUNT, SORT_CONTENDED, SORT_MAX,
 	SORT_SITE, SORT_KEY_COUNT
@@ -27,9 +27,9 @@ static const char *const sort_names[SORT_KEY_COUNT] = {
 	"wait", "total", "avg", "count", "contended", "max", "site",
 };
 
-static inline const struct column *by(enum sort_key k)
+static inline const struct field *by(enum sort_key k)
 {
-	return column_by_key(sort_names[k]);
+	return field_by_key(sort_names[k]);
 }
 
 #define CHECK_DBL(got, want)                                               \

@@ -400,7 +400,8 @@ static void test_timeouts_avg_within_max(void)
  */
 static void test_avg_never_above_max(void)
 {
-	const struct column *avg = column_by_key("avg"), *max = column_by_key("max");
+	const struct column *avg = column_of(field_by_key("avg"));
+	const struct column *max = column_of(field_by_key("max"));
 	struct model *m = model_new();
 	struct format_ctx f = { 0 };
 	char avg_cell[32], max_cell[32];
@@ -411,9 +412,9 @@ static void test_avg_never_above_max(void)
 	add(m, 0, 10, 1, 62200, 62200);
 	add(m, 0, 10, 1, 232000, 0);		/* its maximum comes later */
 	n = view(m, COALESCE_NONE, SORT_MAX, false, NULL, &v);
-	CHECK(n == 1 && avg->value(&v[0]) <= max->value(&v[0]),
+	CHECK(n == 1 && avg->field->value(&v[0]) <= max->field->value(&v[0]),
 	      "a wait before its maximum: expected AVG <= MAX, got %.0f and %.0f ns",
-	      n ? avg->value(&v[0]) : 0, n ? max->value(&v[0]) : 0);
+	      n ? avg->field->value(&v[0]) : 0, n ? max->field->value(&v[0]) : 0);
 	avg->cell(avg, &v[0], &f, avg_cell, sizeof(avg_cell));
 	max->cell(max, &v[0], &f, max_cell, sizeof(max_cell));
 	CHECK(strcmp(avg_cell, "147us") == 0 && strcmp(max_cell, "147us") == 0,
@@ -422,9 +423,9 @@ static void test_avg_never_above_max(void)
 	free(v);
 	add(m, 0, 0, 0, 0, 232000);		/* the maximum arrives */
 	n = view(m, COALESCE_SITE, SORT_MAX, false, NULL, &v);
-	CHECK(n == 1 && max->value(&v[0]) == 232000,
+	CHECK(n == 1 && max->field->value(&v[0]) == 232000,
 	      "the maximum that came: expected 232000 ns, got %.0f",
-	      n ? max->value(&v[0]) : 0);
+	      n ? max->field->value(&v[0]) : 0);
 	free(v);
 	model_free(m);
 }

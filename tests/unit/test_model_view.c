@@ -4,7 +4,7 @@
  */
 #include "model_fixture.h"
 
-static enum sort_key key_of(const struct column *c)
+static enum sort_key key_of(const struct field *c)
 {
 	int k = 0;
 
@@ -349,27 +349,29 @@ static void test_names(void)
 {
 	static const char *const bad[] = { "", "WAIT", "bogus", "sites" };
 
-	for (size_t i = 0; i < column_count; i++)
-		CHECK(columns[i].key == NULL ||
-		      column_by_key(columns[i].key) == &columns[i],
-		      "sort key \"%s\": expected its column %s",
-		      columns[i].key, columns[i].title);
+	for (size_t i = 0; i < field_count(); i++)
+		CHECK(field_at(i)->key == NULL ||
+		      field_by_key(field_at(i)->key) == field_at(i),
+		      "sort key \"%s\": expected its field %zu",
+		      field_at(i)->key, i);
 	for (int k = 0; k < SORT_KEY_COUNT; k++)
-		CHECK(by((enum sort_key)k) != NULL, "sort key \"%s\": no column",
+		CHECK(by((enum sort_key)k) != NULL &&
+		      column_of(by((enum sort_key)k)) != NULL,
+		      "sort key \"%s\": no field or no column",
 		      sort_names[k]);
 	for (int c = 0; c < COALESCE_COUNT; c++)
 		CHECK(coalesce_parse(coalesce_name((enum coalesce)c)) == c,
 		      "coalesce %d: expected round trip, got %d via \"%s\"", c,
 		      coalesce_parse(coalesce_name((enum coalesce)c)),
 		      coalesce_name((enum coalesce)c));
-	CHECK_STR(by(SORT_AVG)->title, "AVG");
-	CHECK_STR(by(SORT_CONTENDED)->title, "CONT%");
+	CHECK_STR(column_of(by(SORT_AVG))->title, "AVG");
+	CHECK_STR(column_of(by(SORT_CONTENDED))->title, "CONT%");
 	CHECK_STR(coalesce_name(COALESCE_OBJECT), "object");
 	CHECK_U64(coalesce_parse("site"), COALESCE_SITE);
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-		CHECK(column_by_key(bad[i]) == NULL,
+		CHECK(field_by_key(bad[i]) == NULL,
 		      "sort key \"%s\": expected none, got %s", bad[i],
-		      column_by_key(bad[i]) ? column_by_key(bad[i])->title : "");
+		      field_by_key(bad[i]) ? field_by_key(bad[i])->key : "");
 		CHECK(coalesce_parse(bad[i]) == -1,
 		      "coalesce \"%s\": expected -1, got %d", bad[i],
 		      coalesce_parse(bad[i]));

@@ -37,7 +37,7 @@ static void setup(void)
 	app.attach.pid = 4242;
 	app.attach.mode = "launched";
 	app.opt.delay_s = 1;
-	app.query = (struct model_query){ .sort = column_by_key("wait"),
+	app.query = (struct model_query){ .sort = field_by_key("wait"),
 		.site_label = format_site_label, .ctx = app.symbols,
 		.skip_wrappers = true, .is_wrapper = in_wrapper };
 }

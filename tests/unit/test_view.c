@@ -74,7 +74,7 @@ static void setup(void)
 	app.attach.pid = 4242;
 	app.attach.mode = "launched";
 	app.opt.delay_s = 1;
-	app.query = (struct model_query){ .sort = column_by_key("wait"),
+	app.query = (struct model_query){ .sort = field_by_key("wait"),
 		.site_label = format_site_label, .ctx = app.symbols };
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
 		model_define_row(app.model, &rows[i]);
@@ -255,9 +255,9 @@ static void test_detail_and_help(void)
 		TALLY(&keys, find(key_bindings[i].help) >= 0, "'%s' missing",
 		      key_bindings[i].help);
 	CHECK_SCREEN_TALLY(&keys, "help lists every key");
-	for (size_t i = 0; i < column_count; i++)
-		TALLY(&cols, find(columns[i].help) >= 0, "%s not explained",
-		      columns[i].title);
+	for (size_t i = 0; i < column_count(); i++)
+		TALLY(&cols, find(column_at(i)->help) >= 0, "%s not explained",
+		      column_at(i)->title);
 	CHECK_SCREEN_TALLY(&cols, "help explains every column");
 	draw(120, 20);
 	ui_key(&ui, K_END);

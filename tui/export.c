@@ -16,7 +16,6 @@
 
 #include "export.h"
 #include "field.h"
-#include "format.h"
 #include "jsonw.h"
 #include "outfile.h"
 #include "xalloc.h"

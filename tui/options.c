@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "../common/types.h"
-#include "format.h"
+#include "column.h"
 #include "lockset.h"
 #include "options.h"
 #include "wrappers.h"

@@ -7,8 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "format.h"
 #include "line.h"
 #include "lockset.h"
+#include "site.h"
+#include "totals.h"
 #include "view.h"
 
 #define HEADER_LINES 2
@@ -80,7 +83,7 @@ static void draw_totals(struct screen *s, const struct ui *ui)
 {
 	struct line_item items[TOTALS_ITEMS];
 	struct totals_text t;
-	size_t n = format_totals(&t, items, &ui->stats, &ui->app->query,
+	size_t n = totals_items(&t, items, &ui->stats, &ui->app->query,
 				 ui->filter);
 
 	draw_items(s, 1, SLOT_HEADER, items, n, sep());
@@ -117,7 +120,7 @@ static void draw_row(struct screen *s, const struct ui *ui, int y,
 		     const struct view_row *r, bool selected,
 		     const struct column_place *p, size_t n)
 {
-	struct format_ctx f = { .symbols = ui->app->symbols,
+	struct column_ctx f = { .symbols = ui->app->symbols,
 				.site_style = ui->site_style };
 	enum theme_slot slot = selected ? SLOT_SELECTION : heat(ui, r);
 	char cell[512], fitted[520];
@@ -157,7 +160,7 @@ static void scroll_into_view(struct ui *ui)
 static void draw_table(struct screen *s, struct ui *ui)
 {
 	struct column_place p[COLUMNS_MAX];
-	size_t n = format_layout(s->w, true, p);
+	size_t n = column_layout(s->w, true, p);
 	int y0 = HEADER_LINES + 1;
 
 	ui->page = s->h - y0 - 1;
@@ -198,7 +201,7 @@ static double percentile_ns(const struct lock_counts *c, double p)
  * "function+off (file:line) [module]" in width columns, after the
  * inlined functions that make the call when there are some, or how many
  * sites a group has. When it does not fit whole, the module goes and the
- * rest is fitted (format_site_fit()); a function's name shortened there
+ * rest is fitted (site_fit()); a function's name shortened there
  * is returned, whole, to be shown beside; NULL otherwise.
  */
 static const char *detail_site(char *buf, size_t size, const struct ui *ui,
@@ -216,13 +219,13 @@ static const char *detail_site(char *buf, size_t size, const struct ui *ui,
 	symbols_resolve(sym, r->site, 1, &fi);
 	snprintf(module, sizeof(module), " [%s]", fi.module ? fi.module : "??");
 	if (fi.n_inlined)
-		format_site_chain(site, sizeof(site), sym, r->site);
+		site_chain(site, sizeof(site), sym, r->site);
 	else
-		format_site_fit(site, sizeof(site), sym, r->site, true, 0);
+		site_fit(site, sizeof(site), sym, r->site, true, 0);
 	snprintf(buf, size, "%s%s", site, module);
 	if (screen_width(buf) <= width)
 		return NULL;
-	format_site_fit(buf, size, sym, r->site, true, width);
+	site_fit(buf, size, sym, r->site, true, width);
 	name = fi.n_inlined ? fi.function : fi.symbol;
 	return name && !strstr(buf, name) ? name : NULL;
 }
@@ -323,7 +326,7 @@ static void detail_frame(char *buf, size_t size, struct symbols *sym,
 
 	symbols_resolve(sym, address, 1, &fi);
 	if (fi.n_inlined) {
-		format_site_chain(chain, sizeof(chain), sym, address);
+		site_chain(chain, sizeof(chain), sym, address);
 		snprintf(buf, size, "0x%" PRIx64 " %s [%s]", address, chain,
 			 fi.module ? fi.module : "??");
 		return;

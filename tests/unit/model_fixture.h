@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../tui/format.h"
+#include "../../tui/column.h"
 #include "../../tui/model.h"
 #include "check.h"
 

@@ -403,7 +403,7 @@ static void test_avg_never_above_max(void)
 	const struct column *avg = column_of(field_by_key("avg"));
 	const struct column *max = column_of(field_by_key("max"));
 	struct model *m = model_new();
-	struct format_ctx f = { 0 };
+	struct column_ctx f = { 0 };
 	char avg_cell[32], max_cell[32];
 	struct view_row *v;
 	size_t n;

@@ -10,7 +10,8 @@
 #include <unistd.h>
 
 #include "../../tui/export.h"
-#include "../../tui/format.h"
+#include "../../tui/field.h"
+#include "../../tui/site.h"
 #include "check.h"
 
 #define SEC 1000000000ull
@@ -38,7 +39,7 @@ static void setup(void)
 	app.attach.mode = "launched";
 	app.opt.delay_s = 1;
 	app.query = (struct model_query){ .sort = field_by_key("wait"),
-		.site_label = format_site_label, .ctx = app.symbols,
+		.site_label = site_label, .ctx = app.symbols,
 		.skip_wrappers = true, .is_wrapper = in_wrapper };
 }
 

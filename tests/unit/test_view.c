@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "../../tui/format.h"
+#include "../../tui/site.h"
 #include "../../tui/screen.h"
 #include "../../tui/ui.h"
 #include "../../tui/view.h"
@@ -75,7 +76,7 @@ static void setup(void)
 	app.attach.mode = "launched";
 	app.opt.delay_s = 1;
 	app.query = (struct model_query){ .sort = field_by_key("wait"),
-		.site_label = format_site_label, .ctx = app.symbols };
+		.site_label = site_label, .ctx = app.symbols };
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
 		model_define_row(app.model, &rows[i]);
 	model_set_origin(app.model, 0);

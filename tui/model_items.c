@@ -84,21 +84,15 @@ struct expand {
 /* Make room for n more items. */
 static void expand_room(struct expand *x, size_t n)
 {
-	if (x->n + n <= x->cap)
-		return;
-	x->cap = x->n + n > 2 * x->cap ? x->n + n : 2 * x->cap;
-	x->items = xreallocarray(x->items, x->cap, sizeof *x->items);
+	x->items = xgrow(x->items, &x->cap, x->n + n, 64, sizeof *x->items);
 }
 
 /* Note wrapper row id: its stacks are attributed after every row's item. */
 static void expand_wrapper(struct expand *x, const struct model *m,
 			   uint32_t id)
 {
-	if (x->n_wrappers == x->wrappers_cap) {
-		x->wrappers_cap = x->wrappers_cap ? 2 * x->wrappers_cap : 64;
-		x->wrappers = xreallocarray(x->wrappers, x->wrappers_cap,
-					    sizeof *x->wrappers);
-	}
+	x->wrappers = xgrow(x->wrappers, &x->wrappers_cap, x->n_wrappers + 1,
+			    64, sizeof *x->wrappers);
 	x->wrappers[x->n_wrappers++] = id;
 	x->n_entries += m->rows[id].n_se;
 	item_remainder(m, &m->rows[id], &x->items[x->n]);

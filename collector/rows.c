@@ -105,15 +105,12 @@ static uint32_t row_id(struct rows *rs, uint64_t site, uint64_t object,
 /*
  * An entry's counts, each word read atomically: its thread may be adding.
  * The wait time first, as the thread writes it last (hooks.c, wait_end()).
+ * Its acquisitions stay 0: the object slot has them.
  */
 static void load_entry(struct lock_counts *c, const struct entry *e)
 {
-	c->calls.acquisitions = 0;
-	c->calls.wait_ns = table_load(&e->c.calls.wait_ns);
+	lock_calls_load(&c->calls, &e->c.calls);
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	c->calls.contended = table_load(&e->c.calls.contended);
-	c->calls.timeouts = table_load(&e->c.calls.timeouts);
-	c->calls.failed = table_load(&e->c.calls.failed);
 	for (unsigned i = 0; i < HIST_BUCKETS; i++)
 		c->hist[i] = table_load(&e->c.hist[i]);
 }
@@ -240,7 +237,7 @@ static void end_rows(struct rows *rs)
 		uint64_t sum = row->acq_now;
 
 		if (w)
-			sum += w->now.calls.contended + w->now.calls.wait_ns + w->now.calls.failed;
+			sum += lock_calls_sum(&w->now.calls);
 		if (sum != row->last_sum)
 			row->changed_seq = rs->seq;
 		row->last_sum = sum;

@@ -75,6 +75,28 @@ static inline void lock_calls_sub(struct lock_calls *a,
 	a->failed = lock_counts_sub_sat(a->failed, b->failed);
 }
 
+/*
+ * c's counts read into out, each word atomically (the thread that owns c
+ * may be adding), the wait time first: a thread adds it last.
+ */
+static inline void lock_calls_load(struct lock_calls *out,
+				   const struct lock_calls *c)
+{
+	out->wait_ns = __atomic_load_n(&c->wait_ns, __ATOMIC_RELAXED);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	out->acquisitions = __atomic_load_n(&c->acquisitions, __ATOMIC_RELAXED);
+	out->contended = __atomic_load_n(&c->contended, __ATOMIC_RELAXED);
+	out->timeouts = __atomic_load_n(&c->timeouts, __ATOMIC_RELAXED);
+	out->failed = __atomic_load_n(&c->failed, __ATOMIC_RELAXED);
+}
+
+/* The sum of every count: as each only grows, it changes when any does. */
+static inline uint64_t lock_calls_sum(const struct lock_calls *c)
+{
+	return c->acquisitions + c->contended + c->timeouts + c->wait_ns +
+	       c->failed;
+}
+
 /* Whether no call was counted. */
 static inline bool lock_calls_empty(const struct lock_calls *c)
 {

@@ -118,7 +118,7 @@ static void print_cells(FILE *out, const struct column_place *p, size_t n,
 
 static void print_titles(FILE *out, const struct column_place *p, size_t n)
 {
-	char cells[16][520];
+	char cells[COLUMNS_MAX][520];
 
 	for (size_t i = 0; i < n; i++)
 		snprintf(cells[i], sizeof(cells[i]), "%s", p[i].col->title);
@@ -130,7 +130,7 @@ static void print_row(FILE *out, const struct view_row *r,
 		      size_t n)
 {
 	struct column_ctx fc = *f;
-	char cell[512], cells[16][520];
+	char cell[512], cells[COLUMNS_MAX][520];
 
 	for (size_t i = 0; i < n; i++) {
 		fc.width = p[i].width;

@@ -26,7 +26,7 @@ bool format_utf8(void)
  * of every row.
  */
 void format_fixed(char *buf, size_t size, double v, int decimals,
-		       const char *suffix)
+		  const char *suffix)
 {
 	static const unsigned scale[] = { 1, 10, 100 };
 	char text[64], *end = text + 24, *p = end;

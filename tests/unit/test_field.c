@@ -3,8 +3,9 @@
  * alone, a row's calls (acquisitions and timeouts), added to the field
  * table with a column of its own, goes the whole way a product column
  * goes. -o finds it and sorts by it, the JSON snapshot writes it after
- * the schema's numbers, a coalesced line sums it, the batch table shows
- * it, and the help lists it.
+ * the schema's numbers, a coalesced line sums it, and the batch table
+ * shows it. Every field's value of a coalesced line is what its merge
+ * says of its rows' values.
  */
 #include <cJSON.h>
 #include <stdio.h>
@@ -58,6 +59,7 @@ static void setup(void)
 	app.attach.mode = "launched";
 	app.opt.delay_s = 1;
 	app.opt.width = 140;
+	model_set_origin(app.model, 0);
 	for (uint32_t i = 0; i < N_ROWS; i++) {
 		struct proto_row r = { .id = i, .type = LOCK_MUTEX,
 				       .site = rows[i].site,
@@ -66,11 +68,12 @@ static void setup(void)
 			.acquisitions = rows[i].acq,
 			.contended = rows[i].acq / 10,
 			.timeouts = rows[i].timeouts,
-			.wait_ns = rows[i].wait } };
+			.wait_ns = rows[i].wait }, .max_wait_ns = rows[i].wait };
 
 		model_define_row(app.model, &r);
 		model_apply_delta(app.model, &d);
 	}
+	model_tick(app.model, &(struct proto_tick){ .monotonic_ns = 1000000000 });
 	app.query = (struct model_query){ .sort = field_by_key("calls"),
 		.site_label = site_label, .ctx = app.symbols };
 }
@@ -180,6 +183,52 @@ static void test_column(void)
 	free(text);
 }
 
+/* Whether line l, coalesced by site, has f's value its merge makes of rows. */
+static bool merged(const struct field *f, const struct view_row *l,
+		   const struct view_row *v, size_t n)
+{
+	double sum = 0, max = 0, min = -1;
+
+	for (size_t i = 0; i < n; i++) {
+		double x = f->value(&v[i]);
+
+		if (v[i].site != l->site)
+			continue;
+		sum += x;
+		max = x > max ? x : max;
+		min = min < 0 || x < min ? x : min;
+	}
+	if (f->merge == MERGE_SUM)
+		return f->value(l) == sum;
+	if (f->merge == MERGE_MAX)
+		return f->value(l) == max;
+	return f->value(l) >= min && f->value(l) <= max;	/* an average */
+}
+
+/* Each field's value of every line coalesced by site, by its merge. */
+static void test_merge(void)
+{
+	struct model_query q = app.query;
+	struct check_tally t = { 0 };
+	struct view_row *v, *lines;
+	size_t n = model_view(app.model, &q, &v), n_lines;
+
+	q.coalesce = COALESCE_SITE;
+	n_lines = model_view(app.model, &q, &lines);
+	for (size_t i = 0; i < field_count(); i++) {
+		const struct field *f = field_at(i);
+
+		for (size_t k = 0; f->value && k < n_lines; k++)
+			TALLY(&t, merged(f, &lines[k], v, n),
+			      "field %s, site %#" PRIx64 ": value %g is not the "
+			      "merge %d of its rows'", f->json, lines[k].site,
+			      f->value(&lines[k]), (int)f->merge);
+	}
+	CHECK_TALLY(&t, "every field of a coalesced line merges its rows'");
+	free(v);
+	free(lines);
+}
+
 int main(void)
 {
 	field_extend(&calls_field, 1);
@@ -189,6 +238,7 @@ int main(void)
 	test_sort();
 	test_json();
 	test_column();
+	test_merge();
 	model_free(app.model);
 	symbols_free(app.symbols);
 	return check_summary();

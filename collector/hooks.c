@@ -147,7 +147,7 @@ count_busy(struct thread_table *t, uint64_t key, struct obj_slot *x)
 		return;
 	e = table_entry(t, key, x->object);
 	if (e)
-		table_add(&e->c.failed, 1);
+		table_add(&e->c.calls.failed, 1);
 	else
 		table_add(&t->dropped, 1);
 	errno = saved_errno;
@@ -233,20 +233,20 @@ static __attribute__((noinline)) void wait_end(struct wait *w, int rc)
 	note_max(e, ns);
 	if (acquired) {
 		count_free(table_slot_of(w->table, w->key, w->object));
-		table_add(&e->c.contended, 1);
+		table_add(&e->c.calls.contended, 1);
 	} else {
-		table_add(&e->c.timeouts, 1);
-		table_add(&e->c.failed, 1);
+		table_add(&e->c.calls.timeouts, 1);
+		table_add(&e->c.calls.failed, 1);
 	}
 	table_add(&e->c.hist[hist_bucket(ns)], 1);
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	table_add(&e->c.wait_ns, ns);
+	table_add(&e->c.calls.wait_ns, ns);
 	if (w->use) {
-		table_add(acquired ? &w->use->count : &w->use->timeouts, 1);
-		table_add(&w->use->wait_ns, ns);
+		table_add(acquired ? &w->use->w.count : &w->use->w.timeouts, 1);
+		table_add(&w->use->w.wait_ns, ns);
 	} else {
-		table_add(acquired ? &e->nostack_count : &e->nostack_timeouts, 1);
-		table_add(&e->nostack_wait_ns, ns);
+		table_add(acquired ? &e->nostack.count : &e->nostack.timeouts, 1);
+		table_add(&e->nostack.wait_ns, ns);
 	}
 	unwind_earn(w->table, ns);
 	unguard(s);

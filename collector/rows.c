@@ -105,15 +105,12 @@ static uint32_t row_id(struct rows *rs, uint64_t site, uint64_t object,
 /*
  * An entry's counts, each word read atomically: its thread may be adding.
  * The wait time first, as the thread writes it last (hooks.c, wait_end()).
+ * Its acquisitions stay 0: the object slot has them.
  */
 static void load_entry(struct lock_counts *c, const struct entry *e)
 {
-	c->acquisitions = 0;
-	c->wait_ns = table_load(&e->c.wait_ns);
+	lock_calls_load(&c->calls, &e->c.calls);
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	c->contended = table_load(&e->c.contended);
-	c->timeouts = table_load(&e->c.timeouts);
-	c->failed = table_load(&e->c.failed);
 	for (unsigned i = 0; i < HIST_BUCKETS; i++)
 		c->hist[i] = table_load(&e->c.hist[i]);
 }
@@ -128,10 +125,10 @@ static void scan_entry(struct scan *sc, const struct thread_table *t,
 {
 	struct row *row = &sc->rs->v[r];
 	struct row_waits *w = row->waits;
-	struct stack_waits nostack = {
-		.count = table_load(&e->nostack_count),
-		.timeouts = table_load(&e->nostack_timeouts),
-		.wait_ns = table_load(&e->nostack_wait_ns) };
+	struct wait_counts nostack = {
+		.count = table_load(&e->nostack.count),
+		.timeouts = table_load(&e->nostack.timeouts),
+		.wait_ns = table_load(&e->nostack.wait_ns) };
 	struct lock_counts c;
 	uint32_t epoch;
 	uint64_t max;
@@ -142,7 +139,7 @@ static void scan_entry(struct scan *sc, const struct thread_table *t,
 	epoch = __atomic_load_n(&e->max_epoch, __ATOMIC_RELAXED);
 	max = table_load(&e->epoch_max_ns);
 	if (w == NULL && (w = row->waits = arena_alloc(sizeof(*w))) == NULL) {
-		drop(sc, c.contended + c.failed);
+		drop(sc, c.calls.contended + c.calls.failed);
 		return;
 	}
 	lock_counts_add(&w->now, &c);
@@ -153,7 +150,7 @@ static void scan_entry(struct scan *sc, const struct thread_table *t,
 	max = table_load(&e->max_wait_ns);
 	if (max > w->max_ns)
 		w->max_ns = max;
-	if (nostack.count || nostack.timeouts || nostack.wait_ns)
+	if (!wait_counts_empty(&nostack))
 		stacks_add(&sc->rs->stacks, r, PROTO_NO_STACK, t->tid,
 			   &e->nostack_row, &nostack, sc->dead);
 }
@@ -181,7 +178,7 @@ static void scan_objects(struct scan *sc, struct thread_table *t,
 				rs->v[*r - 1].via = via;
 		}
 		if (*r == 0) {
-			drop(sc, acq + (e ? table_load(&e->c.failed) : 0));
+			drop(sc, acq + (e ? table_load(&e->c.calls.failed) : 0));
 			continue;
 		}
 		rs->v[*r - 1].acq_now += acq;
@@ -240,12 +237,12 @@ static void end_rows(struct rows *rs)
 		uint64_t sum = row->acq_now;
 
 		if (w)
-			sum += w->now.contended + w->now.wait_ns + w->now.failed;
+			sum += lock_calls_sum(&w->now.calls);
 		if (sum != row->last_sum)
 			row->changed_seq = rs->seq;
 		row->last_sum = sum;
 		if (row->object == 0)
-			rs->folded += row->acq_now + (w ? w->now.failed : 0);
+			rs->folded += row->acq_now + (w ? w->now.calls.failed : 0);
 		for (unsigned k = 0; w && w->scan_max_ns && k < SESSIONS_MAX; k++) {
 			if ((rs->sessions & (1u << k)) &&
 			    w->scan_max_ns > w->pending_max_ns[k])

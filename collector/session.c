@@ -239,7 +239,7 @@ static void put_row_counts(struct session *s, struct rows *rs, uint32_t r,
 		w->pending_max_ns[s->slot] = 0;
 	}
 	c->row = r;
-	c->c.acquisitions = row->acq_now;
+	c->c.calls.acquisitions = row->acq_now;
 	proto_put_counts(&s->out, frame, c);
 }
 
@@ -279,9 +279,7 @@ static void put_stack_counts(struct session *s, const struct stacks *ss)
 
 	for (uint32_t k = 0; k < ss->n; k++) {
 		const struct stack_row *sr = &ss->v[k];
-		struct proto_stack_counts m = { .id = k, .count = sr->now.count,
-						.timeouts = sr->now.timeouts,
-						.wait_ns = sr->now.wait_ns };
+		struct proto_stack_counts m = { .id = k, .w = sr->now };
 
 		if (sr->changed_seq > s->sent_seq)
 			proto_put_stack_counts(&s->out, &frame, &m);

@@ -118,7 +118,7 @@ void stacks_begin_scan(struct stacks *ss)
 void stacks_end_scan(struct stacks *ss, uint64_t seq)
 {
 	for (uint32_t k = 0; k < ss->n; k++) {
-		const struct stack_waits *w = &ss->v[k].now;
+		const struct wait_counts *w = &ss->v[k].now;
 		uint64_t sum = w->count + w->timeouts + w->wait_ns;
 
 		if (sum != ss->v[k].last_sum)
@@ -127,15 +127,8 @@ void stacks_end_scan(struct stacks *ss, uint64_t seq)
 	}
 }
 
-static void waits_add(struct stack_waits *a, const struct stack_waits *b)
-{
-	a->count += b->count;
-	a->timeouts += b->timeouts;
-	a->wait_ns += b->wait_ns;
-}
-
 void stacks_add(struct stacks *ss, uint32_t row, uint32_t stack, uint32_t tid,
-		uint32_t *cache, const struct stack_waits *add, bool dead)
+		uint32_t *cache, const struct wait_counts *add, bool dead)
 {
 	struct stack_row *sr = *cache ? &ss->v[*cache - 1] : NULL;
 
@@ -145,9 +138,9 @@ void stacks_add(struct stacks *ss, uint32_t row, uint32_t stack, uint32_t tid,
 			return;		/* the row's totals stay exact */
 		*cache = (uint32_t)(sr - ss->v) + 1;
 	}
-	waits_add(&sr->now, add);
+	wait_counts_add(&sr->now, add);
 	if (dead)
-		waits_add(&sr->retired, add);
+		wait_counts_add(&sr->retired, add);
 }
 
 /* The global id of stack index idx of a store (cached); NO_GLOBAL_ID if none. */
@@ -177,15 +170,15 @@ void stacks_scan_table(struct stacks *ss, struct thread_table *t, bool dead)
 	for (uint32_t k = 0; k < n; k++) {
 		struct stack_use *u = &st->uses[st->use_order[k]];
 		struct entry *e = __atomic_load_n(&u->entry, __ATOMIC_ACQUIRE);
-		struct stack_waits add;
+		struct wait_counts add;
 		uint32_t stack;
 
 		if (e == NULL || e->row == 0 ||
 		    (stack = stack_of(ss, st, u->stack)) == NO_GLOBAL_ID)
 			continue;
-		add.count = table_load(&u->count);
-		add.timeouts = table_load(&u->timeouts);
-		add.wait_ns = table_load(&u->wait_ns);
+		add.count = table_load(&u->w.count);
+		add.timeouts = table_load(&u->w.timeouts);
+		add.wait_ns = table_load(&u->w.wait_ns);
 		stacks_add(ss, e->row - 1, stack, t->tid, &u->stack_row, &add, dead);
 	}
 }

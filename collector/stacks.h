@@ -14,20 +14,13 @@
 #define STACKS_MAX (1u << 16)
 #define STACK_ROWS_MAX (1u << 20)
 
-/* Waits through a stack: ended with the lock, timed out, and their time. */
-struct stack_waits {
-	uint64_t count;
-	uint64_t timeouts;
-	uint64_t wait_ns;
-};
-
 struct stack_row {
 	uint32_t row;
 	uint32_t stack;			/* global id, or PROTO_NO_STACK */
 	uint32_t tid;
 	uint32_t unused;
-	struct stack_waits retired;	/* from tables of exited threads */
-	struct stack_waits now;		/* retired + live, last scan */
+	struct wait_counts retired;	/* from tables of exited threads */
+	struct wait_counts now;		/* retired + live, last scan */
 	uint64_t last_sum;		/* all of now added, last scan */
 	uint64_t changed_seq;		/* the scan that last changed it */
 };
@@ -57,7 +50,7 @@ void stacks_scan_table(struct stacks *ss, struct thread_table *t, bool dead);
  * between scans. A dead thread's part is also retired.
  */
 void stacks_add(struct stacks *ss, uint32_t row, uint32_t stack, uint32_t tid,
-		uint32_t *cache, const struct stack_waits *add, bool dead);
+		uint32_t *cache, const struct wait_counts *add, bool dead);
 
 /* End a scan: mark the stack rows that changed with seq. */
 void stacks_end_scan(struct stacks *ss, uint64_t seq);

@@ -50,7 +50,7 @@
 /*
  * Waits and failures of one key in one thread; allocated at the first one.
  * Its counts are written by the owner with table_add() and read by the
- * collector with table_load(); c.acquisitions stays 0 (the slot has them).
+ * collector with table_load(); c.calls.acquisitions stays 0 (the slot has them).
  */
 struct entry {
 	struct lock_counts c;
@@ -58,9 +58,7 @@ struct entry {
 	uint64_t epoch_max_ns;	/* longest wait of collector epoch max_epoch */
 	uint32_t max_epoch;
 	uint32_t row;		/* collector only: row id + 1, 0 = not yet known */
-	uint64_t nostack_count;	/* waits recorded without a stack: contended, */
-	uint64_t nostack_timeouts;	/* timed out, */
-	uint64_t nostack_wait_ns;	/* and their time */
+	struct wait_counts nostack;	/* waits recorded without a stack */
 	uint32_t nostack_row;	/* collector only: its stack row id + 1 */
 };
 

@@ -43,9 +43,7 @@ struct stack_use {
 	struct entry *entry;	/* NULL: empty */
 	uint32_t stack;		/* index in stacks[] */
 	uint32_t stack_row;	/* collector only: its stack row id + 1 */
-	uint64_t count;		/* acquisitions after a wait */
-	uint64_t timeouts;	/* waits that ended without the lock */
-	uint64_t wait_ns;	/* every wait, timed out or not */
+	struct wait_counts w;	/* its waits */
 };
 
 struct stack_store {

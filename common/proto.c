@@ -279,13 +279,13 @@ static unsigned counts_fields(const struct proto_counts *m, uint32_t *hist_mask)
 		if (m->c.hist[i] != 0)
 			*hist_mask |= 1u << i;
 	}
-	mask |= m->c.acquisitions ? HAS_ACQ : 0;
-	mask |= m->c.contended ? HAS_CONTENDED : 0;
-	mask |= m->c.wait_ns ? HAS_WAIT : 0;
-	mask |= m->c.failed ? HAS_FAILED : 0;
+	mask |= m->c.calls.acquisitions ? HAS_ACQ : 0;
+	mask |= m->c.calls.contended ? HAS_CONTENDED : 0;
+	mask |= m->c.calls.wait_ns ? HAS_WAIT : 0;
+	mask |= m->c.calls.failed ? HAS_FAILED : 0;
 	mask |= m->max_wait_ns ? HAS_MAX : 0;
 	mask |= *hist_mask ? HAS_HIST : 0;
-	mask |= m->c.timeouts ? HAS_TIMEOUTS : 0;
+	mask |= m->c.calls.timeouts ? HAS_TIMEOUTS : 0;
 	return mask;
 }
 
@@ -308,13 +308,13 @@ void proto_put_counts(struct wbuf *b, size_t *frame_off,
 	p = varint_at(b->data + b->len, m->row);
 	p = varint_at(p, mask);
 	if (mask & HAS_ACQ)
-		p = varint_at(p, m->c.acquisitions);
+		p = varint_at(p, m->c.calls.acquisitions);
 	if (mask & HAS_CONTENDED)
-		p = varint_at(p, m->c.contended);
+		p = varint_at(p, m->c.calls.contended);
 	if (mask & HAS_WAIT)
-		p = varint_at(p, m->c.wait_ns);
+		p = varint_at(p, m->c.calls.wait_ns);
 	if (mask & HAS_FAILED)
-		p = varint_at(p, m->c.failed);
+		p = varint_at(p, m->c.calls.failed);
 	if (mask & HAS_MAX)
 		p = varint_at(p, m->max_wait_ns);
 	if (mask & HAS_HIST) {
@@ -325,7 +325,7 @@ void proto_put_counts(struct wbuf *b, size_t *frame_off,
 		}
 	}
 	if (mask & HAS_TIMEOUTS)
-		p = varint_at(p, m->c.timeouts);
+		p = varint_at(p, m->c.calls.timeouts);
 	b->len = (size_t)(p - b->data);
 }
 
@@ -335,9 +335,9 @@ void proto_put_stack_counts(struct wbuf *b, size_t *frame_off,
 {
 	open_run(b, frame_off, MSG_STACK_COUNTS);
 	put_varint(b, m->id);
-	put_varint(b, m->count);
-	put_varint(b, m->wait_ns);
-	put_varint(b, m->timeouts);
+	put_varint(b, m->w.count);
+	put_varint(b, m->w.wait_ns);
+	put_varint(b, m->w.timeouts);
 }
 
 void proto_close_run(struct wbuf *b, size_t *frame_off)
@@ -563,16 +563,16 @@ static void decode_counts(struct rbuf *r, struct proto_counts *m)
 	mask = get_varint32(r);
 	if (mask & ~(uint32_t)HAS_ALL)
 		r->err = true;
-	m->c.acquisitions = (mask & HAS_ACQ) ? get_varint(r) : 0;
-	m->c.contended = (mask & HAS_CONTENDED) ? get_varint(r) : 0;
-	m->c.wait_ns = (mask & HAS_WAIT) ? get_varint(r) : 0;
-	m->c.failed = (mask & HAS_FAILED) ? get_varint(r) : 0;
+	m->c.calls.acquisitions = (mask & HAS_ACQ) ? get_varint(r) : 0;
+	m->c.calls.contended = (mask & HAS_CONTENDED) ? get_varint(r) : 0;
+	m->c.calls.wait_ns = (mask & HAS_WAIT) ? get_varint(r) : 0;
+	m->c.calls.failed = (mask & HAS_FAILED) ? get_varint(r) : 0;
 	m->max_wait_ns = (mask & HAS_MAX) ? get_varint(r) : 0;
 	if (mask & HAS_HIST)
 		hist_mask = get_varint32(r);
 	for (uint32_t b = hist_mask; b != 0 && !r->err; b &= b - 1)
 		m->c.hist[__builtin_ctz(b)] = get_varint(r);
-	m->c.timeouts = (mask & HAS_TIMEOUTS) ? get_varint(r) : 0;
+	m->c.calls.timeouts = (mask & HAS_TIMEOUTS) ? get_varint(r) : 0;
 }
 
 static void decode_stack(struct rbuf *r, struct proto_stack *m)
@@ -596,9 +596,9 @@ static void decode_stack_row(struct rbuf *r, struct proto_stack_row *m)
 static void decode_stack_counts(struct rbuf *r, struct proto_stack_counts *m)
 {
 	m->id = get_varint32(r);
-	m->count = get_varint(r);
-	m->wait_ns = get_varint(r);
-	m->timeouts = get_varint(r);
+	m->w.count = get_varint(r);
+	m->w.wait_ns = get_varint(r);
+	m->w.timeouts = get_varint(r);
 }
 
 /*

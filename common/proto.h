@@ -168,9 +168,7 @@ struct proto_stack_row {
  */
 struct proto_stack_counts {
 	uint32_t id;
-	uint64_t count;
-	uint64_t timeouts;
-	uint64_t wait_ns;
+	struct wait_counts w;
 };
 
 /* Growth of a (row, stack, thread) total, as the client computes it. */
@@ -178,9 +176,7 @@ struct proto_stack_delta {
 	uint32_t row;
 	uint32_t stack;
 	uint32_t tid;
-	uint64_t count;
-	uint64_t timeouts;
-	uint64_t wait_ns;
+	struct wait_counts w;
 };
 
 struct proto_goodbye {

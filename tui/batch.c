@@ -5,8 +5,10 @@
 #include <unistd.h>
 
 #include "batch.h"
+#include "column.h"
 #include "format.h"
 #include "line.h"
+#include "totals.h"
 #include "xalloc.h"
 
 /* Without -w, COLUMNS or a terminal, lines are as wide as a wide terminal. */
@@ -76,7 +78,7 @@ static void print_header(FILE *out, const struct app *a, int width,
 
 	app_stats(a, &st);
 	print_title(out, a, width, st.interval_s);
-	n = format_totals(&t, items, &st, &a->query, NULL);
+	n = totals_items(&t, items, &st, &a->query, NULL);
 	if (a->opt.rows)
 		snprintf(rows, sizeof(rows), "rows %zu of %zu", shown, total);
 	symbols_progress(a->symbols, format_utf8(), names, sizeof(names));
@@ -116,7 +118,7 @@ static void print_cells(FILE *out, const struct column_place *p, size_t n,
 
 static void print_titles(FILE *out, const struct column_place *p, size_t n)
 {
-	char cells[16][520];
+	char cells[COLUMNS_MAX][520];
 
 	for (size_t i = 0; i < n; i++)
 		snprintf(cells[i], sizeof(cells[i]), "%s", p[i].col->title);
@@ -124,11 +126,11 @@ static void print_titles(FILE *out, const struct column_place *p, size_t n)
 }
 
 static void print_row(FILE *out, const struct view_row *r,
-		      const struct format_ctx *f, const struct column_place *p,
+		      const struct column_ctx *f, const struct column_place *p,
 		      size_t n)
 {
-	struct format_ctx fc = *f;
-	char cell[512], cells[16][520];
+	struct column_ctx fc = *f;
+	char cell[512], cells[COLUMNS_MAX][520];
 
 	for (size_t i = 0; i < n; i++) {
 		fc.width = p[i].width;
@@ -143,8 +145,8 @@ static void print_row(FILE *out, const struct view_row *r,
 
 /* One table's column places and how its cells are formatted. */
 struct batch_table {
-	struct format_ctx f;
-	struct column_place place[16];
+	struct column_ctx f;
+	struct column_place place[COLUMNS_MAX];
 	size_t ncol;
 };
 
@@ -193,7 +195,7 @@ void batch_print(FILE *out, const struct app *a)
 					.site_style = SITE_BOTH } };
 	int width = batch_width(a, out);
 
-	b.ncol = format_layout(width, false, b.place);
+	b.ncol = column_layout(width, false, b.place);
 	if (a->opt.rows)
 		print_first(out, a, width, &b);
 	else

@@ -142,13 +142,9 @@ static void on_stack_counts(void *ctx, const struct proto_stack_counts *m)
 	}
 	l = &c->stack_last[m->id];
 	d = (struct proto_stack_delta){ .row = l->row, .stack = l->stack,
-		.tid = l->tid,
-		.count = lock_counts_sub_sat(m->count, l->count),
-		.timeouts = lock_counts_sub_sat(m->timeouts, l->timeouts),
-		.wait_ns = lock_counts_sub_sat(m->wait_ns, l->wait_ns) };
-	l->count = m->count;
-	l->timeouts = m->timeouts;
-	l->wait_ns = m->wait_ns;
+					.tid = l->tid, .w = m->w };
+	wait_counts_sub(&d.w, &l->w);
+	l->w = m->w;
 	if (!c->in_baseline)
 		model_apply_stack_delta(c->model, &d);
 }

@@ -17,7 +17,7 @@ enum target_state { TARGET_RUNNING, TARGET_EXITED, TARGET_LOST };
 struct stack_last {
 	bool defined;
 	uint32_t row, stack, tid;
-	uint64_t count, timeouts, wait_ns;
+	struct wait_counts w;	/* the last counts received */
 };
 
 struct client {

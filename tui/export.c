@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "export.h"
-#include "format.h"
+#include "field.h"
 #include "jsonw.h"
 #include "outfile.h"
 #include "xalloc.h"
@@ -84,9 +84,9 @@ static void stack_json(struct jsonw *w, const struct stack_view *sv,
 		       struct symbols *s)
 {
 	jsonw_object(w, NULL);
-	jsonw_number(w, "wait_ns", (double)sv->wait_ns);
-	jsonw_number(w, "count", (double)sv->count);
-	jsonw_number(w, "timeouts", (double)sv->timeouts);
+	jsonw_number(w, "wait_ns", (double)sv->w.wait_ns);
+	jsonw_number(w, "count", (double)sv->w.count);
+	jsonw_number(w, "timeouts", (double)sv->w.timeouts);
 	jsonw_bool(w, "sampled", sv->stack == PROTO_NO_STACK);
 	jsonw_array(w, "frames");
 	for (unsigned i = 0; sv->frames && i < sv->depth; i++)
@@ -114,9 +114,9 @@ static void threads_json(struct jsonw *w, const struct line_drill *d)
 
 		jsonw_object(w, NULL);
 		jsonw_number(w, "tid", tv->tid);
-		jsonw_number(w, "count", (double)tv->count);
-		jsonw_number(w, "timeouts", (double)tv->timeouts);
-		jsonw_number(w, "wait_ns", (double)tv->wait_ns);
+		jsonw_number(w, "count", (double)tv->w.count);
+		jsonw_number(w, "timeouts", (double)tv->w.timeouts);
+		jsonw_number(w, "wait_ns", (double)tv->w.wait_ns);
 		jsonw_end(w);
 	}
 	jsonw_end(w);
@@ -131,36 +131,14 @@ static void memory_json(struct jsonw *w, const struct model_stats *st)
 	jsonw_end(w);
 }
 
-/* The counts no column shows, by their JSON names. */
-static double row_only_number(const struct view_row *r, const char *name)
-{
-	return strcmp(name, "failed") == 0 ? (double)r->c.failed
-					   : (double)r->c.timeouts;
-}
-
-/*
- * A row's numbers in the order of the schema, each the value of the
- * column that names it (failed and timeouts, which no column shows, the
- * row's own), then those of columns the schema's list does not have.
- */
+/* A row's numbers, every field's with a JSON name, in the schema's order. */
 static void numbers_json(struct jsonw *w, const struct view_row *r)
 {
-	static const char *const fixed[] = { "acquisitions", "contended",
-		"failed", "timeouts", "wait_ns", "max_wait_ns", "avg_wait_ns",
-		"wait_per_s_ns" };
-	size_t n = sizeof(fixed) / sizeof(fixed[0]), i;
+	for (size_t i = 0; i < field_count(); i++) {
+		const struct field *f = field_at(i);
 
-	for (i = 0; i < n; i++) {
-		const struct column *c = column_by_json(fixed[i]);
-
-		jsonw_number(w, fixed[i], c ? c->value(r)
-					    : row_only_number(r, fixed[i]));
-	}
-	for (const struct column *c = columns; c < columns + column_count; c++) {
-		for (i = 0; c->json && i < n && strcmp(c->json, fixed[i]); i++)
-			;
-		if (c->json && i == n)
-			jsonw_number(w, c->json, c->value(r));
+		if (f->json && f->value)
+			jsonw_number(w, f->json, f->value(r));
 	}
 }
 
@@ -483,7 +461,7 @@ static void folded_line(struct text *t, struct symbols *s,
 			text_printf(t, ";");
 	}
 	folded_lock(t, r);
-	text_printf(t, " %" PRIu64 "\n", sv->wait_ns);
+	text_printf(t, " %" PRIu64 "\n", sv->w.wait_ns);
 }
 
 /* The folded stacks of the rows, a line per (row, stack) with a wait. */
@@ -495,7 +473,7 @@ static char *folded_text(const struct app *a, struct source *src)
 		const struct line_drill *l = &src->drill.line[i];
 
 		for (size_t j = 0; j < l->n_stacks; j++)
-			if (l->stacks[j].wait_ns > 0)
+			if (l->stacks[j].w.wait_ns > 0)
 				folded_line(&t, a->symbols, source_row(src, i),
 					    &l->stacks[j]);
 	}

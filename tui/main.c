@@ -24,6 +24,7 @@
 #include "format.h"
 #include "live.h"
 #include "ns.h"
+#include "site.h"
 #include "theme.h"
 #include "xalloc.h"
 
@@ -284,7 +285,7 @@ static void attach(struct app *a, bool live, char *log, size_t size)
 /* The query's call-site label, for sorting and filtering. */
 static const char *query_site_label(void *app, uint64_t site)
 {
-	return format_site_label(((struct app *)app)->symbols, site);
+	return site_label(((struct app *)app)->symbols, site);
 }
 
 static bool query_is_wrapper(void *app, uint64_t address)

@@ -100,7 +100,7 @@ int model_define_row(struct model *m, const struct proto_row *r)
 /* Whether a delta carries waits: a wait time or a histogram count. */
 static bool delta_waited(const struct proto_delta *d)
 {
-	return d->c.wait_ns != 0 ||
+	return d->c.calls.wait_ns != 0 ||
 	       (!d->hist_empty && lock_counts_hist_any(&d->c));
 }
 
@@ -148,20 +148,19 @@ void model_apply_delta(struct model *m, const struct proto_delta *d)
 		return;
 	}
 	if (d->hist_empty) {
-		lock_counts_add_calls(&row->since, &d->c);
-		lock_counts_add_calls(&m->since, &d->c);
+		lock_calls_add(&row->since.calls, &d->c.calls);
+		lock_calls_add(&m->since.calls, &d->c.calls);
 	} else {
 		lock_counts_add(&row->since, &d->c);
 		lock_counts_add(&m->since, &d->c);
 	}
 	if (row->type == LOCK_CONDVAR)
-		m->since_cond_wait += d->c.wait_ns;
+		m->since_cond_wait += d->c.calls.wait_ns;
 	if (delta_waited(d))
 		row_waits_make(m, row);
 	if (d->max_wait_ns > row->max_wait_ns)
 		row->max_wait_ns = d->max_wait_ns;
-	row->pending_acq += d->c.acquisitions;
-	row->pending_wait += d->c.wait_ns;
+	interval_add(&row->iv, d->c.calls.acquisitions, d->c.calls.wait_ns);
 	row_activate(m, d->row);
 }
 
@@ -270,11 +269,8 @@ void model_apply_stack_delta(struct model *m, const struct proto_stack_delta *d)
 	if (e == NULL)
 		return;
 	row_activate(m, d->row);
-	e->count += d->count;
-	e->timeouts += d->timeouts;
-	e->wait += d->wait_ns;
-	e->pending_count += d->count;
-	e->pending_wait += d->wait_ns;
+	wait_counts_add(&e->w, &d->w);
+	interval_add(&e->iv, d->w.count, d->w.wait_ns);
 }
 
 /* ---- Intervals and reset ---- */
@@ -291,14 +287,10 @@ static void trend_catch_up(struct row_waits *w, uint64_t t)
 /* Whether every interval a row keeps, the current one too, is empty. */
 static bool row_quiet(const struct row *row)
 {
-	if (row->pending_acq | row->pending_wait | row->last_acq |
-	    row->last_wait | row->prev_acq | row->prev_wait)
+	if (!interval_quiet(&row->iv))
 		return false;
 	for (uint32_t i = 0; i < row->n_se; i++) {
-		const struct stack_entry *e = &row->se[i];
-
-		if (e->pending_count | e->pending_wait | e->last_count |
-		    e->last_wait | e->prev_count | e->prev_wait)
+		if (!interval_quiet(&row->se[i].iv))
 			return false;
 	}
 	return true;
@@ -307,33 +299,20 @@ static bool row_quiet(const struct row *row)
 /* Close the interval of one row at tick t (m->ticks). */
 static void model_tick_row(struct model *m, struct row *row, uint64_t t)
 {
-	row->prev_acq = row->last_acq;
-	row->prev_wait = row->last_wait;
-	row->last_acq = row->pending_acq;
-	row->last_wait = row->pending_wait;
+	interval_tick(&row->iv);
 	if (row->waits) {
 		struct row_waits *w = &m->waits[row->waits - 1];
 
 		trend_catch_up(w, t);
-		w->trend[t % TREND_LEN] = row->pending_wait;
+		w->trend[t % TREND_LEN] = row->iv.last.wait_ns;
 		w->upto = t + 1;
 	}
-	row->pending_acq = 0;
-	row->pending_wait = 0;
-	m->last_acq += row->last_acq;
-	m->last_wait += row->last_wait;
+	m->all.last.acq += row->iv.last.acq;
+	m->all.last.wait_ns += row->iv.last.wait_ns;
 	if (row->type == LOCK_CONDVAR)
-		m->last_cond_wait += row->last_wait;
-	for (uint32_t i = 0; i < row->n_se; i++) {
-		struct stack_entry *e = &row->se[i];
-
-		e->prev_count = e->last_count;
-		e->prev_wait = e->last_wait;
-		e->last_count = e->pending_count;
-		e->last_wait = e->pending_wait;
-		e->pending_count = 0;
-		e->pending_wait = 0;
-	}
+		m->cond.last.wait_ns += row->iv.last.wait_ns;
+	for (uint32_t i = 0; i < row->n_se; i++)
+		interval_tick(&row->se[i].iv);
 }
 
 /*
@@ -359,18 +338,14 @@ static void model_tick_rows(struct model *m)
 void model_tick(struct model *m, const struct proto_tick *t)
 {
 	m->prev_interval_s = m->interval_s;
-	m->prev_acq = m->last_acq;
-	m->prev_wait = m->last_wait;
-	m->prev_cond_wait = m->last_cond_wait;
+	interval_tick(&m->all);		/* the rows' ticks fill in the last */
+	interval_tick(&m->cond);
 	m->interval_s = 0;
 	if (m->have_tick && t->monotonic_ns > m->last_tick_ns)
 		m->interval_s =
 			(double)(t->monotonic_ns - m->last_tick_ns) / 1e9;
 	m->have_tick = true;
 	m->last_tick_ns = t->monotonic_ns;
-	m->last_acq = 0;
-	m->last_wait = 0;
-	m->last_cond_wait = 0;
 	model_tick_rows(m);
 	m->threads_seen = t->threads_seen;
 	m->threads_live = t->threads_live;
@@ -385,8 +360,7 @@ void model_tick(struct model *m, const struct proto_tick *t)
 static void fold_row(struct model *m, struct row *row, size_t last,
 		     size_t before)
 {
-	row->last_acq += row->prev_acq;
-	row->last_wait += row->prev_wait;
+	interval_fold(&row->iv);
 	if (row->waits) {
 		struct row_waits *w = &m->waits[row->waits - 1];
 
@@ -394,10 +368,8 @@ static void fold_row(struct model *m, struct row *row, size_t last,
 		w->trend[before] += w->trend[last];
 		w->trend[last] = 0;
 	}
-	for (uint32_t i = 0; i < row->n_se; i++) {
-		row->se[i].last_count += row->se[i].prev_count;
-		row->se[i].last_wait += row->se[i].prev_wait;
-	}
+	for (uint32_t i = 0; i < row->n_se; i++)
+		interval_fold(&row->se[i].iv);
 }
 
 /*
@@ -415,9 +387,8 @@ void model_fold_last_interval(struct model *m)
 	}
 	m->structure++;
 	m->interval_s += m->prev_interval_s;
-	m->last_acq += m->prev_acq;
-	m->last_wait += m->prev_wait;
-	m->last_cond_wait += m->prev_cond_wait;
+	interval_fold(&m->all);
+	interval_fold(&m->cond);
 	m->ticks--;
 }
 
@@ -436,11 +407,8 @@ void model_reset(struct model *m)
 
 		memset(&row->since, 0, sizeof row->since);
 		row->max_wait_ns = 0;
-		for (uint32_t j = 0; j < row->n_se; j++) {
-			row->se[j].count = 0;
-			row->se[j].timeouts = 0;
-			row->se[j].wait = 0;
-		}
+		for (uint32_t j = 0; j < row->n_se; j++)
+			memset(&row->se[j].w, 0, sizeof row->se[j].w);
 	}
 	memset(&m->since, 0, sizeof m->since);
 	m->since_cond_wait = 0;
@@ -466,12 +434,13 @@ void model_stats(const struct model *m, struct model_stats *s)
 	s->unknown_rows = m->unknown_rows;
 	s->raw_futex_threads = m->raw_futex_threads;
 	s->interval_s = m->interval_s;
-	s->wait_per_s = model_rate(m, m->last_wait);
-	s->acq_per_s = model_rate(m, m->last_acq);
-	s->cond_wait_per_s = model_rate(m, m->last_cond_wait);
-	s->lock_wait_per_s = model_rate(m, m->last_wait - m->last_cond_wait);
+	s->wait_per_s = model_rate(m, m->all.last.wait_ns);
+	s->acq_per_s = model_rate(m, m->all.last.acq);
+	s->cond_wait_per_s = model_rate(m, m->cond.last.wait_ns);
+	s->lock_wait_per_s = model_rate(m, m->all.last.wait_ns -
+					   m->cond.last.wait_ns);
 	s->cond_wait_ns = m->since_cond_wait;
-	s->lock_wait_ns = m->since.wait_ns - m->since_cond_wait;
+	s->lock_wait_ns = m->since.calls.wait_ns - m->since_cond_wait;
 }
 
 void model_note_raw_futex(struct model *m, uint32_t threads)

@@ -48,7 +48,7 @@ struct model_stats {
 	double wait_per_s;	/* all rows, last interval */
 	double acq_per_s;
 	/*
-	 * wait_per_s and total.wait_ns split: the waits of locks (mutexes,
+	 * wait_per_s and total.calls.wait_ns split: the waits of locks (mutexes,
 	 * rwlocks, spinlocks, futexes) and those on condition variables,
 	 * mostly threads waiting for work, not for a lock.
 	 */
@@ -68,12 +68,12 @@ typedef const char *(*site_label_fn)(void *ctx, uint64_t site);
 /* Whether a return address lies in a lock wrapper function. */
 typedef bool (*is_wrapper_fn)(void *ctx, uint64_t address);
 
-/* A column of the table (format.h): what it sorts by. */
-struct column;
+/* A field of the table's rows (field.h): what it sorts by. */
+struct field;
 
 struct model_query {
 	enum coalesce coalesce;
-	const struct column *sort;
+	const struct field *sort;
 	bool ascending;		/* low to high (site: A to Z); else high to low */
 	/*
 	 * Idle waits (condvar, futex-wake: lockset.h) sort after the locks,
@@ -119,17 +119,13 @@ struct stack_view {
 	uint8_t depth;
 	const uint64_t *frames;	/* innermost first; NULL for PROTO_NO_STACK;
 				   valid until the model next changes */
-	uint64_t count;		/* contended acquisitions through this stack */
-	uint64_t timeouts;	/* waits through it that timed out */
-	uint64_t wait_ns;	/* the time of both */
+	struct wait_counts w;	/* the waits through this stack */
 };
 
 /* One thread's share of a row's contended waits, since reset. */
 struct thread_view {
 	uint32_t tid;
-	uint64_t count;		/* its waits that got the lock */
-	uint64_t timeouts;	/* its waits that timed out */
-	uint64_t wait_ns;	/* of both */
+	struct wait_counts w;	/* its waits */
 };
 
 struct model;

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "format.h"
+#include "field.h"
 #include "model_impl.h"
 #include "xalloc.h"
 

@@ -10,9 +10,7 @@
 /* Since-reset waits under one stack or thread id. */
 struct part {
 	uint32_t id;
-	uint64_t count;
-	uint64_t timeouts;
-	uint64_t wait;
+	struct wait_counts w;
 };
 
 /* Whether the key (site, object, type) is grouped into line r. */
@@ -32,7 +30,7 @@ static void parts_push(struct part **p, size_t *n, size_t *cap, uint32_t id,
 		       const struct stack_entry *e)
 {
 	*p = xgrow(*p, cap, *n + 1, 16, sizeof **p);
-	(*p)[(*n)++] = (struct part){ id, e->count, e->timeouts, e->wait };
+	(*p)[(*n)++] = (struct part){ id, e->w };
 }
 
 /*
@@ -86,16 +84,16 @@ static int cmp_part_weight(const void *pa, const void *pb)
 	const struct part *a = pa, *b = pb;
 	int r;
 
-	if ((r = -cmp_u64(a->wait, b->wait)) != 0)
+	if ((r = -cmp_u64(a->w.wait_ns, b->w.wait_ns)) != 0)
 		return r;
-	if ((r = -cmp_u64(a->count, b->count)) != 0)
+	if ((r = -cmp_u64(a->w.count, b->w.count)) != 0)
 		return r;
 	return cmp_u64(a->id, b->id);
 }
 
 static bool part_any(const struct part *p)
 {
-	return p->count != 0 || p->timeouts != 0 || p->wait != 0;
+	return !wait_counts_empty(&p->w);
 }
 
 /* Sum the parts of each id, drop empty sums, order heaviest first. */
@@ -108,9 +106,7 @@ static size_t parts_merge(struct part *p, size_t n)
 	qsort(p, n, sizeof *p, cmp_part_id);
 	for (size_t i = 1; i < n; i++) {
 		if (p[i].id == p[out].id) {
-			p[out].count += p[i].count;
-			p[out].timeouts += p[i].timeouts;
-			p[out].wait += p[i].wait;
+			wait_counts_add(&p[out].w, &p[i].w);
 		} else {
 			out += part_any(&p[out]);
 			p[out] = p[i];
@@ -136,9 +132,7 @@ size_t model_row_stacks(const struct model *m, const struct model_query *q,
 			.stack = p[i].id,
 			.depth = s ? s->depth : 0,
 			.frames = s ? s->frames : NULL,
-			.count = p[i].count,
-			.timeouts = p[i].timeouts,
-			.wait_ns = p[i].wait,
+			.w = p[i].w,
 		};
 	}
 	free(p);
@@ -154,8 +148,7 @@ size_t model_row_threads(const struct model *m, const struct model_query *q,
 	n = parts_merge(p, n);
 	*out = n ? xreallocarray(NULL, n, sizeof **out) : NULL;
 	for (size_t i = 0; i < n; i++)
-		(*out)[i] = (struct thread_view){ p[i].id, p[i].count,
-						  p[i].timeouts, p[i].wait };
+		(*out)[i] = (struct thread_view){ p[i].id, p[i].w };
 	free(p);
 	return n;
 }
@@ -238,9 +231,7 @@ struct key_part {
 	uint32_t key;
 	uint32_t stack;
 	uint32_t tid;
-	uint64_t count;
-	uint64_t timeouts;
-	uint64_t wait;
+	struct wait_counts w;
 };
 
 /* A growing list of key parts. */
@@ -253,8 +244,7 @@ static void key_parts_push(struct key_parts *kp, uint32_t key,
 			   const struct stack_entry *e)
 {
 	kp->p = xgrow(kp->p, &kp->cap, kp->n + 1, 256, sizeof *kp->p);
-	kp->p[kp->n++] = (struct key_part){ key, e->stack, e->tid, e->count,
-					    e->timeouts, e->wait };
+	kp->p[kp->n++] = (struct key_part){ key, e->stack, e->tid, e->w };
 }
 
 /* Every entry's waits with the line key they count for, as line_parts(). */
@@ -318,7 +308,7 @@ static size_t drill_merge(const struct key_part *p, size_t n, bool by_thread,
 {
 	for (size_t i = 0; i < n; i++)
 		tmp[i] = (struct part){ by_thread ? p[i].tid : p[i].stack,
-					p[i].count, p[i].timeouts, p[i].wait };
+					p[i].w };
 	return parts_merge(tmp, n);
 }
 
@@ -338,9 +328,7 @@ static void drill_key(const struct model *m, const struct key_part *p,
 			.stack = tmp[i].id,
 			.depth = s ? s->depth : 0,
 			.frames = s ? s->frames : NULL,
-			.count = tmp[i].count,
-			.timeouts = tmp[i].timeouts,
-			.wait_ns = tmp[i].wait,
+			.w = tmp[i].w,
 		};
 	}
 	k = drill_merge(p, n, true, tmp);
@@ -348,9 +336,7 @@ static void drill_key(const struct model *m, const struct key_part *p,
 	out->n_threads = k;
 	for (size_t i = 0; i < k; i++)
 		d->threads[(*nt)++] = (struct thread_view){ tmp[i].id,
-							    tmp[i].count,
-							    tmp[i].timeouts,
-							    tmp[i].wait };
+							    tmp[i].w };
 }
 
 void drill_keys(const struct model *m, const struct model_query *q,

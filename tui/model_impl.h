@@ -26,22 +26,58 @@
 #define NO_ROW UINT32_MAX
 #define EMPTY_SLOT UINT32_MAX
 
+/* What an interval counts: acquisitions and wait time. */
+struct interval_counts {
+	uint64_t acq;
+	uint64_t wait_ns;
+};
+
 /*
- * Waits of one row through one stack in one thread: count ended with the
- * lock, timeouts without it, wait is the time of both.
+ * Counts per interval: the one open since the last tick, the last closed
+ * one (what the rates show) and the one before it (what a fold joins).
  */
+struct interval {
+	struct interval_counts pending;
+	struct interval_counts last;
+	struct interval_counts prev;
+};
+
+/* Count acq acquisitions and wait_ns of waiting in the open interval. */
+static inline void interval_add(struct interval *iv, uint64_t acq,
+				uint64_t wait_ns)
+{
+	iv->pending.acq += acq;
+	iv->pending.wait_ns += wait_ns;
+}
+
+/* Close the open interval: it becomes the last, the last the one before. */
+static inline void interval_tick(struct interval *iv)
+{
+	iv->prev = iv->last;
+	iv->last = iv->pending;
+	iv->pending = (struct interval_counts){ 0, 0 };
+}
+
+/* Join the last interval to the one before it. */
+static inline void interval_fold(struct interval *iv)
+{
+	iv->last.acq += iv->prev.acq;
+	iv->last.wait_ns += iv->prev.wait_ns;
+}
+
+/* Whether the three intervals counted nothing. */
+static inline bool interval_quiet(const struct interval *iv)
+{
+	return (iv->pending.acq | iv->pending.wait_ns | iv->last.acq |
+		iv->last.wait_ns | iv->prev.acq | iv->prev.wait_ns) == 0;
+}
+
+/* Waits of one row through one stack in one thread. */
 struct stack_entry {
 	uint32_t stack;		/* or PROTO_NO_STACK */
 	uint32_t tid;
-	uint64_t count;		/* since reset */
-	uint64_t timeouts;
-	uint64_t wait;
-	uint64_t pending_count;	/* since the last tick */
-	uint64_t pending_wait;
-	uint64_t last_count;	/* the last closed interval */
-	uint64_t last_wait;
-	uint64_t prev_count;	/* the interval before it */
-	uint64_t prev_wait;
+	struct wait_counts w;	/* since reset */
+	struct interval iv;	/* acq: the waits that got the lock */
 };
 
 /*
@@ -61,12 +97,7 @@ struct row {
 	uint64_t via;		/* through lock wrappers: the call site in the
 				   innermost one, where it shows while they are
 				   shown; else 0 */
-	uint64_t pending_acq;	/* since the last tick */
-	uint64_t pending_wait;
-	uint64_t last_acq;	/* the last closed interval */
-	uint64_t last_wait;
-	uint64_t prev_acq;	/* the interval before it */
-	uint64_t prev_wait;
+	struct interval iv;
 	uint64_t max_wait_ns;	/* since reset */
 	struct stack_entry *se;	/* in order of arrival */
 	uint32_t n_se;
@@ -122,7 +153,7 @@ struct model {
 	size_t n_waits;
 	size_t waits_cap;
 	struct lock_counts since; /* all rows, since reset */
-	uint64_t since_cond_wait; /* condvar rows' part of since.wait_ns */
+	uint64_t since_cond_wait; /* condvar rows' part of since.calls.wait_ns */
 	struct entry_slot *etab; /* open addressing, by (row, stack, tid) */
 	size_t etab_cap;	/* a power of two, at least twice n_entries */
 	size_t n_entries;
@@ -131,12 +162,8 @@ struct model {
 	uint64_t last_tick_ns;
 	double interval_s;	/* 0 until two ticks have been seen */
 	double prev_interval_s;	/* the interval before the last */
-	uint64_t last_acq;	/* all rows, last interval */
-	uint64_t last_wait;
-	uint64_t prev_acq;
-	uint64_t prev_wait;
-	uint64_t last_cond_wait; /* condvar rows' part of last_wait */
-	uint64_t prev_cond_wait;
+	struct interval all;	/* all rows; only last and prev are kept */
+	struct interval cond;	/* the condvar rows' part of all */
 	uint32_t threads_seen;
 	uint32_t threads_live;
 	uint64_t dropped;
@@ -151,11 +178,7 @@ struct model {
 struct line {
 	uint64_t site;		/* 0 when the line spans several sites */
 	uint64_t object;	/* 0 when it spans several objects */
-	uint64_t acq;		/* since reset */
-	uint64_t contended;
-	uint64_t timeouts;
-	uint64_t wait;
-	uint64_t failed;
+	struct lock_calls c;	/* since reset */
 	uint64_t max_wait;
 	double wait_per_s;	/* last interval */
 	double acq_per_s;

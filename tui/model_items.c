@@ -18,12 +18,8 @@ void item_of_row(const struct model *m, const struct model_query *q,
 
 	it->site = row_site(q, r);
 	it->object = r->object;
-	it->acq = r->since.acquisitions;
-	it->contended = r->since.contended;
-	it->timeouts = r->since.timeouts;
-	it->wait = r->since.wait_ns;
-	it->last_acq = r->last_acq;
-	it->last_wait = r->last_wait;
+	it->c = r->since.calls;
+	it->last = r->iv.last;
 	it->max_wait = r->max_wait_ns;
 	it->row = it->row_id = id;
 	it->type = r->type;
@@ -33,12 +29,11 @@ void item_of_row(const struct model *m, const struct model_query *q,
 /* Add the waits of an entry to an item: contended acquisitions, timeouts. */
 static void item_add_entry(struct item *it, const struct stack_entry *e)
 {
-	it->acq += e->count;
-	it->contended += e->count;
-	it->timeouts += e->timeouts;
-	it->wait += e->wait;
-	it->last_acq += e->last_count;
-	it->last_wait += e->last_wait;
+	struct lock_calls calls = wait_counts_calls(&e->w);
+
+	lock_calls_add(&it->c, &calls);
+	it->last.acq += e->iv.last.acq;
+	it->last.wait_ns += e->iv.last.wait_ns;
 }
 
 /*
@@ -54,14 +49,11 @@ static void item_remainder(const struct model *m, const struct row *r,
 		if (model_stack(m, r->se[i].stack) != NULL)
 			item_add_entry(&moved, &r->se[i]);
 	}
-	it->acq = lock_counts_sub_sat(it->acq, moved.acq);
-	it->contended = lock_counts_sub_sat(it->contended, moved.contended);
-	it->timeouts = lock_counts_sub_sat(it->timeouts, moved.timeouts);
-	it->wait = lock_counts_sub_sat(it->wait, moved.wait);
-	it->last_acq = lock_counts_sub_sat(it->last_acq, moved.last_acq);
-	it->last_wait = lock_counts_sub_sat(it->last_wait, moved.last_wait);
-	it->keep = it->acq != 0 || it->contended != 0 || it->wait != 0 ||
-		   r->since.failed != 0;
+	lock_calls_sub(&it->c, &moved.c);
+	it->last.acq = lock_counts_sub_sat(it->last.acq, moved.last.acq);
+	it->last.wait_ns = lock_counts_sub_sat(it->last.wait_ns,
+					       moved.last.wait_ns);
+	it->keep = !lock_calls_empty(&it->c);
 }
 
 /* Which wrapper row adds to a caller item now, and how much it added. */
@@ -92,21 +84,15 @@ struct expand {
 /* Make room for n more items. */
 static void expand_room(struct expand *x, size_t n)
 {
-	if (x->n + n <= x->cap)
-		return;
-	x->cap = x->n + n > 2 * x->cap ? x->n + n : 2 * x->cap;
-	x->items = xreallocarray(x->items, x->cap, sizeof *x->items);
+	x->items = xgrow(x->items, &x->cap, x->n + n, 64, sizeof *x->items);
 }
 
 /* Note wrapper row id: its stacks are attributed after every row's item. */
 static void expand_wrapper(struct expand *x, const struct model *m,
 			   uint32_t id)
 {
-	if (x->n_wrappers == x->wrappers_cap) {
-		x->wrappers_cap = x->wrappers_cap ? 2 * x->wrappers_cap : 64;
-		x->wrappers = xreallocarray(x->wrappers, x->wrappers_cap,
-					    sizeof *x->wrappers);
-	}
+	x->wrappers = xgrow(x->wrappers, &x->wrappers_cap, x->n_wrappers + 1,
+			    64, sizeof *x->wrappers);
 	x->wrappers[x->n_wrappers++] = id;
 	x->n_entries += m->rows[id].n_se;
 	item_remainder(m, &m->rows[id], &x->items[x->n]);
@@ -209,13 +195,13 @@ static void expand_entry(struct expand *x, uint32_t id,
 	it->keep = true;
 	item_add_entry(it, e);
 	/* The wrapper row's longest wait is the only bound known for these. */
-	if ((e->count || e->timeouts) && r->max_wait_ns > it->max_wait)
+	if ((e->w.count || e->w.timeouts) && r->max_wait_ns > it->max_wait)
 		it->max_wait = r->max_wait_ns;
 	if (c->from != id) {
 		c->from = id;
 		c->from_wait = 0;
 	}
-	c->from_wait += e->wait;
+	c->from_wait += e->w.wait_ns;
 	if (it->row == NO_ROW && c->from_wait > c->best_wait) {
 		c->best_wait = c->from_wait;
 		it->row_id = id;

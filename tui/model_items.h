@@ -14,15 +14,11 @@
 struct item {
 	uint64_t site;
 	uint64_t object;
-	uint64_t acq;		/* since reset */
-	uint64_t contended;
-	uint64_t timeouts;
-	uint64_t wait;
-	uint64_t last_acq;	/* the last interval */
-	uint64_t last_wait;
+	struct lock_calls c;	/* since reset */
+	struct interval_counts last;	/* the last interval */
 	uint64_t max_wait;	/* of every wait it has, since reset */
-	uint32_t row;		/* the row lending failures, histogram, max
-				   and trend; NO_ROW for a caller only */
+	uint32_t row;		/* the row lending histogram, max and trend;
+				   NO_ROW for a caller only */
 	uint32_t row_id;	/* the row named for the line */
 	uint8_t type;
 	bool keep;		/* a wrapper's remainder only when not empty */

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "format.h"
+#include "field.h"
 #include "lockset.h"
 #include "model_impl.h"
 #include "xalloc.h"
@@ -131,7 +131,7 @@ void order_key(const struct model_query *q, const struct view_row *v,
 
 	out->key[WORD_IDLE] = !q->mix_idle && lockset_idle(v->type);
 	out->key[WORD_PRIMARY] = q->ascending ? k : ~k;
-	out->key[WORD_WAIT] = ~v->c.wait_ns;
+	out->key[WORD_WAIT] = ~v->c.calls.wait_ns;
 	out->key[WORD_SITE] = v->site;
 	out->key[WORD_OBJECT] = v->object;
 	out->key[WORD_TYPE_ROW] = (uint64_t)v->type << 32 | v->row_id;
@@ -139,8 +139,8 @@ void order_key(const struct model_query *q, const struct view_row *v,
 }
 
 /*
- * By site, ascending sorts the labels A to Z (the column's first order,
- * format.h) and descending Z to A. Without labels sites sort by address,
+ * By site, ascending sorts the labels A to Z (the field's first order,
+ * field.h) and descending Z to A. Without labels sites sort by address,
  * as their fixed-width hex would.
  */
 void order_sites(const struct model_query *q, struct order *o, size_t n)

@@ -123,19 +123,14 @@ static bool type_shown(const struct model_query *q, unsigned type)
 	return q->types == 0 || (q->types >> type & 1) != 0;
 }
 
-/* Add the counts, rates and max of an item (and its row's failures) to l. */
+/* Add the counts, rates and max of an item to l. */
 static void line_add(const struct model *m, struct line *l,
 		     const struct item *it)
 {
-	l->acq += it->acq;
-	l->contended += it->contended;
-	l->timeouts += it->timeouts;
-	l->wait += it->wait;
+	lock_calls_add(&l->c, &it->c);
 	l->objects_folded |= it->object == 0;
-	if (it->row != NO_ROW)
-		l->failed += m->rows[it->row].since.failed;
-	l->wait_per_s += model_rate(m, it->last_wait);
-	l->acq_per_s += model_rate(m, it->last_acq);
+	l->wait_per_s += model_rate(m, it->last.wait_ns);
+	l->acq_per_s += model_rate(m, it->last.acq);
 	if (it->max_wait > l->max_wait)
 		l->max_wait = it->max_wait;
 }
@@ -178,9 +173,9 @@ static bool line_of(struct view_ctx *vc, uint32_t first, uint32_t n,
 	for (uint32_t i = 0; i < n; i++, prev = it) {
 		it = &vc->items[ids[i]];
 		line_add(vc->m, l, it);
-		if (i == 0 || it->wait > heaviest ||
-		    (it->wait == heaviest && it->row_id < l->row_id)) {
-			heaviest = it->wait;
+		if (i == 0 || it->c.wait_ns > heaviest ||
+		    (it->c.wait_ns == heaviest && it->row_id < l->row_id)) {
+			heaviest = it->c.wait_ns;
 			l->row_id = it->row_id;
 		}
 		if (prev == NULL || member_key(it, c) != member_key(prev, c))
@@ -208,11 +203,7 @@ static void line_numbers(const struct line *l, struct view_row *v)
 	v->n_sites = l->n_sites;
 	v->objects_folded = l->objects_folded;
 	v->row_id = l->row_id;
-	v->c.acquisitions = l->acq;
-	v->c.contended = l->contended;
-	v->c.timeouts = l->timeouts;
-	v->c.wait_ns = l->wait;
-	v->c.failed = l->failed;
+	v->c.calls = l->c;
 	v->max_wait_ns = l->max_wait;
 	v->wait_per_s = l->wait_per_s;
 	v->acq_per_s = l->acq_per_s;

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "../common/types.h"
-#include "format.h"
+#include "column.h"
 #include "lockset.h"
 #include "options.h"
 #include "wrappers.h"
@@ -168,7 +168,7 @@ static void parse_sort(struct options *o, const char *s)
 
 	const char *key = *s == '-' || *s == '+' ? s + 1 : s;
 
-	o->sort = column_by_key(key);
+	o->sort = field_by_key(key);
 	if (o->sort == NULL) {
 		column_keys(keys, sizeof(keys), ", ");
 		usage_error("-o: unknown sort key '%s' (%s)", key, keys);
@@ -254,7 +254,7 @@ void options_parse(struct options *o, int argc, char **argv)
 {
 	int c;
 
-	*o = (struct options){ .delay_s = 1.0, .sort = column_by_key("wait"),
+	*o = (struct options){ .delay_s = 1.0, .sort = field_by_key("wait"),
 			       .types = LOCKSET_ALL,
 			       .coalesce = COALESCE_NONE };
 	opterr = 0;

@@ -12,7 +12,7 @@ struct options {
 	long iterations;	/* 0: until the target exits or the user quits */
 	bool batch;
 	size_t rows;		/* -N: batch tables' first rows; 0 = all */
-	const struct column *sort; /* -o: a column of format.h */
+	const struct field *sort; /* -o: a field of field.h */
 	bool ascending;
 	bool mix_idle;		/* --mix-idle: idle waits among the locks */
 	unsigned types;		/* --type: lock types shown (lockset.h) */

@@ -233,21 +233,31 @@ static void act_back(struct ui *ui)
 	}
 }
 
+/* The index of the column showing field f, 0 when none does. */
+static long column_index(const struct field *f)
+{
+	for (size_t i = 0; i < column_count(); i++) {
+		if (column_at(i)->field == f)
+			return (long)i;
+	}
+	return 0;
+}
+
 /*
  * Sort by the next sort key, step columns along (-1: to the left), in
- * that column's first order.
+ * that field's first order.
  */
 static void move_sort(struct ui *ui, int step)
 {
-	const struct column *c = ui->app->query.sort;
+	long n = (long)column_count(), i = column_index(ui->app->query.sort);
+	const struct field *f;
 
-	long n = (long)column_count;
-
-	do
-		c = &columns[(c - columns + step + n) % n];
-	while (c->key == NULL);
-	ui->app->query.sort = c;
-	ui->app->query.ascending = c->low_first;
+	do {
+		i = (i + step + n) % n;
+		f = column_at((size_t)i)->field;
+	} while (f == NULL || f->key == NULL);
+	ui->app->query.sort = f;
+	ui->app->query.ascending = f->low_first;
 	rebuild(ui);
 }
 

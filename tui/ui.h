@@ -10,7 +10,7 @@
 #include <stddef.h>
 
 #include "app.h"
-#include "format.h"
+#include "column.h"
 #include "model.h"
 #include "tasks.h"
 #include "theme.h"

@@ -7,8 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "format.h"
 #include "line.h"
 #include "lockset.h"
+#include "site.h"
+#include "totals.h"
 #include "view.h"
 
 #define HEADER_LINES 2
@@ -80,7 +83,7 @@ static void draw_totals(struct screen *s, const struct ui *ui)
 {
 	struct line_item items[TOTALS_ITEMS];
 	struct totals_text t;
-	size_t n = format_totals(&t, items, &ui->stats, &ui->app->query,
+	size_t n = totals_items(&t, items, &ui->stats, &ui->app->query,
 				 ui->filter);
 
 	draw_items(s, 1, SLOT_HEADER, items, n, sep());
@@ -91,7 +94,7 @@ static void draw_titles(struct screen *s, const struct ui *ui, int y,
 {
 	screen_fill(s, 0, y, s->w, SLOT_COLUMN, L' ');
 	for (size_t i = 0; i < n; i++) {
-		bool sorted = p[i].col == ui->app->query.sort;
+		bool sorted = p[i].col->field == ui->app->query.sort;
 		enum theme_slot slot = sorted ? SLOT_SORTED : SLOT_COLUMN;
 		int len = (int)strlen(p[i].col->title);
 		int x = p[i].col->left ? p[i].x : p[i].x + p[i].width - len;
@@ -117,7 +120,7 @@ static void draw_row(struct screen *s, const struct ui *ui, int y,
 		     const struct view_row *r, bool selected,
 		     const struct column_place *p, size_t n)
 {
-	struct format_ctx f = { .symbols = ui->app->symbols,
+	struct column_ctx f = { .symbols = ui->app->symbols,
 				.site_style = ui->site_style };
 	enum theme_slot slot = selected ? SLOT_SELECTION : heat(ui, r);
 	char cell[512], fitted[520];
@@ -156,8 +159,8 @@ static void scroll_into_view(struct ui *ui)
 
 static void draw_table(struct screen *s, struct ui *ui)
 {
-	struct column_place p[16];
-	size_t n = format_layout(s->w, true, p);
+	struct column_place p[COLUMNS_MAX];
+	size_t n = column_layout(s->w, true, p);
 	int y0 = HEADER_LINES + 1;
 
 	ui->page = s->h - y0 - 1;
@@ -198,7 +201,7 @@ static double percentile_ns(const struct lock_counts *c, double p)
  * "function+off (file:line) [module]" in width columns, after the
  * inlined functions that make the call when there are some, or how many
  * sites a group has. When it does not fit whole, the module goes and the
- * rest is fitted (format_site_fit()); a function's name shortened there
+ * rest is fitted (site_fit()); a function's name shortened there
  * is returned, whole, to be shown beside; NULL otherwise.
  */
 static const char *detail_site(char *buf, size_t size, const struct ui *ui,
@@ -216,13 +219,13 @@ static const char *detail_site(char *buf, size_t size, const struct ui *ui,
 	symbols_resolve(sym, r->site, 1, &fi);
 	snprintf(module, sizeof(module), " [%s]", fi.module ? fi.module : "??");
 	if (fi.n_inlined)
-		format_site_chain(site, sizeof(site), sym, r->site);
+		site_chain(site, sizeof(site), sym, r->site);
 	else
-		format_site_fit(site, sizeof(site), sym, r->site, true, 0);
+		site_fit(site, sizeof(site), sym, r->site, true, 0);
 	snprintf(buf, size, "%s%s", site, module);
 	if (screen_width(buf) <= width)
 		return NULL;
-	format_site_fit(buf, size, sym, r->site, true, width);
+	site_fit(buf, size, sym, r->site, true, width);
 	name = fi.n_inlined ? fi.function : fi.symbol;
 	return name && !strstr(buf, name) ? name : NULL;
 }
@@ -249,7 +252,7 @@ static int detail_numbers(struct screen *s, const struct ui *ui,
 	const char *full = detail_site(site, sizeof(site), ui, r,
 				       s->w - 1 - (int)strlen(type) - 4);
 
-	format_duration(wait, sizeof(wait), (double)r->c.wait_ns);
+	format_duration(wait, sizeof(wait), (double)r->c.calls.wait_ns);
 	format_duration(rate, sizeof(rate), r->wait_per_s);
 	format_duration(avg, sizeof(avg), row_avg_wait(r));
 	format_duration(max, sizeof(max), row_max_wait(r));
@@ -265,8 +268,8 @@ static int detail_numbers(struct screen *s, const struct ui *ui,
 		screen_printf(s, 1, y++, SLOT_NORMAL, "object       0x%" PRIx64, r->object);
 	screen_printf(s, 1, y++, SLOT_NORMAL, "acquisitions %" PRIu64 "   contended %"
 		      PRIu64 "   timeouts %" PRIu64 " (%.1f%% waited)   failed %"
-		      PRIu64, r->c.acquisitions, r->c.contended, r->c.timeouts,
-		      100.0 * lock_counts_wait_share(&r->c), r->c.failed);
+		      PRIu64, r->c.calls.acquisitions, r->c.calls.contended, r->c.calls.timeouts,
+		      100.0 * lock_counts_wait_share(&r->c), r->c.calls.failed);
 	screen_printf(s, 1, y++, SLOT_NORMAL, "wait         %s total   %s/s now   "
 		      "avg %s   max %s", wait, rate, avg, max);
 	screen_printf(s, 1, y++, SLOT_NORMAL, "contended waits: p50 < %s   p90 < %s"
@@ -323,7 +326,7 @@ static void detail_frame(char *buf, size_t size, struct symbols *sym,
 
 	symbols_resolve(sym, address, 1, &fi);
 	if (fi.n_inlined) {
-		format_site_chain(chain, sizeof(chain), sym, address);
+		site_chain(chain, sizeof(chain), sym, address);
 		snprintf(buf, size, "0x%" PRIx64 " %s [%s]", address, chain,
 			 fi.module ? fi.module : "??");
 		return;
@@ -358,11 +361,11 @@ static int detail_stack(struct screen *s, const struct ui *ui,
 	const struct model_query *q = &ui->app->query;
 	char wait[32], frame[1024];
 
-	format_duration(wait, sizeof(wait), (double)sv->wait_ns);
+	format_duration(wait, sizeof(wait), (double)sv->w.wait_ns);
 	screen_printf(s, 1, y++, SLOT_NORMAL, "stack %zu: wait %s (%.1f%% of the "
 		      "row's stacked wait), count %" PRIu64, number, wait,
-		      total ? 100.0 * (double)sv->wait_ns / (double)total : 0,
-		      sv->count);
+		      total ? 100.0 * (double)sv->w.wait_ns / (double)total : 0,
+		      sv->w.count);
 	if (sv->frames == NULL)
 		screen_puts(s, 3, y++, SLOT_COOL, "?? not unwound: waits recorded "
 			    "without a stack (stacks are sampled)", -1);
@@ -384,7 +387,7 @@ static int detail_stacks(struct screen *s, const struct ui *ui,
 	uint64_t total = 0;
 
 	for (size_t i = 0; i < n; i++)
-		total += sv[i].wait_ns;
+		total += sv[i].w.wait_ns;
 	screen_printf(s, 1, y++, SLOT_COLUMN, "stacks of the contended waits%s",
 		      a->query.skip_wrappers ? " (lock wrappers skipped: w shows them)" : "");
 	if (n == 0)
@@ -437,11 +440,11 @@ static int detail_threads(struct screen *s, struct ui *ui,
 			      width, width > 8 ? "TID (HOST TID)" : "TID",
 			      "NAME", "WAIT", "WAITS");
 	for (size_t i = 0; i < n && i < THREADS_SHOWN; i++) {
-		format_duration(wait, sizeof(wait), (double)tv[i].wait_ns);
+		format_duration(wait, sizeof(wait), (double)tv[i].w.wait_ns);
 		thread_label(tid, sizeof(tid), ui, tv[i].tid, alive);
 		screen_printf(s, 3, y++, SLOT_NORMAL, "%-*s %-16s %9s %10" PRIu64,
 			      width, tid, tasks_name(ui->tasks, tv[i].tid, alive),
-			      wait, lock_waits(tv[i].count, tv[i].timeouts));
+			      wait, lock_waits(tv[i].w.count, tv[i].w.timeouts));
 	}
 	if (n > THREADS_SHOWN)
 		screen_printf(s, 3, y++, SLOT_NORMAL, "... and %zu more threads",
@@ -481,9 +484,9 @@ static int help_page(struct screen *s, struct ui *ui)
 		screen_puts(s, 15, y, SLOT_NORMAL, key_bindings[i].help, -1);
 	}
 	screen_puts(s, 1, ++y, SLOT_COLUMN, "Columns", -1);
-	for (size_t i = 0; i < column_count; i++) {
-		screen_puts(s, 2, ++y, SLOT_SORTED, columns[i].title, 12);
-		screen_puts(s, 15, y, SLOT_NORMAL, columns[i].help, -1);
+	for (size_t i = 0; i < column_count(); i++) {
+		screen_puts(s, 2, ++y, SLOT_SORTED, column_at(i)->title, 12);
+		screen_puts(s, 15, y, SLOT_NORMAL, column_at(i)->help, -1);
 	}
 	screen_puts(s, 1, y + 2, SLOT_NORMAL, "Rows are hot (>= 25% of the wait), "
 		    "warm (>= 5%) or cool. Reset never touches the target.", -1);

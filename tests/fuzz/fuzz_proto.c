@@ -114,10 +114,10 @@ static void on_counts(void *ctx, const struct proto_counts *m)
 
 	mix_u64(t, MSG_COUNTS);
 	mix_u64(t, m->row);
-	mix_u64(t, m->c.acquisitions);
-	mix_u64(t, m->c.contended);
-	mix_u64(t, m->c.wait_ns);
-	mix_u64(t, m->c.failed);
+	mix_u64(t, m->c.calls.acquisitions);
+	mix_u64(t, m->c.calls.contended);
+	mix_u64(t, m->c.calls.wait_ns);
+	mix_u64(t, m->c.calls.failed);
 	mix_u64(t, m->max_wait_ns);
 	for (size_t i = 0; i < HIST_BUCKETS; i++)
 		mix_u64(t, m->c.hist[i]);
@@ -191,8 +191,8 @@ static void on_stack_counts(void *ctx, const struct proto_stack_counts *m)
 
 	mix_u64(t, MSG_STACK_COUNTS);
 	mix_u64(t, m->id);
-	mix_u64(t, m->count);
-	mix_u64(t, m->wait_ns);
+	mix_u64(t, m->w.count);
+	mix_u64(t, m->w.wait_ns);
 }
 
 static const struct proto_visitor visitor = {

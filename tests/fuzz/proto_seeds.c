@@ -83,7 +83,7 @@ static void put_counts(struct wbuf *b)
 	size_t frame = SIZE_MAX;
 
 	for (uint32_t i = 0; i < LOCK_TYPE_COUNT; i++) {
-		struct proto_counts c = { .row = i, .c = {
+		struct proto_counts c = { .row = i, .c.calls = {
 			.acquisitions = 1000 * (i + 1), .contended = 10 * i,
 			.wait_ns = 123456 * i, .failed = i / 2 },
 			.max_wait_ns = 99999 * i };
@@ -99,7 +99,8 @@ static void put_stack_counts(struct wbuf *b)
 {
 	size_t frame = SIZE_MAX;
 	struct proto_stack_row r = { .id = 0, .row = 0, .stack = 0, .tid = 4243 };
-	struct proto_stack_counts c = { .id = 0, .count = 3, .wait_ns = 300000 };
+	struct proto_stack_counts c = { .id = 0,
+		.w = { .count = 3, .wait_ns = 300000 } };
 
 	proto_put_stack_row(b, &r);
 	r.id = 1;
@@ -107,7 +108,7 @@ static void put_stack_counts(struct wbuf *b)
 	proto_put_stack_row(b, &r);
 	proto_put_stack_counts(b, &frame, &c);
 	c.id = 1;
-	c.count = 1;
+	c.w.count = 1;
 	proto_put_stack_counts(b, &frame, &c);
 	proto_close_run(b, &frame);
 }

@@ -295,8 +295,8 @@ static void check_totals(void)
 	      "the last client reads three updates");
 	close(fd);
 	for (uint32_t r = 0; r < s.rows; r++) {
-		got_acq[s.type[r]] += (long)s.counts[r].c.acquisitions;
-		got_failed[s.type[r]] += (long)s.counts[r].c.failed;
+		got_acq[s.type[r]] += (long)s.counts[r].c.calls.acquisitions;
+		got_failed[s.type[r]] += (long)s.counts[r].c.calls.failed;
 	}
 	/* Handlers that interrupted a hook passed through: dropped, counted. */
 	CHECK(got_acq[LOCK_MUTEX] + (long)s.dropped ==

@@ -11,13 +11,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../tui/format.h"
+#include "../../tui/column.h"
 #include "../../tui/model.h"
 #include "check.h"
 
 /* ---- Building a model and viewing it ---- */
 
-/* The sort keys the tests name, and the columns (format.h) sorting by them. */
+/* The sort keys the tests name, and the fields (field.h) sorting by them. */
 enum sort_key {
 	SORT_WAIT, SORT_TOTAL, SORT_AVG, SORT_COUNT, SORT_CONTENDED, SORT_MAX,
 	SORT_SITE, SORT_KEY_COUNT
@@ -27,9 +27,9 @@ static const char *const sort_names[SORT_KEY_COUNT] = {
 	"wait", "total", "avg", "count", "contended", "max", "site",
 };
 
-static inline const struct column *by(enum sort_key k)
+static inline const struct field *by(enum sort_key k)
 {
-	return column_by_key(sort_names[k]);
+	return field_by_key(sort_names[k]);
 }
 
 #define CHECK_DBL(got, want)                                               \
@@ -93,7 +93,7 @@ static inline void def(struct model *m, uint32_t id, enum lock_type type,
 static inline void add(struct model *m, uint32_t id, uint64_t acq,
 		       uint64_t cont, uint64_t wait, uint64_t max)
 {
-	struct proto_delta d = { .row = id, .c = { .acquisitions = acq,
+	struct proto_delta d = { .row = id, .c.calls = { .acquisitions = acq,
 				 .contended = cont, .wait_ns = wait,
 				 .failed = 1 }, .max_wait_ns = max };
 
@@ -143,7 +143,7 @@ static inline void sadd(struct model *m, uint32_t row, uint32_t stack,
 			uint32_t tid, uint64_t count, uint64_t wait)
 {
 	struct proto_stack_delta d = { .row = row, .stack = stack, .tid = tid,
-				       .count = count, .wait_ns = wait };
+				       .w = { .count = count, .wait_ns = wait } };
 
 	model_apply_stack_delta(m, &d);
 }
@@ -184,7 +184,7 @@ static inline void stacks_of(const struct model *m, const struct model_query *q,
 			snprintf(id, sizeof id, "%u", sv[i].stack);
 		snprintf(out + strlen(out), len - strlen(out),
 			 "%s%s:%" PRIu64 ":%" PRIu64, i ? " " : "", id,
-			 sv[i].count, sv[i].wait_ns);
+			 sv[i].w.count, sv[i].w.wait_ns);
 	}
 	CHECK(n != 0 || sv == NULL, "no stacks: expected NULL, got %p",
 	      (void *)sv);
@@ -203,7 +203,7 @@ static inline void threads_of(const struct model *m,
 	for (size_t i = 0; i < n; i++)
 		snprintf(out + strlen(out), len - strlen(out),
 			 "%s%u:%" PRIu64 ":%" PRIu64, i ? " " : "", tv[i].tid,
-			 tv[i].count, tv[i].wait_ns);
+			 tv[i].w.count, tv[i].w.wait_ns);
 	CHECK(n != 0 || tv == NULL, "no threads: expected NULL, got %p",
 	      (void *)tv);
 	free(tv);
@@ -250,9 +250,9 @@ static inline void view_sums(const struct model *m, const struct model_query *q,
 
 	sum[0] = sum[1] = sum[2] = 0;
 	for (size_t i = 0; i < n; i++) {
-		sum[0] += v[i].c.acquisitions;
-		sum[1] += v[i].c.contended;
-		sum[2] += v[i].c.wait_ns;
+		sum[0] += v[i].c.calls.acquisitions;
+		sum[1] += v[i].c.calls.contended;
+		sum[2] += v[i].c.calls.wait_ns;
 	}
 	free(v);
 }
@@ -262,7 +262,7 @@ static inline void view_sums(const struct model *m, const struct model_query *q,
 /* A row's waits that timed out: five 300 ms condvar waits, one that woke. */
 static inline void add_timeouts(struct model *m, uint32_t id)
 {
-	struct proto_delta d = { .row = id, .c = { .acquisitions = 1,
+	struct proto_delta d = { .row = id, .c.calls = { .acquisitions = 1,
 				 .contended = 1, .timeouts = 5, .failed = 5,
 				 .wait_ns = 5 * 300000000ull + 1000000 },
 				 .max_wait_ns = 300000000 };
@@ -279,7 +279,7 @@ static inline void check_avg_within_max(const char *what,
 	for (size_t i = 0; i < n; i++) {
 		double avg = lock_counts_avg_wait_ns(&v[i].c);
 
-		if (v[i].c.wait_ns == 0)
+		if (v[i].c.calls.wait_ns == 0)
 			continue;
 		CHECK(avg > 0 && avg <= (double)v[i].max_wait_ns,
 		      "%s line %zu: expected 0 < avg <= max, got avg %.0f, "

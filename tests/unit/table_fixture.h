@@ -23,10 +23,10 @@ static inline struct obj_slot *fixture_acquire(struct thread_table *t,
 static inline void fixture_waits(struct entry *e, uint64_t contended,
 				 uint64_t timeouts, uint64_t ns)
 {
-	table_add(&e->c.contended, contended);
-	table_add(&e->c.timeouts, timeouts);
-	table_add(&e->c.failed, timeouts);
-	table_add(&e->c.wait_ns, ns);
+	table_add(&e->c.calls.contended, contended);
+	table_add(&e->c.calls.timeouts, timeouts);
+	table_add(&e->c.calls.failed, timeouts);
+	table_add(&e->c.calls.wait_ns, ns);
 	table_add(&e->c.hist[hist_bucket(ns)], contended + timeouts);
 }
 

@@ -113,7 +113,7 @@ static uint64_t wait_on(const void *obj)
 	rows_scan(&rs);
 	for (uint32_t r = 0; r < rs.n; r++) {
 		if (rs.v[r].object == (uintptr_t)obj && rs.v[r].waits)
-			ns += rs.v[r].waits->now.wait_ns;
+			ns += rs.v[r].waits->now.calls.wait_ns;
 	}
 	return ns;
 }
@@ -246,9 +246,9 @@ static struct lock_tally tally_on(const void *obj)
 			continue;
 		c.acquired += w->acq_now;
 		if (w->waits) {
-			c.contended += w->waits->now.contended;
-			c.failed += w->waits->now.failed;
-			c.timeouts += w->waits->now.timeouts;
+			c.contended += w->waits->now.calls.contended;
+			c.failed += w->waits->now.calls.failed;
+			c.timeouts += w->waits->now.calls.timeouts;
 		}
 	}
 	return c;

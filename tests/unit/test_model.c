@@ -17,10 +17,10 @@ static void test_accumulate(void)
 	add(m, 0, 5, 1, 50, 50);
 	n = view(m, COALESCE_NONE, SORT_WAIT, false, NULL, &v);
 	CHECK_U64(n, 1);
-	CHECK_U64(v[0].c.acquisitions, 35);
-	CHECK_U64(v[0].c.contended, 6);
-	CHECK_U64(v[0].c.wait_ns, 350);
-	CHECK_U64(v[0].c.failed, 3);
+	CHECK_U64(v[0].c.calls.acquisitions, 35);
+	CHECK_U64(v[0].c.calls.contended, 6);
+	CHECK_U64(v[0].c.calls.wait_ns, 350);
+	CHECK_U64(v[0].c.calls.failed, 3);
 	CHECK_U64(v[0].c.hist[3], 6);
 	CHECK_U64(v[0].n_objects, 1);
 	CHECK_U64(v[0].n_sites, 1);
@@ -43,11 +43,11 @@ static void test_unknown_row(void)
 	add(m, 0, 4, 0, 40, 10);
 	model_stats(m, &s);
 	CHECK_U64(s.unknown_rows, 2);
-	CHECK_U64(s.total.acquisitions, 4);
-	CHECK_U64(s.total.wait_ns, 40);
+	CHECK_U64(s.total.calls.acquisitions, 4);
+	CHECK_U64(s.total.calls.wait_ns, 40);
 	n = view(m, COALESCE_NONE, SORT_WAIT, false, NULL, &v);
 	CHECK_U64(n, 1);
-	CHECK_U64(v[0].c.acquisitions, 4);
+	CHECK_U64(v[0].c.calls.acquisitions, 4);
 	free(v);
 	model_free(m);
 }
@@ -78,7 +78,7 @@ static void test_redefine_keeps_counts(void)
 	CHECK_U64(v[0].site, 0x200);
 	CHECK_U64(v[0].object, 0xb0);
 	CHECK_U64(v[0].type, LOCK_SPIN);
-	CHECK_U64(v[0].c.acquisitions, 3);
+	CHECK_U64(v[0].c.calls.acquisitions, 3);
 	CHECK_U64(v[0].max_wait_ns, 20);
 	free(v);
 	model_free(m);
@@ -95,7 +95,7 @@ static void test_max_not_additive(void)
 	add(m, 0, 1, 1, 200, 200);
 	view(m, COALESCE_NONE, SORT_WAIT, false, NULL, &v);
 	CHECK_U64(v[0].max_wait_ns, 300);
-	CHECK_U64(v[0].c.wait_ns, 600);
+	CHECK_U64(v[0].c.calls.wait_ns, 600);
 	free(v);
 	model_free(m);
 }
@@ -297,8 +297,8 @@ static void test_reset(void)
 	tick(m, 1000000000);
 	model_reset(m);
 	view(m, COALESCE_NONE, SORT_WAIT, false, NULL, &v);
-	CHECK_U64(v[0].c.acquisitions, 0);
-	CHECK_U64(v[0].c.wait_ns, 0);
+	CHECK_U64(v[0].c.calls.acquisitions, 0);
+	CHECK_U64(v[0].c.calls.wait_ns, 0);
 	CHECK_U64(v[0].c.hist[3], 0);
 	CHECK_U64(v[0].max_wait_ns, 0);
 	CHECK_DBL(v[0].wait_per_s, 1000);	/* rates survive reset */
@@ -309,28 +309,28 @@ static void test_reset(void)
 	def(m, 1, LOCK_MUTEX, 0x200, 0xb0);	/* defined after the reset */
 	add(m, 1, 2, 2, 20, 15);
 	view(m, COALESCE_NONE, SORT_TOTAL, false, NULL, &v);
-	CHECK_U64(v[0].c.acquisitions, 3);
-	CHECK_U64(v[0].c.wait_ns, 90);
+	CHECK_U64(v[0].c.calls.acquisitions, 3);
+	CHECK_U64(v[0].c.calls.wait_ns, 90);
 	CHECK_U64(v[0].c.hist[3], 1);
 	CHECK_U64(v[0].max_wait_ns, 50);
-	CHECK_U64(v[1].c.acquisitions, 2);
+	CHECK_U64(v[1].c.calls.acquisitions, 2);
 	CHECK_U64(v[1].max_wait_ns, 15);
 	free(v);
 	model_stats(m, &s);
-	CHECK_U64(s.total.acquisitions, 5);
-	CHECK_U64(s.total.wait_ns, 110);
+	CHECK_U64(s.total.calls.acquisitions, 5);
+	CHECK_U64(s.total.calls.wait_ns, 110);
 
 	model_reset(m);
 	model_reset(m);			/* twice in a row is still zero */
 	add(m, 0, 1, 1, 7, 7);
 	view(m, COALESCE_NONE, SORT_TOTAL, false, NULL, &v);
-	CHECK_U64(v[0].c.acquisitions, 1);
-	CHECK_U64(v[0].c.wait_ns, 7);
+	CHECK_U64(v[0].c.calls.acquisitions, 1);
+	CHECK_U64(v[0].c.calls.wait_ns, 7);
 	CHECK_U64(v[0].max_wait_ns, 7);
-	CHECK_U64(v[1].c.acquisitions, 0);
+	CHECK_U64(v[1].c.calls.acquisitions, 0);
 	free(v);
 	model_stats(m, &s);
-	CHECK_U64(s.total.acquisitions, 1);
+	CHECK_U64(s.total.calls.acquisitions, 1);
 	model_free(m);
 }
 
@@ -341,11 +341,12 @@ static void test_reset(void)
  */
 static void test_derived_numbers(void)
 {
-	struct lock_counts only_timeouts = { .timeouts = 5, .failed = 5,
-					     .wait_ns = 1500000000 };
-	struct lock_counts none = { .acquisitions = 7 };
-	struct lock_counts mixed = { .acquisitions = 30, .contended = 10,
-				     .timeouts = 10, .wait_ns = 2000 };
+	struct lock_counts only_timeouts = { .calls = { .timeouts = 5,
+					     .failed = 5, .wait_ns = 1500000000 } };
+	struct lock_counts none = { .calls = { .acquisitions = 7 } };
+	struct lock_counts mixed = { .calls = { .acquisitions = 30,
+				     .contended = 10, .timeouts = 10,
+				     .wait_ns = 2000 } };
 
 	CHECK_U64(lock_counts_waits(&only_timeouts), 5);
 	CHECK_DBL(lock_counts_avg_wait_ns(&only_timeouts), 300000000);
@@ -371,19 +372,19 @@ static void test_timeouts_avg_within_max(void)
 	add_timeouts(m, 0);
 	add(m, 1, 100, 10, 50000, 9000);
 	n = view(m, COALESCE_NONE, SORT_TOTAL, false, NULL, &v);
-	CHECK_U64(v[0].c.timeouts, 5);
-	CHECK_U64(v[0].c.failed, 5);
+	CHECK_U64(v[0].c.calls.timeouts, 5);
+	CHECK_U64(v[0].c.calls.failed, 5);
 	CHECK_DBL(lock_counts_avg_wait_ns(&v[0].c), 1501000000.0 / 6);
 	check_avg_within_max("none", v, n);
 	free(v);
 	n = view(m, COALESCE_SITE, SORT_TOTAL, false, NULL, &v);
-	CHECK_U64(v[0].c.timeouts, 5);
+	CHECK_U64(v[0].c.calls.timeouts, 5);
 	check_avg_within_max("site", v, n);
 	free(v);
 	model_reset(m);
 	add_timeouts(m, 0);
 	n = view(m, COALESCE_NONE, SORT_TOTAL, false, NULL, &v);
-	CHECK_U64(v[0].c.timeouts, 5);
+	CHECK_U64(v[0].c.calls.timeouts, 5);
 	check_avg_within_max("after reset", v, n);
 	free(v);
 	model_free(m);
@@ -399,9 +400,10 @@ static void test_timeouts_avg_within_max(void)
  */
 static void test_avg_never_above_max(void)
 {
-	const struct column *avg = column_by_key("avg"), *max = column_by_key("max");
+	const struct column *avg = column_of(field_by_key("avg"));
+	const struct column *max = column_of(field_by_key("max"));
 	struct model *m = model_new();
-	struct format_ctx f = { 0 };
+	struct column_ctx f = { 0 };
 	char avg_cell[32], max_cell[32];
 	struct view_row *v;
 	size_t n;
@@ -410,9 +412,9 @@ static void test_avg_never_above_max(void)
 	add(m, 0, 10, 1, 62200, 62200);
 	add(m, 0, 10, 1, 232000, 0);		/* its maximum comes later */
 	n = view(m, COALESCE_NONE, SORT_MAX, false, NULL, &v);
-	CHECK(n == 1 && avg->value(&v[0]) <= max->value(&v[0]),
+	CHECK(n == 1 && avg->field->value(&v[0]) <= max->field->value(&v[0]),
 	      "a wait before its maximum: expected AVG <= MAX, got %.0f and %.0f ns",
-	      n ? avg->value(&v[0]) : 0, n ? max->value(&v[0]) : 0);
+	      n ? avg->field->value(&v[0]) : 0, n ? max->field->value(&v[0]) : 0);
 	avg->cell(avg, &v[0], &f, avg_cell, sizeof(avg_cell));
 	max->cell(max, &v[0], &f, max_cell, sizeof(max_cell));
 	CHECK(strcmp(avg_cell, "147us") == 0 && strcmp(max_cell, "147us") == 0,
@@ -421,9 +423,9 @@ static void test_avg_never_above_max(void)
 	free(v);
 	add(m, 0, 0, 0, 0, 232000);		/* the maximum arrives */
 	n = view(m, COALESCE_SITE, SORT_MAX, false, NULL, &v);
-	CHECK(n == 1 && max->value(&v[0]) == 232000,
+	CHECK(n == 1 && max->field->value(&v[0]) == 232000,
 	      "the maximum that came: expected 232000 ns, got %.0f",
-	      n ? max->value(&v[0]) : 0);
+	      n ? max->field->value(&v[0]) : 0);
 	free(v);
 	model_free(m);
 }
@@ -469,9 +471,10 @@ static void test_fold_last_interval(void)
 	struct model *m = model_new();
 	struct proto_row r = { .id = 0, .type = LOCK_MUTEX, .site = 0x10, .object = 0x20 };
 	struct proto_stack_delta sd = { .row = 0, .stack = PROTO_NO_STACK, .tid = 1,
-					.count = 1, .wait_ns = 300000000 };
+					.w = { .count = 1,
+					       .wait_ns = 300000000 } };
 	struct model_query q = { .sort = by(SORT_WAIT) };
-	struct proto_delta d = { .row = 0, .c = { .acquisitions = 10,
+	struct proto_delta d = { .row = 0, .c.calls = { .acquisitions = 10,
 						  .wait_ns = 100000000 } };
 	struct proto_tick t = { .monotonic_ns = 1000000000 };
 	struct model_stats st;
@@ -481,8 +484,8 @@ static void test_fold_last_interval(void)
 	model_set_origin(m, 0);
 	model_apply_delta(m, &d);
 	model_tick(m, &t);			/* 1 s: 100 ms waited */
-	d.c.acquisitions = 1;
-	d.c.wait_ns = 300000000;			/* a 300 ms wait ends in the flush */
+	d.c.calls.acquisitions = 1;
+	d.c.calls.wait_ns = 300000000;			/* a 300 ms wait ends in the flush */
 	model_apply_delta(m, &d);
 	model_apply_stack_delta(m, &sd);
 	t.monotonic_ns = 1005000000;
@@ -519,17 +522,17 @@ static void test_stats_sum_rows(void)
 		n = model_view(m, &q, &v);
 		memset(&sum, 0, sizeof sum);
 		for (size_t i = 0; i < n; i++) {
-			sum.acquisitions += v[i].c.acquisitions;
-			sum.contended += v[i].c.contended;
-			sum.wait_ns += v[i].c.wait_ns;
-			sum.failed += v[i].c.failed;
+			sum.calls.acquisitions += v[i].c.calls.acquisitions;
+			sum.calls.contended += v[i].c.calls.contended;
+			sum.calls.wait_ns += v[i].c.calls.wait_ns;
+			sum.calls.failed += v[i].c.calls.failed;
 			for (int b = 0; b < HIST_BUCKETS; b++)
 				sum.hist[b] += v[i].c.hist[b];
 		}
 		free(v);
 		model_stats(m, &s);
 		bad += memcmp(&sum, &s.total, sizeof sum) != 0;
-		CHECK(s.total.acquisitions > 0 || round == 1,
+		CHECK(s.total.calls.acquisitions > 0 || round == 1,
 		      "stats: expected acquisitions before the reset");
 		model_reset(m);
 		add(m, 7, 3, 2, 90, 40);

@@ -46,7 +46,7 @@ static void test_stack_defined_late(void)
 	CHECK_U64(sv[0].depth, 0);
 	CHECK(sv[0].frames == NULL, "undefined stack: expected no frames, "
 	      "got %p", (const void *)sv[0].frames);
-	CHECK_U64(sv[0].count, 2);
+	CHECK_U64(sv[0].w.count, 2);
 	free(sv);
 	sdef(m, 5, 3, (uint64_t[]){ 0x100, 0x200, 0x300 });
 	CHECK_U64(model_row_stacks(m, &q, &v[0], &sv), 1);
@@ -54,7 +54,7 @@ static void test_stack_defined_late(void)
 	CHECK(sv[0].frames != NULL && sv[0].frames[2] == 0x300,
 	      "defined late, frame 2: expected 0x300, got %#" PRIx64,
 	      sv[0].frames ? sv[0].frames[2] : 0);
-	CHECK_U64(sv[0].wait_ns, 20);
+	CHECK_U64(sv[0].w.wait_ns, 20);
 	free(sv);
 	free(v);
 	model_free(m);
@@ -233,11 +233,11 @@ static void test_stack_many(void)
 		tick(m, (uint64_t)(round + 1) * 1000000000);
 	}
 	model_stats(m, &s);
-	CHECK_U64(s.total.acquisitions, 200000);
+	CHECK_U64(s.total.calls.acquisitions, 200000);
 	view_sums(m, &q, sum);
-	CHECK_U64(sum[0], s.total.acquisitions);
-	CHECK_U64(sum[1], s.total.contended);
-	CHECK_U64(sum[2], s.total.wait_ns);
+	CHECK_U64(sum[0], s.total.calls.acquisitions);
+	CHECK_U64(sum[1], s.total.calls.contended);
+	CHECK_U64(sum[2], s.total.calls.wait_ns);
 	n = model_view(m, &q, &v);
 	for (size_t i = 0; i < n && i < 20; i++) {
 		struct stack_view *sv;
@@ -245,15 +245,15 @@ static void test_stack_many(void)
 		uint64_t cont = 0;
 
 		for (size_t j = 0; j < k; j++)
-			cont += sv[j].count;
-		bad += cont != v[i].c.contended;
+			cont += sv[j].w.count;
+		bad += cont != v[i].c.calls.contended;
 		free(sv);
 	}
 	CHECK_U64(bad, 0);
 	free(v);
 	q.coalesce = COALESCE_SITE;
 	view_sums(m, &q, sum);
-	CHECK_U64(sum[2], s.total.wait_ns);
+	CHECK_U64(sum[2], s.total.calls.wait_ns);
 	model_reset(m);
 	view_sums(m, &q, sum);
 	CHECK_U64(sum[0], 0);
@@ -266,8 +266,8 @@ static bool same_stacks(const struct stack_view *a, const struct stack_view *b,
 {
 	for (size_t i = 0; i < n; i++) {
 		if (a[i].stack != b[i].stack || a[i].depth != b[i].depth ||
-		    a[i].frames != b[i].frames || a[i].count != b[i].count ||
-		    a[i].wait_ns != b[i].wait_ns)
+		    a[i].frames != b[i].frames || a[i].w.count != b[i].w.count ||
+		    a[i].w.wait_ns != b[i].w.wait_ns)
 			return false;
 	}
 	return true;
@@ -278,8 +278,8 @@ static bool same_threads(const struct thread_view *a,
 			 const struct thread_view *b, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
-		if (a[i].tid != b[i].tid || a[i].count != b[i].count ||
-		    a[i].wait_ns != b[i].wait_ns)
+		if (a[i].tid != b[i].tid || a[i].w.count != b[i].w.count ||
+		    a[i].w.wait_ns != b[i].w.wait_ns)
 			return false;
 	}
 	return true;

@@ -4,7 +4,7 @@
  */
 #include "model_fixture.h"
 
-static enum sort_key key_of(const struct column *c)
+static enum sort_key key_of(const struct field *c)
 {
 	int k = 0;
 
@@ -50,8 +50,8 @@ static void test_coalesce_site(void)
 		      PRIx64, v[0].site);
 		CHECK_U64(a->n_objects, 2);
 		CHECK_U64(a->n_sites, 1);
-		CHECK_U64(a->c.acquisitions, 30);
-		CHECK_U64(a->c.wait_ns, 400);
+		CHECK_U64(a->c.calls.acquisitions, 30);
+		CHECK_U64(a->c.calls.wait_ns, 400);
 		CHECK_U64(a->c.hist[3], 3);
 		CHECK_U64(a->max_wait_ns, 80);
 		CHECK_U64(a->row_id, 1);
@@ -59,7 +59,7 @@ static void test_coalesce_site(void)
 		CHECK_DBL(a->acq_per_s, 30);
 		CHECK_U64(a->trend[TREND_LEN - 1], 400);
 		CHECK_U64(b->n_objects, 1);
-		CHECK_U64(b->c.wait_ns, 50);
+		CHECK_U64(b->c.calls.wait_ns, 50);
 		CHECK_U64(b->row_id, 2);
 	}
 	free(v);
@@ -96,7 +96,7 @@ static void test_coalesce_object(void)
 	if (x != NULL && y != NULL) {
 		CHECK_U64(x->n_sites, 3);
 		CHECK_U64(x->n_objects, 1);
-		CHECK_U64(x->c.wait_ns, 70);
+		CHECK_U64(x->c.calls.wait_ns, 70);
 		CHECK_U64(x->max_wait_ns, 30);
 		CHECK_U64(x->row_id, 1);
 		CHECK_U64(y->n_sites, 1);
@@ -349,27 +349,29 @@ static void test_names(void)
 {
 	static const char *const bad[] = { "", "WAIT", "bogus", "sites" };
 
-	for (size_t i = 0; i < column_count; i++)
-		CHECK(columns[i].key == NULL ||
-		      column_by_key(columns[i].key) == &columns[i],
-		      "sort key \"%s\": expected its column %s",
-		      columns[i].key, columns[i].title);
+	for (size_t i = 0; i < field_count(); i++)
+		CHECK(field_at(i)->key == NULL ||
+		      field_by_key(field_at(i)->key) == field_at(i),
+		      "sort key \"%s\": expected its field %zu",
+		      field_at(i)->key, i);
 	for (int k = 0; k < SORT_KEY_COUNT; k++)
-		CHECK(by((enum sort_key)k) != NULL, "sort key \"%s\": no column",
+		CHECK(by((enum sort_key)k) != NULL &&
+		      column_of(by((enum sort_key)k)) != NULL,
+		      "sort key \"%s\": no field or no column",
 		      sort_names[k]);
 	for (int c = 0; c < COALESCE_COUNT; c++)
 		CHECK(coalesce_parse(coalesce_name((enum coalesce)c)) == c,
 		      "coalesce %d: expected round trip, got %d via \"%s\"", c,
 		      coalesce_parse(coalesce_name((enum coalesce)c)),
 		      coalesce_name((enum coalesce)c));
-	CHECK_STR(by(SORT_AVG)->title, "AVG");
-	CHECK_STR(by(SORT_CONTENDED)->title, "CONT%");
+	CHECK_STR(column_of(by(SORT_AVG))->title, "AVG");
+	CHECK_STR(column_of(by(SORT_CONTENDED))->title, "CONT%");
 	CHECK_STR(coalesce_name(COALESCE_OBJECT), "object");
 	CHECK_U64(coalesce_parse("site"), COALESCE_SITE);
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-		CHECK(column_by_key(bad[i]) == NULL,
+		CHECK(field_by_key(bad[i]) == NULL,
 		      "sort key \"%s\": expected none, got %s", bad[i],
-		      column_by_key(bad[i]) ? column_by_key(bad[i])->title : "");
+		      field_by_key(bad[i]) ? field_by_key(bad[i])->key : "");
 		CHECK(coalesce_parse(bad[i]) == -1,
 		      "coalesce \"%s\": expected -1, got %d", bad[i],
 		      coalesce_parse(bad[i]));
@@ -388,7 +390,7 @@ static void test_empty(void)
 	tick(m, 5);
 	model_stats(m, &s);
 	CHECK_U64(s.ticks, 1);
-	CHECK_U64(s.total.acquisitions, 0);
+	CHECK_U64(s.total.calls.acquisitions, 0);
 	model_free(m);
 }
 
@@ -436,15 +438,15 @@ static int ref_key(const struct view_row *a, const struct view_row *b,
 		return (a->wait_per_s > b->wait_per_s) -
 		       (a->wait_per_s < b->wait_per_s);
 	case SORT_TOTAL:
-		return (a->c.wait_ns > b->c.wait_ns) - (a->c.wait_ns < b->c.wait_ns);
+		return (a->c.calls.wait_ns > b->c.calls.wait_ns) - (a->c.calls.wait_ns < b->c.calls.wait_ns);
 	case SORT_AVG:
 		return (aa > ab) - (aa < ab);
 	case SORT_COUNT:
-		return (a->c.acquisitions > b->c.acquisitions) -
-		       (a->c.acquisitions < b->c.acquisitions);
+		return (a->c.calls.acquisitions > b->c.calls.acquisitions) -
+		       (a->c.calls.acquisitions < b->c.calls.acquisitions);
 	case SORT_CONTENDED:
-		return (a->c.contended > b->c.contended) -
-		       (a->c.contended < b->c.contended);
+		return (a->c.calls.contended > b->c.calls.contended) -
+		       (a->c.calls.contended < b->c.calls.contended);
 	case SORT_MAX:		/* as the column shows it: never below AVG */
 		return (row_max_wait(a) > row_max_wait(b)) -
 		       (row_max_wait(a) < row_max_wait(b));
@@ -487,8 +489,8 @@ static int ref_cmp(const struct model_query *q, const struct view_row *a,
 		r = -r;
 	if (r != 0)
 		return r;
-	if (a->c.wait_ns != b->c.wait_ns)
-		return a->c.wait_ns > b->c.wait_ns ? -1 : 1;
+	if (a->c.calls.wait_ns != b->c.calls.wait_ns)
+		return a->c.calls.wait_ns > b->c.calls.wait_ns ? -1 : 1;
 	if (a->site != b->site)
 		return a->site < b->site ? -1 : 1;
 	if (a->object != b->object)

@@ -55,17 +55,17 @@ static void check_view(const struct model *m, const struct model_query *q,
 		      "%s line %zu: expected %#" PRIx64 "/%#" PRIx64
 		      ", got %#" PRIx64 "/%#" PRIx64, name, i, w->site,
 		      w->object, r->site, r->object);
-		CHECK(r->c.acquisitions == w->acq &&
-		      r->c.contended == w->contended &&
-		      r->c.wait_ns == w->wait && r->c.failed == w->failed &&
+		CHECK(r->c.calls.acquisitions == w->acq &&
+		      r->c.calls.contended == w->contended &&
+		      r->c.calls.wait_ns == w->wait && r->c.calls.failed == w->failed &&
 		      r->c.hist[3] == w->hist3 && r->max_wait_ns == w->max,
 		      "%s line %zu: expected acq %" PRIu64 " cont %" PRIu64
 		      " wait %" PRIu64 " failed %" PRIu64 " hist3 %" PRIu64
 		      " max %" PRIu64 ", got %" PRIu64 " %" PRIu64 " %" PRIu64
 		      " %" PRIu64 " %" PRIu64 " %" PRIu64, name, i, w->acq,
 		      w->contended, w->wait, w->failed, w->hist3, w->max,
-		      r->c.acquisitions, r->c.contended, r->c.wait_ns,
-		      r->c.failed, r->c.hist[3], r->max_wait_ns);
+		      r->c.calls.acquisitions, r->c.calls.contended, r->c.calls.wait_ns,
+		      r->c.calls.failed, r->c.hist[3], r->max_wait_ns);
 		CHECK(near(r->wait_per_s, w->wait_per_s) &&
 		      near(r->acq_per_s, w->acq_per_s),
 		      "%s line %zu: expected %g ns/s %g acq/s, got %g %g", name,
@@ -108,8 +108,8 @@ static void test_wrapper_attribution(void)
 	check_line(m, &q, 0x2000, 0xa0, LOCK_MUTEX, NULL, "1:15:2000 2:5:500");
 	check_line(m, &q, 0x3000, 0xa0, LOCK_MUTEX, NULL, "1:10:500");
 	model_stats(m, &after);
-	CHECK_U64(after.total.acquisitions, before.total.acquisitions);
-	CHECK_U64(after.total.wait_ns, 3000);
+	CHECK_U64(after.total.calls.acquisitions, before.total.calls.acquisitions);
+	CHECK_U64(after.total.calls.wait_ns, 3000);
 
 	n = model_view(m, &q, &v);
 	CHECK(n == 3 && v[2].trend[TREND_LEN - 1] == 3000 &&
@@ -353,8 +353,9 @@ static void test_wrapper_caller_timeouts(void)
 	struct model *m = model_new();
 	struct model_query q = query(COALESCE_NONE, true);
 	struct proto_stack_delta d = { .row = 0, .stack = 1, .tid = 1,
-				       .count = 1, .timeouts = 5,
-				       .wait_ns = 5 * 300000000ull + 1000000 };
+				       .w = { .count = 1, .timeouts = 5,
+					      .wait_ns = 5 * 300000000ull +
+							 1000000 } };
 	struct stack_view *sv = NULL;
 	struct view_row *v;
 	size_t n, k = 0, caller = 0;
@@ -370,15 +371,15 @@ static void test_wrapper_caller_timeouts(void)
 	if (n == 2) {
 		caller = v[0].site == 0x2000 ? 0 : 1;
 		CHECK_U64(v[caller].site, 0x2000);
-		CHECK_U64(v[caller].c.contended, 1);
-		CHECK_U64(v[caller].c.timeouts, 5);
+		CHECK_U64(v[caller].c.calls.contended, 1);
+		CHECK_U64(v[caller].c.calls.timeouts, 5);
 		CHECK_U64(v[1 - caller].site, 0x1000);
-		CHECK_U64(v[1 - caller].c.timeouts, 0);
-		CHECK_U64(v[1 - caller].c.wait_ns, 0);
+		CHECK_U64(v[1 - caller].c.calls.timeouts, 0);
+		CHECK_U64(v[1 - caller].c.calls.wait_ns, 0);
 		check_avg_within_max("wrapper timeouts", v, n);
 		k = model_row_stacks(m, &q, &v[caller], &sv);
 	}
-	CHECK(k == 1 && sv[0].timeouts == 5 && sv[0].count == 1,
+	CHECK(k == 1 && sv[0].w.timeouts == 5 && sv[0].w.count == 1,
 	      "wrapper timeouts: one stack with 1 contended, 5 timeouts");
 	free(sv);
 	free(v);

@@ -40,7 +40,7 @@ static void on_counts(void *c, const struct proto_counts *m)
 
 	s->counts++;
 	s->count = *m;
-	s->acq_sum += m->c.acquisitions;
+	s->acq_sum += m->c.calls.acquisitions;
 }
 
 static void on_stack(void *c, const struct proto_stack *m)
@@ -61,7 +61,7 @@ static void on_stack_counts(void *c, const struct proto_stack_counts *m)
 
 	s->stack_counts++;
 	s->stack_count = *m;
-	s->stack_wait_sum += m->wait_ns;
+	s->stack_wait_sum += m->w.wait_ns;
 }
 
 static const struct proto_visitor visitor = {
@@ -183,13 +183,13 @@ static void test_counts_span_frames(void)
 	int frames;
 
 	for (uint32_t i = 0; i < 20000; i++) {
-		struct proto_counts c = { .row = i, .c = { .acquisitions = i * 3 + 1,
+		struct proto_counts c = { .row = i, .c.calls = { .acquisitions = i * 3 + 1,
 					  .contended = i, .timeouts = i / 2,
 					  .wait_ns = i * 1000ull },
 					  .max_wait_ns = i };
 		c.c.hist[i % (HIST_BUCKETS - 1)] = i + 1;
 		c.c.hist[HIST_BUCKETS - 1] = UINT64_MAX;
-		want += c.c.acquisitions;
+		want += c.c.calls.acquisitions;
 		proto_put_counts(&b, &frame, &c);
 	}
 	proto_close_run(&b, &frame);
@@ -201,8 +201,8 @@ static void test_counts_span_frames(void)
 	CHECK_U64(s.count.c.hist[19999 % (HIST_BUCKETS - 1)], 20000);
 	CHECK_U64(s.count.c.hist[HIST_BUCKETS - 1], UINT64_MAX);
 	CHECK_U64(s.count.c.hist[0], 0);
-	CHECK_U64(s.count.c.wait_ns, 19999000);
-	CHECK_U64(s.count.c.timeouts, 9999);
+	CHECK_U64(s.count.c.calls.wait_ns, 19999000);
+	CHECK_U64(s.count.c.calls.timeouts, 9999);
 	CHECK_U64(s.count.max_wait_ns, 19999);
 	wbuf_free(&b);
 }
@@ -210,7 +210,7 @@ static void test_counts_span_frames(void)
 /* A row that never waited travels in a few bytes, and zeros round-trip. */
 static void test_counts_are_compact(void)
 {
-	struct proto_counts c = { .row = 300, .c.acquisitions = 100000 };
+	struct proto_counts c = { .row = 300, .c.calls.acquisitions = 100000 };
 	struct proto_counts zero = { .row = 7 };
 	struct wbuf b = { 0 };
 	struct seen s = { 0 };
@@ -225,7 +225,7 @@ static void test_counts_are_compact(void)
 	proto_close_run(&b, &frame);
 	CHECK(decode_all(b.data, b.len, &s, err) == 2, "counts decode: %s", err);
 	CHECK_U64(s.count.row, 7);
-	CHECK_U64(s.count.c.acquisitions, 0);
+	CHECK_U64(s.count.c.calls.acquisitions, 0);
 	CHECK_U64(s.acq_sum, 100000);
 	wbuf_free(&b);
 }
@@ -247,10 +247,10 @@ static void test_stacks_round_trip(void)
 	proto_put_stack(&b, &st);
 	proto_put_stack_row(&b, &sr);
 	for (uint32_t i = 0; i < 40000; i++) {
-		struct proto_stack_counts c = { .id = i, .count = i + 1,
+		struct proto_stack_counts c = { .id = i, .w = { .count = i + 1,
 						.timeouts = i % 7,
-						.wait_ns = i * 10ull };
-		want += c.wait_ns;
+						.wait_ns = i * 10ull } };
+		want += c.w.wait_ns;
 		proto_put_stack_counts(&b, &frame, &c);
 	}
 	proto_close_run(&b, &frame);
@@ -266,8 +266,8 @@ static void test_stacks_round_trip(void)
 	CHECK_U64(s.stack_counts, 40000);
 	CHECK_U64(s.stack_wait_sum, want);
 	CHECK_U64(s.stack_count.id, 39999);
-	CHECK_U64(s.stack_count.count, 40000);
-	CHECK_U64(s.stack_count.timeouts, 39999 % 7);
+	CHECK_U64(s.stack_count.w.count, 40000);
+	CHECK_U64(s.stack_count.w.timeouts, 39999 % 7);
 	wbuf_free(&b);
 }
 
@@ -360,7 +360,7 @@ static void test_bad_counts_apply_nothing(void)
 	char err[128];
 
 	for (uint32_t i = 0; i < 3; i++) {
-		struct proto_counts c = { .row = i, .c.acquisitions = 1000 };
+		struct proto_counts c = { .row = i, .c.calls.acquisitions = 1000 };
 
 		proto_put_counts(&b, &frame, &c);
 	}

@@ -149,19 +149,19 @@ static void test_threads_sum_into_one_row(void)
 		return;
 	rw = rs.v[r].waits;
 	CHECK_U64(rs.v[r].acq_now, 1000 + 107 + 53);
-	CHECK_U64(rw->now.contended, 20);
-	CHECK_U64(rw->now.timeouts, 3);
-	CHECK_U64(rw->now.failed, 3);
-	CHECK_U64(rw->now.wait_ns, 10500);
+	CHECK_U64(rw->now.calls.contended, 20);
+	CHECK_U64(rw->now.calls.timeouts, 3);
+	CHECK_U64(rw->now.calls.failed, 3);
+	CHECK_U64(rw->now.calls.wait_ns, 10500);
 	CHECK_U64(rw->now.hist[hist_bucket(500)], 10);
 	CHECK_U64(rw->now.hist[hist_bucket(9000)], 9);
 	CHECK_U64(rw->now.hist[hist_bucket(1000)], 4);
-	CHECK_U64(rw->retired.contended, 10);
-	CHECK_U64(rw->retired.timeouts, 3);
+	CHECK_U64(rw->retired.calls.contended, 10);
+	CHECK_U64(rw->retired.calls.timeouts, 3);
 	CHECK_U64(rs.v[r].acq_retired, 160);
 	CHECK(rs.v[r].changed_seq == rs.seq, "the row changed in this scan");
 	rows_scan(&rs);
-	CHECK_U64(rw->now.contended, 20);
+	CHECK_U64(rw->now.calls.contended, 20);
 	CHECK_U64(rs.v[r].acq_now, 1160);
 	CHECK(rs.v[r].changed_seq == rs.seq - 1,
 	      "a row nothing added to keeps its scan of change");
@@ -239,9 +239,9 @@ static void stack_wait(struct thread_table *t, struct entry *e, uint32_t k,
 		st->use_order[st->nuses] = (uint16_t)st->nuses;
 		st->nuses++;
 	}
-	table_add(&u->count, contended);
-	table_add(&u->timeouts, timeouts);
-	table_add(&u->wait_ns, ns);
+	table_add(&u->w.count, contended);
+	table_add(&u->w.timeouts, timeouts);
+	table_add(&u->w.wait_ns, ns);
 }
 
 /* The total of (row, stack, tid), or NULL. */
@@ -298,9 +298,9 @@ static void test_stacks_interned_and_totalled(void)
 	if (e == NULL || t->stacks == NULL)
 		return;
 	stack_wait(t, e, 0, 5, 2, 5000);
-	table_add(&e->nostack_count, 2);
-	table_add(&e->nostack_timeouts, 3);
-	table_add(&e->nostack_wait_ns, 2000);
+	table_add(&e->nostack.count, 2);
+	table_add(&e->nostack.timeouts, 3);
+	table_add(&e->nostack.wait_ns, 2000);
 	pthread_create(&th, NULL, stack_thread, &stack_work);
 	pthread_join(th, NULL);
 	rows_scan(&rs);
@@ -345,7 +345,7 @@ static void test_stacks_interned_and_totalled(void)
 	CHECK_U64(theirs->now.count, 3);
 	CHECK(theirs->changed_seq == rs.seq - 1,
 	      "an exited thread's total stays, unchanged");
-	CHECK_U64(rs.v[r].waits->now.contended, 7 + 4);
+	CHECK_U64(rs.v[r].waits->now.calls.contended, 7 + 4);
 }
 
 int main(void)

@@ -249,13 +249,13 @@ static void test_baseline(struct pair *p, uint32_t *quiet, uint32_t *busy)
 	      "both rows' counts are sent");
 	if (*quiet >= MAX_ROWS || *busy >= MAX_ROWS)
 		return;
-	CHECK_U64(s.counts[*quiet].c.acquisitions, 10);
-	CHECK_U64(s.counts[*quiet].c.contended, 0);
-	CHECK_U64(s.counts[*busy].c.acquisitions, 4);
-	CHECK_U64(s.counts[*busy].c.contended, 4);
-	CHECK_U64(s.counts[*busy].c.timeouts, 3);
-	CHECK_U64(s.counts[*busy].c.failed, 3);
-	CHECK_U64(s.counts[*busy].c.wait_ns, 7000);
+	CHECK_U64(s.counts[*quiet].c.calls.acquisitions, 10);
+	CHECK_U64(s.counts[*quiet].c.calls.contended, 0);
+	CHECK_U64(s.counts[*busy].c.calls.acquisitions, 4);
+	CHECK_U64(s.counts[*busy].c.calls.contended, 4);
+	CHECK_U64(s.counts[*busy].c.calls.timeouts, 3);
+	CHECK_U64(s.counts[*busy].c.calls.failed, 3);
+	CHECK_U64(s.counts[*busy].c.calls.wait_ns, 7000);
 	CHECK_U64(s.counts[*busy].c.hist[hist_bucket(7000)], 7);
 	CHECK_U64(s.counts[*busy].max_wait_ns, 2500);
 	CHECK_U64(s.ticks, 1);
@@ -293,12 +293,12 @@ static void test_changed_only(struct pair *p, uint32_t quiet, uint32_t busy)
 	      s.has_counts[fresh], "the changed and the new row are sent");
 	if (busy >= MAX_ROWS || fresh >= MAX_ROWS)
 		return;
-	CHECK_U64(s.counts[busy].c.acquisitions, 5);
-	CHECK_U64(s.counts[busy].c.contended, 5);
-	CHECK_U64(s.counts[busy].c.timeouts, 5);
-	CHECK_U64(s.counts[busy].c.wait_ns, 10000);
+	CHECK_U64(s.counts[busy].c.calls.acquisitions, 5);
+	CHECK_U64(s.counts[busy].c.calls.contended, 5);
+	CHECK_U64(s.counts[busy].c.calls.timeouts, 5);
+	CHECK_U64(s.counts[busy].c.calls.wait_ns, 10000);
 	CHECK_U64(s.counts[busy].max_wait_ns, 1500);
-	CHECK_U64(s.counts[fresh].c.acquisitions, 6);
+	CHECK_U64(s.counts[fresh].c.calls.acquisitions, 6);
 }
 
 /* Stacked waits: the stack and its row defined once, totals when they grow. */
@@ -316,29 +316,29 @@ static void test_stack_counts(struct pair *p)
 	st->stacks[0].depth = 2;
 	st->nstacks = 1;
 	st->uses[0].entry = e;
-	st->uses[0].count = 2;
-	st->uses[0].timeouts = 1;
-	st->uses[0].wait_ns = 2000;
+	st->uses[0].w.count = 2;
+	st->uses[0].w.timeouts = 1;
+	st->uses[0].w.wait_ns = 2000;
 	st->nuses = 1;
 	t->stacks = st;
 	update(p, &s);
 	CHECK_U64(s.stacks_defined, 1);
 	CHECK_U64(s.stack_rows_defined, 1);
 	CHECK_U64(s.n_stack_counts, 1);
-	CHECK_U64(s.stack_counts.count, 2);
-	CHECK_U64(s.stack_counts.timeouts, 1);
-	CHECK_U64(s.stack_counts.wait_ns, 2000);
+	CHECK_U64(s.stack_counts.w.count, 2);
+	CHECK_U64(s.stack_counts.w.timeouts, 1);
+	CHECK_U64(s.stack_counts.w.wait_ns, 2000);
 	update(p, &s);
 	CHECK_U64(s.n_stack_counts, 0);
-	table_add(&st->uses[0].timeouts, 1);
-	table_add(&st->uses[0].wait_ns, 500);
+	table_add(&st->uses[0].w.timeouts, 1);
+	table_add(&st->uses[0].w.wait_ns, 500);
 	update(p, &s);
 	CHECK_U64(s.stacks_defined, 0);
 	CHECK_U64(s.stack_rows_defined, 0);
 	CHECK_U64(s.n_stack_counts, 1);
-	CHECK_U64(s.stack_counts.count, 2);
-	CHECK_U64(s.stack_counts.timeouts, 2);
-	CHECK_U64(s.stack_counts.wait_ns, 2500);
+	CHECK_U64(s.stack_counts.w.count, 2);
+	CHECK_U64(s.stack_counts.w.timeouts, 2);
+	CHECK_U64(s.stack_counts.w.wait_ns, 2500);
 }
 
 /* A session that comes later, without a baseline, is sent everything at once. */
@@ -357,7 +357,7 @@ static void test_late_session(uint32_t busy)
 	CHECK_U64(s.n_stack_counts, 1);
 	CHECK(!(s.tick_flags & PROTO_TICK_BASELINE), "its first TICK is no baseline");
 	if (busy < MAX_ROWS) {
-		CHECK_U64(s.counts[busy].c.timeouts, 5);
+		CHECK_U64(s.counts[busy].c.calls.timeouts, 5);
 		CHECK(s.counts[busy].max_wait_ns == 2500,
 		      "a session sent counts since start gets the longest wait "
 		      "since start: expected 2500, got %llu",

@@ -10,7 +10,8 @@
 #include <unistd.h>
 
 #include "../../tui/export.h"
-#include "../../tui/format.h"
+#include "../../tui/field.h"
+#include "../../tui/site.h"
 #include "check.h"
 
 #define SEC 1000000000ull
@@ -37,8 +38,8 @@ static void setup(void)
 	app.attach.pid = 4242;
 	app.attach.mode = "launched";
 	app.opt.delay_s = 1;
-	app.query = (struct model_query){ .sort = column_by_key("wait"),
-		.site_label = format_site_label, .ctx = app.symbols,
+	app.query = (struct model_query){ .sort = field_by_key("wait"),
+		.site_label = site_label, .ctx = app.symbols,
 		.skip_wrappers = true, .is_wrapper = in_wrapper };
 }
 
@@ -73,12 +74,12 @@ static void def_stack(uint32_t id, uint64_t f0, uint64_t f1)
 static void waits(uint32_t row, uint32_t stack, uint32_t tid, uint64_t count,
 		  uint64_t wait)
 {
-	struct proto_delta d = { .row = row, .c = { .acquisitions = 3 * count,
+	struct proto_delta d = { .row = row, .c.calls = { .acquisitions = 3 * count,
 				 .contended = count, .wait_ns = wait },
 				 .max_wait_ns = wait };
 	struct proto_stack_delta sd = { .row = row, .stack = stack,
-					.tid = tid, .count = count,
-					.wait_ns = wait };
+					.tid = tid, .w = { .count = count,
+							   .wait_ns = wait } };
 
 	d.c.hist[hist_bucket(wait)] = count;
 	model_apply_delta(app.model, &d);
@@ -100,8 +101,8 @@ static bool stack_is(const cJSON *js, const struct stack_view *sv)
 	const cJSON *frames = cJSON_GetObjectItem(js, "frames");
 	int depth = sv->frames ? sv->depth : 0;
 
-	if (cJSON_GetObjectItem(js, "wait_ns")->valuedouble != (double)sv->wait_ns ||
-	    cJSON_GetObjectItem(js, "count")->valuedouble != (double)sv->count ||
+	if (cJSON_GetObjectItem(js, "wait_ns")->valuedouble != (double)sv->w.wait_ns ||
+	    cJSON_GetObjectItem(js, "count")->valuedouble != (double)sv->w.count ||
 	    cJSON_IsTrue(cJSON_GetObjectItem(js, "sampled")) !=
 	    (sv->stack == PROTO_NO_STACK) || cJSON_GetArraySize(frames) != depth)
 		return false;
@@ -133,8 +134,8 @@ static bool row_is(const cJSON *jr, const struct view_row *r)
 		const cJSON *t = cJSON_GetArrayItem(jt, (int)i);
 
 		ok = cJSON_GetObjectItem(t, "tid")->valuedouble == tv[i].tid &&
-		     cJSON_GetObjectItem(t, "count")->valuedouble == (double)tv[i].count &&
-		     cJSON_GetObjectItem(t, "wait_ns")->valuedouble == (double)tv[i].wait_ns;
+		     cJSON_GetObjectItem(t, "count")->valuedouble == (double)tv[i].w.count &&
+		     cJSON_GetObjectItem(t, "wait_ns")->valuedouble == (double)tv[i].w.wait_ns;
 	}
 	free(sv);
 	free(tv);

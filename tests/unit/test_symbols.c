@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "../../tui/format.h"
+#include "../../tui/site.h"
 #include "../../tui/symbols.h"
 
 #define NOINLINE __attribute__((noinline, noclone))
@@ -620,27 +620,27 @@ static void check_inline_text(struct symbols *s, const struct inline_build *b,
 	char got[1024], want[1024];
 
 	symbols_resolve(s, ra, 1, &f);
-	format_site_both(got, sizeof got, s, ra);
+	site_both(got, sizeof got, s, ra);
 	if (!b->inner_name) {
 		snprintf(want, sizeof want, "%s+0x%" PRIx64 " (%s:%d)", outer,
 			 f.offset, src, INLINE_OUTER_LINE);
 		CHECK_STR(got, want);
-		format_site_chain(got, sizeof got, s, ra);
+		site_chain(got, sizeof got, s, ra);
 		CHECK_STR(got, want);
 		return;
 	}
 	snprintf(want, sizeof want, "%s (%s:%d) inlined in %s+0x%" PRIx64,
 		 b->inner_name, src, INLINE_CALL_LINE, outer, f.offset);
 	CHECK_STR(got, want);
-	format_site(got, sizeof got, s, ra);
+	site_function(got, sizeof got, s, ra);
 	snprintf(want, sizeof want, "%s inlined in %s+0x%" PRIx64,
 		 b->inner_name, outer, f.offset);
 	CHECK_STR(got, want);
-	format_site_line(got, sizeof got, s, ra);
+	site_line(got, sizeof got, s, ra);
 	snprintf(want, sizeof want, "%s:%d inlined in %s:%d", src,
 		 INLINE_CALL_LINE, src, INLINE_OUTER_LINE);
 	CHECK_STR(got, want);
-	format_site_chain(got, sizeof got, s, ra);
+	site_chain(got, sizeof got, s, ra);
 	snprintf(want, sizeof want, "%s (%s:%d) inlined in %s (%s:%d) inlined "
 		 "in %s+0x%" PRIx64 " (%s:%d)", b->inner_name, src,
 		 INLINE_CALL_LINE, b->twice_name, src, INLINE_TWICE_LINE, outer,
@@ -648,9 +648,9 @@ static void check_inline_text(struct symbols *s, const struct inline_build *b,
 	CHECK_STR(got, want);
 	snprintf(want, sizeof want, " %s %s:%d ", b->twice_name,
 		 tmp_path(src), INLINE_TWICE_LINE);
-	CHECK(strstr(format_site_label(s, ra), want) != NULL,
+	CHECK(strstr(site_label(s, ra), want) != NULL,
 	      "%s: a filter finds \"%s\" in \"%s\"", b->exe, want,
-	      format_site_label(s, ra));
+	      site_label(s, ra));
 }
 
 /* One place of an inlined site's chain: function, file and line. */

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "../../tui/format.h"
+#include "../../tui/site.h"
 #include "../../tui/screen.h"
 #include "../../tui/ui.h"
 #include "../../tui/view.h"
@@ -38,7 +39,7 @@ static const struct proto_row rows[] = {
 
 static void add(uint32_t row, uint64_t acq, uint64_t wait_ns)
 {
-	struct proto_delta d = { .row = row, .c = { .acquisitions = acq,
+	struct proto_delta d = { .row = row, .c.calls = { .acquisitions = acq,
 				 .contended = acq / 10, .wait_ns = wait_ns },
 				 .max_wait_ns = wait_ns / 4 };
 
@@ -74,8 +75,8 @@ static void setup(void)
 	app.attach.pid = 4242;
 	app.attach.mode = "launched";
 	app.opt.delay_s = 1;
-	app.query = (struct model_query){ .sort = column_by_key("wait"),
-		.site_label = format_site_label, .ctx = app.symbols };
+	app.query = (struct model_query){ .sort = field_by_key("wait"),
+		.site_label = site_label, .ctx = app.symbols };
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
 		model_define_row(app.model, &rows[i]);
 	model_set_origin(app.model, 0);
@@ -255,9 +256,9 @@ static void test_detail_and_help(void)
 		TALLY(&keys, find(key_bindings[i].help) >= 0, "'%s' missing",
 		      key_bindings[i].help);
 	CHECK_SCREEN_TALLY(&keys, "help lists every key");
-	for (size_t i = 0; i < column_count; i++)
-		TALLY(&cols, find(columns[i].help) >= 0, "%s not explained",
-		      columns[i].title);
+	for (size_t i = 0; i < column_count(); i++)
+		TALLY(&cols, find(column_at(i)->help) >= 0, "%s not explained",
+		      column_at(i)->title);
 	CHECK_SCREEN_TALLY(&cols, "help explains every column");
 	draw(120, 20);
 	ui_key(&ui, K_END);
@@ -289,9 +290,9 @@ static void test_pause_and_reset(void)
 	ui_key(&ui, 'r');
 	draw(140, 30);
 	for (size_t i = 0; i < ui.nrows; i++)
-		TALLY(&zeroed, ui.rows[i].c.acquisitions == 0,
+		TALLY(&zeroed, ui.rows[i].c.calls.acquisitions == 0,
 		      "row %zu: expected 0 acquisitions, got %" PRIu64, i,
-		      ui.rows[i].c.acquisitions);
+		      ui.rows[i].c.calls.acquisitions);
 	CHECK_TALLY(&zeroed, "after r, every row counts from zero");
 	tick(5);
 	CHECK(app_elapsed_s(&app) == 2.0, "elapsed counts from the reset: expected 2 s, got %g",
@@ -497,11 +498,11 @@ static void feed_stacks(void)
 		{ 2, 3, { 0x401000, 0x600010, 0x700000 } },
 	};
 	static const struct proto_stack_delta deltas[] = {
-		{ .row = 0, .stack = 1, .tid = 101, .count = 2, .wait_ns = 60 * SEC / 100 },
-		{ .row = 0, .stack = 1, .tid = 102, .count = 1, .wait_ns = 15 * SEC / 100 },
-		{ .row = 0, .stack = 2, .tid = 101, .count = 3, .wait_ns = 20 * SEC / 100 },
-		{ .row = 0, .stack = PROTO_NO_STACK, .tid = 103, .count = 1,
-		  .wait_ns = 5 * SEC / 100 },
+		{ .row = 0, .stack = 1, .tid = 101, .w = { .count = 2, .wait_ns = 60 * SEC / 100 } },
+		{ .row = 0, .stack = 1, .tid = 102, .w = { .count = 1, .wait_ns = 15 * SEC / 100 } },
+		{ .row = 0, .stack = 2, .tid = 101, .w = { .count = 3, .wait_ns = 20 * SEC / 100 } },
+		{ .row = 0, .stack = PROTO_NO_STACK, .tid = 103,
+		  .w = { .count = 1, .wait_ns = 5 * SEC / 100 } },
 	};
 	struct check_tally defined = { 0 };
 

@@ -1,0 +1,87 @@
+/*
+ * The column table: each column shows a field (field.h) and adds its
+ * title, width, priority and cell; the same table drives the live
+ * screen's and the batch table's headers and cells.
+ */
+#ifndef QSPTOP_COLUMN_H
+#define QSPTOP_COLUMN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "field.h"
+#include "model.h"
+#include "symbols.h"
+
+/* How the CALL SITE column reads. */
+enum site_style { SITE_FUNCTION, SITE_LINE, SITE_BOTH };
+
+/* What a cell needs besides its row. */
+struct column_ctx {
+	struct symbols *symbols;
+	enum site_style site_style;
+	int width;		/* the cell's columns; 0: no limit */
+};
+
+/*
+ * One column of the table: the field it shows (field.h: its value, sort
+ * key and JSON name), and what the table adds, its title and place, its
+ * cell, and its line in the help screen.
+ */
+struct column {
+	const struct field *field;	/* NULL: shows no field (TYPE) */
+	const char *title;
+	int width;		/* for CALL SITE: the least it may get */
+	bool left;		/* left-aligned */
+	bool flex;		/* takes the width left over */
+	bool sparkline;		/* own colour; the TUI shows it, batch does not */
+	int priority;		/* narrow screens drop low priorities first */
+	void (*cell)(const struct column *c, const struct view_row *r,
+		     const struct column_ctx *f, char *buf, size_t size);
+	const char *help;	/* what the column means, for the help screen */
+};
+
+/* At most this many columns, the table's and those added. */
+#define COLUMNS_MAX 16
+
+/* How many columns there are: the table's, then any added. */
+size_t column_count(void);
+
+/* Column i, in display order (those added last). */
+const struct column *column_at(size_t i);
+
+/*
+ * Add n columns after the table's, for the life of the program (a test's
+ * field shown as a column); c stays the caller's. A second call replaces
+ * the first one's.
+ */
+void column_extend(const struct column *c, size_t n);
+
+/* The first column showing field f, or NULL. */
+const struct column *column_of(const struct field *f);
+
+/* The sort keys in column order, joined by sep: "site | wait | ...". */
+void column_keys(char *buf, size_t size, const char *sep);
+
+/* A cell of a field's value: as a duration ("1.23ms"), as a count. */
+void column_cell_duration(const struct column *c, const struct view_row *r,
+			  const struct column_ctx *f, char *buf, size_t size);
+void column_cell_count(const struct column *c, const struct view_row *r,
+		       const struct column_ctx *f, char *buf, size_t size);
+
+/* Where one column goes on a line of a given width. */
+struct column_place {
+	const struct column *col;
+	int x;
+	int width;
+};
+
+/*
+ * Lay the columns out on a line of width cells: the flexible column takes
+ * what is left; columns are dropped, lowest priority first, until the rest
+ * fit. Returns how many were placed (in display order).
+ */
+size_t column_layout(int width, bool tui, struct column_place *out);
+
+#endif

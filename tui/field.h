@@ -1,0 +1,74 @@
+/*
+ * The numbers of a table row, one table of them: each field's key on the
+ * command line (-o), its name in the JSON snapshot, its value, and how a
+ * coalesced line gets it from its rows. Sorting, the JSON writer and the
+ * column table (format.h) all read this one; the model sorts by it
+ * without the formatter.
+ */
+#ifndef QSPTOP_FIELD_H
+#define QSPTOP_FIELD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "model.h"
+
+/* How a coalesced line's value comes from its rows' values. */
+enum field_merge {
+	MERGE_SUM,		/* the sum of its rows' */
+	MERGE_MAX,		/* the largest of its rows' */
+	MERGE_DERIVED,		/* computed again from the line's sums */
+	MERGE_NONE,		/* not a number (the call site) */
+};
+
+struct field {
+	const char *key;	/* -o KEY and JSON "sort"; NULL: not a sort key */
+	bool low_first;		/* sorted low to high at first (site: A to Z) */
+	const char *json;	/* the JSON row field; NULL: none */
+	/* The number it shows and sorts by; NULL: sorts by the site label. */
+	double (*value)(const struct view_row *r);
+	enum field_merge merge;
+};
+
+/* The table's fields, in the JSON schema's order, the call site first. */
+enum field_id {
+	FIELD_SITE,
+	FIELD_ACQUISITIONS,
+	FIELD_CONTENDED,
+	FIELD_FAILED,
+	FIELD_TIMEOUTS,
+	FIELD_WAIT,
+	FIELD_MAX_WAIT,
+	FIELD_AVG_WAIT,
+	FIELD_WAIT_RATE,
+	FIELD_TABLE_COUNT
+};
+
+extern const struct field fields[FIELD_TABLE_COUNT];
+
+/* How many fields there are: the table's, then any added. */
+size_t field_count(void);
+
+/* Field i, in the JSON schema's order (those added last). */
+const struct field *field_at(size_t i);
+
+/*
+ * Add n fields after the table's, for the life of the program (a test's
+ * field, to follow it through sorting, JSON and columns); f stays the
+ * caller's. A second call replaces the first one's.
+ */
+void field_extend(const struct field *f, size_t n);
+
+/* The field sorted by KEY ("wait", "site", ...), or NULL. */
+const struct field *field_by_key(const char *key);
+
+/* The field of JSON row field name, or NULL. */
+const struct field *field_by_json(const char *name);
+
+/* Wait per wait, timed out or not; 0 without waits: AVG's value. */
+double row_avg_wait(const struct view_row *r);
+
+/* The longest wait, never below the average: the MAX column's value. */
+double row_max_wait(const struct view_row *r);
+
+#endif

@@ -1,0 +1,84 @@
+/* The header's totals line: waits, acquisitions, what is shown, losses. */
+#include <stdio.h>
+#include <string.h>
+
+#include "field.h"
+#include "format.h"
+#include "lockset.h"
+#include "totals.h"
+
+/*
+ * The header's word on lock types: "types locks", "idle last" while idle
+ * waits sort after the locks; "" when there is none.
+ */
+static void types_text(char *buf, size_t size, const struct model_query *q)
+{
+	unsigned set = q->types ? q->types : LOCKSET_ALL;
+	bool idle_last = !q->mix_idle && (set & LOCKSET_IDLE) &&
+			 (set & LOCKSET_LOCKS);
+	char names[128];
+
+	lockset_name(set, names, sizeof(names));
+	if (set == LOCKSET_ALL)
+		buf[0] = '\0';
+	else
+		snprintf(buf, size, "types %s%s", names, idle_last ? ", " : "");
+	if (idle_last)
+		snprintf(buf + strlen(buf), size - strlen(buf), "idle last");
+}
+
+/*
+ * What the collector lost: "dropped N", and ", folded M (memory cap)" when
+ * it kept counts per call site instead of per lock.
+ */
+static void losses_text(char *buf, size_t size, const struct model_stats *st)
+{
+	int n = snprintf(buf, size, "dropped %llu", (unsigned long long)st->dropped);
+
+	if (st->folded && n > 0 && (size_t)n < size)
+		n += snprintf(buf + n, size - (size_t)n, ", folded %llu (memory cap)",
+			      (unsigned long long)st->folded);
+	if (st->raw_futex_threads && n > 0 && (size_t)n < size)
+		snprintf(buf + n, size - (size_t)n, ", unseen futex waits: %u thread%s",
+			 st->raw_futex_threads, st->raw_futex_threads > 1 ? "s" : "");
+}
+
+size_t totals_items(struct totals_text *t, struct line_item *items,
+		    const struct model_stats *st, const struct model_query *q,
+		    const char *filter)
+{
+	const char *arrow = format_utf8() ? (q->ascending ? "\u25b2" : "\u25bc")
+					  : (q->ascending ? "^" : "v");
+	bool lost = st->dropped || st->folded || st->raw_futex_threads;
+	const struct line_item shown[TOTALS_ITEMS] = {
+		{ .text = t->lock, .priority = 10 },
+		{ .text = t->cond, .priority = 8 },
+		{ .text = t->acq, .priority = 6 },
+		{ .text = t->filter, .priority = 9 },
+		{ .text = t->types, .priority = 9 },
+		{ .text = t->threads, .priority = 5 },
+		{ .text = t->sort, .priority = 4 },
+		{ .text = t->coalesce, .priority = 3 },
+		{ .text = t->losses, .priority = lost ? 10 : 2 },
+	};
+	char v[32];
+
+	format_duration(v, sizeof(v), st->lock_wait_per_s);
+	snprintf(t->lock, sizeof(t->lock), "lock wait %s/s", v);
+	format_duration(v, sizeof(v), st->cond_wait_per_s);
+	snprintf(t->cond, sizeof(t->cond), "cond wait %s/s", v);
+	format_count(v, sizeof(v), st->acq_per_s);
+	snprintf(t->acq, sizeof(t->acq), "acq %s/s", v);
+	t->filter[0] = '\0';
+	if (filter && filter[0])
+		snprintf(t->filter, sizeof(t->filter), "filter: %s", filter);
+	types_text(t->types, sizeof(t->types), q);
+	snprintf(t->threads, sizeof(t->threads), "threads %u seen, %u live",
+		 st->threads_seen, st->threads_live);
+	snprintf(t->sort, sizeof(t->sort), "sort %s %s", q->sort->key, arrow);
+	snprintf(t->coalesce, sizeof(t->coalesce), "coalesce %s",
+		 coalesce_name(q->coalesce));
+	losses_text(t->losses, sizeof(t->losses), st);
+	memcpy(items, shown, sizeof(shown));
+	return TOTALS_ITEMS;
+}

@@ -1,0 +1,29 @@
+/* The header's totals line: waits, acquisitions, what is shown, losses. */
+#ifndef QSPTOP_TOTALS_H
+#define QSPTOP_TOTALS_H
+
+#include <stddef.h>
+
+#include "line.h"
+#include "model.h"
+
+/* The texts of the header's totals line, kept while its items are shown. */
+struct totals_text {
+	char lock[48], cond[48], acq[48], filter[160], types[160];
+	char threads[64], sort[48], coalesce[48], losses[96];
+};
+
+#define TOTALS_ITEMS 9
+
+/*
+ * The totals line's items, in the order shown, into items[TOTALS_ITEMS]:
+ * lock and cond waits per second, acquisitions, the filter (none when
+ * filter is NULL or ""), the types shown, threads, sort (an arrow marks
+ * its direction), coalescing and losses, which come first when there are
+ * some. Returns the count.
+ */
+size_t totals_items(struct totals_text *t, struct line_item *items,
+		    const struct model_stats *st, const struct model_query *q,
+		    const char *filter);
+
+#endif

@@ -2,6 +2,7 @@
 #include <string.h>
 
 #include "../common/cfi.h"
+#include "../common/hash.h"
 #include "ehframe.h"
 #include "frames.h"
 #include "pages.h"
@@ -138,7 +139,7 @@ static inline const struct mod *module_of(const struct set *s, struct hints *h,
 /* The rule covering pc (an offset in m): cached, or searched and cached. */
 static inline uint32_t rule_at(const struct mod *m, uint32_t pc)
 {
-	uint64_t *slot = &m->cache[(pc * 2654435761u) >> m->cache_shift];
+	uint64_t *slot = &m->cache[hash_fast(pc) >> m->cache_shift];
 	uint64_t e = __atomic_load_n(slot, __ATOMIC_RELAXED);
 	const struct cfi_row *row;
 	uint32_t rule;

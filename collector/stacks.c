@@ -8,8 +8,7 @@
 
 static uint32_t row_hash(uint32_t row, uint32_t stack, uint32_t tid)
 {
-	return hash_fast((uint64_t)row << 40 ^ (uint64_t)stack << 20 ^ tid ^
-			 (uint64_t)stack * 0x9e3779b97f4a7c15ull);
+	return (uint32_t)hash_mix((uint64_t)row << 40 ^ (uint64_t)stack << 20 ^ tid);
 }
 
 /* Grow an open-addressing index, re-placing n items by their hashes. */

@@ -34,7 +34,7 @@ static struct stack_use *use_for(struct stack_store *ss, struct entry *e,
 				 uint32_t stack)
 {
 	uint64_t key = (uint64_t)(uintptr_t)e ^ stack;
-	uint32_t i = (uint32_t)((key * 0x9e3779b97f4a7c15ull) >> 40) % STORE_USES;
+	uint32_t i = (hash_fast(key) >> 8) % STORE_USES;
 
 	for (;; i = (i + 1) % STORE_USES) {
 		struct stack_use *u = &ss->uses[i];

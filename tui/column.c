@@ -44,14 +44,14 @@ static void cell_site(const struct column *c, const struct view_row *r,
 				f->site_style == SITE_BOTH, f->width);
 }
 
-void column_cell_duration(const struct column *c, const struct view_row *r,
+static void cell_duration(const struct column *c, const struct view_row *r,
 			  const struct column_ctx *f, char *buf, size_t size)
 {
 	(void)f;
 	format_duration(buf, size, c->field->value(r));
 }
 
-void column_cell_count(const struct column *c, const struct view_row *r,
+static void cell_count(const struct column *c, const struct view_row *r,
 		       const struct column_ctx *f, char *buf, size_t size)
 {
 	(void)f;
@@ -77,58 +77,99 @@ static void cell_trend(const struct column *c, const struct view_row *r,
 	format_sparkline(buf, size, r->trend, TREND_LEN);
 }
 
-static const struct column table[] = {
-	{ .title = "TYPE", .width = 12, .left = true, .priority = 8,
-	  .cell = cell_type,
-	  .help = "mutex, rwlock-read, rwlock-write, spinlock, condvar, futex or futex-wake" },
-	{ .title = "OBJECT", .width = 14, .left = true, .priority = 1,
-	  .cell = cell_object,
-	  .help = "the lock's address; [N objs] when rows are coalesced" },
-	{ .field = &fields[FIELD_SITE], .title = "CALL SITE", .width = 30,
-	  .left = true, .flex = true, .priority = 10, .cell = cell_site,
-	  .help = "where the lock is taken (s: function+offset or file:line)" },
-	{ .field = &fields[FIELD_WAIT_RATE], .title = "WAIT/s", .width = 8,
-	  .priority = 9, .cell = column_cell_duration,
-	  .help = "time threads waited here per second, last interval" },
-	{ .field = &fields[FIELD_WAIT], .title = "WAIT", .width = 8,
-	  .priority = 3, .cell = column_cell_duration,
-	  .help = "total wait since start or reset" },
-	{ .field = &fields[FIELD_ACQUISITIONS], .title = "ACQ", .width = 7,
-	  .priority = 5, .cell = column_cell_count,
-	  .help = "acquisitions since start or reset" },
-	{ .field = &fields[FIELD_CONTENDED], .title = "CONT%", .width = 6,
-	  .priority = 4, .cell = cell_contended,
-	  .help = "share of calls that had to wait (sorts by contended count)" },
-	{ .field = &fields[FIELD_AVG_WAIT], .title = "AVG", .width = 8,
-	  .priority = 7, .cell = column_cell_duration,
-	  .help = "wait per wait, timed out or not" },
-	{ .field = &fields[FIELD_MAX_WAIT], .title = "MAX", .width = 8,
-	  .priority = 6, .cell = column_cell_duration,
-	  .help = "longest single wait" },
-	{ .title = "TREND", .width = TREND_LEN, .left = true, .sparkline = true,
-	  .priority = 2, .cell = cell_trend,
-	  .help = "wait of the last intervals, oldest first" },
+/* The cell text of each unit of field.h. */
+static void (*const cell_of_unit[])(const struct column *c,
+				      const struct view_row *r,
+				      const struct column_ctx *f, char *buf,
+				      size_t size) = {
+	[UNIT_COUNT] = cell_count,
+	[UNIT_NS] = cell_duration,
+	[UNIT_SITE] = cell_site,
+	[UNIT_WAIT_SHARE] = cell_contended,
 };
 
-#define TABLE_COUNT (sizeof(table) / sizeof(table[0]))
+/* The columns that show no field, each with its place among the others. */
+static const struct {
+	struct column col;
+	int order;
+} own[] = {
+	{ { .title = "TYPE", .width = 12, .left = true, .priority = 8,
+	    .cell = cell_type,
+	    .help = "mutex, rwlock-read, rwlock-write, spinlock, condvar, futex or futex-wake" },
+	  10 },
+	{ { .title = "OBJECT", .width = 14, .left = true, .priority = 1,
+	    .cell = cell_object,
+	    .help = "the lock's address; [N objs] when rows are coalesced" },
+	  20 },
+	{ { .title = "TREND", .width = TREND_LEN, .left = true, .sparkline = true,
+	    .priority = 2, .cell = cell_trend,
+	    .help = "wait of the last intervals, oldest first" },
+	  100 },
+};
 
-static const struct column *added;
-static size_t n_added;
+#define OWN_COUNT (sizeof(own) / sizeof(own[0]))
+
+/* The table, made once from own[] and the fields that have a column. */
+static struct column table[COLUMNS_MAX];
+static int table_order[COLUMNS_MAX];
+static size_t table_count;
+static bool table_made;
+
+/* Put c at its order's place among the n columns so far, if there is room. */
+static void place_column(const struct column *c, int order)
+{
+	size_t i = table_count;
+
+	if (table_count == COLUMNS_MAX)
+		return;
+	for (; i > 0 && table_order[i - 1] > order; i--) {
+		table[i] = table[i - 1];
+		table_order[i] = table_order[i - 1];
+	}
+	table[i] = *c;
+	table_order[i] = order;
+	table_count++;
+}
+
+/* A field's column as field.h describes it. */
+static struct column column_of_field(const struct field *f)
+{
+	const struct field_column *fc = &f->column;
+
+	return (struct column){ .field = f, .title = fc->title,
+				.width = fc->width,
+				.left = fc->unit == UNIT_SITE,
+				.flex = fc->unit == UNIT_SITE,
+				.priority = fc->priority,
+				.cell = cell_of_unit[fc->unit], .help = fc->help };
+}
+
+static void make_table(void)
+{
+	if (table_made)
+		return;
+	for (size_t i = 0; i < OWN_COUNT; i++)
+		place_column(&own[i].col, own[i].order);
+	for (size_t i = 0; i < field_count(); i++) {
+		const struct field *f = field_at(i);
+		struct column c = column_of_field(f);
+
+		if (f->column.title)
+			place_column(&c, f->column.order);
+	}
+	table_made = true;
+}
 
 size_t column_count(void)
 {
-	return TABLE_COUNT + n_added;
+	make_table();
+	return table_count;
 }
 
 const struct column *column_at(size_t i)
 {
-	return i < TABLE_COUNT ? &table[i] : &added[i - TABLE_COUNT];
-}
-
-void column_extend(const struct column *c, size_t n)
-{
-	added = c;
-	n_added = TABLE_COUNT + n <= COLUMNS_MAX ? n : COLUMNS_MAX - TABLE_COUNT;
+	make_table();
+	return &table[i];
 }
 
 const struct column *column_of(const struct field *f)

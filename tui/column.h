@@ -1,7 +1,8 @@
 /*
- * The column table: each column shows a field (field.h) and adds its
- * title, width, priority and cell; the same table drives the live
- * screen's and the batch table's headers and cells.
+ * The column table: the columns of the fields that have one (field.h),
+ * drawn as their unit says, and those of no field (TYPE, OBJECT, TREND);
+ * the same table drives the live screen's and the batch table's headers
+ * and cells.
  */
 #ifndef QSPTOP_COLUMN_H
 #define QSPTOP_COLUMN_H
@@ -42,33 +43,23 @@ struct column {
 	const char *help;	/* what the column means, for the help screen */
 };
 
-/* At most this many columns, the table's and those added. */
+/* At most this many columns. */
 #define COLUMNS_MAX 16
 
-/* How many columns there are: the table's, then any added. */
+/*
+ * The columns: TYPE, OBJECT and TREND, and one for each field with a
+ * column (field.h), each at its order's place; made at the first call.
+ */
 size_t column_count(void);
 
-/* Column i, in display order (those added last). */
+/* Column i, in display order. */
 const struct column *column_at(size_t i);
-
-/*
- * Add n columns after the table's, for the life of the program (a test's
- * field shown as a column); c stays the caller's. A second call replaces
- * the first one's.
- */
-void column_extend(const struct column *c, size_t n);
 
 /* The first column showing field f, or NULL. */
 const struct column *column_of(const struct field *f);
 
 /* The sort keys in column order, joined by sep: "site | wait | ...". */
 void column_keys(char *buf, size_t size, const char *sep);
-
-/* A cell of a field's value: as a duration ("1.23ms"), as a count. */
-void column_cell_duration(const struct column *c, const struct view_row *r,
-			  const struct column_ctx *f, char *buf, size_t size);
-void column_cell_count(const struct column *c, const struct view_row *r,
-		       const struct column_ctx *f, char *buf, size_t size);
 
 /* Where one column goes on a line of a given width. */
 struct column_place {

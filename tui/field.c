@@ -50,24 +50,35 @@ double row_max_wait(const struct view_row *r)
 	return (double)r->max_wait_ns > avg ? (double)r->max_wait_ns : avg;
 }
 
-const struct field fields[FIELD_TABLE_COUNT] = {
-	[FIELD_SITE] = { .key = "site", .low_first = true,
-			 .merge = MERGE_NONE },
-	[FIELD_ACQUISITIONS] = { .key = "count", .json = "acquisitions",
-				 .value = value_acquisitions },
-	[FIELD_CONTENDED] = { .key = "contended", .json = "contended",
-			      .value = value_contended },
-	[FIELD_FAILED] = { .json = "failed", .value = value_failed },
-	[FIELD_TIMEOUTS] = { .json = "timeouts", .value = value_timeouts },
-	[FIELD_WAIT] = { .key = "total", .json = "wait_ns",
-			 .value = value_wait },
-	[FIELD_MAX_WAIT] = { .key = "max", .json = "max_wait_ns",
-			     .value = row_max_wait, .merge = MERGE_MAX },
-	[FIELD_AVG_WAIT] = { .key = "avg", .json = "avg_wait_ns",
-			     .value = row_avg_wait, .merge = MERGE_DERIVED },
-	[FIELD_WAIT_RATE] = { .key = "wait", .json = "wait_per_s_ns",
-			      .value = value_wait_rate },
+/* In the JSON schema's order, the call site first. */
+static const struct field fields[] = {
+	{ .key = "site", .low_first = true, .merge = MERGE_NONE,
+	  .column = { "CALL SITE", 30, 10, 30, UNIT_SITE,
+		      "where the lock is taken (s: function+offset or file:line)" } },
+	{ .key = "count", .json = "acquisitions", .value = value_acquisitions,
+	  .column = { "ACQ", 7, 5, 60, UNIT_COUNT,
+		      "acquisitions since start or reset" } },
+	{ .key = "contended", .json = "contended", .value = value_contended,
+	  .column = { "CONT%", 6, 4, 70, UNIT_WAIT_SHARE,
+		      "share of calls that had to wait (sorts by contended count)" } },
+	{ .json = "failed", .value = value_failed },
+	{ .json = "timeouts", .value = value_timeouts },
+	{ .key = "total", .json = "wait_ns", .value = value_wait,
+	  .column = { "WAIT", 8, 3, 50, UNIT_NS,
+		      "total wait since start or reset" } },
+	{ .key = "max", .json = "max_wait_ns", .value = row_max_wait,
+	  .merge = MERGE_MAX,
+	  .column = { "MAX", 8, 6, 90, UNIT_NS, "longest single wait" } },
+	{ .key = "avg", .json = "avg_wait_ns", .value = row_avg_wait,
+	  .merge = MERGE_DERIVED,
+	  .column = { "AVG", 8, 7, 80, UNIT_NS,
+		      "wait per wait, timed out or not" } },
+	{ .key = "wait", .json = "wait_per_s_ns", .value = value_wait_rate,
+	  .column = { "WAIT/s", 8, 9, 40, UNIT_NS,
+		      "time threads waited here per second, last interval" } },
 };
+
+#define FIELD_TABLE_COUNT (sizeof(fields) / sizeof(fields[0]))
 
 static const struct field *added;
 static size_t n_added;

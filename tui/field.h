@@ -1,9 +1,9 @@
 /*
  * The numbers of a table row, one table of them: each field's key on the
- * command line (-o), its name in the JSON snapshot, its value, and how a
- * coalesced line gets it from its rows. Sorting, the JSON writer and the
- * column table (format.h) all read this one; the model sorts by it
- * without the formatter.
+ * command line (-o), its name in the JSON snapshot, its value, how a
+ * coalesced line gets it from its rows, and its column. Sorting, the JSON
+ * writer and the column table (column.h) all read this one; the model
+ * sorts by it without the formatter.
  */
 #ifndef QSPTOP_FIELD_H
 #define QSPTOP_FIELD_H
@@ -21,6 +21,27 @@ enum field_merge {
 	MERGE_NONE,		/* not a number (the call site) */
 };
 
+/* What a field's number is, which says how its column reads it. */
+enum field_unit {
+	UNIT_COUNT,		/* a count: 9999, 12.3K */
+	UNIT_NS,		/* a duration in ns: 1.23ms */
+	UNIT_SITE,		/* the call site, a name (left, takes the room) */
+	UNIT_WAIT_SHARE,	/* shown as the share of calls that waited */
+};
+
+/*
+ * The field's column on the screen and in the batch table (column.c
+ * draws it); no title: no column.
+ */
+struct field_column {
+	const char *title;
+	int width;		/* for the call site: the least it may get */
+	int priority;		/* narrow screens drop low priorities first */
+	int order;		/* place among the columns, left to right */
+	enum field_unit unit;
+	const char *help;	/* its line in the help screen */
+};
+
 struct field {
 	const char *key;	/* -o KEY and JSON "sort"; NULL: not a sort key */
 	bool low_first;		/* sorted low to high at first (site: A to Z) */
@@ -28,23 +49,8 @@ struct field {
 	/* The number it shows and sorts by; NULL: sorts by the site label. */
 	double (*value)(const struct view_row *r);
 	enum field_merge merge;
+	struct field_column column;
 };
-
-/* The table's fields, in the JSON schema's order, the call site first. */
-enum field_id {
-	FIELD_SITE,
-	FIELD_ACQUISITIONS,
-	FIELD_CONTENDED,
-	FIELD_FAILED,
-	FIELD_TIMEOUTS,
-	FIELD_WAIT,
-	FIELD_MAX_WAIT,
-	FIELD_AVG_WAIT,
-	FIELD_WAIT_RATE,
-	FIELD_TABLE_COUNT
-};
-
-extern const struct field fields[FIELD_TABLE_COUNT];
 
 /* How many fields there are: the table's, then any added. */
 size_t field_count(void);
@@ -55,7 +61,8 @@ const struct field *field_at(size_t i);
 /*
  * Add n fields after the table's, for the life of the program (a test's
  * field, to follow it through sorting, JSON and columns); f stays the
- * caller's. A second call replaces the first one's.
+ * caller's. A second call replaces the first one's. Call it before the
+ * first use of the column table.
  */
 void field_extend(const struct field *f, size_t n);
 

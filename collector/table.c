@@ -172,6 +172,15 @@ struct site_slot *table_add_site(struct thread_table *t, uint64_t key)
 	return s;
 }
 
+/* A word of this thread's stack, read past any sanitizer's checks. */
+static inline uint64_t stack_word(uint64_t at)
+{
+	uint64_t v;
+
+	__asm__ volatile("movq (%1), %0" : "=r"(v) : "r"(at));
+	return v;
+}
+
 /* Bring a site's wrapper verdict up to date with the current set. */
 static void refresh_step(struct thread_table *t, struct site_slot *s)
 {
@@ -197,8 +206,8 @@ static void note_hop(struct thread_table *t, uint64_t key, int32_t step,
 /*
  * From a site inside wrappers to the first caller outside them: one load
  * per wrapper of fixed frame size (the offset its unwind rule gives),
- * a full unwind from here for the others. The last single hop is kept
- * for table_slot().
+ * a full unwind from here for the others. The last single hop is kept:
+ * the same wrapper entered again from the same place skips the walk.
  */
 struct obj_slot *table_wrapped_slot(struct thread_table *t, uint64_t *key,
 				    uint64_t object, uint64_t cfa)
@@ -206,9 +215,15 @@ struct obj_slot *table_wrapped_slot(struct thread_table *t, uint64_t *key,
 	uint64_t frames[WRAP_HOPS + 1], first = KEY_SITE(*key), from = *key;
 	uint32_t type = KEY_TYPE(*key), n = 0, hops = 0;
 	uint32_t gen = __atomic_load_n(&frames_wrappers_gen, __ATOMIC_ACQUIRE);
+	const struct wrap_hop *h = &t->last_hop;
 	int32_t step = 0;
 	struct site_slot *s;
 
+	if (h->key == from && h->gen == gen &&
+	    stack_word(cfa + (uint64_t)(h->step - 1) - 8) == h->caller) {
+		*key = KEY(h->caller, type);
+		return table_object(t, h->site, object);
+	}
 	for (uint32_t hop = 0; hop < WRAP_HOPS; hop++, hops++) {
 		uint64_t caller;
 
@@ -220,7 +235,7 @@ struct obj_slot *table_wrapped_slot(struct thread_table *t, uint64_t *key,
 		if (s->step > 0 && n == 0) {
 			step = s->step;
 			cfa += (uint64_t)(s->step - 1);
-			caller = table_stack_word(cfa - 8);
+			caller = stack_word(cfa - 8);
 		} else {
 			if (n == 0)
 				n = frames_capture(&t->reader, first, frames,

@@ -242,15 +242,6 @@ static inline struct obj_slot *table_object(struct thread_table *t,
 	}
 }
 
-/* A word of this thread's stack, read past any sanitizer's checks. */
-static inline uint64_t table_stack_word(uint64_t at)
-{
-	uint64_t v;
-
-	__asm__ volatile("movq (%1), %0" : "=r"(v) : "r"(at));
-	return v;
-}
-
 /*
  * The slot of a site inside a lock wrapper (or one whose verdict is
  * stale): *key becomes that of the first caller outside every wrapper,
@@ -271,19 +262,13 @@ static inline struct obj_slot *table_slot(struct thread_table *t, uint64_t *key,
 					  uint64_t object, uint64_t cfa)
 {
 	struct site_slot *s = table_site(t, *key);
-	uint32_t gen = __atomic_load_n(&frames_wrappers_gen, __ATOMIC_RELAXED);
-	const struct wrap_hop *h = &t->last_hop;
 
 	if (s == NULL)
 		return NULL;
-	if (__builtin_expect(s->step == 0 && s->gen == gen, 1))
-		return table_object(t, s, object);
-	if (h->key == *key && h->gen == gen &&
-	    table_stack_word(cfa + (uint64_t)(h->step - 1) - 8) == h->caller) {
-		*key = KEY(h->caller, KEY_TYPE(*key));
-		return table_object(t, h->site, object);
-	}
-	return table_wrapped_slot(t, key, object, cfa);
+	if (__builtin_expect(s->step != 0 || s->gen != __atomic_load_n(
+			     &frames_wrappers_gen, __ATOMIC_RELAXED), 0))
+		return table_wrapped_slot(t, key, object, cfa);
+	return table_object(t, s, object);
 }
 
 /* The slot of a key already resolved past its wrappers, added when new. */

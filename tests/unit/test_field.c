@@ -16,6 +16,7 @@
 #include "../../tui/export.h"
 #include "../../tui/field.h"
 #include "../../tui/site.h"
+#include "app_fixture.h"
 #include "check.h"
 
 static double value_calls(const struct view_row *r)
@@ -45,14 +46,7 @@ static const struct {
 
 static void setup(void)
 {
-	app.model = model_new();
-	app.symbols = symbols_new();
-	app.client.fd = -1;
-	app.client.have_hello = true;
-	strcpy(app.client.hello.command, "./server");
-	app.attach.pid = 4242;
-	app.attach.mode = "launched";
-	app.opt.delay_s = 1;
+	app_fixture(&app, "./server");
 	app.opt.width = 140;
 	model_set_origin(app.model, 0);
 	for (uint32_t i = 0; i < N_ROWS; i++) {

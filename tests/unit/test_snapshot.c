@@ -12,6 +12,7 @@
 #include "../../tui/export.h"
 #include "../../tui/field.h"
 #include "../../tui/site.h"
+#include "app_fixture.h"
 #include "check.h"
 
 #define SEC 1000000000ull
@@ -29,15 +30,7 @@ static bool in_wrapper(void *ctx, uint64_t address)
 /* A fresh app around an empty model, as main() makes one. */
 static void setup(void)
 {
-	memset(&app, 0, sizeof app);
-	app.model = model_new();
-	app.symbols = symbols_new();
-	app.client.fd = -1;
-	app.client.have_hello = true;
-	strcpy(app.client.hello.command, "./server");
-	app.attach.pid = 4242;
-	app.attach.mode = "launched";
-	app.opt.delay_s = 1;
+	app_fixture(&app, "./server");
 	app.query = (struct model_query){ .sort = field_by_key("wait"),
 		.site_label = site_label, .ctx = app.symbols,
 		.skip_wrappers = true, .is_wrapper = in_wrapper };

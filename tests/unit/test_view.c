@@ -20,6 +20,7 @@
 #include "../../tui/ui.h"
 #include "../../tui/view.h"
 #include "../../tui/wrappers.h"
+#include "app_fixture.h"
 #include "check.h"
 
 #define SEC 1000000000ull
@@ -66,15 +67,7 @@ static char *export_name(struct ui *u, const char *ext)
 
 static void setup(void)
 {
-	app.model = model_new();
-	app.symbols = symbols_new();
-	app.client.fd = -1;
-	app.client.have_hello = true;
-	strcpy(app.client.hello.command, "./server --port 80");
-	app.client.hello.start_monotonic_ns = 0;
-	app.attach.pid = 4242;
-	app.attach.mode = "launched";
-	app.opt.delay_s = 1;
+	app_fixture(&app, "./server --port 80");
 	app.query = (struct model_query){ .sort = field_by_key("wait"),
 		.site_label = site_label, .ctx = app.symbols };
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)

@@ -13,6 +13,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../common/proto.h"
 #include "arena.h"
@@ -102,17 +103,37 @@ static int take_launch_fd(void)
 }
 
 /*
- * Remove this library from LD_PRELOAD so that programs the target execs
- * run without it, unless QSPTOP_FOLLOW_EXEC asks otherwise.
+ * How qsptop's QSPTOP_EXEC_PID (the PID of the command it launched, which
+ * keeps the collector across exec) applies to us: 1 when we are that
+ * process, -1 when we are a descendant that inherited it, 0 when unset.
  */
-static void strip_preload(void)
+static int exec_followed(void)
+{
+	const char *s = getenv("QSPTOP_EXEC_PID");
+	char *end;
+	long pid;
+
+	if (s == NULL)
+		return 0;
+	pid = strtol(s, &end, 10);
+	if (*end == '\0' && pid == (long)getpid())
+		return 1;
+	unsetenv("QSPTOP_EXEC_PID");
+	return -1;
+}
+
+/*
+ * Remove this library from LD_PRELOAD so that programs the target execs
+ * run without it, unless QSPTOP_FOLLOW_EXEC asks otherwise (or follow).
+ */
+static void strip_preload(bool follow)
 {
 	const char *preload = getenv("LD_PRELOAD");
 	char *copy, *tok, *save, *out;
 	size_t size;
 	Dl_info self;
 
-	if (preload == NULL || getenv("QSPTOP_FOLLOW_EXEC") ||
+	if (preload == NULL || follow || getenv("QSPTOP_FOLLOW_EXEC") ||
 	    !dladdr((void *)strip_preload, &self) || self.dli_fname == NULL)
 		return;
 	size = strlen(preload) + 1;
@@ -183,6 +204,7 @@ static void pin_self(void)
 __attribute__((constructor)) static void collector_init(void)
 {
 	bool launched, injected = !hooks_interposed();
+	int follow = injected ? 0 : exec_followed();
 
 	state_set_injected(injected);
 	if (hooks_resolve() < 0)
@@ -197,7 +219,7 @@ __attribute__((constructor)) static void collector_init(void)
 	if (!injected) {
 		take_memory_cap();
 		launch_fd = take_launch_fd();
-		strip_preload();
+		strip_preload(follow > 0);
 		/*
 		 * The program has not started: build the frame tables now, so
 		 * that its first waits have stacks too. Injected, the thread
@@ -206,16 +228,21 @@ __attribute__((constructor)) static void collector_init(void)
 		frames_sync();
 	}
 	pthread_atfork(NULL, NULL, on_fork_child);
+	if (follow < 0) {
+		/* A descendant of a followed command: dormant, as if forked. */
+		return;
+	}
 	state_set_recording(true);
 	launched = launch_fd >= 0;
 	collector_start(!injected);
 	/*
-	 * Launched: the program waits (a moment, bounded) until qsptop said
-	 * which code is lock wrappers, so that its first lock calls count on
-	 * their callers already.
+	 * Launched (or the launched command after an exec, which qsptop
+	 * connects to again): the program waits (a moment, bounded) until
+	 * qsptop said which code is lock wrappers, so that its first lock
+	 * calls count on their callers already.
 	 */
-	if (launched && __atomic_load_n(&thread_state, __ATOMIC_ACQUIRE) ==
-			THREAD_RUNNING) {
+	if ((launched || follow > 0) &&
+	    __atomic_load_n(&thread_state, __ATOMIC_ACQUIRE) == THREAD_RUNNING) {
 		server_wait_wrappers(WRAPPERS_WAIT_MS);
 		server_release_launch();
 	}

@@ -7,6 +7,9 @@
 
 #include "app.h"
 
+/* How long a program the launched command exec'd has to start listening. */
+#define EXEC_CONNECT_MS 5000
+
 /* The collector's clock at the last tick, or when counting began. */
 static uint64_t last_tick_ns(const struct app *a)
 {
@@ -65,6 +68,33 @@ void app_reset(struct app *a)
 {
 	model_reset(a->model);
 	a->reset_ns = last_tick_ns(a);
+}
+
+void app_build_wrappers(struct app *a)
+{
+	wrappers_free(a->wrappers);
+	a->wrappers = wrappers_new(a->symbols);
+	wrappers_builtin(a->wrappers);
+	for (size_t i = 0; i < a->opt.nwrappers; i++)
+		wrappers_add(a->wrappers, a->opt.wrappers[i]);
+}
+
+bool app_follow_exec(struct app *a)
+{
+	unsigned interval_ms = (unsigned)(a->opt.delay_s * 1000 + 0.5);
+
+	if (a->attach.child == 0 || a->child_reaped ||
+	    a->client.state == TARGET_EXITED ||
+	    attach_reconnect(&a->attach, interval_ms, EXEC_CONNECT_MS) < 0)
+		return false;
+	/* The program's modules are not the old one's: name them afresh. */
+	client_close(&a->client);
+	symbols_free(a->symbols);
+	a->symbols = symbols_new();
+	app_build_wrappers(a);
+	client_init(&a->client, a->attach.fd, a->model, a->symbols);
+	a->wrappers_sent = false;
+	return true;
 }
 
 /* Whether the target is gone (a collector lost with it counts). */

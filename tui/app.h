@@ -43,6 +43,16 @@ void app_sync_wrappers(struct app *a);
  */
 void app_probe_futex(struct app *a);
 
+/* The wrappers, built in and --wrapper, resolved through a->symbols. */
+void app_build_wrappers(struct app *a);
+
+/*
+ * The connection ended: when the launched command runs on (it exec'd
+ * another program), connect to that program's collector and go on with
+ * it. Returns whether qsptop watches it now.
+ */
+bool app_follow_exec(struct app *a);
+
 /* Count from now on: a new baseline, never touching the target. */
 void app_reset(struct app *a);
 

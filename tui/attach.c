@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../common/clock.h"
 #include "../common/proto.h"
 #include "../common/sockpath.h"
 #include "attach.h"
@@ -57,6 +58,8 @@ const char *attach_library_path(void)
 }
 
 static unsigned memory_cap_mb;
+/* Whether a launched command keeps the collector across exec. */
+static bool follow_exec = true;
 
 void attach_set_memory_cap(unsigned mb)
 {
@@ -148,6 +151,12 @@ static void exec_child(char **argv, int sock, int report, const char *lib,
 	if (memory_cap_mb) {
 		snprintf(num, sizeof(num), "%u", memory_cap_mb);
 		setenv("QSPTOP_MEMORY_MB", num, 1);
+	}
+	if (follow_exec) {
+		snprintf(num, sizeof(num), "%d", (int)getpid());
+		setenv("QSPTOP_EXEC_PID", num, 1);
+	} else {
+		unsetenv("QSPTOP_EXEC_PID");
 	}
 	set_preload(lib);
 	signal(SIGPIPE, SIG_DFL);
@@ -516,6 +525,42 @@ static void find_rendezvous(struct rendezvous *r, pid_t pid)
 		snprintf(root, sizeof(root), "/proc/%d/root", (int)pid);
 	snprintf(r->shown, sizeof(r->shown), "%s%s", root, path);
 	r->become = geteuid() == 0 && r->euid != 0 && !ns_shared(pid, "user");
+}
+
+void attach_set_follow_exec(bool follow)
+{
+	follow_exec = follow;
+}
+
+/* Whether the launched command is still running (not reaped, not a zombie). */
+static bool child_running(pid_t child)
+{
+	siginfo_t info = { 0 };
+
+	return waitid(P_PID, (id_t)child, &info,
+		      WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == 0;
+}
+
+int attach_reconnect(struct attach *a, unsigned interval_ms, int timeout_ms)
+{
+	struct rendezvous r;
+	long deadline = clock_now_ms() + timeout_ms;
+	int fd = -1;
+
+	if (!follow_exec || a->child == 0)
+		return -1;
+	find_rendezvous(&r, a->child);
+	while (fd < 0 && child_running(a->child) &&
+	       clock_now_ms() < deadline) {
+		fd = try_connect(&r);
+		if (fd < 0)
+			usleep(10000);
+	}
+	if (fd < 0)
+		return -1;
+	greet(fd, interval_ms);
+	a->fd = fd;
+	return fd;
 }
 
 void attach_connect(struct attach *a, pid_t pid, unsigned interval_ms,

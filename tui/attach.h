@@ -39,6 +39,19 @@ void attach_connect(struct attach *a, pid_t pid, unsigned interval_ms,
  */
 void attach_set_memory_cap(unsigned mb);
 
+/*
+ * Whether a launched command keeps the collector across exec (default
+ * yes): its descendants get it too, but dormant, as forked children.
+ */
+void attach_set_follow_exec(bool follow);
+
+/*
+ * After the launched command's connection closed while it still runs (it
+ * exec'd), connect to the collector of the program it runs now, waiting
+ * up to timeout_ms for it to listen. Returns the new a->fd, or -1.
+ */
+int attach_reconnect(struct attach *a, unsigned interval_ms, int timeout_ms);
+
 /* Remove our user's sockets left behind by killed processes (stale ones). */
 void attach_sweep_sockets(void);
 

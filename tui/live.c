@@ -104,6 +104,8 @@ int live_run(struct app *a, const char *theme, volatile sig_atomic_t *stop)
 		names = symbols_refresh(a->symbols);
 		tell_fetch_failure(&ui, &told);
 		rc = client_poll(&a->client, 0);
+		if (rc < 0 && !ended && app_follow_exec(a))
+			rc = 0;
 		app_sync_wrappers(a);
 		app_probe_futex(a);
 		dirty = rc == 1 || (rc < 0 && !ended) || names;

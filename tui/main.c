@@ -90,7 +90,7 @@ static void run_batch(struct app *a)
 			if (a->opt.iterations && ++shown >= a->opt.iterations)
 				return;
 		}
-		if (rc < 0)
+		if (rc < 0 && !app_follow_exec(a))
 			return;
 	}
 }
@@ -267,6 +267,7 @@ static void attach(struct app *a, bool live, char *log, size_t size)
 	int log_fd = -1;
 
 	attach_set_memory_cap(a->opt.max_memory_mb);
+	attach_set_follow_exec(!a->opt.no_follow_exec);
 	attach_sweep_sockets();
 	if (a->opt.pid) {
 		attach_connect(&a->attach, a->opt.pid, interval_ms,
@@ -296,10 +297,7 @@ static bool query_is_wrapper(void *app, uint64_t address)
 /* The wrappers: built in, then --wrapper; skipped whenever there are any. */
 static void setup_query(struct app *a)
 {
-	a->wrappers = wrappers_new(a->symbols);
-	wrappers_builtin(a->wrappers);
-	for (size_t i = 0; i < a->opt.nwrappers; i++)
-		wrappers_add(a->wrappers, a->opt.wrappers[i]);
+	app_build_wrappers(a);
 	a->query = (struct model_query){ .coalesce = a->opt.coalesce,
 		.sort = a->opt.sort, .ascending = a->opt.ascending,
 		.mix_idle = a->opt.mix_idle, .types = a->opt.types,

@@ -15,7 +15,7 @@
 #include "xalloc.h"
 
 /* Long options without a letter. */
-enum { OPT_FOLDED = 0x100, OPT_WRAPPER, OPT_MAX_MEMORY, OPT_FORCE, OPT_MIX_IDLE,
+enum { OPT_FOLDED = 0x100, OPT_WRAPPER, OPT_MAX_MEMORY, OPT_FORCE, OPT_MIX_IDLE, OPT_NO_FOLLOW_EXEC,
        OPT_TYPE };
 
 static const char usage_text[] =
@@ -62,6 +62,8 @@ static const char usage_text[] =
 	"                         (as nm prints it) or 0xADDR (in the process)\n"
 	"  -t, --theme NAME       colour theme: default, light, mono, or a file\n"
 	"                         (~/.config/qsptop/themes/NAME.theme first)\n"
+	"      --no-follow-exec   with -- CMD: stop watching when CMD execs another\n"
+	"                         program (by default qsptop follows it)\n"
 	"      --max-memory MIB   cap the collector's memory inside the target\n"
 	"                         (default 64); past it rows of one lock fold\n"
 	"                         into rows per call site, then counts are dropped,\n"
@@ -203,6 +205,7 @@ static const struct option long_options[] = {
 	{ .name = "wrapper", .has_arg = required_argument, .val = OPT_WRAPPER },
 	{ .name = "force", .has_arg = no_argument, .val = OPT_FORCE },
 	{ .name = "theme", .has_arg = required_argument, .val = 't' },
+	{ .name = "no-follow-exec", .has_arg = no_argument, .val = OPT_NO_FOLLOW_EXEC },
 	{ .name = "max-memory", .has_arg = required_argument, .val = OPT_MAX_MEMORY },
 	{ .name = "help", .has_arg = no_argument, .val = 'h' },
 	{ .name = "version", .has_arg = no_argument, .val = 'V' },
@@ -228,6 +231,7 @@ static void apply(struct options *o, int c, const char *arg)
 		break;
 	case OPT_TYPE: parse_types(o, arg); break;
 	case OPT_MIX_IDLE: o->mix_idle = true; break;
+	case OPT_NO_FOLLOW_EXEC: o->no_follow_exec = true; break;
 	case 'w':
 		o->width = (int)parse_count(arg, "-w: expected a width between "
 			"40 and 1000 columns, got '%s'", 1000);

@@ -14,6 +14,7 @@ struct options {
 	size_t rows;		/* -N: batch tables' first rows; 0 = all */
 	const struct field *sort; /* -o: a field of field.h */
 	bool ascending;
+	bool no_follow_exec;	/* --no-follow-exec: exec'd programs unwatched */
 	bool mix_idle;		/* --mix-idle: idle waits among the locks */
 	unsigned types;		/* --type: lock types shown (lockset.h) */
 	int width;		/* -w: batch line width; 0: COLUMNS, terminal, 132 */

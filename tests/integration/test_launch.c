@@ -339,37 +339,100 @@ static void test_sigint_passed_on(void)
 }
 
 /*
- * Programs the target execs do not inherit the collector: the exec'd
- * program's own memory map holds no libqsptop, and its counts reach no
- * snapshot. (The collector clears QSPTOP_FD before any exec, so a
- * collector loaded into the exec'd program would still send nothing: only
- * its map shows it.)
+ * With --no-follow-exec, programs the target execs do not inherit the
+ * collector: the exec'd program's own memory map holds no libqsptop, and
+ * its counts reach no snapshot. (The collector clears QSPTOP_FD before
+ * any exec, so a collector loaded into the exec'd program would still
+ * send nothing: only its map shows it.)
  */
 static void test_exec_not_followed(void)
 {
 	char *json = tmp_path("exec.json"), *expect = tmp_path("expect");
 	char *maps = tmp_path("exec.maps");
 	char cmd[PATH_MAX * 4];
-	char *argv[] = { qsptop, "-b", "-j", json, "--", "/bin/sh", "-c", cmd, NULL };
+	char *argv[] = { qsptop, "-b", "--no-follow-exec", "-j", json, "--",
+			 "/bin/sh", "-c", cmd, NULL };
 	struct run r;
 	cJSON *snap;
 	char *text;
 
-	snprintf(cmd, sizeof(cmd), "cat /proc/self/maps > '%s'; %s mutex %s",
+	snprintf(cmd, sizeof(cmd), "cat /proc/self/maps > '%s'; exec %s mutex %s",
 		 maps, workload, expect);
 	r = run_argv(argv);
 	snap = load_json(json);
 	text = slurp_file(maps, "");
-	CHECK(r.status == 0, "sh -c workload: exit %d", r.status);
+	CHECK(r.status == 0, "--no-follow-exec sh -c workload: exit %d", r.status);
 	CHECK(strstr(text, "[stack]") != NULL,
 	      "the exec'd cat wrote its memory map: got \"%.80s\"", text);
 	CHECK(strstr(text, "libqsptop") == NULL,
-	      "the exec'd cat: expected no libqsptop in its map, got: %s",
-	      strstr(text, "libqsptop") ? strstr(text, "libqsptop") : "");
+	      "--no-follow-exec, the exec'd cat: expected no libqsptop in its "
+	      "map, got: %s", strstr(text, "libqsptop") ? strstr(text, "libqsptop") : "");
 	CHECK(snap && sum_rows(snap, "site_mutex_a", "mutex").rows == 0,
-	      "the exec'd workload was not followed");
+	      "--no-follow-exec: the exec'd workload was not followed");
 	free(text);
 	cJSON_Delete(snap);
+	run_free(&r);
+}
+
+/*
+ * By default the program the launched command execs is watched: qsptop
+ * -- sh -c 'exec WORKLOAD' counts exactly what WORKLOAD counts, and the
+ * header and the snapshot name the exec'd program.
+ */
+static void test_exec_followed(void)
+{
+	char *json = tmp_path("exec.json"), *expect = tmp_path("expect");
+	char cmd[PATH_MAX * 4], name[PATH_MAX + 16];
+	char *argv[] = { qsptop, "-b", "-d", "0.2", "-j", json, "--", "/bin/sh",
+			 "-c", cmd, NULL };
+	struct run r;
+	cJSON *snap;
+
+	snprintf(cmd, sizeof(cmd), "exec %s mutex %s", workload, expect);
+	snprintf(name, sizeof(name), "%s mutex", workload);
+	unlink(json);
+	r = run_argv(argv);
+	snap = load_json(json);
+	CHECK(r.status == 0, "sh -c 'exec workload': exit %d: %s", r.status, r.err);
+	CHECK(snap != NULL, "sh -c 'exec workload': snapshot is valid JSON");
+	if (snap) {
+		check_expectations("exec mutex", snap, expect);
+		CHECK(strstr(str_field(snap, "command"), name) != NULL,
+		      "the snapshot names the exec'd program: expected \"%s\", "
+		      "got \"%s\"", name, str_field(snap, "command"));
+	}
+	CHECK(strstr(r.out, name) != NULL, "the batch header names the exec'd "
+	      "program \"%s\": got %.300s", name, r.out);
+	cJSON_Delete(snap);
+	run_free(&r);
+}
+
+/*
+ * -n holds whatever the launched command execs: -n 2 on sh -c 'exec sleep
+ * 600' prints two tables and ends the sleep, long before it would end.
+ */
+static void test_exec_iterations(void)
+{
+	char *pidfile = tmp_path("exec.pid"), cmd[PATH_MAX + 64], *text;
+	char *argv[] = { qsptop, "-b", "-d", "0.2", "-n", "2", "--", "/bin/sh",
+			 "-c", cmd, NULL };
+	struct run r;
+	pid_t pid;
+	bool gone;
+
+	snprintf(cmd, sizeof(cmd), "echo $$ > '%s'; exec sleep 600", pidfile);
+	r = run_capture(argv, 30000, 0);
+	text = slurp_file(pidfile, "0");
+	pid = (pid_t)atoi(text);
+	gone = pid > 0 && kill(pid, 0) < 0;
+	CHECK(r.status == 0, "-n 2 on sh -c 'exec sleep 600': expected exit 0 "
+	      "within 30 s, got %d", r.status);
+	CHECK(strstr(r.out, "sleep 600") && strstr(r.out, "CALL SITE"),
+	      "-n 2 printed tables naming sleep 600: got %.300s", r.out);
+	CHECK(gone, "-n 2: the exec'd sleep (pid %d) is gone", (int)pid);
+	if (pid > 0 && !gone)
+		kill(pid, SIGKILL);
+	free(text);
 	run_free(&r);
 }
 
@@ -497,6 +560,8 @@ int main(void)
 	test_coalesce_and_sort_flags();
 	test_exit_status();
 	test_exec_not_followed();
+	test_exec_followed();
+	test_exec_iterations();
 	test_host_closes_collector_fds();
 	test_iterations_end_launch();
 	test_sigint_passed_on();

@@ -26,6 +26,7 @@
 #include "ns.h"
 #include "site.h"
 #include "theme.h"
+#include "tree.h"
 #include "xalloc.h"
 
 #define POLL_MS 200
@@ -102,17 +103,45 @@ enum ending {
 	INTERRUPT_IT,	/* it got SIGINT: a grace period, then END_IT */
 };
 
+/* Signal the launched command (unless reaped) and all it started. */
+static int signal_tree(struct app *a, int sig)
+{
+	int sent = 0;
+
+	if (!a->child_reaped && kill(a->attach.child, sig) == 0)
+		sent++;
+	return sent + tree_signal(a->child_reaped ? 0 : a->attach.child, sig);
+}
+
+/*
+ * After the command is reaped, what it started and left running: SIGTERM
+ * was sent; SIGKILL what remains after the grace period.
+ */
+static void end_rest(struct app *a)
+{
+	long deadline = clock_now_ms() + CHILD_GRACE_MS;
+
+	while (signal_tree(a, 0) > 0) {
+		if (clock_now_ms() > deadline) {
+			signal_tree(a, SIGKILL);
+			deadline = clock_now_ms() + CHILD_GRACE_MS;
+		}
+		usleep(20000);
+	}
+}
+
 /* Reap the launched command, ending it as asked. Returns its wait status. */
 static int reap_child(struct app *a, enum ending how)
 {
 	long deadline = clock_now_ms() + CHILD_GRACE_MS;
+	bool ending = how != LET_IT_END;
 	int status = 0;
 	pid_t got;
 
 	if (a->child_reaped)
 		return a->child_status;
 	if (how == END_IT)
-		kill(a->attach.child, SIGTERM);
+		signal_tree(a, SIGTERM);
 	while ((got = waitpid(a->attach.child, &status,
 			      how == LET_IT_END ? 0 : WNOHANG)) == 0 ||
 	       (got < 0 && errno == EINTR)) {
@@ -122,7 +151,7 @@ static int reap_child(struct app *a, enum ending how)
 		if (how == INTERRUPT_IT)
 			warning("'%s' still runs %d s after the interrupt: ending it",
 				a->opt.command[0], CHILD_GRACE_MS / 1000);
-		kill(a->attach.child, how == INTERRUPT_IT ? SIGTERM : SIGKILL);
+		signal_tree(a, how == INTERRUPT_IT ? SIGTERM : SIGKILL);
 		how = how == INTERRUPT_IT ? END_IT : LET_IT_END;
 		deadline = clock_now_ms() + CHILD_GRACE_MS;
 	}
@@ -131,10 +160,11 @@ static int reap_child(struct app *a, enum ending how)
 		;
 	a->child_reaped = true;
 	a->child_status = status;
+	if (ending && signal_tree(a, SIGTERM) > 0)
+		end_rest(a);
 	return status;
 }
 
-/* The exit status qsptop passes on for the launched command. */
 static int command_status(const struct app *a, int status)
 {
 	if (WIFEXITED(status))
@@ -278,6 +308,7 @@ static void attach(struct app *a, bool live, char *log, size_t size)
 		log_fd = open_command_log(log, size);
 	else if (options_stdout_export(&a->opt))
 		log_fd = STDERR_FILENO;
+	tree_adopt();
 	attach_launch(&a->attach, a->opt.command, interval_ms, log_fd);
 	if (log_fd > STDERR_FILENO)
 		close(log_fd);

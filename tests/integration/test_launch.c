@@ -436,6 +436,77 @@ static void test_exec_iterations(void)
 	run_free(&r);
 }
 
+/* Read up to max PIDs, one a line, from path; how many. */
+static int read_pids(const char *path, pid_t *pids, int max)
+{
+	FILE *f = fopen(path, "r");
+	int n = 0, pid;
+
+	while (f && n < max && fscanf(f, "%d", &pid) == 1)
+		pids[n++] = pid;
+	if (f)
+		fclose(f);
+	return n;
+}
+
+/* Whether pid is gone (or a zombie nobody waits for) within timeout_ms. */
+static bool gone_within(pid_t pid, long timeout_ms)
+{
+	long deadline = monotonic_ms() + timeout_ms;
+	char path[64], *stat;
+	bool gone;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	do {
+		stat = slurp_file(path, "");
+		gone = kill(pid, 0) < 0 ||
+		       (strrchr(stat, ')') && strrchr(stat, ')')[2] == 'Z');
+		free(stat);
+		if (!gone)
+			usleep(20000);
+	} while (!gone && monotonic_ms() < deadline);
+	return gone;
+}
+
+/*
+ * SIGTERM to qsptop ends the whole tree it launched: the shell, its two
+ * background children, and an orphan whose parent exited first; by PID,
+ * each one checked. The shell and its children ignore SIGTERM, so that
+ * only the SIGKILL after the grace period ends them.
+ */
+static void test_sigterm_ends_tree(void)
+{
+	char *pidfile = tmp_path("tree.pids"), *out = tmp_path("tree.out");
+	char *err = tmp_path("tree.err"), cmd[PATH_MAX + 256];
+	char *argv[] = { qsptop, "-b", "-d", "0.2", "--", "/bin/sh", "-c", cmd,
+			 NULL };
+	long deadline = monotonic_ms() + RUN_TIMEOUT_MS;
+	pid_t q, pids[4];
+	int n = 0, status;
+
+	unlink(pidfile);
+	snprintf(cmd, sizeof(cmd), "trap '' TERM; (sleep 600 & echo $! >> '%1$s'); "
+		 "sleep 600 & echo $! >> '%1$s'; sleep 600 & echo $! >> '%1$s'; "
+		 "echo $$ >> '%1$s'; wait", pidfile);
+	q = start(argv, out, err);
+	while (monotonic_ms() < deadline &&
+	       (n = read_pids(pidfile, pids, 4)) < 4)
+		usleep(20000);
+	CHECK(n == 4, "the launched tree wrote its 4 PIDs: got %d", n);
+	kill(q, SIGTERM);
+	status = wait_status(q, RUN_TIMEOUT_MS);
+	CHECK(status == 0, "SIGTERM to qsptop: expected exit 0, got %d", status);
+	for (int i = 0; i < n; i++) {
+		bool gone = gone_within(pids[i], 10000);
+
+		CHECK(gone, "SIGTERM to qsptop: process %d of the launched tree "
+		      "(%s) is gone", (int)pids[i], i == 0 ? "an orphan" :
+		      i == 3 ? "the shell" : "a child of the shell");
+		if (!gone)
+			kill(pids[i], SIGKILL);
+	}
+}
+
 /* One line on stderr, starting with "qsptop: ", and the expected status. */
 static void check_error(char *const argv[], int status, const char *needle)
 {
@@ -562,6 +633,7 @@ int main(void)
 	test_exec_not_followed();
 	test_exec_followed();
 	test_exec_iterations();
+	test_sigterm_ends_tree();
 	test_host_closes_collector_fds();
 	test_iterations_end_launch();
 	test_sigint_passed_on();

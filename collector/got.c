@@ -404,6 +404,7 @@ static void patch_table(struct pass *p, const struct image *img,
 		if (ELF64_R_TYPE(r->r_info) != type ||
 		    (name = sym_name(img, sym)) == NULL ||
 		    (strncmp(name, "pthread_", 8) != 0 &&
+		     strncmp(name, "sem_", 4) != 0 &&
 		     strcmp(name, "syscall") != 0) ||
 		    (h = hooks_find(name)) == NULL)
 			continue;

@@ -7,6 +7,9 @@
  * pays for two clock reads and the wait bookkeeping. A spin lock that a
  * plain load shows held skips the try (spin_held_peek()).
  *
+ * Semaphore waits (sem_wait and its timed forms) are lock waits too, of
+ * type semaphore: sem_trywait first, as for a mutex.
+ *
  * syscall() is hooked too, for the futex locks that never call pthread;
  * any other system call number goes straight through (see below).
  *
@@ -536,6 +539,102 @@ EXPORT int pthread_cond_clockwait(pthread_cond_t *c, pthread_mutex_t *m,
 }
 
 /*
+ * A semaphore wait cancelled by pthread_cancel ends without the count
+ * taken: a failed wait, its time still waited.
+ */
+static void sem_cancelled(void *arg)
+{
+	wait_end(arg, ECANCELED);
+}
+
+/*
+ * A semaphore wait: as TRY_THEN_WAIT, with the sem_* convention (-1 and
+ * errno). The try's EAGAIN is the caller's errno again before the real
+ * wait, so that every result and errno is the real call's. Any failed
+ * wait (ETIMEDOUT, EINTR from a handled signal, cancellation) is a
+ * timeout and failed, as a timed-out mutex wait is.
+ */
+#define SEM_WAIT(wait_call, s)                                             \
+	do {                                                               \
+		struct thread_table *t_ = enter();                         \
+		uint64_t key_ = KEY(CALLER, LOCK_SEMAPHORE);               \
+		struct obj_slot *x_;                                       \
+		struct wait w_;                                            \
+		int rc_, err_ = errno;                                     \
+		if (t_ == NULL)                                            \
+			return wait_call;                                  \
+		x_ = slot_for(t_, &key_, s, HOOK_CFA);                     \
+		prefetch_lock(s);                                          \
+		if (likely(REAL(sem_trywait)(s) == 0)) {                   \
+			count_free(x_);                                    \
+			leave();                                           \
+			return 0;                                          \
+		}                                                          \
+		errno = err_;                                              \
+		wait_begin(&w_, t_, key_, x_);                             \
+		pthread_cleanup_push(sem_cancelled, &w_);                  \
+		rc_ = wait_call;                                           \
+		pthread_cleanup_pop(0);                                    \
+		err_ = errno;                                              \
+		wait_end(&w_, rc_ == 0 ? 0 : err_);                        \
+		errno = err_;                                              \
+		return rc_;                                                \
+	} while (0)
+
+EXPORT int sem_wait(sem_t *s)
+{
+	SEM_WAIT(REAL(sem_wait)(s), s);
+}
+
+/* A try: counts the acquisition, or a zero count as a busy lock. */
+EXPORT int sem_trywait(sem_t *s)
+{
+	struct thread_table *t = enter();
+	uint64_t key = KEY(CALLER, LOCK_SEMAPHORE);
+	struct obj_slot *x;
+	int rc, err;
+
+	if (t == NULL)
+		return REAL(sem_trywait)(s);
+	x = slot_for(t, &key, s, HOOK_CFA);
+	rc = REAL(sem_trywait)(s);
+	err = errno;
+	if (rc == 0)
+		count_free(x);
+	else if (err == EAGAIN)
+		count_busy(t, key, x);
+	leave();
+	errno = err;
+	return rc;
+}
+
+/*
+ * glibc refuses a bad tv_nsec (sem_timedwait before anything else,
+ * sem_clockwait only when it must wait) and a clock it does not take:
+ * such calls pass straight through, unrecorded, as time_ok() says.
+ */
+EXPORT int sem_timedwait(sem_t *s, const struct timespec *abstime)
+{
+	if (!time_ok(CLOCK_REALTIME, abstime))
+		return REAL(sem_timedwait)(s, abstime);
+	SEM_WAIT(REAL(sem_timedwait)(s, abstime), s);
+}
+
+EXPORT int sem_clockwait(sem_t *s, clockid_t clock,
+			 const struct timespec *abstime)
+{
+	if (!time_ok(clock, abstime))
+		return REAL(sem_clockwait)(s, clock, abstime);
+	SEM_WAIT(REAL(sem_clockwait)(s, clock, abstime), s);
+}
+
+int hooks_own_sem_clockwait(sem_t *s, clockid_t clock,
+			    const struct timespec *abstime)
+{
+	return REAL(sem_clockwait)(s, clock, abstime);
+}
+
+/*
  * Futex locks: InnoDB's, Rust's std::sync::Mutex, absl's, folly's, and
  * many made by hand spin in user space and sleep with
  * syscall(SYS_futex, ...). They never call pthread, and their free path
@@ -714,6 +813,10 @@ OURS(pthread_spin_trylock);
 OURS(pthread_cond_wait);
 OURS(pthread_cond_timedwait);
 OURS(pthread_cond_clockwait);
+OURS(sem_wait);
+OURS(sem_trywait);
+OURS(sem_timedwait);
+OURS(sem_clockwait);
 OURS(syscall);
 
 #define HOOK(field, name, version) \
@@ -741,6 +844,10 @@ static const struct hooked hooked[] = {
 	HOOK(cond_wait, pthread_cond_wait, "GLIBC_2.3.2"),
 	HOOK(cond_timedwait, pthread_cond_timedwait, "GLIBC_2.3.2"),
 	HOOK(cond_clockwait, pthread_cond_clockwait, NULL),
+	HOOK(sem_wait, sem_wait, NULL),
+	HOOK(sem_trywait, sem_trywait, NULL),
+	HOOK(sem_timedwait, sem_timedwait, NULL),
+	HOOK(sem_clockwait, sem_clockwait, NULL),
 	HOOK(syscall, syscall, NULL),
 };
 #define NHOOKED (sizeof(hooked) / sizeof(hooked[0]))

@@ -3,6 +3,7 @@
 #define QSPTOP_HOOKS_H
 
 #include <pthread.h>
+#include <semaphore.h>
 #include <stdbool.h>
 #include <time.h>
 
@@ -30,6 +31,10 @@ struct real_functions {
 	int (*cond_clockwait)(pthread_cond_t *, pthread_mutex_t *, clockid_t,
 			      const struct timespec *);
 	long (*syscall)(long, ...);
+	int (*sem_wait)(sem_t *);
+	int (*sem_trywait)(sem_t *);
+	int (*sem_timedwait)(sem_t *, const struct timespec *);
+	int (*sem_clockwait)(sem_t *, clockid_t, const struct timespec *);
 	/*
 	 * libc's own trylock, whoever else interposes it: for the mutexes
 	 * private to the collector (table.c's sentinels), which no other tool
@@ -53,6 +58,10 @@ struct hooked {
  * (preloaded), through RTLD_NEXT; dlopen'ed, in libc itself.
  */
 int hooks_resolve(void);
+
+/* libc's sem_clockwait, for the collector's own semaphores: never recorded. */
+int hooks_own_sem_clockwait(sem_t *s, clockid_t clock,
+			    const struct timespec *abstime);
 
 /* Whether the dynamic linker binds callers to our hooks (LD_PRELOAD). */
 bool hooks_interposed(void);

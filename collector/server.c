@@ -28,6 +28,7 @@
 #include "arena.h"
 #include "frames.h"
 #include "got.h"
+#include "hooks.h"
 #include "modules.h"
 #include "ownfd.h"
 #include "rows.h"
@@ -659,7 +660,7 @@ void server_wait_wrappers(int timeout_ms)
 {
 	struct timespec ts = deadline_in(timeout_ms);
 
-	while (sem_clockwait(&srv.wrappers_ready, CLOCK_MONOTONIC, &ts) < 0 &&
+	while (hooks_own_sem_clockwait(&srv.wrappers_ready, CLOCK_MONOTONIC, &ts) < 0 &&
 	       errno == EINTR)
 		;
 }
@@ -673,7 +674,7 @@ void server_finish(int timeout_ms)
 		/* The pipe is full: the thread is awake already. */
 	}
 	ts = deadline_in(timeout_ms);
-	while (sem_clockwait(&srv.finished, CLOCK_MONOTONIC, &ts) < 0 &&
+	while (hooks_own_sem_clockwait(&srv.finished, CLOCK_MONOTONIC, &ts) < 0 &&
 	       errno == EINTR)
 		;
 }

@@ -11,6 +11,7 @@ static const char *const lock_type_names[LOCK_TYPE_COUNT] = {
 	[LOCK_CONDVAR] = "condvar",
 	[LOCK_FUTEX] = "futex",
 	[LOCK_FUTEX_WAKE] = "futex-wake",
+	[LOCK_SEMAPHORE] = "semaphore",
 };
 
 const char *lock_type_name(enum lock_type type)

@@ -15,6 +15,7 @@ enum lock_type {
 	LOCK_CONDVAR,
 	LOCK_FUTEX,		/* a futex wait made through syscall() */
 	LOCK_FUTEX_WAKE,	/* a futex wake that woke someone */
+	LOCK_SEMAPHORE,		/* a POSIX semaphore wait (sem_wait, ...) */
 	LOCK_TYPE_COUNT
 };
 

@@ -95,7 +95,7 @@ static const struct {
 } own[] = {
 	{ { .title = "TYPE", .width = 12, .left = true, .priority = 8,
 	    .cell = cell_type,
-	    .help = "mutex, rwlock-read, rwlock-write, spinlock, condvar, futex or futex-wake" },
+	    .help = "mutex, rwlock-read, rwlock-write, spinlock, condvar, futex, futex-wake or semaphore" },
 	  10 },
 	{ { .title = "OBJECT", .width = 14, .left = true, .priority = 1,
 	    .cell = cell_object,

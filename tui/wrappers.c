@@ -49,6 +49,9 @@ const char *const wrappers_builtin_globs[] = {
 	"absl::*synchronization_internal::*Wait*",
 	"absl::*base_internal::SpinLock*", "AbslInternalPerThreadSemWait*",
 	"AbslInternalSpinLockDelay*",
+	/* PostgreSQL's LWLocks and the semaphore their waits sleep on. */
+	"PGSemaphoreLock", "LWLockAcquire", "LWLockAcquireOrWait",
+	"LWLockWaitForVar",
 	NULL,
 };
 

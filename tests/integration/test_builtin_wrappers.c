@@ -1,5 +1,6 @@
 /*
- * The built-in wrapper patterns for InnoDB, Rust's std and absl, through
+ * The built-in wrapper patterns for InnoDB, Rust's std, absl and
+ * PostgreSQL, through
  * the real qsptop and no --wrapper: every lock call made inside a function
  * named as theirs are (wl_builtin_wrappers) counts on the row of the
  * function that called it, exactly, and no row stays inside a wrapper.

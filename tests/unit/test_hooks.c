@@ -6,11 +6,13 @@
  * unrecorded, which lock a capture runs under, and every kind of mutex
  * and the spin lock are counted exactly (free, busy, waited for, relocked
  * by their owner, left by a dead owner) with glibc's own results,
- * whichever way a hook finds a lock busy.
+ * whichever way a hook finds a lock busy; so are semaphore waits, with
+ * glibc's return values and errno.
  */
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -546,6 +548,135 @@ static void test_spin_counted_exactly(void)
 	check_tally("spin", (const void *)&l, want);
 }
 
+/* A thread that posts sem once the waiter sleeps, or signals it instead. */
+struct poster {
+	pthread_t thread;
+	sem_t *sem;
+	pthread_t waiter_thread;
+	pid_t waiter;
+	int interrupt;		/* pthread_kill(waiter, SIGUSR2) instead */
+	int timed_out;
+};
+
+static void *post_when_waiting(void *arg)
+{
+	struct poster *p = arg;
+	uint64_t deadline = monotonic_ns() + DEADLINE_NS;
+
+	while (!in_futex(p->waiter)) {
+		if (monotonic_ns() > deadline) {
+			p->timed_out = 1;
+			break;
+		}
+		sched_yield();
+	}
+	if (p->interrupt)
+		pthread_kill(p->waiter_thread, SIGUSR2);
+	else
+		sem_post(p->sem);
+	return NULL;
+}
+
+static void post_start(struct poster *p, sem_t *sem, int interrupt)
+{
+	memset(p, 0, sizeof(*p));
+	p->sem = sem;
+	p->interrupt = interrupt;
+	p->waiter = (pid_t)syscall(SYS_gettid);
+	p->waiter_thread = pthread_self();
+	pthread_create(&p->thread, NULL, post_when_waiting, p);
+}
+
+static void post_end(struct poster *p, const char *what)
+{
+	pthread_join(p->thread, NULL);
+	CHECK(!p->timed_out, "%s: the waiter was seen waiting", what);
+}
+
+static void on_usr2(int sig)
+{
+	(void)sig;
+}
+
+/* rc and errno of a sem call, checked against glibc's. */
+static void check_sem_rc(const char *what, int rc, int err, int want_rc,
+			 int want_err)
+{
+	CHECK(rc == want_rc && err == want_err,
+	      "%s: expected %d, errno %d; got %d, errno %d", what, want_rc,
+	      want_err, rc, err);
+}
+
+#define SEM_CALL(call, rc, err)                                            \
+	do {                                                               \
+		errno = 4321;                                              \
+		rc = (call);                                               \
+		err = errno;                                               \
+	} while (0)
+
+/*
+ * Semaphore waits: free (three sem_wait), busy to sem_trywait (EAGAIN),
+ * run out of time in sem_timedwait and sem_clockwait (ETIMEDOUT), waited
+ * for until posted (0, errno untouched), interrupted by a handled signal
+ * (EINTR; with SA_RESTART, Linux restarts the wait): each counted as a mutex call would be,
+ * a failed wait as a timeout, with glibc's result and errno.
+ */
+static void test_sem_counted_exactly(void)
+{
+	struct sigaction sa = { .sa_handler = on_usr2 };
+	struct lock_tally want = { 3, 0, 4, 3 };
+	struct timespec past = { 1, 0 };
+	struct poster p;
+	static sem_t s;
+	int rc, err;
+
+	sigaction(SIGUSR2, &sa, NULL);
+	sem_init(&s, 0, 3);
+	for (int n = 0; n < 3; n++) {
+		SEM_CALL(sem_wait(&s), rc, err);
+		check_sem_rc("sem_wait, free", rc, err, 0, 4321);
+	}
+	SEM_CALL(sem_trywait(&s), rc, err);
+	check_sem_rc("sem_trywait, zero", rc, err, -1, EAGAIN);
+	SEM_CALL(sem_timedwait(&s, &past), rc, err);
+	check_sem_rc("sem_timedwait, time up", rc, err, -1, ETIMEDOUT);
+	SEM_CALL(sem_clockwait(&s, CLOCK_MONOTONIC, &past), rc, err);
+	check_sem_rc("sem_clockwait, time up", rc, err, -1, ETIMEDOUT);
+	post_start(&p, &s, 0);
+	SEM_CALL(sem_wait(&s), rc, err);
+	post_end(&p, "sem_wait, posted");
+	check_sem_rc("sem_wait, posted while waiting", rc, err, 0, 4321);
+	want.acquired++;
+	want.contended++;
+	post_start(&p, &s, 1);
+	SEM_CALL(sem_wait(&s), rc, err);
+	post_end(&p, "sem_wait, interrupted");
+	check_sem_rc("sem_wait, interrupted", rc, err, -1, EINTR);
+	check_tally("semaphore", &s, want);
+	sem_destroy(&s);
+}
+
+/*
+ * Arguments glibc refuses (a bad tv_nsec, a clock it does not take):
+ * EINVAL and the semaphore untouched, as glibc leaves it, and no row.
+ */
+static void test_sem_refused_passes_through(void)
+{
+	struct timespec bad = { 1, -1 }, ok = { 1, 0 };
+	static sem_t s;
+	int rc, err, value = -1;
+
+	sem_init(&s, 0, 1);
+	SEM_CALL(sem_timedwait(&s, &bad), rc, err);
+	check_sem_rc("sem_timedwait, tv_nsec -1", rc, err, -1, EINVAL);
+	SEM_CALL(sem_clockwait(&s, CLOCK_PROCESS_CPUTIME_ID, &ok), rc, err);
+	check_sem_rc("sem_clockwait, CPU-time clock", rc, err, -1, EINVAL);
+	sem_getvalue(&s, &value);
+	CHECK(value == 1, "the semaphore is untouched: value 1, got %d", value);
+	check_tally("refused semaphore calls", &s, (struct lock_tally){ 0 });
+	sem_destroy(&s);
+}
+
 int main(void)
 {
 	if (hooks_resolve() < 0)
@@ -558,5 +689,7 @@ int main(void)
 	test_mutex_kinds_counted_exactly();
 	test_owner_dead_counted_free();
 	test_spin_counted_exactly();
+	test_sem_counted_exactly();
+	test_sem_refused_passes_through();
 	return check_summary();
 }

@@ -264,7 +264,8 @@ static void test_snapshot_records_types(void)
 		bool mix;
 		const char *want;
 	} cases[] = {
-		{ 0, false, "mutex rwlock-read rwlock-write spinlock condvar futex futex-wake" },
+		{ 0, false, "mutex rwlock-read rwlock-write spinlock condvar futex futex-wake "
+		  "semaphore" },
 		{ 1u << LOCK_MUTEX | 1u << LOCK_CONDVAR, true, "mutex condvar" },
 	};
 

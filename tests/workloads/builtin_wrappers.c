@@ -1,5 +1,5 @@
 /*
- * Lock wrappers named as InnoDB's, Rust's std and absl's are, so that
+ * Lock wrappers named as InnoDB's, Rust's std, absl's and PostgreSQL's are, so that
  * qsptop's built-in wrapper patterns (and nothing given on its command
  * line) must match them: each is a function of exactly such a symbol
  * (mangled, as the compilers of those projects write it) that takes a
@@ -53,7 +53,12 @@
 	X(16, "_ZN4absl12lts_2023080224synchronization_internal11FutexWaiter4WaitEv") \
 	X(17, "_ZN4absl12lts_2023080213base_internal8SpinLock8SlowLockEv")  \
 	X(18, "AbslInternalPerThreadSemWait_lts_20230802")                  \
-	X(19, "AbslInternalSpinLockDelay_lts_20230802")
+	X(19, "AbslInternalSpinLockDelay_lts_20230802")                     \
+	/* PostgreSQL's LWLocks and the semaphore they sleep on. */        \
+	X(20, "PGSemaphoreLock")                                           \
+	X(21, "LWLockAcquire")                                             \
+	X(22, "LWLockAcquireOrWait")                                       \
+	X(23, "LWLockWaitForVar")
 
 WRAPPERS(WRAPPER)
 

@@ -7,7 +7,7 @@
  *   plugin PATH   dlopen a plugin built from this file     ok | error TEXT
  *   unplug        dlclose it                               ok | error TEXT
  *   work N        4 threads, N rounds of every site        ok TOTAL | bad
- *   view          the GOT slots of pthread_* functions, one line each:
+ *   view          the GOT slots of pthread_* and sem_* functions, one line each:
  *                 MODULE plt|got NAME@VERSION VALUE LIBRARY, then "end"
  *   bench N       ns per lock+unlock pair, N pairs         ns NUMBER
  *   resolve NAME  write libc's NAME into our slots of NAME, as the lazy
@@ -24,6 +24,7 @@
 #include <fcntl.h>
 #include <link.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,6 +66,7 @@ __asm__(".symver old_cond_timedwait,pthread_cond_timedwait@GLIBC_2.2.5");
 static pthread_mutex_t mutex = PTHREAD_MUTEX_INITIALIZER;
 static pthread_rwlock_t rwlock = PTHREAD_RWLOCK_INITIALIZER;
 static pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
+static sem_t sem;	/* holds THREADS: never waited for */
 static long shared, shared_rw;	/* under mutex, under rwlock */
 static long (*plugin_work)(long);
 static void *plugin_handle;
@@ -116,6 +118,14 @@ static void __attribute__((noinline)) site_condwait(pthread_mutex_t *own)
 	pthread_mutex_unlock(own);
 }
 
+static void __attribute__((noinline)) site_semwait(void)
+{
+	if (sem_wait(&sem) == 0) /* site:semwait */
+		sem_post(&sem);
+	else
+		all_ok = 0;
+}
+
 static void *worker(void *arg)
 {
 	long n = (long)arg;
@@ -127,6 +137,7 @@ static void *worker(void *arg)
 		site_trylock(&own);
 		site_wrlock();
 		site_rdlock();
+		site_semwait();
 		if (i % 10 == 0)
 			site_condwait(&own);
 		if (plugin_work)
@@ -223,7 +234,8 @@ static void print_relocs(struct view_arg *va, const char *module,
 		void *value;
 
 		if ((type != R_X86_64_JUMP_SLOT && type != R_X86_64_GLOB_DAT) ||
-		    strncmp(name, "pthread_", 8) != 0)
+		    (strncmp(name, "pthread_", 8) != 0 &&
+		     strncmp(name, "sem_", 4) != 0))
 			continue;
 		if (va->poke_name) {
 			if (strcmp(name, va->poke_name) == 0 &&
@@ -374,6 +386,7 @@ int main(int argc, char **argv)
 	pthread_t t;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	sem_init(&sem, 0, THREADS);
 	if (argc > 1 && strcmp(argv[1], "old-abi") == 0)
 		return old_cond_timedwait(&cond, &mutex, NULL);
 	libc_rdlock = (int (*)(pthread_rwlock_t *))dlsym(RTLD_DEFAULT,

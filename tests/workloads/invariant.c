@@ -80,7 +80,7 @@ struct ctx {
 	int listener;			/* accept waits on it, at addr */
 	struct sockaddr_in addr;
 	int epoll;			/* watches pipe[0] */
-	sem_t sem;			/* sem_wait, sem_timedwait */
+	sem_t sem;			/* the sem_* calls */
 	sem_t ready;			/* the helper (or companion) is ready */
 	pthread_mutex_t held;		/* mutex_lock: the helper holds it */
 	pthread_mutex_t cond_mutex;
@@ -293,6 +293,13 @@ static struct outcome call_sem_timedwait(struct ctx *x)
 	return result(sem_timedwait(&x->sem, &t));
 }
 
+static struct outcome call_sem_clockwait(struct ctx *x)
+{
+	struct timespec t = after(CLOCK_MONOTONIC, x->ms);
+
+	return result(sem_clockwait(&x->sem, CLOCK_MONOTONIC, &t));
+}
+
 static struct outcome call_cond_timedwait(struct ctx *x)
 {
 	struct timespec t = after(CLOCK_REALTIME, x->ms);
@@ -482,6 +489,7 @@ static const struct call calls[] = {
 	  .prepare = block_usr1, .deliver = signal_subject },
 	{ "sem_wait", SYS_futex, call_sem_wait, .deliver = post_sem },
 	{ "sem_timedwait", SYS_futex, call_sem_timedwait },
+	{ "sem_clockwait", SYS_futex, call_sem_clockwait },
 	{ "cond_timedwait", SYS_futex, call_cond_timedwait },
 	{ "mutex_lock", SYS_futex, call_mutex_lock, .hold = lock_held,
 	  .deliver = unlock_held },

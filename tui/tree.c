@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "inject_proc.h"
 #include "tree.h"
 
 #define TREE_MAX 4096
@@ -81,22 +82,6 @@ static bool is_own_image(pid_t pid)
 	       self.st_dev == other.st_dev && self.st_ino == other.st_ino;
 }
 
-/* Whether pid has exited and waits for its parent to reap it. */
-static bool is_zombie(pid_t pid)
-{
-	char path[64], buf[256], *end;
-	FILE *f;
-	bool z = false;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	f = fopen(path, "re");
-	if (f && fgets(buf, sizeof(buf), f) && (end = strrchr(buf, ')')))
-		z = end[1] == ' ' && end[2] == 'Z';
-	if (f)
-		fclose(f);
-	return z;
-}
-
 /* Root's descendants and our adopted orphans, parents before children. */
 static void collect(struct pids *p, pid_t root)
 {
@@ -126,7 +111,7 @@ int tree_signal(pid_t root, int sig)
 	for (size_t i = 0; i < p.n; i++) {
 		/* An adopted orphan that is gone is reaped, not counted. */
 		if (waitpid(p.v[i], NULL, WNOHANG) == p.v[i] ||
-		    is_zombie(p.v[i]))
+		    !inject_process_alive(p.v[i]))
 			continue;
 		if (kill(p.v[i], sig) == 0)
 			sent++;

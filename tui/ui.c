@@ -236,11 +236,9 @@ static void act_back(struct ui *ui)
 /* The index of the column showing field f, 0 when none does. */
 static long column_index(const struct field *f)
 {
-	for (size_t i = 0; i < column_count(); i++) {
-		if (column_at(i)->field == f)
-			return (long)i;
-	}
-	return 0;
+	const struct column *c = column_of(f);
+
+	return c ? c - column_at(0) : 0;
 }
 
 /*

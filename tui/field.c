@@ -99,24 +99,25 @@ void field_extend(const struct field *f, size_t n)
 	n_added = n;
 }
 
-const struct field *field_by_key(const char *key)
+/* The field whose name (its key, or its JSON name) is name, or NULL. */
+static const struct field *field_named(const char *name, bool json)
 {
-	for (size_t i = 0; key != NULL && i < field_count(); i++) {
+	for (size_t i = 0; name != NULL && i < field_count(); i++) {
 		const struct field *f = field_at(i);
+		const char *n = json ? f->json : f->key;
 
-		if (f->key && strcmp(f->key, key) == 0)
+		if (n && strcmp(n, name) == 0)
 			return f;
 	}
 	return NULL;
 }
 
+const struct field *field_by_key(const char *key)
+{
+	return field_named(key, false);
+}
+
 const struct field *field_by_json(const char *name)
 {
-	for (size_t i = 0; name != NULL && i < field_count(); i++) {
-		const struct field *f = field_at(i);
-
-		if (f->json && strcmp(f->json, name) == 0)
-			return f;
-	}
-	return NULL;
+	return field_named(name, true);
 }

@@ -581,9 +581,10 @@ static int no_thread(struct job *j, const struct pick *p, bool slept)
 				   "or wait within %d ms, and the others run or are "
 				   "in calls unsafe to borrow: try again",
 				   (int)pid, borrow_timeout_ms);
-	return inject_fail(j->msg, j->len, "no thread of PID %d waits in a system "
-			   "call where it is safe to borrow (all run or are in "
-			   "unknown calls): try again when it is less busy", (int)pid);
+	return inject_fail(j->msg, j->len, "no thread of PID %d waited in a "
+			   "system call where it is safe to borrow within %d ms "
+			   "(all ran or were in unknown calls): try again when "
+			   "it is less busy", (int)pid, borrow_timeout_ms);
 }
 
 /* Forced to borrow a thread whose call a stop fails: say so. */
@@ -612,7 +613,7 @@ static int borrow_and_load(struct job *j, int mem)
 
 		if (wait_loader_free(j, mem, deadline) < 0)
 			return -1;
-		inject_pick_thread(j->t, skip, nskip, &p);
+		inject_pick_thread(j->t, skip, nskip, deadline, &p);
 		if (p.tid == 0 && !inject_process_alive(j->t->pid))
 			return inject_exited(j->t, j->msg, j->len);
 		if (p.tid == 0)

@@ -263,25 +263,29 @@ static void scan_threads(const struct inject_target *t, DIR *d,
 }
 
 /*
- * The best thread to borrow, rescanning a while for a safe one; p->tid 0
- * when none. A call that a stop would fail with EINTR only with --force.
+ * The best thread to borrow: rescanning a while for a safe one, and while
+ * none can be borrowed, until give_up (clock_now_ms); p->tid 0 when none.
+ * A call that a stop would fail with EINTR only with --force.
  */
 void inject_pick_thread(const struct inject_target *t, const pid_t *skip,
-			int nskip, struct pick *p)
+			int nskip, int64_t give_up, struct pick *p)
 {
-	int64_t deadline = clock_now_ms() + PICK_RETRY_MS;
+	int64_t safe_deadline = clock_now_ms() + PICK_RETRY_MS;
 	char path[64];
 
 	snprintf(path, sizeof(path), "/proc/%d/task", (int)t->pid);
 	for (;;) {
 		DIR *d = opendir(path);
+		int64_t now;
 
 		*p = (struct pick){ 0 };
 		if (d == NULL)
 			return;
 		scan_threads(t, d, skip, nskip, p);
 		closedir(d);
-		if (p->rank == RANK_SAFE || clock_now_ms() >= deadline)
+		now = clock_now_ms();
+		if (p->rank == RANK_SAFE || now >= give_up ||
+		    (p->tid != 0 && now >= safe_deadline))
 			return;
 		usleep(20000);
 	}

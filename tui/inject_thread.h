@@ -46,9 +46,12 @@ enum borrow_rank inject_syscall_rank(pid_t pid, long nr, const uint64_t a[6]);
 bool inject_resumes_from_args(long nr, const uint64_t a[6]);
 /* The name of system call nr, for messages. */
 const char *inject_syscall_name(long nr);
-/* The best thread to borrow, rescanning a while for a safe one; tid 0: none. */
+/*
+ * The best thread to borrow, rescanning a while for a safe one and, while
+ * none can be borrowed, until give_up (clock_now_ms); tid 0: none.
+ */
 void inject_pick_thread(const struct inject_target *t, const pid_t *skip,
-			int nskip, struct pick *p);
+			int nskip, int64_t give_up, struct pick *p);
 /* The loader lock's owner, read through mem: a TID, 0 free, -1 unknown. */
 pid_t inject_loader_owner(const struct inject_target *t, int mem);
 

@@ -616,13 +616,52 @@ static void test_skips_thread_on_heap_stack(void)
 		kill_proc(&p);
 		return;
 	}
-	rc = forced_inject(p.pid, SYS_pause, library, msg, sizeof(msg), &ms);
+	/* Once: refused, the pick looks for another thread till its deadline. */
+	thread_in(p.pid, SYS_pause);
+	inject_only_syscall = SYS_pause;
+	rc = timed_inject(p.pid, library, msg, sizeof(msg), &ms);
+	inject_only_syscall = -1;
 	CHECK(rc == INJECT_FAILED, "a thread on a heap alternate stack was "
 	      "borrowed: %d \"%s\"", rc, msg);
 	rc = stop_target(&p);
 	CHECK(rc == 0 && strstr(read_text(p.out), "canary ok") != NULL,
 	      "the heap below the alternate stack: exit %d: %s", rc,
 	      read_text(p.out));
+}
+
+/*
+ * A target busy for longer than the first look for a safe thread (all its
+ * threads run), then parked in a read of a pipe: qsptop waits for it to
+ * park and loads, instead of giving up while it is busy.
+ */
+static void test_waits_while_target_busy(void)
+{
+	int fds[2], status = 0;
+	char msg[512], c;
+	double ms;
+	pid_t pid;
+	int rc;
+
+	if (pipe(fds) < 0) {
+		CHECK(0, "pipe: %s", strerror(errno));
+		return;
+	}
+	pid = fork();
+	if (pid == 0) {
+		int64_t until = clock_now_ms() + 800;
+
+		close(fds[1]);
+		while (clock_now_ms() < until)
+			;
+		_exit(read(fds[0], &c, 1) == 0 ? 0 : 1);
+	}
+	close(fds[0]);
+	rc = timed_inject(pid, library, msg, sizeof(msg), &ms);
+	CHECK(rc == INJECT_LOADED, "a target busy for 800 ms then parked in "
+	      "read: expected INJECT_LOADED, got %d \"%s\"", rc, msg);
+	close(fds[1]);
+	CHECK(waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
+	      WEXITSTATUS(status) == 0, "the busy target: status 0x%x", status);
 }
 
 int main(void)
@@ -644,6 +683,7 @@ int main(void)
 	test_keeps_ignored_segv();
 	test_registers_come_back();
 	test_skips_thread_on_heap_stack();
+	test_waits_while_target_busy();
 	remove_tmp();
 	return check_summary();
 }

@@ -39,16 +39,41 @@ struct box {
 	pid_t unshare, pid;
 };
 
-/* pid runs /tmp/locks of its root, with libc mapped. */
+/* The path of pid's libc.so.6 in its maps, as it names it. */
+static bool libc_of(pid_t pid, char *out, size_t size)
+{
+	char path[64], line[PATH_MAX + 128];
+	bool found = false;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	f = fopen(path, "r");
+	while (f && !found && fgets(line, sizeof(line), f)) {
+		char *p = strchr(line, '/');
+
+		line[strcspn(line, "\n")] = '\0';
+		found = p && strcmp(basename(p), "libc.so.6") == 0 &&
+			snprintf(out, size, "%s", p) < (int)size;
+	}
+	if (f)
+		fclose(f);
+	return found;
+}
+
+/*
+ * pid runs /tmp/locks of its root, with libc mapped: the loader maps libc
+ * a moment after the exec changed the program.
+ */
 static bool box_ready(pid_t pid)
 {
-	char path[64], exe[PATH_MAX];
+	char path[64], exe[PATH_MAX], libc[PATH_MAX];
 	ssize_t n;
 
 	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
 	n = readlink(path, exe, sizeof(exe) - 1);
 	exe[n > 0 ? n : 0] = '\0';
-	return strcmp(exe, "/tmp/locks") == 0;
+	return strcmp(exe, "/tmp/locks") == 0 &&
+	       libc_of(pid, libc, sizeof(libc));
 }
 
 /*
@@ -91,27 +116,6 @@ static void box_stop(struct box *b, const char *what)
 	kill(b->pid, SIGKILL);
 	CHECK(wait_status(b->unshare, 5000) >= 0, "%s: unshare did not end",
 	      what);
-}
-
-/* The path of pid's libc.so.6 in its maps, as it names it. */
-static bool libc_of(pid_t pid, char *out, size_t size)
-{
-	char path[64], line[PATH_MAX + 128];
-	bool found = false;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
-	f = fopen(path, "r");
-	while (f && !found && fgets(line, sizeof(line), f)) {
-		char *p = strchr(line, '/');
-
-		line[strcspn(line, "\n")] = '\0';
-		found = p && strcmp(basename(p), "libc.so.6") == 0 &&
-			snprintf(out, size, "%s", p) < (int)size;
-	}
-	if (f)
-		fclose(f);
-	return found;
 }
 
 /* Run fn(arg) in a child inside pid's mount namespace; its exit status. */

@@ -440,25 +440,46 @@ void proto_wrapper_range(const uint8_t *ranges, uint32_t i, uint64_t *lo,
 }
 
 /* A varint of at most 64 bits; longer or truncated ones are malformed. */
-static uint64_t get_varint(struct rbuf *r)
+static uint64_t get_varint_any(struct rbuf *r)
 {
+	const uint8_t *p = r->p + r->off;
+	size_t left = r->err ? 0 : r->len - r->off;
 	uint64_t v = 0;
 
-	for (unsigned shift = 0; shift < 64; shift += 7) {
-		uint8_t byte = get_u8(r);
+	for (unsigned i = 0; i < 10 && i < left; i++) {
+		uint8_t byte = p[i];
 
-		if (r->err)
-			return 0;
-		if (shift == 63 && byte > 1) {
-			r->err = true;
-			return 0;
-		}
-		v |= (uint64_t)(byte & 0x7f) << shift;
-		if (!(byte & 0x80))
+		if (i == 9 && byte > 1)
+			break;
+		v |= (uint64_t)(byte & 0x7f) << (7 * i);
+		if (!(byte & 0x80)) {
+			r->off += i + 1;
 			return v;
+		}
 	}
 	r->err = true;
 	return 0;
+}
+
+/*
+ * get_varint_any() without its checks on each byte, when the frame has
+ * room for the longest varint; the rare ten-byte one takes the long way.
+ */
+static inline uint64_t get_varint(struct rbuf *r)
+{
+	const uint8_t *p = r->p + r->off;
+	uint64_t v = 0;
+
+	if (r->len - r->off < 10)
+		return get_varint_any(r);
+	for (unsigned i = 0; i < 9; i++) {
+		v |= (uint64_t)(p[i] & 0x7f) << (7 * i);
+		if (p[i] < 0x80) {
+			r->off += i + 1;
+			return v;
+		}
+	}
+	return get_varint_any(r);
 }
 
 /* A varint that must fit 32 bits. */
@@ -554,11 +575,19 @@ static void decode_tick(struct rbuf *r, struct proto_tick *m)
 	m->flags = get_u8(r);
 }
 
-static void decode_counts(struct rbuf *r, struct proto_counts *m)
+/*
+ * One entry of a COUNTS run into m, which holds the run's entry before
+ * (all zero for the first): of its histogram, only the buckets that
+ * entry filled (*hist_mask) are cleared, not all of them.
+ */
+static void decode_counts(struct rbuf *r, struct proto_counts *m,
+			  uint32_t *hist_mask)
 {
-	uint32_t mask, hist_mask = 0;
+	uint32_t mask;
 
-	memset(m, 0, sizeof(*m));
+	for (uint32_t b = *hist_mask; b != 0; b &= b - 1)
+		m->c.hist[__builtin_ctz(b)] = 0;
+	*hist_mask = 0;
 	m->row = get_varint32(r);
 	mask = get_varint32(r);
 	if (mask & ~(uint32_t)HAS_ALL)
@@ -569,8 +598,8 @@ static void decode_counts(struct rbuf *r, struct proto_counts *m)
 	m->c.calls.failed = (mask & HAS_FAILED) ? get_varint(r) : 0;
 	m->max_wait_ns = (mask & HAS_MAX) ? get_varint(r) : 0;
 	if (mask & HAS_HIST)
-		hist_mask = get_varint32(r);
-	for (uint32_t b = hist_mask; b != 0 && !r->err; b &= b - 1)
+		*hist_mask = get_varint32(r);
+	for (uint32_t b = *hist_mask; b != 0 && !r->err; b &= b - 1)
 		m->c.hist[__builtin_ctz(b)] = get_varint(r);
 	m->c.calls.timeouts = (mask & HAS_TIMEOUTS) ? get_varint(r) : 0;
 }
@@ -609,13 +638,14 @@ static void decode_run(struct rbuf *r, uint16_t type,
 		       const struct proto_visitor *v, void *ctx)
 {
 	struct proto_stack_counts sc;
-	struct proto_counts c;
+	struct proto_counts c = { 0 };
+	uint32_t hist_mask = 0;
 
 	if (r->len == 0)
 		r->err = true;
 	while (!r->err && r->off < r->len) {
 		if (type == MSG_COUNTS) {
-			decode_counts(r, &c);
+			decode_counts(r, &c, &hist_mask);
 			if (!r->err && v && v->counts)
 				v->counts(ctx, &c);
 		} else {

@@ -126,7 +126,7 @@ struct proto_delta {
 	uint32_t row;
 	struct lock_counts c;
 	uint64_t max_wait_ns;
-	bool hist_empty;	/* c.hist is known to be empty: skip it */
+	bool hist_empty;	/* c.hist is empty, and not filled in: skip it */
 };
 
 /* A TICK flag: this update is the session's baseline. */

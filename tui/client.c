@@ -95,13 +95,15 @@ static bool hold_index(void **v, size_t *cap, uint32_t id, size_t max,
 static void on_counts(void *ctx, const struct proto_counts *m)
 {
 	struct client *c = ctx;
-	struct proto_delta d = { .row = m->row, .max_wait_ns = m->max_wait_ns };
+	struct proto_delta d;	/* its histogram only filled in when not empty */
 
 	if (!hold_index((void **)&c->last, &c->last_cap, m->row, ROW_IDS_MAX,
 			sizeof(*c->last))) {
 		end(c, TARGET_LOST, "collector sent a row id out of range");
 		return;
 	}
+	d.row = m->row;
+	d.max_wait_ns = m->max_wait_ns;
 	d.hist_empty = !lock_counts_advance(&d.c, &c->last[m->row], &m->c);
 	if (!c->in_baseline)
 		model_apply_delta(c->model, &d);

@@ -16,6 +16,8 @@ struct seen {
 	struct proto_row row;
 	struct proto_counts count;	/* the last one */
 	uint64_t acq_sum;
+	const struct proto_counts *expect; /* when set, what each should be */
+	int count_mismatches;
 	struct proto_tick tick;
 	struct proto_goodbye goodbye;
 	int stacks, stack_rows, stack_counts;
@@ -34,10 +36,23 @@ static void on_goodbye(void *c, const struct proto_goodbye *m) { ((struct seen *
 static void on_interval(void *c, uint32_t ms) { ((struct seen *)c)->interval_ms = ms; }
 static void on_detach(void *c) { ((struct seen *)c)->detaches++; }
 
+static bool counts_equal(const struct proto_counts *a,
+			 const struct proto_counts *b)
+{
+	bool same = a->row == b->row && a->max_wait_ns == b->max_wait_ns &&
+		    memcmp(&a->c.calls, &b->c.calls, sizeof(a->c.calls)) == 0;
+
+	for (unsigned i = 0; i < HIST_BUCKETS; i++)
+		same &= a->c.hist[i] == b->c.hist[i];
+	return same;
+}
+
 static void on_counts(void *c, const struct proto_counts *m)
 {
 	struct seen *s = c;
 
+	if (s->expect && !counts_equal(m, &s->expect[s->counts]))
+		s->count_mismatches++;
 	s->counts++;
 	s->count = *m;
 	s->acq_sum += m->c.calls.acquisitions;
@@ -204,6 +219,51 @@ static void test_counts_span_frames(void)
 	CHECK_U64(s.count.c.calls.wait_ns, 19999000);
 	CHECK_U64(s.count.c.calls.timeouts, 9999);
 	CHECK_U64(s.count.max_wait_ns, 19999);
+	wbuf_free(&b);
+}
+
+/* A value of 1 to 64 bits, so that varints of every length are written. */
+static uint64_t of_bits(unsigned bits, uint32_t salt)
+{
+	uint64_t top = bits == 64 ? UINT64_MAX : (1ull << bits) - 1;
+
+	return (top >> 1) + 1 + salt % (top >> 1 | 1);
+}
+
+/*
+ * Every field of every entry round-trips, whatever its varint's length
+ * (1 to 10 bytes), and the histogram of one entry never leaks into the
+ * next one's, in the middle of a frame as at its end.
+ */
+static void test_counts_round_trip_exactly(void)
+{
+	enum { N = 3000 };
+	static struct proto_counts sent[N];
+	struct wbuf b = { 0 };
+	struct seen s = { .expect = sent };
+	size_t frame = SIZE_MAX;
+	char err[128];
+
+	for (uint32_t i = 0; i < N; i++) {
+		struct proto_counts *c = &sent[i];
+		unsigned bits = 1 + i % 64;
+
+		c->row = (uint32_t)of_bits(1 + i % 32, i);
+		c->c.calls.acquisitions = of_bits(bits, i);
+		c->c.calls.contended = i % 3 ? of_bits(65 - bits, i) : 0;
+		c->c.calls.wait_ns = i % 5 ? of_bits(1 + (i * 7) % 64, i) : 0;
+		c->c.calls.failed = i % 7 == 0 ? of_bits(bits, i + 1) : 0;
+		c->c.calls.timeouts = i % 4 == 1 ? of_bits(bits, i + 2) : 0;
+		c->max_wait_ns = i % 2 ? of_bits(1 + (i * 3) % 64, i) : 0;
+		for (unsigned k = 0; k < HIST_BUCKETS; k++)
+			if ((i + k) % 9 == 0 || k == i % HIST_BUCKETS)
+				c->c.hist[k] = of_bits(1 + (i + k) % 64, k);
+		proto_put_counts(&b, &frame, c);
+	}
+	proto_close_run(&b, &frame);
+	CHECK(decode_all(b.data, b.len, &s, err) > 0, "counts decode: %s", err);
+	CHECK_U64(s.counts, N);
+	CHECK_U64(s.count_mismatches, 0);
 	wbuf_free(&b);
 }
 
@@ -488,6 +548,7 @@ int main(void)
 	test_hello_round_trip();
 	test_small_messages_round_trip();
 	test_counts_span_frames();
+	test_counts_round_trip_exactly();
 	test_counts_are_compact();
 	test_stacks_round_trip();
 	test_malformed_payloads();

@@ -811,7 +811,10 @@ static void name_files(struct files *f)
 
 /*
  * QEMU paused (-S) before our firmware's first instruction, under TCG (no
- * KVM needed), answering QMP, QSP on. False when it cannot go on: failed,
+ * KVM needed), answering QMP, QSP on. Its RTC keeps the guest's time
+ * (-rtc clock=vm): on the host's clock, its timers ran while the guest
+ * was paused, and one that fired between qsptop's first table and QSP's
+ * reset was counted by qsptop alone. False when it cannot go on: failed,
  * or skipped when this QEMU has no QSP.
  */
 static bool start_qemu(const char *qemu, const struct files *f, struct qmp *q)
@@ -819,7 +822,7 @@ static bool start_qemu(const char *qemu, const struct files *f, struct qmp *q)
 	char qmparg[PATH_MAX + 64], *text;
 	char *argv[] = { (char *)qemu, "-machine", "pc,accel=tcg", "-nodefaults",
 			 "-display", "none", "-S", "-bios", (char *)f->bios,
-			 "-qmp", qmparg, NULL };
+			 "-rtc", "clock=vm", "-qmp", qmparg, NULL };
 	bool on;
 
 	snprintf(qmparg, sizeof(qmparg), "unix:%s,server=on,wait=off", f->sock);

@@ -121,6 +121,8 @@ static void draw_row(struct screen *s, const struct ui *ui, int y,
 		     const struct column_place *p, size_t n)
 {
 	struct column_ctx f = { .symbols = ui->app->symbols,
+				.model = ui->app->model,
+				.wrappers = ui->app->wrappers,
 				.site_style = ui->site_style };
 	enum theme_slot slot = selected ? SLOT_SELECTION : heat(ui, r);
 	char cell[512], fitted[520];

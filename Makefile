@@ -261,7 +261,7 @@ NAMES_BIN := $(BUILD)/tests/wl_names $(BUILD)/tests/wl_names_stripped
 $(BUILD)/tests/wl_names: tests/workloads/names.c | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 -D_GNU_SOURCE -g -O1 -fno-inline -Wall -rdynamic -o $@ $< -lpthread
-$(BUILD)/tests/test_names: $(NAMES_BIN)
+$(BUILD)/tests/test_names $(BUILD)/tests/test_screens: $(NAMES_BIN)
 
 # A library whose unwind tables are larger than a small --max-memory: the
 # prologue and epilogue of 150,000 empty functions, generated (4.7 MiB of

@@ -134,7 +134,7 @@ static const struct {
 	  10 },
 	{ { .title = "OBJECT", .width = 14, .left = true, .priority = 1,
 	    .cell = cell_object,
-	    .help = "the lock's address; [N objs] when rows are coalesced" },
+	    .help = "the lock's variable, @ its first locker, or address; [N objs] coalesced" },
 	  20 },
 	{ { .title = "TREND", .width = TREND_LEN, .left = true, .sparkline = true,
 	    .priority = 2, .cell = cell_trend,

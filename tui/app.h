@@ -19,7 +19,7 @@ struct app {
 	struct symbols *symbols;
 	struct wrappers *wrappers;	/* built-in and --wrapper patterns */
 	struct rawfutex *rawfutex;	/* NULL until the first sample */
-	struct tasks *tasks;		/* thread names for the exports */
+	struct tasks *tasks;		/* thread names, for the details and exports */
 	struct model_query query;	/* current sort, coalesce, filter */
 	uint64_t reset_ns;		/* collector clock at the last reset */
 	size_t wrapper_modules;		/* modules known when ranges were sent */

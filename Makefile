@@ -255,6 +255,14 @@ $(BUILD)/tests/wl_wrap_nopie: tests/workloads/wrap.c $(BUILD)/tests/libwl_wrap.s
 $(BUILD)/tests/%_stripped: $(BUILD)/tests/%
 	strip --strip-all -o $@ $<
 
+# The naming workload exports its functions (-rdynamic) as servers with
+# plugins do (varnishd): its stripped twin still names them in .dynsym.
+NAMES_BIN := $(BUILD)/tests/wl_names $(BUILD)/tests/wl_names_stripped
+$(BUILD)/tests/wl_names: tests/workloads/names.c | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -D_GNU_SOURCE -g -O1 -fno-inline -Wall -rdynamic -o $@ $< -lpthread
+$(BUILD)/tests/test_names $(BUILD)/tests/test_screens: $(NAMES_BIN)
+
 # A library whose unwind tables are larger than a small --max-memory: the
 # prologue and epilogue of 150,000 empty functions, generated (4.7 MiB of
 # .eh_frame). test_memory loads it into wl_memory.

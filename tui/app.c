@@ -64,6 +64,33 @@ void app_probe_futex(struct app *a)
 	model_note_raw_futex(a->model, rawfutex_threads(a->rawfutex));
 }
 
+/* Threads named in one go at most; the rest wait for the next read. */
+#define NAME_BATCH 256
+
+void app_name_threads(struct app *a)
+{
+	uint32_t tids[NAME_BATCH];
+	size_t n;
+
+	if (!a->client.have_hello || a->client.state != TARGET_RUNNING)
+		return;
+	if (a->tasks == NULL)
+		a->tasks = tasks_new(a->attach.pid);
+	n = model_take_new_tids(a->model, tids, NAME_BATCH);
+	for (size_t i = 0; i < n; i++)
+		tasks_name(a->tasks, tids[i], true);
+}
+
+const char *app_thread_name(const struct app *a, uint32_t tid)
+{
+	const char *name;
+
+	if (a->tasks == NULL)
+		return NULL;
+	name = tasks_name(a->tasks, tid, a->client.state == TARGET_RUNNING);
+	return strcmp(name, "?") == 0 ? NULL : name;
+}
+
 void app_reset(struct app *a)
 {
 	model_reset(a->model);

@@ -8,6 +8,7 @@
 #include "options.h"
 #include "rawfutex.h"
 #include "symbols.h"
+#include "tasks.h"
 #include "wrappers.h"
 
 struct app {
@@ -18,6 +19,7 @@ struct app {
 	struct symbols *symbols;
 	struct wrappers *wrappers;	/* built-in and --wrapper patterns */
 	struct rawfutex *rawfutex;	/* NULL until the first sample */
+	struct tasks *tasks;		/* thread names, for the details and exports */
 	struct model_query query;	/* current sort, coalesce, filter */
 	uint64_t reset_ns;		/* collector clock at the last reset */
 	size_t wrapper_modules;		/* modules known when ranges were sent */
@@ -42,6 +44,16 @@ void app_sync_wrappers(struct app *a);
  * Call after each read.
  */
 void app_probe_futex(struct app *a);
+
+/*
+ * Read the names of the threads the model saw wait for the first time,
+ * while they live: a thread that ends keeps its name. Call after each
+ * read.
+ */
+void app_name_threads(struct app *a);
+
+/* The name of the target's thread tid, or NULL when it is not known. */
+const char *app_thread_name(const struct app *a, uint32_t tid);
 
 /* The wrappers, built in and --wrapper, resolved through a->symbols. */
 void app_build_wrappers(struct app *a);

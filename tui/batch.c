@@ -192,6 +192,8 @@ static void print_all(FILE *out, const struct app *a, int width,
 void batch_print(FILE *out, const struct app *a)
 {
 	struct batch_table b = { .f = { .symbols = a->symbols,
+					.model = a->model,
+					.wrappers = a->wrappers,
 					.site_style = SITE_BOTH } };
 	int width = batch_width(a, out);
 

@@ -8,6 +8,7 @@
 
 #include "column.h"
 #include "format.h"
+#include "names.h"
 #include "site.h"
 
 static void cell_type(const struct column *c, const struct view_row *r,
@@ -18,30 +19,64 @@ static void cell_type(const struct column *c, const struct view_row *r,
 	snprintf(buf, size, "%s", lock_type_name(r->type));
 }
 
+/*
+ * The lock's name when it has one (names.h): "log_mutex", or "@cache_put"
+ * for the first function seen locking it; else its address. A name too
+ * long is cut at its end.
+ */
 static void cell_object(const struct column *c, const struct view_row *r,
 			const struct column_ctx *f, char *buf, size_t size)
 {
+	char name[256], text[260];
+
 	(void)c;
-	(void)f;
 	if (r->n_objects > 1)
 		snprintf(buf, size, "[%u objs]", r->n_objects);
 	else if (r->object == 0)
 		snprintf(buf, size, "[many]");
-	else
+	else if (f->symbols == NULL)
 		snprintf(buf, size, "0x%" PRIx64, r->object);
+	else
+		switch (names_object(f->symbols, f->wrappers, f->model,
+				     r->object, name, sizeof(name))) {
+		case NAME_SYMBOL:
+			format_fit_right(buf, size, name, f->width);
+			break;
+		case NAME_LOCKER:
+			snprintf(text, sizeof(text), "@%s", name);
+			format_fit_right(buf, size, text, f->width);
+			break;
+		default:
+			snprintf(buf, size, "0x%" PRIx64, r->object);
+		}
 }
 
+/*
+ * The call site; one without a symbol is followed by its nearest named
+ * caller (names_caller()): "varnishd+0x65688 ← VSLv".
+ */
 static void cell_site(const struct column *c, const struct view_row *r,
 		      const struct column_ctx *f, char *buf, size_t size)
 {
+	struct frame_info caller;
+	unsigned depth;
+	char site[512];
+
 	(void)c;
-	if (r->n_sites > 1)
+	if (r->n_sites > 1) {
 		snprintf(buf, size, "[%u sites]", r->n_sites);
-	else if (f->site_style == SITE_LINE)
-		site_line(buf, size, f->symbols, r->site);
+		return;
+	}
+	if (f->site_style == SITE_LINE)
+		site_line(site, sizeof(site), f->symbols, r->site);
 	else
-		site_fit(buf, size, f->symbols, r->site,
-				f->site_style == SITE_BOTH, f->width);
+		site_fit(site, sizeof(site), f->symbols, r->site,
+			 f->site_style == SITE_BOTH, f->width);
+	if (names_caller(f->symbols, f->model, r, &caller, &depth))
+		snprintf(buf, size, "%s %s %s", site,
+			 format_utf8() ? "\u2190" : "<-", caller.symbol);
+	else
+		snprintf(buf, size, "%s", site);
 }
 
 static void cell_duration(const struct column *c, const struct view_row *r,
@@ -99,7 +134,7 @@ static const struct {
 	  10 },
 	{ { .title = "OBJECT", .width = 14, .left = true, .priority = 1,
 	    .cell = cell_object,
-	    .help = "the lock's address; [N objs] when rows are coalesced" },
+	    .help = "the lock's variable, @ its first locker, or address; [N objs] coalesced" },
 	  20 },
 	{ { .title = "TREND", .width = TREND_LEN, .left = true, .sparkline = true,
 	    .priority = 2, .cell = cell_trend,

@@ -14,6 +14,7 @@
 #include "field.h"
 #include "model.h"
 #include "symbols.h"
+#include "wrappers.h"
 
 /* How the CALL SITE column reads. */
 enum site_style { SITE_FUNCTION, SITE_LINE, SITE_BOTH };
@@ -21,6 +22,8 @@ enum site_style { SITE_FUNCTION, SITE_LINE, SITE_BOTH };
 /* What a cell needs besides its row. */
 struct column_ctx {
 	struct symbols *symbols;
+	const struct model *model;	/* names what has none (names.h); */
+	struct wrappers *wrappers;	/* either may be NULL */
 	enum site_style site_style;
 	int width;		/* the cell's columns; 0: no limit */
 };

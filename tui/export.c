@@ -17,6 +17,7 @@
 #include "export.h"
 #include "field.h"
 #include "jsonw.h"
+#include "names.h"
 #include "outfile.h"
 #include "xalloc.h"
 
@@ -57,9 +58,23 @@ static void inlined_in_json(struct jsonw *w, const struct frame_info *fi)
 }
 
 /*
- * One frame: address, symbol, offset, function, file, line, module and
- * inlined_in.
+ * A frame's fields: address, symbol, offset, function, file, line, module
+ * and inlined_in.
  */
+static void frame_fields(struct jsonw *w, const struct frame_info *fi)
+{
+	hex(w, "address", fi->address);
+	jsonw_string(w, "symbol", fi->symbol);
+	jsonw_number(w, "offset", (double)(fi->symbol ? fi->offset :
+					   fi->module_offset));
+	jsonw_string(w, "function", fi->function);
+	jsonw_string(w, "file", fi->file);
+	line_json(w, fi->line);
+	jsonw_string(w, "module", fi->module);
+	inlined_in_json(w, fi);
+}
+
+/* One frame, as an object of frame_fields(). */
 static void frame_json(struct jsonw *w, const char *key, struct symbols *s,
 		       uint64_t address, int is_return)
 {
@@ -67,16 +82,47 @@ static void frame_json(struct jsonw *w, const char *key, struct symbols *s,
 
 	symbols_resolve(s, address, is_return, &fi);
 	jsonw_object(w, key);
-	hex(w, "address", address);
-	jsonw_string(w, "symbol", fi.symbol);
-	jsonw_number(w, "offset", (double)(fi.symbol ? fi.offset :
-					   fi.module_offset));
-	jsonw_string(w, "function", fi.function);
-	jsonw_string(w, "file", fi.file);
-	line_json(w, fi.line);
-	jsonw_string(w, "module", fi.module);
-	inlined_in_json(w, &fi);
+	frame_fields(w, &fi);
 	jsonw_end(w);
+}
+
+/*
+ * A line's call site, a frame with named_caller: for a site without a
+ * symbol, its nearest named caller (names_caller()) and how many frames
+ * out it is; else null.
+ */
+static void site_json(struct jsonw *w, const struct app *a,
+		      const struct view_row *r)
+{
+	struct frame_info fi, caller;
+	unsigned depth;
+
+	symbols_resolve(a->symbols, r->site, 1, &fi);
+	jsonw_object(w, "site");
+	frame_fields(w, &fi);
+	if (names_caller(a->symbols, a->model, r, &caller, &depth)) {
+		jsonw_object(w, "named_caller");
+		frame_fields(w, &caller);
+		jsonw_number(w, "depth", depth);
+		jsonw_end(w);
+	} else {
+		jsonw_null(w, "named_caller");
+	}
+	jsonw_end(w);
+}
+
+/* The lock's name and where it comes from (names.h), or nulls. */
+static void object_name_json(struct jsonw *w, const struct app *a,
+			     const struct view_row *r)
+{
+	enum name_from from = NAME_NONE;
+	char name[512];
+
+	if (r->n_objects == 1 && r->object)
+		from = names_object(a->symbols, a->wrappers, a->model,
+				    r->object, name, sizeof(name));
+	jsonw_string(w, "object_name", from == NAME_NONE ? NULL : name);
+	jsonw_string(w, "object_name_from", names_from_word(from));
 }
 
 /* One stack: its waits, and frames innermost first; none when not unwound. */
@@ -105,8 +151,9 @@ static void stacks_json(struct jsonw *w, const struct app *a,
 	jsonw_end(w);
 }
 
-/* The threads that waited behind the line: tid, count, wait_ns. */
-static void threads_json(struct jsonw *w, const struct line_drill *d)
+/* The threads that waited behind the line: tid, name, count, wait_ns. */
+static void threads_json(struct jsonw *w, const struct app *a,
+			 const struct line_drill *d)
 {
 	jsonw_array(w, "threads");
 	for (size_t i = 0; i < d->n_threads; i++) {
@@ -114,6 +161,7 @@ static void threads_json(struct jsonw *w, const struct line_drill *d)
 
 		jsonw_object(w, NULL);
 		jsonw_number(w, "tid", tv->tid);
+		jsonw_string(w, "name", app_thread_name(a, tv->tid));
 		jsonw_number(w, "count", (double)tv->w.count);
 		jsonw_number(w, "timeouts", (double)tv->w.timeouts);
 		jsonw_number(w, "wait_ns", (double)tv->w.wait_ns);
@@ -151,11 +199,12 @@ static void row_json(struct jsonw *w, const struct app *a,
 		hex(w, "object", r->object);
 	else
 		jsonw_null(w, "object");
+	object_name_json(w, a, r);
 	jsonw_number(w, "n_objects", r->n_objects);
 	jsonw_number(w, "n_sites", r->n_sites);
 	jsonw_bool(w, "objects_folded", r->objects_folded);
 	if (r->n_sites == 1)
-		frame_json(w, "site", a->symbols, r->site, 1);
+		site_json(w, a, r);
 	else
 		jsonw_null(w, "site");
 	numbers_json(w, r);
@@ -164,7 +213,7 @@ static void row_json(struct jsonw *w, const struct app *a,
 		jsonw_number(w, NULL, (double)r->c.hist[i]);
 	jsonw_end(w);
 	stacks_json(w, a, d);
-	threads_json(w, d);
+	threads_json(w, a, d);
 	jsonw_end(w);
 }
 

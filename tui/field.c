@@ -54,7 +54,7 @@ double row_max_wait(const struct view_row *r)
 static const struct field fields[] = {
 	{ .key = "site", .low_first = true, .merge = MERGE_NONE,
 	  .column = { "CALL SITE", 30, 10, 30, UNIT_SITE,
-		      "where the lock is taken (s: function+offset or file:line)" } },
+		      "where the lock is taken (s: function+offset or file:line); an unnamed site adds its named caller" } },
 	{ .key = "count", .json = "acquisitions", .value = value_acquisitions,
 	  .column = { "ACQ", 7, 5, 60, UNIT_COUNT,
 		      "acquisitions since start or reset" } },

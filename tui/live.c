@@ -108,6 +108,7 @@ int live_run(struct app *a, const char *theme, volatile sig_atomic_t *stop)
 			rc = 0;
 		app_sync_wrappers(a);
 		app_probe_futex(a);
+		app_name_threads(a);
 		dirty = rc == 1 || (rc < 0 && !ended) || names;
 		if (dirty)
 			ui_refresh(&ui);

@@ -83,6 +83,7 @@ static void run_batch(struct app *a)
 
 		app_sync_wrappers(a);
 		app_probe_futex(a);
+		app_name_threads(a);
 
 		if (rc == 1) {
 			symbols_refresh(a->symbols);
@@ -414,6 +415,7 @@ int main(int argc, char **argv)
 	model_free(a.model);
 	wrappers_free(a.wrappers);
 	rawfutex_free(a.rawfutex);
+	tasks_free(a.tasks);
 	symbols_free(a.symbols);
 	exit_as(a.opt.command != NULL, rc);
 }

@@ -40,6 +40,8 @@ void model_free(struct model *m)
 	free(m->waits);
 	free(m->stacks);
 	free(m->etab);
+	first_stacks_free(m->firsts);
+	tid_set_free(m->tids);
 	free(m);
 }
 
@@ -269,6 +271,9 @@ void model_apply_stack_delta(struct model *m, const struct proto_stack_delta *d)
 	if (e == NULL)
 		return;
 	row_activate(m, d->row);
+	if (d->stack != PROTO_NO_STACK)
+		first_stack_note(m, m->rows[d->row].object, d->stack);
+	tid_note(m, d->tid);
 	wait_counts_add(&e->w, &d->w);
 	interval_add(&e->iv, d->w.count, d->w.wait_ns);
 }

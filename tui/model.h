@@ -251,6 +251,29 @@ void model_table_drill(const struct model_table *t, struct drill *out);
 
 void model_drill_free(struct drill *d);
 
+/*
+ * The heaviest stack (most wait since reset) of line r's heaviest row
+ * (row_id) among those that pass through the line's site, and in *at the
+ * index of the site's frame in it: what names the caller of a site
+ * without a symbol. False while that row has no such stack.
+ */
+bool model_line_stack(const struct model *m, const struct view_row *r,
+		      struct stack_view *out, unsigned *at);
+
+/*
+ * The first stack seen waiting on object: of the first update that
+ * brought a stack for it, the stack the collector recorded first (lowest
+ * id). Kept across resets. False while none has come.
+ */
+bool model_object_stack(const struct model *m, uint64_t object,
+			struct stack_view *out);
+
+/*
+ * Up to max threads seen waiting for the first time since the last call,
+ * in out (to name them while they live); how many.
+ */
+size_t model_take_new_tids(struct model *m, uint32_t *out, size_t max);
+
 /* Header totals since reset and for the last interval. */
 void model_stats(const struct model *m, struct model_stats *s);
 

@@ -2,8 +2,9 @@
  * The model's insides, shared by model.c (storage, intervals, reset),
  * model_attrib.c (wrapper attribution), model_items.c (the candidate
  * lines), model_view.c (grouping, building),
- * model_order.c (sorting) and model_drill.c (the stacks and threads behind
- * a line). Not for use outside them.
+ * model_order.c (sorting), model_drill.c (the stacks and threads behind
+ * a line) and model_names.c (the stacks that name a line's caller and a
+ * lock). Not for use outside them.
  */
 #ifndef QSPTOP_MODEL_IMPL_H
 #define QSPTOP_MODEL_IMPL_H
@@ -125,6 +126,9 @@ struct entry_slot {
 	uint32_t idx;
 };
 
+struct first_stacks;
+struct tid_set;
+
 struct model {
 	struct row *rows;
 	size_t cap;		/* rows allocated (defined or not) */
@@ -172,6 +176,8 @@ struct model {
 	uint64_t memory_cap;
 	uint64_t unknown_rows;
 	uint32_t raw_futex_threads;
+	struct first_stacks *firsts; /* per object, the stack that names it */
+	struct tid_set *tids;	/* threads seen waiting */
 };
 
 /* A line of a view before it is built: its members and its numbers. */
@@ -295,6 +301,17 @@ static inline int order_cmp(const struct order *a, const struct order *b)
 	}
 	return 0;
 }
+
+/*
+ * Note that a stack of a row on object waited in the update now arriving:
+ * the first such stack names the object (model_names.c).
+ */
+void first_stack_note(struct model *m, uint64_t object, uint32_t stack);
+void first_stacks_free(struct first_stacks *f);
+
+/* Note that thread tid waited (model_take_new_tids() gives it once). */
+void tid_note(struct model *m, uint32_t tid);
+void tid_set_free(struct tid_set *t);
 
 /* What tells the lines of a table apart for a drill: a view row's key. */
 struct line_key {

@@ -183,6 +183,20 @@ bool symbols_resolve(struct symbols *s, uint64_t address, int is_return,
 	return true;
 }
 
+bool symbols_data(struct symbols *s, uint64_t address, const char **name,
+		  uint64_t *offset)
+{
+	struct symbols_module *m = symbols_module_find(s, address);
+	struct symbols_func *sym;
+
+	if (!m || m->state != SYMBOLS_MODULE_TRUSTED || !m->dwfl_mod ||
+	    !(sym = symbols_elf_data(m, address)))
+		return false;
+	*name = sym->name;
+	*offset = address - sym->start;
+	return true;
+}
+
 /* Reopen the modules of a build id whose debuginfo has landed. */
 static void debuginfo_landed(void *ctx, const uint8_t *id, size_t len)
 {

@@ -78,6 +78,15 @@ bool symbols_resolve(struct symbols *s, uint64_t address, int is_return,
 		     struct frame_info *out);
 
 /*
+ * The data object (a static or global variable, from the symbol table)
+ * holding address: its name, and the address's offset in it. False when
+ * no module's symbols have one there (the heap, a stack, a stripped
+ * module's static data).
+ */
+bool symbols_data(struct symbols *s, uint64_t address, const char **name,
+		  uint64_t *offset);
+
+/*
  * Start a refresh: take in the debuginfo fetched since the last one and
  * give new addresses a fresh time budget. Whether names may have changed
  * since (so the screen is worth drawing again).

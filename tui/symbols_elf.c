@@ -52,8 +52,12 @@ static int sym_compare(const void *a, const void *b)
 	return strcmp(x->name, y->name);
 }
 
-/* Read function symbol ndx of mod into out; false if it is not one. */
-static bool sym_read(Dwfl_Module *mod, int ndx, struct symbols_func *out)
+/*
+ * Read symbol ndx of mod into out if it is a function (data false) or a
+ * data object of known size (data true).
+ */
+static bool sym_read(Dwfl_Module *mod, int ndx, bool data,
+		     struct symbols_func *out)
 {
 	GElf_Sym sym;
 	GElf_Addr addr;
@@ -66,7 +70,8 @@ static bool sym_read(Dwfl_Module *mod, int ndx, struct symbols_func *out)
 	if (!name || !*name)
 		return false;
 	type = GELF_ST_TYPE(sym.st_info);
-	if (type != STT_FUNC && type != STT_GNU_IFUNC)
+	if (data ? type != STT_OBJECT || sym.st_size == 0 :
+		   type != STT_FUNC && type != STT_GNU_IFUNC)
 		return false;
 	/* Undefined, absolute and non-allocated symbols are not code. */
 	if (shndx == SHN_UNDEF || shndx == SHN_ABS || shndx == (GElf_Word)-1)
@@ -140,7 +145,7 @@ static void module_build_syms(struct symbols_module *m)
 		return;
 	m->syms = xreallocarray(NULL, (size_t)n, sizeof *m->syms);
 	for (int i = 1; i < n; i++)
-		if (sym_read(m->dwfl_mod, i, &m->syms[count]))
+		if (sym_read(m->dwfl_mod, i, false, &m->syms[count]))
 			count++;
 	qsort(m->syms, count, sizeof *m->syms, sym_compare);
 	m->nsyms = syms_finish(m->syms, count);
@@ -228,26 +233,58 @@ const char *symbols_elf_name(struct symbols_func *sym)
 	return sym->name;
 }
 
-struct symbols_func *symbols_elf_sym(struct symbols_module *m, uint64_t pc)
+/* The innermost of n sorted syms holding pc, or NULL. */
+static struct symbols_func *syms_find(struct symbols_func *syms, size_t n,
+				      uint64_t pc)
 {
-	size_t lo = 0, hi;
+	size_t lo = 0, hi = n;
 
-	if (!m->syms_built)
-		module_build_syms(m);
-	hi = m->nsyms;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 
-		if (m->syms[mid].start <= pc)
+		if (syms[mid].start <= pc)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
 	/* Walk back over syms that start earlier but may still reach pc. */
-	for (size_t i = lo; i-- > 0 && m->syms[i].max_end > pc;)
-		if (m->syms[i].end > pc)
-			return &m->syms[i];
+	for (size_t i = lo; i-- > 0 && syms[i].max_end > pc;)
+		if (syms[i].end > pc)
+			return &syms[i];
 	return NULL;
+}
+
+struct symbols_func *symbols_elf_sym(struct symbols_module *m, uint64_t pc)
+{
+	if (!m->syms_built)
+		module_build_syms(m);
+	return syms_find(m->syms, m->nsyms, pc);
+}
+
+/* Build m's sorted table of data objects (STT_OBJECT with a size). */
+static void module_build_data(struct symbols_module *m)
+{
+	int n;
+	size_t count = 0;
+
+	m->data_built = true;
+	n = dwfl_module_getsymtab(m->dwfl_mod);
+	if (n <= 1)
+		return;
+	m->data = xreallocarray(NULL, (size_t)n, sizeof *m->data);
+	for (int i = 1; i < n; i++)
+		if (sym_read(m->dwfl_mod, i, true, &m->data[count]))
+			count++;
+	qsort(m->data, count, sizeof *m->data, sym_compare);
+	m->ndata = syms_finish(m->data, count);
+}
+
+struct symbols_func *symbols_elf_data(struct symbols_module *m,
+				      uint64_t address)
+{
+	if (!m->data_built)
+		module_build_data(m);
+	return syms_find(m->data, m->ndata, address);
 }
 
 void symbols_each_function(struct symbols *s, size_t module,

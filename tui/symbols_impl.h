@@ -54,6 +54,9 @@ struct symbols_module {
 	size_t nsyms;
 	char *names;		/* syms' names stripped of a default version */
 	bool syms_built;
+	struct symbols_func *data; /* its data objects by address (names */
+	size_t ndata;		/* as they are: C names, not demangled) */
+	bool data_built;
 	struct cfi_fde *fdes;	/* its unwind entries by address, for */
 	size_t nfdes;		/* functions without a symbol */
 	bool fdes_built;
@@ -116,6 +119,10 @@ struct symbols_module *symbols_module_find(struct symbols *s, uint64_t pc);
 
 /* The innermost function of m holding pc, or NULL. */
 struct symbols_func *symbols_elf_sym(struct symbols_module *m, uint64_t pc);
+
+/* The data object of m holding address, or NULL. */
+struct symbols_func *symbols_elf_data(struct symbols_module *m,
+				      uint64_t address);
 
 /* The name of sym to show: a C++ name demangled once, or kept as it is. */
 const char *symbols_elf_name(struct symbols_func *sym);

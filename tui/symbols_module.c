@@ -30,6 +30,7 @@ void symbols_module_free(struct symbols_module *m)
 			free((char *)m->syms[j].name);
 	free(m->syms);
 	free(m->names);
+	free(m->data);
 	free(m->fdes);
 	if (m->own_dwfl)
 		dwfl_end(m->own_dwfl);
@@ -246,6 +247,9 @@ void symbols_module_reopen(struct symbols *s, struct symbols_module *m)
 	m->nsyms = 0;
 	m->names = NULL;
 	m->syms_built = false;
+	m->data = NULL;
+	m->ndata = 0;
+	m->data_built = false;
 	m->fdes = NULL;
 	m->nfdes = 0;
 	m->fdes_built = false;

@@ -25,6 +25,8 @@ struct tasks {
 	bool own_pidns;			/* TIDs it reports are not ours */
 	struct task *v;
 	size_t n, cap;
+	uint32_t *index;		/* v's entries by tid: i + 1, 0 free */
+	size_t mask;			/* index slots - 1 */
 };
 
 struct tasks *tasks_new(pid_t pid)
@@ -41,18 +43,44 @@ void tasks_free(struct tasks *t)
 	if (!t)
 		return;
 	free(t->v);
+	free(t->index);
 	free(t);
+}
+
+/* The index slot of tid: holding its entry, or free. */
+static uint32_t *task_slot(const struct tasks *t, uint32_t tid)
+{
+	for (size_t i = (tid * 0x9e3779b1u) & t->mask;; i = (i + 1) & t->mask) {
+		if (t->index[i] == 0 || t->v[t->index[i] - 1].tid == tid)
+			return &t->index[i];
+	}
+}
+
+/* Keep the index at most half full: a program may churn many threads. */
+static void index_grow(struct tasks *t)
+{
+	if (t->index && 2 * (t->n + 1) <= t->mask + 1)
+		return;
+	t->mask = t->index ? 2 * t->mask + 1 : 63;
+	free(t->index);
+	t->index = xcalloc(t->mask + 1, sizeof *t->index);
+	for (size_t i = 0; i < t->n; i++)
+		*task_slot(t, t->v[i].tid) = (uint32_t)i + 1;
 }
 
 /* The entry of tid, added (never read) when new. */
 static struct task *task_of(struct tasks *t, uint32_t tid)
 {
-	for (size_t i = 0; i < t->n; i++)
-		if (t->v[i].tid == tid)
-			return &t->v[i];
+	uint32_t *slot;
+
+	index_grow(t);
+	slot = task_slot(t, tid);
+	if (*slot)
+		return &t->v[*slot - 1];
 	t->v = xgrow(t->v, &t->cap, t->n + 1, 16, sizeof *t->v);
 	t->v[t->n] = (struct task){ .tid = tid, .read_ms = -REREAD_MS };
-	return &t->v[t->n++];
+	*slot = (uint32_t)++t->n;
+	return &t->v[t->n - 1];
 }
 
 /* The innermost TID on the NSpid line of a status file; 0 if none. */

@@ -56,7 +56,9 @@ void ui_init(struct ui *ui, struct app *a, const char *theme_name)
 	ui->site_style = SITE_FUNCTION;
 	ui->monochrome = no_color && *no_color;
 	ui->ntheme_names = theme_list(ui->theme_names, 32);
-	ui->tasks = tasks_new(a->attach.pid);
+	if (a->tasks == NULL)
+		a->tasks = tasks_new(a->attach.pid);
+	ui->tasks = a->tasks;	/* the app's: names read at first sight */
 	load_theme(ui, theme_name ? theme_name : "default");
 }
 
@@ -66,7 +68,6 @@ void ui_free(struct ui *ui)
 	ui->rows = NULL;
 	view_cache_free(ui->cache);
 	ui->cache = NULL;
-	tasks_free(ui->tasks);
 	ui->tasks = NULL;
 }
 

@@ -65,7 +65,7 @@ struct ui {
 	bool monochrome;		/* NO_COLOR or a colourless terminal */
 	bool quit;
 	bool theme_changed;		/* term.c must reload colours */
-	struct tasks *tasks;		/* thread names for the detail screen */
+	struct tasks *tasks;		/* the app's thread names (app.h) */
 	/* The file e (ext "json") and f ("folded") write; for tests. */
 	char *(*export_name)(struct ui *ui, const char *ext); /* NULL = default */
 };

@@ -10,6 +10,7 @@
 #include "format.h"
 #include "line.h"
 #include "lockset.h"
+#include "names.h"
 #include "site.h"
 #include "totals.h"
 #include "view.h"
@@ -121,6 +122,8 @@ static void draw_row(struct screen *s, const struct ui *ui, int y,
 		     const struct column_place *p, size_t n)
 {
 	struct column_ctx f = { .symbols = ui->app->symbols,
+				.model = ui->app->model,
+				.wrappers = ui->app->wrappers,
 				.site_style = ui->site_style };
 	enum theme_slot slot = selected ? SLOT_SELECTION : heat(ui, r);
 	char cell[512], fitted[520];
@@ -243,6 +246,44 @@ static int detail_long_name(struct screen *s, const char *label,
 	return y;
 }
 
+/*
+ * The caller naming a site without a symbol, and the lock: its address
+ * and name (names.h), or how many locks the line covers.
+ */
+static int detail_names(struct screen *s, const struct ui *ui,
+			const struct view_row *r, int y)
+{
+	struct app *a = ui->app;
+	struct frame_info fi;
+	unsigned depth;
+	char name[256];
+
+	if (names_caller(a->symbols, a->model, r, &fi, &depth))
+		screen_printf(s, 1, y++, SLOT_NORMAL, "called from  %s+0x%" PRIx64
+			      " (%u frame%s out, on the heaviest stack)",
+			      fi.symbol, fi.offset, depth, depth > 1 ? "s" : "");
+	if (r->n_objects > 1) {
+		screen_printf(s, 1, y++, SLOT_NORMAL, "objects      %u locks",
+			      r->n_objects);
+		return y;
+	}
+	switch (names_object(a->symbols, a->wrappers, a->model, r->object,
+			     name, sizeof(name))) {
+	case NAME_SYMBOL:
+		screen_printf(s, 1, y++, SLOT_NORMAL, "object       0x%" PRIx64
+			      " %s", r->object, name);
+		break;
+	case NAME_LOCKER:
+		screen_printf(s, 1, y++, SLOT_NORMAL, "object       0x%" PRIx64
+			      ", first seen locked by %s", r->object, name);
+		break;
+	default:
+		screen_printf(s, 1, y++, SLOT_NORMAL, "object       0x%" PRIx64,
+			      r->object);
+	}
+	return y;
+}
+
 /* Lines of the detail screen; returns the next free line. */
 static int detail_numbers(struct screen *s, const struct ui *ui,
 			  const struct view_row *r, int y)
@@ -262,10 +303,7 @@ static int detail_numbers(struct screen *s, const struct ui *ui,
 	screen_printf(s, 1, y++, SLOT_NORMAL, "%s at %s", type, site);
 	if (full)
 		y = detail_long_name(s, "function", full, y);
-	if (r->n_objects > 1)
-		screen_printf(s, 1, y++, SLOT_NORMAL, "objects      %u locks", r->n_objects);
-	else
-		screen_printf(s, 1, y++, SLOT_NORMAL, "object       0x%" PRIx64, r->object);
+	y = detail_names(s, ui, r, y);
 	screen_printf(s, 1, y++, SLOT_NORMAL, "acquisitions %" PRIu64 "   contended %"
 		      PRIu64 "   timeouts %" PRIu64 " (%.1f%% waited)   failed %"
 		      PRIu64, r->c.calls.acquisitions, r->c.calls.contended, r->c.calls.timeouts,

@@ -2,7 +2,8 @@
  * End-to-end tests of screens that each run a program and a size of
  * their own in a tmux session (tmux.h): the theme options, the wrapper
  * stacks of `wl_locks wrapper`, the long C++ names of wl_cxxname at 80x24
- * and in batch output, and `make demo` on a terminal (as README's sample
+ * and in batch output, the names of wl_names_stripped's sites and locks,
+ * and `make demo` on a terminal (as README's sample
  * shows it) and without one.
  * Each test starts and quits its own session; none needs another's.
  */
@@ -417,6 +418,30 @@ static void test_narrow_cxx(void)
 	quit_session("80x24");
 }
 
+/*
+ * The live screen names what has no name of its own (wl_names, stripped):
+ * the hot site in a static function reads "wl_names_stripped+0x… ←
+ * exported_fn", and OBJECT names the global struct's lock stats+0x10 and
+ * the heap table's @table_insert (its first locker).
+ */
+static void test_live_names(void)
+{
+	char wl[PATH_MAX], program[PATH_MAX + 16];
+
+	join(wl, build, "/tests/wl_names_stripped");
+	quoted(program, sizeof(program), wl);
+	if (!start_sized("names", WIDTH, HEIGHT, "", "-d 0.2", program))
+		return;
+	SEE("stripped static site", "\u2190 exported_fn");
+	CHECK_SCREEN(line_with("\u2190 exported_fn", 3) ==
+		     line_with("wl_names_stripped+0x", 3),
+		     "stripped static site: expected \"wl_names_stripped+0x… "
+		     "\u2190 exported_fn\" on one line");
+	SEE("a global struct's lock", "stats+0x10");
+	SEE("a heap lock", "@table_insert");
+	quit_session("names");
+}
+
 /* A row of the last table of batch output that contains needle, or NULL. */
 static const char *last_table_row(const char *out, const char *needle,
 				  char *titles, size_t size)
@@ -515,6 +540,7 @@ int main(void)
 	test_wrapper_stacks();
 	test_narrow_cxx();
 	test_cxx_batch();
+	test_live_names();
 	test_make_demo();
 	return tmux_end("test_screens");
 }

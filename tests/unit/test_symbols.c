@@ -250,6 +250,34 @@ static void test_libc(struct symbols *s)
 		dlclose(libc);
 }
 
+/* Data of this program, named by its symbols: a static, a struct's member. */
+static long data_marker_static[4];
+struct data_marker { long a, b; int lock; } data_marker_global;
+
+static void test_data(struct symbols *s)
+{
+	uint64_t stat = (uint64_t)(uintptr_t)&data_marker_static[0];
+	uint64_t member = (uint64_t)(uintptr_t)&data_marker_global.lock;
+	uint64_t heap = (uint64_t)(uintptr_t)s;
+	const char *name = NULL;
+	uint64_t offset = 99;
+
+	data_marker_static[0] = 1;
+	CHECK(symbols_data(s, stat, &name, &offset),
+	      "a static's address: expected its data symbol, got none");
+	CHECK_STR(name, "data_marker_static");
+	CHECK_U64(offset, 0);
+	CHECK(symbols_data(s, member, &name, &offset),
+	      "a global struct's member: expected its data symbol, got none");
+	CHECK_STR(name, "data_marker_global");
+	CHECK_U64(offset, 16);
+	CHECK(!symbols_data(s, heap, &name, &offset),
+	      "a heap address: expected no data symbol, got %s", name);
+	CHECK(!symbols_data(s, (uint64_t)(uintptr_t)&marker_function, &name,
+			    &offset),
+	      "a function's address: expected no data symbol, got %s", name);
+}
+
 /* An address outside every module has nothing but the address. */
 static void test_outside(struct symbols *s)
 {
@@ -772,6 +800,7 @@ int main(void)
 	test_libc(s);
 	printf("first lookups: %.1f ms\n", (now() - t) * 1e3);
 	test_outside(s);
+	test_data(s);
 	test_untrusted(s);
 	test_hostile_files(s);
 	test_stripped(s);

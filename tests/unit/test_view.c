@@ -926,6 +926,7 @@ int main(void)
 	test_screen_buffer();
 	test_big_table();
 	ui_free(&ui);
+	tasks_free(app.tasks);
 	screen_free(scr);
 	model_free(app.model);
 	symbols_free(app.symbols);

@@ -39,7 +39,7 @@ struct view_row {
 /* Threads seen in a kind of wait that no hook times. */
 struct unseen_wait {
 	char kind[48];		/* "pthread_barrier_wait", "raw futex" */
-	uint32_t threads;	/* distinct threads seen so far */
+	uint32_t threads;	/* seen in it so far, still alive */
 	bool idle;		/* waiting for work or a thread's end */
 };
 

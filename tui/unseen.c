@@ -164,28 +164,73 @@ static void look_at(struct unseen *u, struct symbols *symbols,
 		note(u, tid, name);
 }
 
-/* Look at up to UNSEEN_THREADS_PER_SAMPLE threads from next_tid on. */
-static void look_at_threads(struct unseen *u, struct symbols *symbols,
-			    DIR *dir)
+static int tid_compare(const void *a, const void *b)
 {
-	unsigned looked = 0;
-	unsigned long from = u->next_tid;
+	unsigned long x = *(const unsigned long *)a, y = *(const unsigned long *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The process's threads, sorted, into *tids (the caller frees); how many. */
+static size_t list_threads(DIR *dir, unsigned long **tids)
+{
+	size_t n = 0, cap = 0;
 	struct dirent *d;
 
-	u->next_tid = 0;
+	*tids = NULL;
 	while ((d = readdir(dir)) != NULL) {
 		char *end;
 		unsigned long tid = strtoul(d->d_name, &end, 10);
 
-		if (*end != '\0' || tid == 0 || tid < from)
+		if (*end != '\0' || tid == 0)
 			continue;
-		if (looked == UNSEEN_THREADS_PER_SAMPLE) {
-			u->next_tid = tid;
-			return;
-		}
-		look_at(u, symbols, tid);
-		looked++;
+		*tids = xgrow(*tids, &cap, n + 1, 64, sizeof **tids);
+		(*tids)[n++] = tid;
 	}
+	qsort(*tids, n, sizeof **tids, tid_compare);
+	return n;
+}
+
+/*
+ * Forget the threads that are gone: the counts are of threads alive when
+ * last looked at, so that a process whose threads come and go does not
+ * pile up waits of threads long dead.
+ */
+static void forget_gone(struct unseen *u, const unsigned long *tids, size_t n)
+{
+	uint64_t *old = u->pairs;
+	size_t cap = u->pairs_cap;
+
+	u->pairs = cap ? xcalloc(cap, sizeof *u->pairs) : NULL;
+	u->npairs = 0;
+	for (size_t k = 0; k < u->nkinds; k++)
+		u->kinds[k].threads = 0;
+	for (size_t i = 0; i < cap; i++) {
+		unsigned long tid = (unsigned long)(old[i] >> 8);
+
+		if (old[i] == 0 || !bsearch(&tid, tids, n, sizeof *tids, tid_compare))
+			continue;
+		pair_insert(u->pairs, cap, old[i]);
+		u->npairs++;
+		u->kinds[(old[i] & 0xff) - 1].threads++;
+	}
+	free(old);
+}
+
+/* Look at up to UNSEEN_THREADS_PER_SAMPLE threads from next_tid on. */
+static void look_at_threads(struct unseen *u, struct symbols *symbols,
+			    DIR *dir)
+{
+	unsigned long *tids;
+	size_t n = list_threads(dir, &tids), i = 0, looked = 0;
+
+	forget_gone(u, tids, n);
+	while (i < n && tids[i] < u->next_tid)
+		i++;
+	for (; i < n && looked < UNSEEN_THREADS_PER_SAMPLE; i++, looked++)
+		look_at(u, symbols, tids[i]);
+	u->next_tid = i < n ? tids[i] : 0;
+	free(tids);
 }
 
 void unseen_sample(struct unseen *u, struct symbols *symbols)
@@ -223,12 +268,14 @@ size_t unseen_waits(const struct unseen *u, struct unseen_wait *out,
 		    size_t max)
 {
 	struct unseen_wait all[KINDS_MAX];
-	size_t n = u ? u->nkinds : 0;
+	size_t n = 0;
 
-	for (size_t i = 0; i < n; i++) {
-		snprintf(all[i].kind, sizeof all[i].kind, "%s", u->kinds[i].name);
-		all[i].threads = u->kinds[i].threads;
-		all[i].idle = unseen_idle_kind(u->kinds[i].name);
+	for (size_t i = 0; u && i < u->nkinds; i++) {
+		if (u->kinds[i].threads == 0)
+			continue;	/* its threads are gone */
+		snprintf(all[n].kind, sizeof all[n].kind, "%s", u->kinds[i].name);
+		all[n].threads = u->kinds[i].threads;
+		all[n++].idle = unseen_idle_kind(u->kinds[i].name);
 	}
 	qsort(all, n, sizeof all[0], wait_compare);
 	n = n < max ? n : max;

@@ -3,7 +3,9 @@
  * times (inside a libc function qsptop does not intercept, such as
  * pthread_barrier_wait, or made by a syscall instruction of the program's
  * own) is found by sampling /proc once a second and named by what it
- * waits in (waitkind.h). Counts are of distinct threads seen so far.
+ * waits in (waitkind.h). A kind counts the threads seen in it so far
+ * that were still alive at the last look: threads that come and go do
+ * not pile up.
  */
 #ifndef QSPTOP_UNSEEN_H
 #define QSPTOP_UNSEEN_H

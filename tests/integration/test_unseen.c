@@ -4,7 +4,7 @@
  * contended read "unseen waits: 8 threads in pthread_barrier_wait", with
  * the collector injected (-p) and preloaded (-- CMD), and the snapshot's
  * unseen_waits says the same; threads that sleep in hooked calls (a
- * mutex, sem_wait) are not counted.
+ * mutex, sem_wait) are not counted; threads that are gone are forgotten.
  */
 #include <cJSON.h>
 #include <signal.h>
@@ -166,6 +166,64 @@ static void test_hooked(void)
 	cJSON_Delete(snap);
 }
 
+/* Whether a header line after offset at of path lacks "unseen waits". */
+static bool later_header_without(const char *path, size_t at)
+{
+	char *text = slurp_file(path, ""), *line;
+	bool found = false;
+
+	line = strlen(text) > at ? text + at : NULL;
+	while (line && (line = strstr(line, "\nlock wait ")) != NULL) {
+		char *end = strchr(line + 1, '\n');
+
+		if (end == NULL)
+			break;	/* not whole yet */
+		*end = '\0';
+		found = strstr(line, "unseen waits") == NULL;
+		*end = '\n';
+		if (found)
+			break;
+		line = end;
+	}
+	free(text);
+	return found;
+}
+
+/* The barrier's threads, released, exit: the header forgets them. */
+static void test_gone(void)
+{
+	pid_t pid = start_workload((char *[]){ "barrier", BARRIER_THREADS, NULL });
+	char *out = tmp_path("gone.tables"), pidstr[16], *text;
+	long deadline;
+	bool forgot = false;
+	size_t at;
+	pid_t q;
+
+	snprintf(pidstr, sizeof(pidstr), "%d", (int)pid);
+	unlink(out);
+	q = start((char *[]){ qsptop, "-b", "-d", "0.2", "-w", "400", "-p",
+			      pidstr, NULL }, out, tmp_path("gone.err"));
+	CHECK(file_has_text(out, "unseen waits: " BARRIER_THREADS " threads",
+			    SEEN_MS), "gone: the parked threads are named first");
+	kill(pid, SIGUSR1);
+	CHECK(file_has_text(tmp_path("workload.out"), "released", READY_MS),
+	      "gone: the workload released its threads");
+	text = slurp_file(out, "");
+	at = strlen(text);
+	free(text);
+	for (deadline = monotonic_ms() + SEEN_MS; !forgot &&
+	     monotonic_ms() < deadline; usleep(20000))
+		forgot = later_header_without(out, at);
+	text = slurp_file(out, "");
+	CHECK(forgot, "gone: expected a header without \"unseen waits\" once the "
+	      "threads exited, within %d ms; the tables:\n%s", SEEN_MS, text);
+	free(text);
+	kill(q, SIGTERM);
+	CHECK(wait_status(q, STOP_MS) == 0, "gone: qsptop exits 0 on SIGTERM");
+	kill(pid, SIGTERM);
+	CHECK(wait_status(pid, STOP_MS) == 0, "gone: the workload ends cleanly");
+}
+
 int main(void)
 {
 	find_paths("/tmp/qsptop-unseen-XXXXXX", "wl_unseen");
@@ -173,6 +231,7 @@ int main(void)
 	test_injected();
 	test_launched();
 	test_hooked();
+	test_gone();
 	remove_tmp();
 	return check_summary();
 }

@@ -2,8 +2,10 @@
  * Threads parked in waits, hooked or not, for the "unseen waits" header.
  *
  *   wl_unseen barrier N   N threads wait in pthread_barrier_wait (which
- *                         qsptop does not hook) on a barrier nobody else
- *                         reaches; nothing is contended
+ *                         qsptop does not hook) on a barrier only the
+ *                         main thread reaches, on SIGUSR1: then they
+ *                         exit and it prints "released"; nothing is
+ *                         contended
  *   wl_unseen hooked      two threads wait in pthread_mutex_lock for a
  *                         mutex the main thread holds, one in sem_wait on
  *                         a semaphore nobody posts: waits a hook times;
@@ -30,6 +32,7 @@
 static pthread_barrier_t barrier;
 static pthread_mutex_t held = PTHREAD_MUTEX_INITIALIZER;
 static sem_t never;
+static volatile sig_atomic_t release;
 
 static void *barrier_main(void *arg)
 {
@@ -51,6 +54,12 @@ static void *sem_main(void *arg)
 	(void)arg;
 	sem_wait(&never);
 	return NULL;
+}
+
+static void on_usr1(int sig)
+{
+	(void)sig;
+	release = 1;
 }
 
 static void on_term(int sig)
@@ -75,11 +84,15 @@ static void start_threads(void *(*fn)(void *), int n)
 	pthread_attr_destroy(&attr);
 }
 
-/* Say "ready" and wait for SIGTERM or the alarm. */
+static void say(const char *what)
+{
+	printf("%s\n", what);
+	fflush(stdout);
+}
+
+/* Wait for SIGTERM or the alarm. */
 static _Noreturn void park(void)
 {
-	printf("ready\n");
-	fflush(stdout);
 	for (;;)
 		pause();
 }
@@ -87,7 +100,13 @@ static _Noreturn void park(void)
 static int barrier_mode(int n)
 {
 	pthread_barrier_init(&barrier, NULL, (unsigned)n + 1);
+	signal(SIGUSR1, on_usr1);
 	start_threads(barrier_main, n);
+	say("ready");
+	while (!release)
+		usleep(10000);
+	pthread_barrier_wait(&barrier);
+	say("released");
 	park();
 }
 
@@ -131,6 +150,7 @@ static int hooked_mode(void)
 		usleep(1000);
 	pthread_barrier_init(&barrier, NULL, 2);
 	start_threads(barrier_main, 1);
+	say("ready");
 	park();
 }
 

@@ -56,12 +56,14 @@ void app_sync_wrappers(struct app *a)
 
 void app_probe_futex(struct app *a)
 {
+	struct unseen_wait w[UNSEEN_KINDS];
+
 	if (!a->client.have_hello || a->client.state != TARGET_RUNNING)
 		return;
-	if (a->rawfutex == NULL)
-		a->rawfutex = rawfutex_new(a->attach.pid);
-	rawfutex_sample(a->rawfutex);
-	model_note_raw_futex(a->model, rawfutex_threads(a->rawfutex));
+	if (a->unseen == NULL)
+		a->unseen = unseen_new(a->attach.pid);
+	unseen_sample(a->unseen, a->symbols);
+	model_note_unseen(a->model, w, unseen_waits(a->unseen, w, UNSEEN_KINDS));
 }
 
 /* Threads named in one go at most; the rest wait for the next read. */

@@ -6,9 +6,9 @@
 #include "client.h"
 #include "model.h"
 #include "options.h"
-#include "rawfutex.h"
 #include "symbols.h"
 #include "tasks.h"
+#include "unseen.h"
 #include "wrappers.h"
 
 struct app {
@@ -18,7 +18,7 @@ struct app {
 	struct model *model;
 	struct symbols *symbols;
 	struct wrappers *wrappers;	/* built-in and --wrapper patterns */
-	struct rawfutex *rawfutex;	/* NULL until the first sample */
+	struct unseen *unseen;		/* NULL until the first sample */
 	struct tasks *tasks;		/* thread names, for the details and exports */
 	struct model_query query;	/* current sort, coalesce, filter */
 	uint64_t reset_ns;		/* collector clock at the last reset */
@@ -40,8 +40,8 @@ void app_sync_wrappers(struct app *a);
 
 /*
  * While the target runs, look (at most once a second) for threads in
- * futex waits that no hook sees; the model keeps how many were seen.
- * Call after each read.
+ * waits that no hook times; the model keeps which and how many were
+ * seen. Call after each read.
  */
 void app_probe_futex(struct app *a);
 

@@ -228,6 +228,21 @@ static void types_json(struct jsonw *w, const struct model_query *q)
 	jsonw_end(w);
 }
 
+/* The waits no hook times, as the header names them (the idle ones left out). */
+static void unseen_json(struct jsonw *w, const struct model_stats *st)
+{
+	jsonw_array(w, "unseen_waits");
+	for (size_t i = 0; i < st->n_unseen; i++) {
+		if (st->unseen[i].idle)
+			continue;
+		jsonw_object(w, NULL);
+		jsonw_string(w, "kind", st->unseen[i].kind);
+		jsonw_number(w, "threads", st->unseen[i].threads);
+		jsonw_end(w);
+	}
+	jsonw_end(w);
+}
+
 /* The snapshot's fields before its rows. */
 static void head_json(struct jsonw *w, const struct app *a,
 		      const struct model_query *q, const struct model_stats *st)
@@ -254,6 +269,7 @@ static void head_json(struct jsonw *w, const struct app *a,
 	jsonw_number(w, "lock_wait_per_s_ns", st->lock_wait_per_s);
 	jsonw_number(w, "cond_wait_per_s_ns", st->cond_wait_per_s);
 	memory_json(w, st);
+	unseen_json(w, st);
 }
 
 /* Rows of a table built at a time, and rows written before sizing the text. */

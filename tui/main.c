@@ -414,7 +414,7 @@ int main(int argc, char **argv)
 	client_close(&a.client);
 	model_free(a.model);
 	wrappers_free(a.wrappers);
-	rawfutex_free(a.rawfutex);
+	unseen_free(a.unseen);
 	tasks_free(a.tasks);
 	symbols_free(a.symbols);
 	exit_as(a.opt.command != NULL, rc);

@@ -437,7 +437,8 @@ void model_stats(const struct model *m, struct model_stats *s)
 	s->memory_used = m->memory_used;
 	s->memory_cap = m->memory_cap;
 	s->unknown_rows = m->unknown_rows;
-	s->raw_futex_threads = m->raw_futex_threads;
+	memcpy(s->unseen, m->unseen, m->n_unseen * sizeof m->unseen[0]);
+	s->n_unseen = m->n_unseen;
 	s->interval_s = m->interval_s;
 	s->wait_per_s = model_rate(m, m->all.last.wait_ns);
 	s->acq_per_s = model_rate(m, m->all.last.acq);
@@ -448,9 +449,10 @@ void model_stats(const struct model *m, struct model_stats *s)
 	s->lock_wait_ns = m->since.calls.wait_ns - m->since_cond_wait;
 }
 
-void model_note_raw_futex(struct model *m, uint32_t threads)
+void model_note_unseen(struct model *m, const struct unseen_wait *w, size_t n)
 {
-	m->raw_futex_threads = threads;
+	m->n_unseen = n < UNSEEN_KINDS ? n : UNSEEN_KINDS;
+	memcpy(m->unseen, w, m->n_unseen * sizeof *w);
 }
 
 const char *coalesce_name(enum coalesce c)

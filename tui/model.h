@@ -33,6 +33,16 @@ struct view_row {
 	uint64_t trend[TREND_LEN]; /* wait ns of past intervals, oldest first */
 };
 
+/* Kinds of unseen waits the header names, at most (tui/unseen.h). */
+#define UNSEEN_KINDS 8
+
+/* Threads seen in a kind of wait that no hook times. */
+struct unseen_wait {
+	char kind[48];		/* "pthread_barrier_wait", "raw futex" */
+	uint32_t threads;	/* seen in it so far, still alive */
+	bool idle;		/* waiting for work or a thread's end */
+};
+
 /* Header totals. */
 struct model_stats {
 	uint64_t ticks;
@@ -43,7 +53,8 @@ struct model_stats {
 	uint64_t memory_used;	/* the collector's bytes in the target */
 	uint64_t memory_cap;
 	uint64_t unknown_rows;	/* deltas for rows never defined */
-	uint32_t raw_futex_threads; /* threads seen in futex waits no hook sees */
+	struct unseen_wait unseen[UNSEEN_KINDS]; /* locks first, most threads first */
+	size_t n_unseen;
 	double interval_s;	/* length of the last interval */
 	double wait_per_s;	/* all rows, last interval */
 	double acq_per_s;
@@ -277,8 +288,8 @@ size_t model_take_new_tids(struct model *m, uint32_t *out, size_t max);
 /* Header totals since reset and for the last interval. */
 void model_stats(const struct model *m, struct model_stats *s);
 
-/* How many threads were seen in futex waits no hook sees (rawfutex.h). */
-void model_note_raw_futex(struct model *m, uint32_t threads);
+/* The waits no hook times seen so far, n of them (tui/unseen.h). */
+void model_note_unseen(struct model *m, const struct unseen_wait *w, size_t n);
 
 /* Names used on the command line and in JSON ("none", "site", ...). */
 const char *coalesce_name(enum coalesce c);

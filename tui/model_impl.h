@@ -175,9 +175,10 @@ struct model {
 	uint64_t memory_used;
 	uint64_t memory_cap;
 	uint64_t unknown_rows;
-	uint32_t raw_futex_threads;
 	struct first_stacks *firsts; /* per object, the stack that names it */
 	struct tid_set *tids;	/* threads seen waiting */
+	struct unseen_wait unseen[UNSEEN_KINDS];
+	size_t n_unseen;
 };
 
 /* A line of a view before it is built: its members and its numbers. */

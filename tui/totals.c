@@ -38,9 +38,37 @@ static void losses_text(char *buf, size_t size, const struct model_stats *st)
 	if (st->folded && n > 0 && (size_t)n < size)
 		n += snprintf(buf + n, size - (size_t)n, ", folded %llu (memory cap)",
 			      (unsigned long long)st->folded);
-	if (st->raw_futex_threads && n > 0 && (size_t)n < size)
-		snprintf(buf + n, size - (size_t)n, ", unseen futex waits: %u thread%s",
-			 st->raw_futex_threads, st->raw_futex_threads > 1 ? "s" : "");
+}
+
+bool totals_unseen_list(char *buf, size_t size, const struct model_stats *st,
+			bool idle)
+{
+	size_t len = 0;
+	bool any = false;
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < st->n_unseen && len < size; i++) {
+		const struct unseen_wait *w = &st->unseen[i];
+
+		if (w->idle != idle)
+			continue;
+		len += (size_t)snprintf(buf + len, size - len, "%s%u%s in %s",
+					any ? ", " : "", w->threads,
+					any ? "" : w->threads == 1 ? " thread" : " threads",
+					w->kind);
+		any = true;
+	}
+	return any;
+}
+
+/* "unseen waits: 8 threads in pthread_barrier_wait, 2 in raw futex", or "". */
+static void unseen_text(char *buf, size_t size, const struct model_stats *st)
+{
+	char list[sizeof(((struct totals_text *)0)->unseen) - 16];
+
+	buf[0] = '\0';
+	if (totals_unseen_list(list, sizeof(list), st, false))
+		snprintf(buf, size, "unseen waits: %s", list);
 }
 
 size_t totals_items(struct totals_text *t, struct line_item *items,
@@ -49,7 +77,7 @@ size_t totals_items(struct totals_text *t, struct line_item *items,
 {
 	const char *arrow = format_utf8() ? (q->ascending ? "\u25b2" : "\u25bc")
 					  : (q->ascending ? "^" : "v");
-	bool lost = st->dropped || st->folded || st->raw_futex_threads;
+	bool lost = st->dropped || st->folded;
 	const struct line_item shown[TOTALS_ITEMS] = {
 		{ .text = t->lock, .priority = 10 },
 		{ .text = t->cond, .priority = 8 },
@@ -60,6 +88,7 @@ size_t totals_items(struct totals_text *t, struct line_item *items,
 		{ .text = t->sort, .priority = 4 },
 		{ .text = t->coalesce, .priority = 3 },
 		{ .text = t->losses, .priority = lost ? 10 : 2 },
+		{ .text = t->unseen, .priority = 10, .shrink = true },
 	};
 	char v[32];
 
@@ -79,6 +108,7 @@ size_t totals_items(struct totals_text *t, struct line_item *items,
 	snprintf(t->coalesce, sizeof(t->coalesce), "coalesce %s",
 		 coalesce_name(q->coalesce));
 	losses_text(t->losses, sizeof(t->losses), st);
+	unseen_text(t->unseen, sizeof(t->unseen), st);
 	memcpy(items, shown, sizeof(shown));
 	return TOTALS_ITEMS;
 }

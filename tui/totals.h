@@ -11,19 +11,29 @@
 struct totals_text {
 	char lock[48], cond[48], acq[48], filter[160], types[160];
 	char threads[64], sort[48], coalesce[48], losses[96];
+	char unseen[UNSEEN_KINDS * 64];
 };
 
-#define TOTALS_ITEMS 9
+#define TOTALS_ITEMS 10
 
 /*
  * The totals line's items, in the order shown, into items[TOTALS_ITEMS]:
  * lock and cond waits per second, acquisitions, the filter (none when
  * filter is NULL or ""), the types shown, threads, sort (an arrow marks
  * its direction), coalescing and losses, which come first when there are
- * some. Returns the count.
+ * some, and the waits no hook times ("unseen waits: 8 threads in
+ * pthread_barrier_wait, 2 in raw futex"), when some were seen. Returns
+ * the count.
  */
 size_t totals_items(struct totals_text *t, struct line_item *items,
 		    const struct model_stats *st, const struct model_query *q,
 		    const char *filter);
+
+/*
+ * The unseen waits of st, the idle ones or the others, as "8 threads in
+ * pthread_barrier_wait, 2 in raw futex" into buf; whether there are any.
+ */
+bool totals_unseen_list(char *buf, size_t size, const struct model_stats *st,
+			bool idle);
 
 #endif

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "explain.h"
 #include "format.h"
 #include "line.h"
 #include "lockset.h"
@@ -160,6 +161,51 @@ static void scroll_into_view(struct ui *ui)
 		ui->top = ui->nrows > (size_t)ui->page ? ui->nrows - (size_t)ui->page : 0;
 }
 
+/*
+ * Text from (x, y) in lines of at most width columns, broken at spaces;
+ * returns the lines it took.
+ */
+static int draw_wrapped(struct screen *s, int x, int y, int width,
+			const char *text)
+{
+	int lines = 0;
+
+	while (*text && width > 0) {
+		int len = (int)strlen(text), cut = len;
+
+		if (len > width) {
+			for (cut = width; cut > 0 && text[cut] != ' '; cut--)
+				;
+			if (cut == 0)
+				cut = width;
+		}
+		screen_puts(s, x, y + lines++, SLOT_NORMAL, text, cut);
+		text += cut;
+		while (*text == ' ')
+			text++;
+	}
+	return lines;
+}
+
+/*
+ * The empty table: no lock call yet, what qsptop looked at and what it
+ * found that no hook times.
+ */
+static void draw_empty(struct screen *s, const struct ui *ui, int y)
+{
+	char text[1024];
+	int width = s->w - 2;
+
+	screen_puts(s, 1, y, SLOT_NORMAL, "no lock calls seen yet", -1);
+	y += 2;
+	explain_looked(text, sizeof(text), ui->app->attach.mode);
+	y += draw_wrapped(s, 1, y, width, text);
+	explain_unseen(text, sizeof(text), &ui->stats);
+	y += draw_wrapped(s, 1, y, width, text);
+	if (explain_idle(text, sizeof(text), &ui->stats))
+		draw_wrapped(s, 1, y, width, text);
+}
+
 static void draw_table(struct screen *s, struct ui *ui)
 {
 	struct column_place p[COLUMNS_MAX];
@@ -177,12 +223,14 @@ static void draw_table(struct screen *s, struct ui *ui)
 		if (row != NULL)
 			draw_row(s, ui, y0 + i, row, r == ui->selected, p, n);
 	}
-	if (ui->nrows == 0)
-		screen_puts(s, 1, y0, SLOT_NORMAL, ui->filter[0] ?
-			    "no rows match the filter (Esc clears it)" :
-			    types_filtered(&ui->app->query) ?
-			    "no rows of these types (T: the next types)" :
-			    "no lock calls seen yet", -1);
+	if (ui->nrows == 0 && ui->filter[0])
+		screen_puts(s, 1, y0, SLOT_NORMAL,
+			    "no rows match the filter (Esc clears it)", -1);
+	else if (ui->nrows == 0 && types_filtered(&ui->app->query))
+		screen_puts(s, 1, y0, SLOT_NORMAL,
+			    "no rows of these types (T: the next types)", -1);
+	else if (ui->nrows == 0)
+		draw_empty(s, ui, y0);
 }
 
 /* The upper bound of the bucket holding fraction p of the waits. */

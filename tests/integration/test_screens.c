@@ -323,6 +323,7 @@ static const char *const totals_items[] = {
 	"sort (wait|total|avg|count|contended|max|site) (\u25bc|\u25b2)",
 	"coalesce (none|site|object)", "dropped [0-9]+", "idle last",
 	"types [a-z, -]+",
+	"unseen waits: [0-9]+ threads? in [^,]+(, [0-9]+ in [^,]+)*",
 };
 
 /* The key hints of the status line. */
@@ -532,6 +533,28 @@ static void test_cxx_batch(void)
 	run_free(&r);
 }
 
+/*
+ * The empty table says what was looked at (the hooked calls, the collector
+ * preloaded) and what was not: threads parked in pthread_barrier_wait.
+ */
+static void test_empty_explained(void)
+{
+	char wl[PATH_MAX], program[PATH_MAX + 16];
+
+	join(wl, build, "/tests/wl_unseen");
+	quoted(program, sizeof(program), wl);
+	strcat(program, " barrier 3");
+	if (!start_sized("empty", WIDTH, HEIGHT, "", "-d 0.2", program))
+		return;
+	SEE("empty table", "no lock calls seen yet");
+	SEE("empty table", "Looked at: the calls qsptop hooks (pthread mutexes,");
+	SEE("empty table", "with the collector preloaded at launch.");
+	SEE("empty table", "Not seen: 3 threads in pthread_barrier_wait: waits no "
+	    "hook times");
+	TOTALS("empty table", "unseen waits: 3 threads in pthread_barrier_wait");
+	quit_session("empty table");
+}
+
 int main(void)
 {
 	if (!tmux_begin("screens"))
@@ -539,6 +562,7 @@ int main(void)
 	test_theme_options();
 	test_wrapper_stacks();
 	test_narrow_cxx();
+	test_empty_explained();
 	test_cxx_batch();
 	test_live_names();
 	test_make_demo();

@@ -2,6 +2,8 @@
 #ifndef QSPTOP_APP_H
 #define QSPTOP_APP_H
 
+#include <poll.h>
+
 #include "attach.h"
 #include "client.h"
 #include "model.h"
@@ -10,10 +12,22 @@
 #include "symbols.h"
 #include "wrappers.h"
 
+/* A process watched besides the first (-p's list). */
+struct peer {
+	struct attach attach;
+	struct client client;
+};
+
 struct app {
 	struct options opt;
 	struct attach attach;
-	struct client client;
+	struct client client;		/* process index 0 (procs.h) */
+	struct peer *peers;		/* process index i + 1 */
+	size_t npeers;
+	struct client_ids ids;		/* the model's ids, for every client */
+	pid_t *unwatched;		/* descendants that could not be watched */
+	size_t nunwatched;
+	long children_ms;		/* when descendants were last looked for */
 	struct model *model;
 	struct symbols *symbols;
 	struct wrappers *wrappers;	/* built-in and --wrapper patterns */
@@ -26,6 +40,52 @@ struct app {
 	bool child_reaped;		/* the launched command has ended */
 	int child_status;		/* its wait status, once reaped */
 };
+
+/* Start reading process index 0's collector on a->attach.fd. */
+void app_connect_first(struct app *a);
+
+/* Add a process watched through at (connected), its counts in the table. */
+void app_add_peer(struct app *a, const struct attach *at);
+
+/* How many processes the table shows: 1 + a->npeers. */
+size_t app_processes(const struct app *a);
+
+/* The connection of process index i (0 .. app_processes() - 1). */
+struct client *app_client(struct app *a, size_t i);
+const struct client *app_client_const(const struct app *a, size_t i);
+
+/* "pid 12", "pids 12,34,56", or past four "pid 12 +7": the processes. */
+void app_pid_text(const struct app *a, char *buf, size_t size);
+
+/* The PID of process index i. */
+pid_t app_pid(const struct app *a, size_t i);
+
+/* Fill pfd with the descriptors of the connections open; how many. */
+size_t app_pollfds(const struct app *a, struct pollfd *pfd, size_t max);
+
+/* Whether a connection holds frames already read: poll without waiting. */
+bool app_buffered(const struct app *a);
+
+/*
+ * Wait up to timeout_ms for any collector and apply what they sent, up to
+ * the end of an interval: client_poll() of them all. 1 when the table's
+ * interval closed, 0 when not, -1 once every connection is over.
+ */
+int app_poll(struct app *a, int timeout_ms);
+
+/*
+ * With --children, watch the children of the processes watched that are
+ * not yet (at most every 100 ms): each joins the table from now on, its
+ * dormant collector woken (or loaded) as -p does. One that cannot be
+ * watched is said once on stderr unless quiet, and not tried again.
+ */
+void app_find_children(struct app *a, bool quiet);
+
+/* Tell every collector still connected that we leave. */
+void app_detach(struct app *a);
+
+/* Close every connection and free the peers. */
+void app_close(struct app *a);
 
 /* Seconds the counts cover: from the collector's start (or reset) to now. */
 double app_elapsed_s(const struct app *a);

@@ -18,6 +18,7 @@
 #include "field.h"
 #include "jsonw.h"
 #include "outfile.h"
+#include "procs.h"
 #include "xalloc.h"
 
 #define SCHEMA_VERSION 1
@@ -29,7 +30,7 @@ static void hex(struct jsonw *w, const char *key, uint64_t v)
 {
 	char buf[24];
 
-	snprintf(buf, sizeof(buf), "0x%" PRIx64, v);
+	snprintf(buf, sizeof(buf), "0x%" PRIx64, procs_addr(v));
 	jsonw_string(w, key, buf);
 }
 
@@ -137,7 +138,10 @@ static void numbers_json(struct jsonw *w, const struct view_row *r)
 	for (size_t i = 0; i < field_count(); i++) {
 		const struct field *f = field_at(i);
 
-		if (f->json && f->value)
+		if (f->json && f->value && f->column.unit == UNIT_PID &&
+		    f->value(r) == 0)
+			jsonw_null(w, f->json);
+		else if (f->json && f->value)
 			jsonw_number(w, f->json, f->value(r));
 	}
 }
@@ -179,6 +183,24 @@ static void types_json(struct jsonw *w, const struct model_query *q)
 	jsonw_end(w);
 }
 
+/* Every process of the table: its PID, command and state. */
+static void processes_json(struct jsonw *w, const struct app *a)
+{
+	jsonw_array(w, "processes");
+	for (size_t i = 0; i < app_processes(a); i++) {
+		const struct client *c = app_client_const(a, i);
+
+		jsonw_object(w, NULL);
+		jsonw_number(w, "pid", app_pid(a, i));
+		jsonw_string(w, "command", c->hello.command);
+		jsonw_string(w, "state", c->state == TARGET_RUNNING ?
+			     "running" : c->state == TARGET_EXITED ? "exited" :
+			     "collector lost");
+		jsonw_end(w);
+	}
+	jsonw_end(w);
+}
+
 /* The snapshot's fields before its rows. */
 static void head_json(struct jsonw *w, const struct app *a,
 		      const struct model_query *q, const struct model_stats *st)
@@ -187,7 +209,7 @@ static void head_json(struct jsonw *w, const struct app *a,
 	jsonw_string(w, "qsptop", QSPTOP_VERSION);
 	jsonw_number(w, "pid", a->attach.pid);
 	jsonw_string(w, "command", a->client.hello.command);
-	jsonw_string(w, "state", a->client.state == TARGET_RUNNING ?
+	jsonw_string(w, "state", strcmp(app_state_name(a), "running") == 0 ?
 		     "running" : "exited");
 	jsonw_number(w, "elapsed_s", app_elapsed_s(a));
 	jsonw_number(w, "interval_s", a->opt.delay_s);
@@ -205,6 +227,7 @@ static void head_json(struct jsonw *w, const struct app *a,
 	jsonw_number(w, "lock_wait_per_s_ns", st->lock_wait_per_s);
 	jsonw_number(w, "cond_wait_per_s_ns", st->cond_wait_per_s);
 	memory_json(w, st);
+	processes_json(w, a);
 }
 
 /* Rows of a table built at a time, and rows written before sizing the text. */
@@ -428,7 +451,7 @@ static void folded_frame(struct text *t, struct symbols *s, uint64_t address)
 	if (fi.module)
 		text_frame(t, base_name(fi.module));
 	snprintf(name, sizeof(name), fi.module ? "+0x%" PRIx64 : "0x%" PRIx64,
-		 fi.module ? fi.module_offset : address);
+		 fi.module ? fi.module_offset : procs_addr(address));
 	text_frame(t, name);
 }
 
@@ -436,7 +459,8 @@ static void folded_frame(struct text *t, struct symbols *s, uint64_t address)
 static void folded_lock(struct text *t, const struct view_row *r)
 {
 	if (r->n_objects == 1 && r->object)
-		text_printf(t, ";%s@0x%" PRIx64, lock_type_name(r->type), r->object);
+		text_printf(t, ";%s@0x%" PRIx64, lock_type_name(r->type),
+			    procs_addr(r->object));
 	else
 		text_printf(t, ";%s", lock_type_name(r->type));
 }

@@ -10,6 +10,7 @@
 #include "format.h"
 #include "line.h"
 #include "lockset.h"
+#include "procs.h"
 #include "site.h"
 #include "totals.h"
 #include "view.h"
@@ -52,7 +53,7 @@ static void draw_items(struct screen *s, int y, enum theme_slot slot,
 static void draw_title(struct screen *s, const struct ui *ui)
 {
 	const struct app *a = ui->app;
-	char version[32], pid[32], state[160], every[48], names[96];
+	char version[32], pid[64], state[160], every[48], names[96];
 	struct line_item items[] = {
 		{ .text = version, .priority = 3 },
 		{ .text = pid, .priority = 8 },
@@ -67,7 +68,7 @@ static void draw_title(struct screen *s, const struct ui *ui)
 	items[5].text = names[0] ? names : NULL;
 	app_state_text(a, state, sizeof(state));
 	snprintf(version, sizeof(version), "qsptop %s", QSPTOP_VERSION);
-	snprintf(pid, sizeof(pid), "pid %d", (int)a->attach.pid);
+	app_pid_text(a, pid, sizeof(pid));
 	snprintf(every, sizeof(every), "every %gs", a->opt.delay_s);
 	draw_items(s, 0, SLOT_HEADER, items, sizeof(items) / sizeof(items[0]), sep());
 	if (paused->x >= 0)
@@ -265,7 +266,8 @@ static int detail_numbers(struct screen *s, const struct ui *ui,
 	if (r->n_objects > 1)
 		screen_printf(s, 1, y++, SLOT_NORMAL, "objects      %u locks", r->n_objects);
 	else
-		screen_printf(s, 1, y++, SLOT_NORMAL, "object       0x%" PRIx64, r->object);
+		screen_printf(s, 1, y++, SLOT_NORMAL, "object       0x%" PRIx64,
+			      procs_addr(r->object));
 	screen_printf(s, 1, y++, SLOT_NORMAL, "acquisitions %" PRIu64 "   contended %"
 		      PRIu64 "   timeouts %" PRIu64 " (%.1f%% waited)   failed %"
 		      PRIu64, r->c.calls.acquisitions, r->c.calls.contended, r->c.calls.timeouts,
@@ -327,7 +329,7 @@ static void detail_frame(char *buf, size_t size, struct symbols *sym,
 	symbols_resolve(sym, address, 1, &fi);
 	if (fi.n_inlined) {
 		site_chain(chain, sizeof(chain), sym, address);
-		snprintf(buf, size, "0x%" PRIx64 " %s [%s]", address, chain,
+		snprintf(buf, size, "0x%" PRIx64 " %s [%s]", procs_addr(address), chain,
 			 fi.module ? fi.module : "??");
 		return;
 	}
@@ -341,9 +343,9 @@ static void detail_frame(char *buf, size_t size, struct symbols *sym,
 		snprintf(line, sizeof(line), "??");
 	if (fi.module && !fi.symbol)
 		snprintf(buf, size, "0x%" PRIx64 " %s (%s) [%s+0x%" PRIx64 "]",
-			 address, fn, line, fi.module, fi.module_offset);
+			 procs_addr(address), fn, line, fi.module, fi.module_offset);
 	else
-		snprintf(buf, size, "0x%" PRIx64 " %s (%s) [%s]", address, fn,
+		snprintf(buf, size, "0x%" PRIx64 " %s (%s) [%s]", procs_addr(address), fn,
 			 line, fi.module ? fi.module : "??");
 }
 

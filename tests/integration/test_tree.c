@@ -1,0 +1,277 @@
+/*
+ * A process tree as one target, through the real programs: -p with a
+ * list of PIDs, and -p PARENT --children on a parent that forks workers
+ * sharing a process-shared mutex and semaphore. One table holds every
+ * worker's calls, exactly, each row with its PID; a worker forked while
+ * watched joins; one that exits keeps its totals; bad -p lists are
+ * one-line errors.
+ */
+#include <cJSON.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../unit/check.h"
+#include "harness.h"
+
+#define LOCKS 1000		/* as tests/workloads/tree.c makes them */
+#define SEMS 200
+#define WORKERS 4
+#define LINE_TIMEOUT_MS 30000
+
+static char notes[PATH_MAX + 32];
+
+/* The PID on the n-th line of the notes starting with what, or -1. */
+static pid_t note_line(const char *what, int n)
+{
+	long deadline = monotonic_ms() + LINE_TIMEOUT_MS;
+	pid_t pid;
+
+	while ((pid = note_pid(notes, what, n, NULL)) < 0 &&
+	       monotonic_ms() < deadline)
+		usleep(10000);
+	return pid;
+}
+
+/* Wait until the notes have n lines starting with what. */
+static bool wait_notes(const char *what, int n)
+{
+	long deadline = monotonic_ms() + LINE_TIMEOUT_MS;
+
+	while (note_lines(notes, what) < n && monotonic_ms() < deadline)
+		usleep(10000);
+	return note_lines(notes, what) >= n;
+}
+
+/* Wait until n workers have done their calls (one of them may exit). */
+static bool wait_finished(int n)
+{
+	long deadline = monotonic_ms() + LINE_TIMEOUT_MS;
+
+	while (note_lines(notes, "done") + note_lines(notes, "exited") < n &&
+	       monotonic_ms() < deadline)
+		usleep(10000);
+	return note_lines(notes, "done") + note_lines(notes, "exited") >= n;
+}
+
+/* How many times text occurs in the file at path. */
+static int occurrences(const char *path, const char *text)
+{
+	char *all = slurp_file(path, ""), *p = all;
+	int n = 0;
+
+	while ((p = strstr(p, text)) != NULL) {
+		n++;
+		p += strlen(text);
+	}
+	free(all);
+	return n;
+}
+
+/* Wait until batch output at path has printed n more tables than now. */
+static bool wait_tables(const char *path, int n)
+{
+	long deadline = monotonic_ms() + LINE_TIMEOUT_MS;
+	int want = occurrences(path, "CALL SITE") + n;
+
+	while (occurrences(path, "CALL SITE") < want && monotonic_ms() < deadline)
+		usleep(20000);
+	return occurrences(path, "CALL SITE") >= want;
+}
+
+/* The acquisitions of pid's rows whose call site is in function fn. */
+static double pid_acquisitions(const cJSON *snap, pid_t pid, const char *fn)
+{
+	const cJSON *row;
+	double sum = 0;
+
+	cJSON_ArrayForEach(row, cJSON_GetObjectItem(snap, "rows")) {
+		const cJSON *site = cJSON_GetObjectItem(row, "site");
+
+		if (num_field(row, "pid") == pid &&
+		    names_function(str_field(site, "symbol"), fn))
+			sum += num_field(row, "acquisitions");
+	}
+	return sum;
+}
+
+/* The state that the snapshot's processes give pid, or NULL. */
+static const char *process_state(const cJSON *snap, pid_t pid)
+{
+	const cJSON *p;
+
+	cJSON_ArrayForEach(p, cJSON_GetObjectItem(snap, "processes"))
+		if (num_field(p, "pid") == pid)
+			return str_field(p, "state");
+	return NULL;
+}
+
+/* Each worker's calls on its own rows, exactly. */
+static void check_worker(const cJSON *snap, const char *label, pid_t pid)
+{
+	double locks = pid_acquisitions(snap, pid, "worker_lock");
+	double sems = pid_acquisitions(snap, pid, "worker_sem");
+
+	CHECK(locks == LOCKS && sems == SEMS,
+	      "%s %d: its %d mutex and %d semaphore calls on rows with its "
+	      "PID, exactly; got %.0f and %.0f", label, (int)pid, LOCKS, SEMS,
+	      locks, sems);
+}
+
+/* Start wl_tree (the first worker exits after its work); its PID. */
+static pid_t start_tree(const char *name)
+{
+	char wl[PATH_MAX + 32];
+
+	snprintf(notes, sizeof(notes), "%s/%s", tmp, name);
+	snprintf(wl, sizeof(wl), "%s/tests/wl_tree", build);
+	return start((char *[]){ wl, notes, "exit", NULL }, NULL, NULL);
+}
+
+/*
+ * -p PARENT --children: the four workers there at the start, a fifth
+ * forked while watched, one that exits: one table, every call counted.
+ */
+static void test_children(void)
+{
+	char *json = tmp_path("children.json"), *out = tmp_path("children.out");
+	char pidstr[16], header[64];
+	pid_t parent = start_tree("notes.children"), q, w[WORKERS + 1], gone;
+	cJSON *snap;
+
+	CHECK(note_line("parent", 0) == parent, "the parent started");
+	CHECK(wait_notes("worker", WORKERS), "the parent forked %d workers",
+	      WORKERS);
+	for (int i = 0; i < WORKERS; i++)
+		w[i] = note_line("worker", i);
+	snprintf(pidstr, sizeof(pidstr), "%d", (int)parent);
+	q = start((char *[]){ qsptop, "-b", "-d", "0.2", "-w", "200", "-j", json,
+			      "-p", pidstr, "--children", NULL }, out,
+		  tmp_path("children.err"));
+	/* The header counts the processes watched: the parent and 4 workers. */
+	snprintf(header, sizeof(header), "pid %d +%d ", (int)parent, WORKERS);
+	CHECK(file_has_text(out, header, LINE_TIMEOUT_MS),
+	      "the header names the parent and its %d workers ('%s')", WORKERS,
+	      header);
+	for (int i = 0; i < WORKERS; i++)
+		kill(w[i], SIGUSR2);
+	CHECK(wait_notes("done", WORKERS - 1) && wait_notes("exited", 1),
+	      "the workers did their calls, the first one exited");
+	gone = note_line("exited", 0);
+
+	kill(parent, SIGUSR1);
+	w[WORKERS] = note_line("worker", WORKERS);
+	snprintf(header, sizeof(header), "pid %d +%d ", (int)parent, WORKERS + 1);
+	CHECK(file_has_text(out, header, LINE_TIMEOUT_MS),
+	      "a worker forked while watched joins the table ('%s')", header);
+	kill(w[WORKERS], SIGUSR2);
+	CHECK(wait_notes("done", WORKERS), "the fifth worker did its calls");
+	/* Each collector sends its counts at its next tick: two tables on. */
+	CHECK(wait_tables(out, 2), "two more tables after the last calls");
+	kill(q, SIGTERM);
+	CHECK(wait_status(q, 20000) == 0, "qsptop ends well on SIGTERM");
+
+	snap = load_json(json);
+	CHECK(snap != NULL, "a snapshot was written");
+	if (snap) {
+		for (int i = 0; i <= WORKERS; i++)
+			check_worker(snap, i == WORKERS ? "the fifth worker" :
+				     w[i] == gone ? "the worker that exited" :
+				     "worker", w[i]);
+		CHECK(cJSON_GetArraySize(cJSON_GetObjectItem(snap, "processes")) ==
+		      WORKERS + 2, "processes lists the parent and %d workers: %d",
+		      WORKERS + 1,
+		      cJSON_GetArraySize(cJSON_GetObjectItem(snap, "processes")));
+		CHECK(process_state(snap, gone) &&
+		      strcmp(process_state(snap, gone), "exited") == 0,
+		      "the worker that exited is 'exited' in processes: %s",
+		      process_state(snap, gone) ? process_state(snap, gone) : "absent");
+		CHECK(process_state(snap, parent) &&
+		      strcmp(process_state(snap, parent), "running") == 0,
+		      "the parent is 'running' in processes");
+	}
+	cJSON_Delete(snap);
+	kill(parent, SIGTERM);
+	CHECK(wait_status(parent, 10000) == 0, "the parent ends well");
+}
+
+/* -p W1,W2: two workers in one table, each exactly, nothing else. */
+static void test_pid_list(void)
+{
+	char *json = tmp_path("list.json"), *out = tmp_path("list.out");
+	char list[40], header[64];
+	pid_t parent = start_tree("notes.list"), q, w1, w2;
+	cJSON *snap;
+
+	CHECK(wait_notes("worker", WORKERS), "the parent forked its workers");
+	w1 = note_line("worker", 1);
+	w2 = note_line("worker", 2);
+	snprintf(list, sizeof(list), "%d,%d", (int)w1, (int)w2);
+	q = start((char *[]){ qsptop, "-b", "-d", "0.2", "-w", "200", "-j", json,
+			      "-p", list, NULL }, out, tmp_path("list.err"));
+	snprintf(header, sizeof(header), "pids %s ", list);
+	CHECK(file_has_text(out, header, LINE_TIMEOUT_MS),
+	      "the header names both PIDs ('%s')", header);
+	kill(w1, SIGUSR2);
+	kill(w2, SIGUSR2);
+	CHECK(wait_finished(2), "both workers did their calls");
+	CHECK(wait_tables(out, 2), "two more tables after the calls");
+	CHECK(file_has_text(out, " PROC ", 1000),
+	      "the batch table has a PROC column");
+	kill(q, SIGTERM);
+	CHECK(wait_status(q, 20000) == 0, "qsptop -p W1,W2 ends well on SIGTERM");
+	snap = load_json(json);
+	if (snap) {
+		check_worker(snap, "listed worker", w1);
+		check_worker(snap, "listed worker", w2);
+		CHECK(cJSON_GetArraySize(cJSON_GetObjectItem(snap, "processes")) == 2,
+		      "processes lists the two PIDs only");
+	}
+	CHECK(snap != NULL, "a snapshot of the list was written");
+	cJSON_Delete(snap);
+	kill(parent, SIGTERM);
+	CHECK(wait_status(parent, 10000) == 0, "the parent ends well");
+}
+
+/*
+ * qsptop ARGS fails with status and a one-line error holding needle (a
+ * usage error adds the "Try 'qsptop --help'" hint).
+ */
+static void check_error(char **argv, int status, const char *needle)
+{
+	struct run r = run_capture(argv, 20000, 0);
+	const char *nl = strchr(r.err, '\n'), *found = strstr(r.err, needle);
+
+	CHECK(r.status == status && strncmp(r.err, "qsptop: ", 8) == 0 &&
+	      found && nl && found < nl &&
+	      (nl[1] == '\0' || strncmp(nl + 1, "Try 'qsptop --help'", 19) == 0),
+	      "%s %s: status %d and one line with '%s'; got %d: %s", argv[1],
+	      argv[2] ? argv[2] : "", status, needle, r.status, r.err);
+	run_free(&r);
+}
+
+static void test_errors(void)
+{
+	char self[32];
+
+	snprintf(self, sizeof(self), "%d,4000000", (int)getpid());
+	check_error((char *[]){ qsptop, "-p", "12,abc", NULL }, 2, "'abc'");
+	check_error((char *[]){ qsptop, "-p", "12,", NULL }, 2, "'12,'");
+	check_error((char *[]){ qsptop, "-p", "12,12", NULL }, 2, "PID 12 given twice");
+	check_error((char *[]){ qsptop, "-p", self, NULL }, 1, "no process 4000000");
+	check_error((char *[]){ qsptop, "--children", NULL }, 2,
+		    "--children: nothing to watch");
+}
+
+int main(void)
+{
+	find_paths("/tmp/qsptop-tree-XXXXXX", "wl_tree");
+	test_errors();
+	test_pid_list();
+	test_children();
+	remove_tmp();
+	return check_summary();
+}

@@ -12,6 +12,7 @@
 #include "column.h"
 #include "inject_proc.h"
 #include "procs.h"
+#include "shmobj.h"
 #include "tree.h"
 
 /* How long a program the launched command exec'd has to start listening. */
@@ -81,10 +82,18 @@ static void sum_tick(void *ctx, struct proto_tick *t)
 	}
 }
 
+/* Whether the table may hold several processes: then shared locks are named across them. */
+static bool several(const struct app *a)
+{
+	return a->opt.npids > 1 || a->opt.children;
+}
+
 void app_connect_first(struct app *a)
 {
 	client_init(&a->client, a->attach.fd, a->model, a->symbols, 0, &a->ids);
 	procs_set_pid(0, a->attach.pid);
+	if (several(a))
+		a->client.shm = shmobj_new(a->attach.pid);
 }
 
 void app_add_peer(struct app *a, const struct attach *at)
@@ -99,6 +108,7 @@ void app_add_peer(struct app *a, const struct attach *at)
 	client_init(&p->client, at->fd, a->model, a->symbols,
 		    (unsigned)a->npeers, &a->ids);
 	procs_set_pid((unsigned)a->npeers, at->pid);
+	p->client.shm = shmobj_new(at->pid);
 	p->client.clock = false;
 	a->client.sum_tick = sum_tick;
 	a->client.sum_ctx = a;

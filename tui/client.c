@@ -9,6 +9,7 @@
 
 #include "client.h"
 #include "procs.h"
+#include "shmobj.h"
 #include "xalloc.h"
 
 #define IN_CAP (PROTO_HEADER_SIZE + PROTO_MAX_PAYLOAD)
@@ -112,7 +113,8 @@ static void on_row(void *ctx, const struct proto_row *m)
 	r.id = map_id(&c->row_map, &c->row_map_cap, m->id, &c->ids->rows, true);
 	r.site = procs_tag(c->proc, m->site);
 	r.via = procs_tag(c->proc, m->via);
-	r.object = procs_tag(c->proc, m->object);
+	r.object = c->shm ? shmobj_object(c->shm, c->proc, m->object) :
+			    procs_tag(c->proc, m->object);
 	if (r.id == NO_MODEL_ID || model_define_row(c->model, &r) < 0)
 		end(c, TARGET_LOST, "collector sent a row id out of range");
 }
@@ -397,6 +399,8 @@ void client_close(struct client *c)
 	c->in = NULL;
 	free(c->last);
 	free(c->stack_last);
+	shmobj_free(c->shm);
+	c->shm = NULL;
 	free(c->row_map);
 	free(c->stack_map);
 	c->row_map = c->stack_map = NULL;

@@ -32,6 +32,8 @@ struct client_ids {
 struct client {
 	int fd;
 	unsigned proc;			/* its process's index (procs.h) */
+	struct shmobj *shm;		/* its shared locks named across
+					   processes (owned); NULL: not */
 	struct client_ids *ids;
 	uint32_t *row_map;		/* by collector row id: model id + 1 */
 	size_t row_map_cap;

@@ -51,14 +51,10 @@ double row_max_wait(const struct view_row *r)
 	return (double)r->max_wait_ns > avg ? (double)r->max_wait_ns : avg;
 }
 
+/* A line's process is its sites' (a shared lock's object is not). */
 double row_pid(const struct view_row *r)
 {
-	uint64_t tagged = r->site ? r->site : r->object;
-
-	if (tagged == 0 || (r->site && r->object &&
-			    procs_of(r->site) != procs_of(r->object)))
-		return 0;
-	return (double)procs_pid(procs_of(tagged));
+	return r->procs_mixed ? 0 : (double)procs_pid(r->proc);
 }
 
 /* In the JSON schema's order, the call site first. */

@@ -25,6 +25,9 @@ struct view_row {
 	uint32_t n_sites;
 	bool objects_folded;	/* has a row of several objects, which the
 				   collector folded for want of memory */
+	bool procs_mixed;	/* its sites are of several processes
+				   (procs.h): a lock they share */
+	uint16_t proc;		/* else the index of their process */
 	uint32_t row_id;	/* the heaviest member row */
 	struct lock_counts c;	/* since reset */
 	uint64_t max_wait_ns;	/* since reset */

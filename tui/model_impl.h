@@ -188,6 +188,8 @@ struct line {
 	uint32_t n_objects;
 	uint32_t n_sites;
 	bool objects_folded;	/* see view_row */
+	bool procs_mixed;	/* see view_row */
+	uint16_t proc;		/* see view_row */
 	uint8_t type;
 };
 

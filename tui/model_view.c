@@ -9,6 +9,7 @@
 
 #include "model_impl.h"
 #include "model_items.h"
+#include "procs.h"
 #include "xalloc.h"
 
 /* What grouping and building need. */
@@ -168,6 +169,7 @@ static bool line_of(struct view_ctx *vc, uint32_t first, uint32_t n,
 	l->site = it->site;
 	l->object = it->object;
 	l->row_id = it->row_id;
+	l->proc = (uint16_t)procs_of(it->site);
 	l->first = first;
 	l->n = n;
 	for (uint32_t i = 0; i < n; i++, prev = it) {
@@ -182,6 +184,7 @@ static bool line_of(struct view_ctx *vc, uint32_t first, uint32_t n,
 			distinct++;
 		if (!match && (prev == NULL || it->site != prev->site))
 			match = site_matches(vc, it->site);
+		l->procs_mixed |= procs_of(it->site) != procs_of(l->site);
 	}
 	line_distinct(l, c, distinct);
 	return match;
@@ -202,6 +205,8 @@ static void line_numbers(const struct line *l, struct view_row *v)
 	v->n_objects = l->n_objects;
 	v->n_sites = l->n_sites;
 	v->objects_folded = l->objects_folded;
+	v->procs_mixed = l->procs_mixed;
+	v->proc = l->proc;
 	v->row_id = l->row_id;
 	v->c.calls = l->c;
 	v->max_wait_ns = l->max_wait;

@@ -198,7 +198,57 @@ static void test_children(void)
 	CHECK(wait_status(parent, 10000) == 0, "the parent ends well");
 }
 
-/* -p W1,W2: two workers in one table, each exactly, nothing else. */
+/*
+ * The line of a snapshot coalesced by object whose call site is in
+ * function fn (several sites: its stacks name it), or NULL.
+ */
+static const cJSON *object_line(const cJSON *snap, const char *fn)
+{
+	const cJSON *row, *st, *fr;
+
+	cJSON_ArrayForEach(row, cJSON_GetObjectItem(snap, "rows"))
+		cJSON_ArrayForEach(st, cJSON_GetObjectItem(row, "stacks"))
+			cJSON_ArrayForEach(fr, cJSON_GetObjectItem(st, "frames"))
+				if (names_function(str_field(fr, "symbol"), fn))
+					return row;
+	return NULL;
+}
+
+/* The lock every worker shares is one line of -m object, across PIDs. */
+static void check_shared(const cJSON *snap, const char *fn, double calls)
+{
+	const cJSON *l = object_line(snap, fn);
+
+	CHECK(l && num_field(l, "acquisitions") == calls &&
+	      num_field(l, "n_objects") == 1 && num_field(l, "n_sites") == 2 &&
+	      cJSON_IsNull(cJSON_GetObjectItem(l, "pid")),
+	      "-m object: the shared lock at %s is one object of both "
+	      "processes: %.0f calls expected, got %.0f in %.0f objects of "
+	      "%.0f sites", fn, calls, l ? num_field(l, "acquisitions") : -1,
+	      l ? num_field(l, "n_objects") : -1, l ? num_field(l, "n_sites") : -1);
+}
+
+/* The semaphore they share: one line of -m object, every call of both. */
+static void check_semaphore(const cJSON *snap, double calls)
+{
+	const cJSON *row, *l = NULL;
+	int lines = 0;
+
+	cJSON_ArrayForEach(row, cJSON_GetObjectItem(snap, "rows"))
+		if (strcmp(str_field(row, "type"), "semaphore") == 0) {
+			l = row;
+			lines++;
+		}
+	CHECK(lines == 1 && num_field(l, "acquisitions") == calls,
+	      "-m object: the shared semaphore is one line of %.0f calls; got "
+	      "%d lines, the last of %.0f", calls, lines,
+	      l ? num_field(l, "acquisitions") : -1);
+}
+
+/*
+ * -p W1,W2 -m object: two workers in one table, each lock they share one
+ * line of both, exactly.
+ */
 static void test_pid_list(void)
 {
 	char *json = tmp_path("list.json"), *out = tmp_path("list.out");
@@ -211,7 +261,8 @@ static void test_pid_list(void)
 	w2 = note_line("worker", 2);
 	snprintf(list, sizeof(list), "%d,%d", (int)w1, (int)w2);
 	q = start((char *[]){ qsptop, "-b", "-d", "0.2", "-w", "200", "-j", json,
-			      "-p", list, NULL }, out, tmp_path("list.err"));
+			      "-m", "object", "-p", list, NULL }, out,
+		  tmp_path("list.err"));
 	snprintf(header, sizeof(header), "pids %s ", list);
 	CHECK(file_has_text(out, header, LINE_TIMEOUT_MS),
 	      "the header names both PIDs ('%s')", header);
@@ -225,8 +276,8 @@ static void test_pid_list(void)
 	CHECK(wait_status(q, 20000) == 0, "qsptop -p W1,W2 ends well on SIGTERM");
 	snap = load_json(json);
 	if (snap) {
-		check_worker(snap, "listed worker", w1);
-		check_worker(snap, "listed worker", w2);
+		check_shared(snap, "worker_lock", 2 * LOCKS);
+		check_semaphore(snap, 2 * SEMS);
 		CHECK(cJSON_GetArraySize(cJSON_GetObjectItem(snap, "processes")) == 2,
 		      "processes lists the two PIDs only");
 	}

@@ -1,11 +1,11 @@
 /* Facts about a run derived from its parts. */
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
-
-#include "xalloc.h"
+#include <unistd.h>
 
 #include "../common/clock.h"
 #include "app.h"
@@ -14,6 +14,7 @@
 #include "procs.h"
 #include "shmobj.h"
 #include "tree.h"
+#include "xalloc.h"
 
 /* How long a program the launched command exec'd has to start listening. */
 #define EXEC_CONNECT_MS 5000
@@ -90,8 +91,11 @@ static bool several(const struct app *a)
 
 void app_connect_first(struct app *a)
 {
-	client_init(&a->client, a->attach.fd, a->model, a->symbols, 0, &a->ids);
-	procs_set_pid(0, a->attach.pid);
+	unsigned proc = a->next_proc++;
+
+	client_init(&a->client, a->attach.fd, a->model, a->symbols, proc,
+		    &a->ids);
+	procs_set_pid(proc, a->attach.pid);
 	if (several(a))
 		a->client.shm = shmobj_new(a->attach.pid);
 }
@@ -100,14 +104,15 @@ void app_add_peer(struct app *a, const struct attach *at)
 {
 	struct peer *p;
 
-	if (app_processes(a) >= PROCS_MAX)
-		fatal("cannot watch more than %u processes", PROCS_MAX - 1);
+	unsigned proc = a->next_proc++;
+
+	if (proc >= PROCS_MAX)
+		fatal("cannot watch more than %u processes", PROCS_MAX);
 	a->peers = xreallocarray(a->peers, a->npeers + 1, sizeof(*a->peers));
 	p = &a->peers[a->npeers++];
 	p->attach = *at;
-	client_init(&p->client, at->fd, a->model, a->symbols,
-		    (unsigned)a->npeers, &a->ids);
-	procs_set_pid((unsigned)a->npeers, at->pid);
+	client_init(&p->client, at->fd, a->model, a->symbols, proc, &a->ids);
+	procs_set_pid(proc, at->pid);
 	p->client.shm = shmobj_new(at->pid);
 	p->client.clock = false;
 	a->client.sum_tick = sum_tick;
@@ -161,6 +166,9 @@ int app_poll(struct app *a, int timeout_ms)
 
 	if (a->npeers == 0)
 		return client_poll(&a->client, timeout_ms);
+	/* The launched command's end (or exec) ends the table, as alone. */
+	if (a->attach.child && a->client.fd < 0)
+		return -1;
 	pfd = xreallocarray(NULL, app_processes(a), sizeof(*pfd));
 	if (!app_buffered(a))
 		poll(pfd, app_pollfds(a, pfd, app_processes(a)), timeout_ms);
@@ -176,16 +184,21 @@ int app_poll(struct app *a, int timeout_ms)
 	}
 	if (clock)
 		rc = client_poll(clock, 0);
+	if (a->attach.child && a->client.fd < 0)
+		return -1;
 	if ((clock == NULL || rc < 0) && pass_clock(a))
 		return rc == 1 ? 1 : 0;
 	return rc;
 }
 
-/* Whether pid is watched already, or was found unwatchable. */
+/* Whether pid is watched already, being readied, or found unwatchable. */
 static bool pid_known(const struct app *a, pid_t pid)
 {
 	for (size_t i = 0; i < app_processes(a); i++)
 		if (app_pid(a, i) == pid)
+			return true;
+	for (size_t i = 0; i < a->nreadying; i++)
+		if (a->readying[i].pid == pid)
 			return true;
 	for (size_t i = 0; i < a->nunwatched; i++)
 		if (a->unwatched[i] == pid)
@@ -193,7 +206,37 @@ static bool pid_known(const struct app *a, pid_t pid)
 	return false;
 }
 
-/* Watch pid, a child of parent, from now on. */
+static void unwatched(struct app *a, pid_t pid)
+{
+	a->unwatched = xreallocarray(a->unwatched, a->nunwatched + 1,
+				     sizeof(*a->unwatched));
+	a->unwatched[a->nunwatched++] = pid;
+}
+
+/* Have a helper process make pid's collector listen: it may wait 3 s. */
+static void start_ready(struct app *a, pid_t pid, pid_t parent, bool quiet)
+{
+	char err[512];
+	pid_t helper = fork();
+
+	if (helper == 0) {
+		int rc = attach_ready(pid, a->opt.force, err, sizeof(err));
+
+		if (rc < 0 && !quiet && inject_process_alive(pid))
+			warning("not watching PID %d, a child of PID %d: %s",
+				(int)pid, (int)parent, err);
+		_exit(rc < 0);
+	}
+	if (helper < 0) {
+		unwatched(a, pid);
+		return;
+	}
+	a->readying = xreallocarray(a->readying, a->nreadying + 1,
+				    sizeof(*a->readying));
+	a->readying[a->nreadying++] = (struct readying){ pid, parent, helper };
+}
+
+/* Connect to a readied child, its collector listening now. */
 static void watch_child(struct app *a, pid_t pid, pid_t parent, bool quiet)
 {
 	unsigned interval_ms = (unsigned)(a->opt.delay_s * 1000 + 0.5);
@@ -205,12 +248,31 @@ static void watch_child(struct app *a, pid_t pid, pid_t parent, bool quiet)
 		app_add_peer(a, &at);
 		return;
 	}
-	a->unwatched = xreallocarray(a->unwatched, a->nunwatched + 1,
-				     sizeof(*a->unwatched));
-	a->unwatched[a->nunwatched++] = pid;
+	unwatched(a, pid);
 	if (!quiet && inject_process_alive(pid))
 		warning("not watching PID %d, a child of PID %d: %s", (int)pid,
 			(int)parent, err);
+}
+
+/* Watch the children whose helpers are done; forget those that failed. */
+static void finish_ready(struct app *a, bool quiet)
+{
+	for (size_t i = 0; i < a->nreadying;) {
+		struct readying r = a->readying[i];
+		int status;
+		pid_t got = waitpid(r.helper, &status, WNOHANG);
+
+		if (got == 0 || (got < 0 && errno == EINTR)) {
+			i++;
+			continue;
+		}
+		a->readying[i] = a->readying[--a->nreadying];
+		if (got == r.helper && WIFEXITED(status) &&
+		    WEXITSTATUS(status) == 0)
+			watch_child(a, r.pid, r.parent, quiet);
+		else
+			unwatched(a, r.pid);
+	}
 }
 
 void app_find_children(struct app *a, bool quiet)
@@ -218,10 +280,12 @@ void app_find_children(struct app *a, bool quiet)
 	pid_t kids[256];
 	long now = clock_now_ms();
 
-	if (!a->opt.children || now - a->children_ms < CHILDREN_EVERY_MS)
+	if (!a->opt.children)
+		return;
+	finish_ready(a, quiet);
+	if (now - a->children_ms < CHILDREN_EVERY_MS)
 		return;
 	a->children_ms = now;
-	/* Children found join the list, and are looked at in this pass. */
 	for (size_t i = 0; i < app_processes(a); i++) {
 		pid_t parent = app_pid(a, i);
 		size_t n;
@@ -231,10 +295,20 @@ void app_find_children(struct app *a, bool quiet)
 		n = tree_children(parent, kids, sizeof(kids) / sizeof(kids[0]));
 		for (size_t k = 0; k < n; k++)
 			if (!pid_known(a, kids[k]))
-				watch_child(a, kids[k], parent, quiet);
+				start_ready(a, kids[k], parent, quiet);
 	}
 	if (column_several() != (app_processes(a) > 1))
 		column_set_several(app_processes(a) > 1);
+}
+
+/* End the helpers still at work, by PID: their borrowed threads go back by themselves. */
+static void end_helpers(struct app *a)
+{
+	for (size_t i = 0; i < a->nreadying; i++) {
+		kill(a->readying[i].helper, SIGKILL);
+		waitpid(a->readying[i].helper, NULL, 0);
+	}
+	a->nreadying = 0;
 }
 
 void app_detach(struct app *a)
@@ -246,12 +320,15 @@ void app_detach(struct app *a)
 
 void app_close(struct app *a)
 {
+	end_helpers(a);
 	for (size_t i = 0; i < app_processes(a); i++)
 		client_close(app_client(a, i));
 	free(a->peers);
 	free(a->unwatched);
+	free(a->readying);
 	a->peers = NULL;
 	a->unwatched = NULL;
+	a->readying = NULL;
 	a->npeers = a->nunwatched = 0;
 }
 
@@ -353,10 +430,12 @@ bool app_follow_exec(struct app *a)
 	    a->client.state == TARGET_EXITED ||
 	    attach_reconnect(&a->attach, interval_ms, EXEC_CONNECT_MS) < 0)
 		return false;
-	/* The program's modules are not the old one's: name them afresh. */
+	/*
+	 * The program's addresses are not the old one's: it is a process of
+	 * its own in the table (procs.h), its modules beside the old ones',
+	 * whose rows keep their names.
+	 */
 	client_close(&a->client);
-	symbols_free(a->symbols);
-	a->symbols = symbols_new();
 	app_build_wrappers(a);
 	app_connect_first(a);
 	a->wrappers_sent = false;
@@ -381,6 +460,27 @@ static bool peer_running(const struct app *a)
 		if (a->peers[i].client.state == TARGET_RUNNING)
 			return true;
 	return false;
+}
+
+/* The first process's state, as the header gave it with one process. */
+static const char *first_state(const struct app *a)
+{
+	if (target_exited(a))
+		return "exited";
+	return a->client.state == TARGET_RUNNING ? "running" : "collector lost";
+}
+
+const char *app_process_state(const struct app *a, size_t i)
+{
+	const struct client *c = app_client_const(a, i);
+
+	if (i == 0)
+		return first_state(a);
+	if (c->state == TARGET_RUNNING)
+		return "running";
+	if (c->state == TARGET_EXITED || !inject_process_alive(app_pid(a, i)))
+		return "exited";
+	return "collector lost";
 }
 
 const char *app_state_name(const struct app *a)

@@ -12,6 +12,12 @@
 #include "symbols.h"
 #include "wrappers.h"
 
+/* A child whose collector a helper process of ours readies. */
+struct readying {
+	pid_t pid, parent;
+	pid_t helper;
+};
+
 /* A process watched besides the first (-p's list). */
 struct peer {
 	struct attach attach;
@@ -21,12 +27,16 @@ struct peer {
 struct app {
 	struct options opt;
 	struct attach attach;
-	struct client client;		/* process index 0 (procs.h) */
-	struct peer *peers;		/* process index i + 1 */
+	struct client client;		/* the first process: -p's first PID,
+					   or the launched command */
+	struct peer *peers;		/* the others, in the order found */
 	size_t npeers;
 	struct client_ids ids;		/* the model's ids, for every client */
+	unsigned next_proc;		/* the next process index (procs.h) */
 	pid_t *unwatched;		/* descendants that could not be watched */
 	size_t nunwatched;
+	struct readying *readying;	/* descendants being readied */
+	size_t nreadying;
 	long children_ms;		/* when descendants were last looked for */
 	struct model *model;
 	struct symbols *symbols;
@@ -41,7 +51,11 @@ struct app {
 	int child_status;		/* its wait status, once reaped */
 };
 
-/* Start reading process index 0's collector on a->attach.fd. */
+/*
+ * Start reading the collector on a->attach.fd as a->client, a process of
+ * its own in the table (the first, or the program the launched command
+ * exec'd).
+ */
 void app_connect_first(struct app *a);
 
 /* Add a process watched through at (connected), its counts in the table. */
@@ -50,14 +64,14 @@ void app_add_peer(struct app *a, const struct attach *at);
 /* How many processes the table shows: 1 + a->npeers. */
 size_t app_processes(const struct app *a);
 
-/* The connection of process index i (0 .. app_processes() - 1). */
+/* The connection of process i (0: a->client; 0 .. app_processes() - 1). */
 struct client *app_client(struct app *a, size_t i);
 const struct client *app_client_const(const struct app *a, size_t i);
 
 /* "pid 12", "pids 12,34,56", or past four "pid 12 +7": the processes. */
 void app_pid_text(const struct app *a, char *buf, size_t size);
 
-/* The PID of process index i. */
+/* The PID of process i. */
 pid_t app_pid(const struct app *a, size_t i);
 
 /* Fill pfd with the descriptors of the connections open; how many. */
@@ -75,8 +89,9 @@ int app_poll(struct app *a, int timeout_ms);
 
 /*
  * With --children, watch the children of the processes watched that are
- * not yet (at most every 100 ms): each joins the table from now on, its
- * dormant collector woken (or loaded) as -p does. One that cannot be
+ * not yet (looked for at most every 100 ms): each joins the table from
+ * now on, its dormant collector woken (or loaded) as -p does, by a helper
+ * process, so that the table goes on meanwhile. One that cannot be
  * watched is said once on stderr unless quiet, and not tried again.
  */
 void app_find_children(struct app *a, bool quiet);
@@ -115,6 +130,9 @@ bool app_follow_exec(struct app *a);
 
 /* Count from now on: a new baseline, never touching the target. */
 void app_reset(struct app *a);
+
+/* Process i's: "running", "exited" or "collector lost" (it runs on). */
+const char *app_process_state(const struct app *a, size_t i);
 
 /* "running", "exited" or "collector lost". */
 const char *app_state_name(const struct app *a);

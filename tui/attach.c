@@ -625,3 +625,27 @@ int attach_try_connect(struct attach *a, pid_t pid, unsigned interval_ms,
 	try_exit = NULL;
 	return rc;
 }
+
+int attach_ready(pid_t pid, bool force, char *err, size_t size)
+{
+	struct rendezvous r;
+	jmp_buf here;
+	int fd, rc = 0;
+
+	if (setjmp(here) == 0) {
+		try_exit = &here;
+		find_rendezvous(&r, pid);
+		fd = try_connect(&r);
+		if (fd < 0 && (errno == EACCES || errno == EPERM))
+			fail("not permitted to connect to PID %d (%s): it runs "
+			     "as another user", (int)pid, r.shown);
+		if (fd < 0)
+			fd = inject_and_connect(&r, force);
+		close(fd);
+	} else {
+		snprintf(err, size, "%s", try_msg);
+		rc = -1;
+	}
+	try_exit = NULL;
+	return rc;
+}

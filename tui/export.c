@@ -193,9 +193,14 @@ static void processes_json(struct jsonw *w, const struct app *a)
 		jsonw_object(w, NULL);
 		jsonw_number(w, "pid", app_pid(a, i));
 		jsonw_string(w, "command", c->hello.command);
-		jsonw_string(w, "state", c->state == TARGET_RUNNING ?
-			     "running" : c->state == TARGET_EXITED ? "exited" :
-			     "collector lost");
+		jsonw_string(w, "state", app_process_state(a, i));
+		jsonw_end(w);
+	}
+	for (size_t i = 0; i < a->nunwatched; i++) {
+		jsonw_object(w, NULL);
+		jsonw_number(w, "pid", a->unwatched[i]);
+		jsonw_null(w, "command");
+		jsonw_string(w, "state", "not watched");
 		jsonw_end(w);
 	}
 	jsonw_end(w);

@@ -82,7 +82,7 @@ static void run_batch(struct app *a)
 	while (!stop_requested) {
 		int rc = app_poll(a, POLL_MS);
 
-		app_find_children(a, false);
+		app_find_children(a, a->attach.child != 0);
 		app_sync_wrappers(a);
 		app_probe_futex(a);
 
@@ -432,7 +432,7 @@ int main(int argc, char **argv)
 	setup_query(&a);
 	app_connect_first(&a);
 	attach_peers(&a);
-	app_find_children(&a, live);
+	app_find_children(&a, live || a.attach.child);
 	column_set_several(app_processes(&a) > 1);
 	if (live)
 		live_run(&a, a.opt.theme, &stop_requested);

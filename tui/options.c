@@ -16,7 +16,7 @@
 
 /* Long options without a letter. */
 enum { OPT_FOLDED = 0x100, OPT_WRAPPER, OPT_MAX_MEMORY, OPT_FORCE, OPT_MIX_IDLE, OPT_NO_FOLLOW_EXEC,
-       OPT_TYPE, OPT_CHILDREN };
+       OPT_TYPE, OPT_CHILDREN, OPT_NO_CHILDREN };
 
 static const char usage_text[] =
 	"Usage: qsptop [options] -p PID\n"
@@ -27,7 +27,9 @@ static const char usage_text[] =
 	"                         collector is loaded into each with ptrace if it\n"
 	"                         has none)\n"
 	"      --children         with -p, watch every descendant of the processes\n"
-	"                         too, present and future, in the same table\n"
+	"                         too, present and future, in the same table (with\n"
+	"                         -- CMD, the default)\n"
+	"      --no-children      with -- CMD, watch CMD alone\n"
 	"      --force            with -p, load the collector even into a process\n"
 	"                         under a seccomp filter (which kills the process\n"
 	"                         if it forbids a system call the collector makes)\n"
@@ -231,6 +233,7 @@ static const struct option long_options[] = {
 	{ .name = "wrapper", .has_arg = required_argument, .val = OPT_WRAPPER },
 	{ .name = "force", .has_arg = no_argument, .val = OPT_FORCE },
 	{ .name = "children", .has_arg = no_argument, .val = OPT_CHILDREN },
+	{ .name = "no-children", .has_arg = no_argument, .val = OPT_NO_CHILDREN },
 	{ .name = "theme", .has_arg = required_argument, .val = 't' },
 	{ .name = "no-follow-exec", .has_arg = no_argument, .val = OPT_NO_FOLLOW_EXEC },
 	{ .name = "max-memory", .has_arg = required_argument, .val = OPT_MAX_MEMORY },
@@ -271,6 +274,7 @@ static void apply(struct options *o, int c, const char *arg)
 	case OPT_WRAPPER: add_wrapper(o, arg); break;
 	case OPT_FORCE: o->force = true; break;
 	case OPT_CHILDREN: o->children = true; break;
+	case OPT_NO_CHILDREN: o->no_children = true; break;
 	case 't': o->theme = arg; break;
 	case OPT_MAX_MEMORY:
 		o->max_memory_mb = (unsigned)parse_count(arg, "--max-memory: expected "
@@ -307,6 +311,11 @@ void options_parse(struct options *o, int argc, char **argv)
 		usage_error("%s", "--children: nothing to watch: give -p PID");
 	if (!o->pid && !o->command)
 		usage_error("%s", "nothing to watch: give -p PID or -- CMD");
+	if (o->children && o->no_children)
+		usage_error("%s", "give either --children or --no-children");
+	/* A launched command's tree is watched whole unless told not to. */
+	if (o->command && !o->no_children)
+		o->children = true;
 	if (o->json_path && o->folded_path && strcmp(o->json_path, "-") == 0 &&
 	    strcmp(o->folded_path, "-") == 0)
 		usage_error("%s", "only one of --json and --folded can write to "

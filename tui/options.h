@@ -29,7 +29,9 @@ struct options {
 	pid_t *pids;		/* -p: every PID, in order given */
 	size_t npids;
 	bool force;		/* --force: -p even under a seccomp filter */
-	bool children;		/* --children: every descendant, as it comes */
+	bool no_children;	/* --no-children */
+	bool children;		/* --children (the default with -- CMD, unless
+				   --no-children): every descendant, as it comes */
 	char **command;		/* after --; NULL with -p */
 };
 

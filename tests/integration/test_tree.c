@@ -156,6 +156,8 @@ static void test_children(void)
 	CHECK(file_has_text(out, header, LINE_TIMEOUT_MS),
 	      "the header names the parent and its %d workers ('%s')", WORKERS,
 	      header);
+	/* Counted from the first update of each one's collector on. */
+	CHECK(wait_tables(out, 3), "three tables after they joined");
 	for (int i = 0; i < WORKERS; i++)
 		kill(w[i], SIGUSR2);
 	CHECK(wait_notes("done", WORKERS - 1) && wait_notes("exited", 1),
@@ -165,7 +167,7 @@ static void test_children(void)
 	kill(parent, SIGUSR1);
 	w[WORKERS] = note_line("worker", WORKERS);
 	snprintf(header, sizeof(header), "pid %d +%d ", (int)parent, WORKERS + 1);
-	CHECK(file_has_text(out, header, LINE_TIMEOUT_MS),
+	CHECK(file_has_text(out, header, LINE_TIMEOUT_MS) && wait_tables(out, 3),
 	      "a worker forked while watched joins the table ('%s')", header);
 	kill(w[WORKERS], SIGUSR2);
 	CHECK(wait_notes("done", WORKERS), "the fifth worker did its calls");
@@ -264,7 +266,7 @@ static void test_pid_list(void)
 			      "-m", "object", "-p", list, NULL }, out,
 		  tmp_path("list.err"));
 	snprintf(header, sizeof(header), "pids %s ", list);
-	CHECK(file_has_text(out, header, LINE_TIMEOUT_MS),
+	CHECK(file_has_text(out, header, LINE_TIMEOUT_MS) && wait_tables(out, 3),
 	      "the header names both PIDs ('%s')", header);
 	kill(w1, SIGUSR2);
 	kill(w2, SIGUSR2);
@@ -304,6 +306,45 @@ static void check_error(char **argv, int status, const char *needle)
 	run_free(&r);
 }
 
+/*
+ * qsptop -- wl_tree: a launched command's tree is watched whole by
+ * default; its workers' calls are counted exactly.
+ */
+static void test_launched(void)
+{
+	char *json = tmp_path("launched.json"), *out = tmp_path("launched.out");
+	char wl[PATH_MAX + 32], header[64];
+	pid_t q, parent, w[WORKERS];
+	cJSON *snap;
+
+	snprintf(notes, sizeof(notes), "%s/notes.launched", tmp);
+	snprintf(wl, sizeof(wl), "%s/tests/wl_tree", build);
+	q = start((char *[]){ qsptop, "-b", "-d", "0.2", "-w", "200", "-j", json,
+			      "--", wl, notes, NULL }, out,
+		  tmp_path("launched.err"));
+	parent = note_line("parent", 0);
+	CHECK(parent > 0 && wait_notes("worker", WORKERS),
+	      "the launched parent forked its workers");
+	snprintf(header, sizeof(header), "pid %d +%d ", (int)parent, WORKERS);
+	CHECK(file_has_text(out, header, LINE_TIMEOUT_MS) && wait_tables(out, 3),
+	      "the launched command and its %d workers are watched ('%s')",
+	      WORKERS, header);
+	for (int i = 0; i < WORKERS; i++) {
+		w[i] = note_line("worker", i);
+		kill(w[i], SIGUSR2);
+	}
+	CHECK(wait_notes("done", WORKERS), "the workers did their calls");
+	CHECK(wait_tables(out, 2), "two more tables after the calls");
+	kill(parent, SIGTERM);
+	CHECK(wait_status(q, 20000) == 0,
+	      "qsptop ends with the launched command, with its status 0");
+	snap = load_json(json);
+	CHECK(snap != NULL, "a snapshot of the launched tree");
+	for (int i = 0; snap && i < WORKERS; i++)
+		check_worker(snap, "launched worker", w[i]);
+	cJSON_Delete(snap);
+}
+
 static void test_errors(void)
 {
 	char self[32];
@@ -315,6 +356,8 @@ static void test_errors(void)
 	check_error((char *[]){ qsptop, "-p", self, NULL }, 1, "no process 4000000");
 	check_error((char *[]){ qsptop, "--children", NULL }, 2,
 		    "--children: nothing to watch");
+	check_error((char *[]){ qsptop, "--children", "--no-children", "--",
+				"true", NULL }, 2, "either --children or");
 }
 
 int main(void)
@@ -323,6 +366,7 @@ int main(void)
 	test_errors();
 	test_pid_list();
 	test_children();
+	test_launched();
 	remove_tmp();
 	return check_summary();
 }

@@ -108,12 +108,14 @@ static bool site_matches(struct view_ctx *vc, uint64_t site)
 	uint32_t i = site_set_add(&vc->judged, site);
 
 	if (vc->judged.n != before) {
-		const char *label = q->site_label(q->ctx, site);
+		const char *label = procs_filter(q->filter) ? NULL :
+				    q->site_label(q->ctx, site);
 
 		vc->match = xreallocarray(vc->match, vc->judged.cap,
 					  sizeof *vc->match);
-		vc->match[i] = label != NULL &&
-			       strcasestr(label, q->filter) != NULL;
+		vc->match[i] = procs_filter(q->filter) ?
+			       procs_pid(procs_of(site)) == procs_filter(q->filter) :
+			       label != NULL && strcasestr(label, q->filter) != NULL;
 	}
 	return vc->match[i];
 }

@@ -1,4 +1,5 @@
 /* The PIDs of the processes of one table, by index. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "procs.h"
@@ -22,4 +23,16 @@ void procs_set_pid(unsigned proc, pid_t pid)
 pid_t procs_pid(unsigned proc)
 {
 	return proc < n ? pids[proc] : 0;
+}
+
+pid_t procs_filter(const char *filter)
+{
+	char *end;
+	long pid;
+
+	if (filter == NULL || strncmp(filter, "pid:", 4) != 0)
+		return 0;
+	pid = strtol(filter + 4, &end, 10);
+	return end != filter + 4 && *end == '\0' && pid > 0 && pid < (1L << 22) ?
+	       (pid_t)pid : 0;
 }

@@ -32,6 +32,12 @@ static inline unsigned procs_of(uint64_t tagged)
 	return (unsigned)(tagged >> PROCS_SHIFT);
 }
 
+/*
+ * The PID a table filter "pid:N" keeps the lines of (its other lines
+ * are hidden); 0 when filter is not one.
+ */
+pid_t procs_filter(const char *filter);
+
 /* Name process index proc's PID. */
 void procs_set_pid(unsigned proc, pid_t pid);
 

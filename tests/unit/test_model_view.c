@@ -2,6 +2,8 @@
  * Unit tests of the model's views: coalescing, sort keys and their tie
  * break, filters, types and names, and windows of a view.
  */
+#include "../../tui/field.h"
+#include "../../tui/procs.h"
 #include "model_fixture.h"
 
 static enum sort_key key_of(const struct field *c)
@@ -267,6 +269,45 @@ static void test_filter(void)
 	/* Without a label function the filter cannot apply: keep all. */
 	CHECK_U64(model_view(m, &q, &v), 3);
 	free(v);
+	model_free(m);
+}
+
+/*
+ * Rows of two processes (procs.h): "pid:N" keeps one process's lines; a
+ * lock both share is one line of -m object, of neither PID alone.
+ */
+static void test_processes(void)
+{
+	uint64_t p1 = procs_tag(1, 0x400), shared = procs_tag(0, 0xa0);
+	struct model *m = model_new();
+	struct view_row *v;
+	size_t n;
+
+	procs_set_pid(0, 100);
+	procs_set_pid(1, 200);
+	def(m, 0, LOCK_MUTEX, 0x400, shared);	/* process 0 */
+	def(m, 1, LOCK_MUTEX, p1, shared);	/* process 1, the same lock */
+	def(m, 2, LOCK_MUTEX, p1, procs_tag(1, 0xb0));
+	add(m, 0, 1, 1, 20, 1);
+	add(m, 1, 1, 1, 30, 1);
+	add(m, 2, 1, 1, 10, 1);
+	n = view(m, COALESCE_NONE, SORT_TOTAL, false, "pid:200", &v);
+	CHECK(n == 2 && row_pid(&v[0]) == 200 && row_pid(&v[1]) == 200,
+	      "pid:200 keeps process 200's 2 lines: got %zu, pids %.0f %.0f", n,
+	      n > 0 ? row_pid(&v[0]) : -1, n > 1 ? row_pid(&v[1]) : -1);
+	free(v);
+	n = view(m, COALESCE_NONE, SORT_TOTAL, false, "pid:100", &v);
+	CHECK(n == 1 && row_pid(&v[0]) == 100,
+	      "pid:100 keeps process 100's line: got %zu", n);
+	free(v);
+	n = view(m, COALESCE_OBJECT, SORT_TOTAL, false, NULL, &v);
+	CHECK(n == 2 && v[0].object == shared && v[0].c.calls.acquisitions == 2 &&
+	      v[0].procs_mixed && row_pid(&v[0]) == 0 && row_pid(&v[1]) == 200,
+	      "-m object: the shared lock is one line of both processes "
+	      "(no PID), the other lock process 200's: %zu lines", n);
+	free(v);
+	procs_set_pid(0, 0);
+	procs_set_pid(1, 0);
 	model_free(m);
 }
 
@@ -747,6 +788,7 @@ int main(void)
 	test_sort_keys();
 	test_tie_break();
 	test_filter();
+	test_processes();
 	test_types();
 	test_filter_coalesced();
 	test_names();

@@ -18,8 +18,9 @@
 
 /* How long a program the launched command exec'd has to start listening. */
 #define EXEC_CONNECT_MS 5000
-/* How often the children of the processes watched are looked for. */
-#define CHILDREN_EVERY_MS 100
+/* How often the children of the processes watched are looked for, at most and least. */
+#define CHILDREN_MIN_MS 100
+#define CHILDREN_MAX_MS 1000
 
 size_t app_processes(const struct app *a)
 {
@@ -275,6 +276,15 @@ static void finish_ready(struct app *a, bool quiet)
 	}
 }
 
+/* Half the interval, within 100 ms and 1 s: a child joins within two. */
+static long children_every_ms(const struct app *a)
+{
+	long ms = (long)(a->opt.delay_s * 500);
+
+	return ms < CHILDREN_MIN_MS ? CHILDREN_MIN_MS :
+	       ms > CHILDREN_MAX_MS ? CHILDREN_MAX_MS : ms;
+}
+
 void app_find_children(struct app *a, bool quiet)
 {
 	pid_t kids[256];
@@ -283,7 +293,7 @@ void app_find_children(struct app *a, bool quiet)
 	if (!a->opt.children)
 		return;
 	finish_ready(a, quiet);
-	if (now - a->children_ms < CHILDREN_EVERY_MS)
+	if (now - a->children_ms < children_every_ms(a))
 		return;
 	a->children_ms = now;
 	for (size_t i = 0; i < app_processes(a); i++) {

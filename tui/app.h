@@ -89,10 +89,11 @@ int app_poll(struct app *a, int timeout_ms);
 
 /*
  * With --children, watch the children of the processes watched that are
- * not yet (looked for at most every 100 ms): each joins the table from
- * now on, its dormant collector woken (or loaded) as -p does, by a helper
- * process, so that the table goes on meanwhile. One that cannot be
- * watched is said once on stderr unless quiet, and not tried again.
+ * not yet (looked for every half interval, within 100 ms and 1 s): each
+ * joins the table from now on, its dormant collector woken (or loaded)
+ * as -p does, by a helper process, so that the table goes on meanwhile.
+ * One that cannot be watched is said once on stderr unless quiet, and
+ * not tried again.
  */
 void app_find_children(struct app *a, bool quiet);
 

@@ -97,15 +97,17 @@ void app_connect_first(struct app *a)
 	client_init(&a->client, a->attach.fd, a->model, a->symbols, proc,
 		    &a->ids);
 	procs_set_pid(proc, a->attach.pid);
+	/* Followed to an exec'd program, it ticks for the peers as before. */
+	a->client.sum_tick = sum_tick;
+	a->client.sum_ctx = a;
 	if (several(a))
 		a->client.shm = shmobj_new(a->attach.pid);
 }
 
 void app_add_peer(struct app *a, const struct attach *at)
 {
-	struct peer *p;
-
 	unsigned proc = a->next_proc++;
+	struct peer *p;
 
 	if (proc >= PROCS_MAX)
 		fatal("cannot watch more than %u processes", PROCS_MAX);
@@ -116,8 +118,6 @@ void app_add_peer(struct app *a, const struct attach *at)
 	procs_set_pid(proc, at->pid);
 	p->client.shm = shmobj_new(at->pid);
 	p->client.clock = false;
-	a->client.sum_tick = sum_tick;
-	a->client.sum_ctx = a;
 	a->wrappers_sent = false;
 }
 

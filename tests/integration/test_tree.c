@@ -307,8 +307,9 @@ static void check_error(char **argv, int status, const char *needle)
 }
 
 /*
- * qsptop -- wl_tree: a launched command's tree is watched whole by
- * default; its workers' calls are counted exactly.
+ * qsptop -- sh -c 'exec wl_tree': a launched command's tree is watched
+ * whole by default, through the exec; its workers' calls are counted
+ * exactly, and their threads in the total.
  */
 static void test_launched(void)
 {
@@ -320,7 +321,8 @@ static void test_launched(void)
 	snprintf(notes, sizeof(notes), "%s/notes.launched", tmp);
 	snprintf(wl, sizeof(wl), "%s/tests/wl_tree", build);
 	q = start((char *[]){ qsptop, "-b", "-d", "0.2", "-w", "200", "-j", json,
-			      "--", wl, notes, NULL }, out,
+			      "--", "sh", "-c", "exec \"$0\" \"$1\"", wl, notes,
+			      NULL }, out,
 		  tmp_path("launched.err"));
 	parent = note_line("parent", 0);
 	CHECK(parent > 0 && wait_notes("worker", WORKERS),
@@ -342,6 +344,9 @@ static void test_launched(void)
 	CHECK(snap != NULL, "a snapshot of the launched tree");
 	for (int i = 0; snap && i < WORKERS; i++)
 		check_worker(snap, "launched worker", w[i]);
+	CHECK(snap && num_field(snap, "threads") == WORKERS,
+	      "the snapshot's threads count each worker's one thread: %.0f",
+	      snap ? num_field(snap, "threads") : -1);
 	cJSON_Delete(snap);
 }
 

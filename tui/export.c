@@ -115,6 +115,7 @@ static void threads_json(struct jsonw *w, const struct line_drill *d)
 
 		jsonw_object(w, NULL);
 		jsonw_number(w, "tid", tv->tid);
+		jsonw_number(w, "pid", procs_pid(tv->proc));
 		jsonw_number(w, "count", (double)tv->w.count);
 		jsonw_number(w, "timeouts", (double)tv->w.timeouts);
 		jsonw_number(w, "wait_ns", (double)tv->w.wait_ns);

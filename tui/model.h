@@ -128,6 +128,7 @@ struct stack_view {
 /* One thread's share of a row's contended waits, since reset. */
 struct thread_view {
 	uint32_t tid;
+	uint16_t proc;		/* its process's index (procs.h) */
 	struct wait_counts w;	/* its waits */
 };
 

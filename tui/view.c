@@ -14,6 +14,7 @@
 #include "site.h"
 #include "totals.h"
 #include "view.h"
+#include "xalloc.h"
 
 #define HEADER_LINES 2
 #define HOT_SHARE 0.25
@@ -423,6 +424,53 @@ static void thread_label(char *out, size_t size, struct ui *ui, uint32_t tid,
 		snprintf(out, size, "%u (?)", tid);
 }
 
+/* One process's share of a line's waits. */
+struct proc_share {
+	uint16_t proc;
+	struct wait_counts w;
+};
+
+/*
+ * A line of a lock several processes share: its waits split by process
+ * (PID, wait, waits), from its threads'. Nothing for other lines.
+ */
+static int detail_processes(struct screen *s, struct ui *ui,
+			    const struct view_row *r, int y)
+{
+	struct thread_view *tv;
+	size_t n = r->procs_mixed ?
+		   model_row_threads(ui->app->model, &ui->app->query, r, &tv) : 0;
+	struct proc_share *p;
+	size_t k = 0;
+	char wait[32];
+
+	if (!r->procs_mixed)
+		return y;
+	p = xreallocarray(NULL, n ? n : 1, sizeof(*p));
+
+	for (size_t i = 0; i < n; i++) {
+		size_t j = 0;
+
+		while (j < k && p[j].proc != tv[i].proc)
+			j++;
+		if (j == k)
+			p[k++] = (struct proc_share){ .proc = tv[i].proc };
+		wait_counts_add(&p[j].w, &tv[i].w);
+	}
+	screen_puts(s, 1, y++, SLOT_COLUMN, "processes that waited", -1);
+	screen_printf(s, 3, y++, SLOT_NORMAL, "%-8s %9s %10s", "PID", "WAIT",
+		      "WAITS");
+	for (size_t j = 0; j < k; j++) {
+		format_duration(wait, sizeof(wait), (double)p[j].w.wait_ns);
+		screen_printf(s, 3, y++, SLOT_NORMAL, "%-8d %9s %10" PRIu64,
+			      (int)procs_pid(p[j].proc), wait,
+			      lock_waits(p[j].w.count, p[j].w.timeouts));
+	}
+	free(p);
+	free(tv);
+	return y + 1;
+}
+
 /* The threads that waited behind the line: TID, name, wait, waits. */
 static int detail_threads(struct screen *s, struct ui *ui,
 			  const struct view_row *r, int y)
@@ -467,6 +515,7 @@ static int detail_page(struct screen *s, struct ui *ui)
 	if (r == NULL)
 		return 0;
 	y = detail_numbers(s, ui, r, 0);
+	y = detail_processes(s, ui, r, y);
 	format_sparkline(trend, sizeof(trend), r->trend, TREND_LEN);
 	screen_puts(s, 1, y, SLOT_NORMAL, "trend        ", -1);
 	screen_puts(s, 14, y, SLOT_SPARKLINE, trend, -1);

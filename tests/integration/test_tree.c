@@ -216,8 +216,25 @@ static const cJSON *object_line(const cJSON *snap, const char *fn)
 	return NULL;
 }
 
+/* Whether the threads of line l are of pids a and b, both there. */
+static bool pids_of_threads(const cJSON *l, pid_t a, pid_t b)
+{
+	const cJSON *t;
+	bool seen_a = false, seen_b = false, other = false;
+
+	cJSON_ArrayForEach(t, cJSON_GetObjectItem(l, "threads")) {
+		pid_t pid = (pid_t)num_field(t, "pid");
+
+		seen_a |= pid == a;
+		seen_b |= pid == b;
+		other |= pid != a && pid != b;
+	}
+	return seen_a && seen_b && !other;
+}
+
 /* The lock every worker shares is one line of -m object, across PIDs. */
-static void check_shared(const cJSON *snap, const char *fn, double calls)
+static void check_shared(const cJSON *snap, const char *fn, double calls,
+			 pid_t a, pid_t b)
 {
 	const cJSON *l = object_line(snap, fn);
 
@@ -228,6 +245,9 @@ static void check_shared(const cJSON *snap, const char *fn, double calls)
 	      "processes: %.0f calls expected, got %.0f in %.0f objects of "
 	      "%.0f sites", fn, calls, l ? num_field(l, "acquisitions") : -1,
 	      l ? num_field(l, "n_objects") : -1, l ? num_field(l, "n_sites") : -1);
+	CHECK(l && pids_of_threads(l, a, b),
+	      "-m object: the shared lock's threads are of both processes, "
+	      "each thread with its pid");
 }
 
 /* The semaphore they share: one line of -m object, every call of both. */
@@ -278,7 +298,7 @@ static void test_pid_list(void)
 	CHECK(wait_status(q, 20000) == 0, "qsptop -p W1,W2 ends well on SIGTERM");
 	snap = load_json(json);
 	if (snap) {
-		check_shared(snap, "worker_lock", 2 * LOCKS);
+		check_shared(snap, "worker_lock", 2 * LOCKS, w1, w2);
 		check_semaphore(snap, 2 * SEMS);
 		CHECK(cJSON_GetArraySize(cJSON_GetObjectItem(snap, "processes")) == 2,
 		      "processes lists the two PIDs only");

@@ -47,6 +47,19 @@ static bool rows_of(const pid_t *pids, int n, const char *fn)
 	return true;
 }
 
+/* Whether each of pids is on the screen at a line's start ("   PID "). */
+static bool shows_pids(const pid_t *pids, int n)
+{
+	for (int i = 0; i < n; i++) {
+		char want[32];
+
+		snprintf(want, sizeof(want), "\n   %-8d ", (int)pids[i]);
+		if (!strstr(screen, want))
+			return false;
+	}
+	return true;
+}
+
 struct rows_want {
 	const pid_t *pids;
 	int n;
@@ -103,6 +116,18 @@ static void test_tree_screen(void)
 	keys("Escape", NULL);
 	CHECK_SCREEN(wait_until(has_worker_rows, &all, TIMEOUT_MS),
 		     "Esc: every worker's rows again");
+	/* By object, the lock they share is one line; its details split it. */
+	keys("m", "m", NULL);
+	CHECK_SCREEN(wait_until(has_text, "coalesce object", TIMEOUT_MS),
+		     "m m: coalesced by object");
+	keys("Enter", NULL);
+	CHECK_SCREEN(wait_until(has_text, "processes that waited", TIMEOUT_MS) &&
+		     shows_pids(w, WORKERS),
+		     "the details of the shared mutex split its waits by "
+		     "process, each worker's PID there");
+	keys("Escape", NULL);
+	CHECK_SCREEN(wait_until(has_text, "CALL SITE", TIMEOUT_MS),
+		     "Esc: back to the table");
 	quit_session("q on the tree");
 	CHECK(gone(parent) && gone(w[0]), "q ended the launched parent and "
 	      "its workers");

@@ -300,11 +300,24 @@ static void test_processes(void)
 	CHECK(n == 1 && row_pid(&v[0]) == 100,
 	      "pid:100 keeps process 100's line: got %zu", n);
 	free(v);
+	sadd(m, 0, PROTO_NO_STACK, 11, 1, 20);	/* a thread of process 0 */
+	sadd(m, 1, PROTO_NO_STACK, 22, 1, 30);	/* one of process 1 */
 	n = view(m, COALESCE_OBJECT, SORT_TOTAL, false, NULL, &v);
 	CHECK(n == 2 && v[0].object == shared && v[0].c.calls.acquisitions == 2 &&
 	      v[0].procs_mixed && row_pid(&v[0]) == 0 && row_pid(&v[1]) == 200,
 	      "-m object: the shared lock is one line of both processes "
 	      "(no PID), the other lock process 200's: %zu lines", n);
+	if (n == 2) {
+		struct model_query q = query(COALESCE_OBJECT, false);
+		struct thread_view *tv;
+		size_t k = model_row_threads(m, &q, &v[0], &tv);
+
+		CHECK(k == 2 && tv[0].tid == 22 && tv[0].proc == 1 &&
+		      tv[1].tid == 11 && tv[1].proc == 0,
+		      "the shared lock's threads carry their processes: %zu "
+		      "threads", k);
+		free(tv);
+	}
 	free(v);
 	procs_set_pid(0, 0);
 	procs_set_pid(1, 0);

@@ -98,6 +98,26 @@ static double pid_acquisitions(const cJSON *snap, pid_t pid, const char *fn)
 	return sum;
 }
 
+/* Whether the rows at fn, of n processes, all name one object. */
+static bool one_object(const cJSON *snap, const char *fn, int n)
+{
+	const cJSON *row;
+	const char *object = NULL;
+	int rows = 0;
+
+	cJSON_ArrayForEach(row, cJSON_GetObjectItem(snap, "rows")) {
+		const cJSON *site = cJSON_GetObjectItem(row, "site");
+
+		if (!names_function(str_field(site, "symbol"), fn))
+			continue;
+		if (object && strcmp(object, str_field(row, "object")) != 0)
+			return false;
+		object = str_field(row, "object");
+		rows++;
+	}
+	return rows == n;
+}
+
 /* The state that the snapshot's processes give pid, or NULL. */
 static const char *process_state(const cJSON *snap, pid_t pid)
 {
@@ -183,6 +203,9 @@ static void test_children(void)
 			check_worker(snap, i == WORKERS ? "the fifth worker" :
 				     w[i] == gone ? "the worker that exited" :
 				     "worker", w[i]);
+		CHECK(one_object(snap, "worker_lock", WORKERS + 1),
+		      "the shared mutex is one object on the %d workers' rows",
+		      WORKERS + 1);
 		CHECK(cJSON_GetArraySize(cJSON_GetObjectItem(snap, "processes")) ==
 		      WORKERS + 2, "processes lists the parent and %d workers: %d",
 		      WORKERS + 1,

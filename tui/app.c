@@ -417,6 +417,21 @@ void app_probe_futex(struct app *a)
 	model_note_raw_futex(a->model, rawfutex_threads(a->rawfutex));
 }
 
+/* The query's code of a site: codes.h. */
+static uint64_t query_code(void *app, uint64_t site)
+{
+	struct app *a = app;
+
+	if (a->codes == NULL)
+		a->codes = codes_new(a->symbols);
+	return codes_site(a->codes, site);
+}
+
+void app_join_processes(struct app *a, bool join)
+{
+	a->query.code = join ? query_code : NULL;
+}
+
 void app_reset(struct app *a)
 {
 	model_reset(a->model);

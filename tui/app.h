@@ -5,6 +5,7 @@
 #include <poll.h>
 
 #include "attach.h"
+#include "codes.h"
 #include "client.h"
 #include "model.h"
 #include "options.h"
@@ -41,6 +42,7 @@ struct app {
 	struct model *model;
 	struct symbols *symbols;
 	struct wrappers *wrappers;	/* built-in and --wrapper patterns */
+	struct codes *codes;		/* sites of one code across processes */
 	struct rawfutex *rawfutex;	/* NULL until the first sample */
 	struct model_query query;	/* current sort, coalesce, filter */
 	uint64_t reset_ns;		/* collector clock at the last reset */
@@ -128,6 +130,12 @@ void app_build_wrappers(struct app *a);
  * it. Returns whether qsptop watches it now.
  */
 bool app_follow_exec(struct app *a);
+
+/*
+ * Join the processes' rows of one code and one object in one line, or
+ * show each process's apart (the default): sets a->query.code.
+ */
+void app_join_processes(struct app *a, bool join);
 
 /* Count from now on: a new baseline, never touching the target. */
 void app_reset(struct app *a);

@@ -220,6 +220,7 @@ static void head_json(struct jsonw *w, const struct app *a,
 	jsonw_number(w, "elapsed_s", app_elapsed_s(a));
 	jsonw_number(w, "interval_s", a->opt.delay_s);
 	jsonw_string(w, "coalesce", coalesce_name(q->coalesce));
+	jsonw_bool(w, "join_processes", q->code != NULL);
 	jsonw_string(w, "sort", q->sort->key);
 	if (q->filter && *q->filter)
 		jsonw_string(w, "filter", q->filter);

@@ -367,6 +367,7 @@ static void setup_query(struct app *a)
 		.site_label = query_site_label, .ctx = a,
 		.skip_wrappers = wrappers_count(a->wrappers) > 0,
 		.is_wrapper = query_is_wrapper };
+	app_join_processes(a, a->opt.join_processes);
 }
 
 /* Bad output paths are found before anything is started. */
@@ -448,6 +449,7 @@ int main(int argc, char **argv)
 	app_close(&a);
 	model_free(a.model);
 	wrappers_free(a.wrappers);
+	codes_free(a.codes);
 	rawfutex_free(a.rawfutex);
 	symbols_free(a.symbols);
 	exit_as(a.opt.command != NULL, rc);

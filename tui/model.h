@@ -97,6 +97,13 @@ struct model_query {
 	 */
 	bool skip_wrappers;
 	is_wrapper_fn is_wrapper;
+	/*
+	 * With several processes (procs.h): the site naming the same code
+	 * (module and offset) in the first process that ran it, so that
+	 * their rows of one code and one object join in one line. NULL: each
+	 * process's sites are its own.
+	 */
+	uint64_t (*code)(void *ctx, uint64_t site);
 };
 
 /*

@@ -267,8 +267,8 @@ static void drill_parts(const struct model *m, const struct model_query *q,
 			continue;
 		wrapper = attrib_row(&a, row);
 		if (!wrapper) {
-			key = key_find(s, q->coalesce, row->site, row->object,
-				       row->type);
+			key = key_find(s, q->coalesce, code_site(q, row->site),
+				       row->object, row->type);
 			if (key == EMPTY_SLOT)
 				continue;
 		}

@@ -100,6 +100,12 @@ static bool filter_active(const struct model_query *q)
 	       q->site_label != NULL;
 }
 
+/* The process of an item: its row's (its site may be another's code). */
+static uint16_t item_proc(const struct model *m, const struct item *it)
+{
+	return (uint16_t)procs_of(m->rows[it->row_id].site);
+}
+
 /* Whether the label of a site contains the filter; each site asked once. */
 static bool site_matches(struct view_ctx *vc, uint64_t site)
 {
@@ -171,7 +177,7 @@ static bool line_of(struct view_ctx *vc, uint32_t first, uint32_t n,
 	l->site = it->site;
 	l->object = it->object;
 	l->row_id = it->row_id;
-	l->proc = (uint16_t)procs_of(it->site);
+	l->proc = item_proc(vc->m, it);
 	l->first = first;
 	l->n = n;
 	for (uint32_t i = 0; i < n; i++, prev = it) {
@@ -184,9 +190,12 @@ static bool line_of(struct view_ctx *vc, uint32_t first, uint32_t n,
 		}
 		if (prev == NULL || member_key(it, c) != member_key(prev, c))
 			distinct++;
-		if (!match && (prev == NULL || it->site != prev->site))
+		if (!match && procs_filter(vc->q->filter))
+			match = procs_pid(item_proc(vc->m, it)) ==
+				procs_filter(vc->q->filter);
+		else if (!match && (prev == NULL || it->site != prev->site))
 			match = site_matches(vc, it->site);
-		l->procs_mixed |= procs_of(it->site) != procs_of(l->site);
+		l->procs_mixed |= item_proc(vc->m, it) != l->proc;
 	}
 	line_distinct(l, c, distinct);
 	return match;

@@ -16,7 +16,7 @@
 
 /* Long options without a letter. */
 enum { OPT_FOLDED = 0x100, OPT_WRAPPER, OPT_MAX_MEMORY, OPT_FORCE, OPT_MIX_IDLE, OPT_NO_FOLLOW_EXEC,
-       OPT_TYPE, OPT_CHILDREN, OPT_NO_CHILDREN };
+       OPT_TYPE, OPT_CHILDREN, OPT_NO_CHILDREN, OPT_JOIN_PROCESSES };
 
 static const char usage_text[] =
 	"Usage: qsptop [options] -p PID\n"
@@ -30,6 +30,9 @@ static const char usage_text[] =
 	"                         too, present and future, in the same table (with\n"
 	"                         -- CMD, the default)\n"
 	"      --no-children      with -- CMD, watch CMD alone\n"
+	"      --join-processes   with several processes, one line for the rows of\n"
+	"                         one code (module and offset) and one lock in all\n"
+	"                         of them, not one per process\n"
 	"      --force            with -p, load the collector even into a process\n"
 	"                         under a seccomp filter (which kills the process\n"
 	"                         if it forbids a system call the collector makes)\n"
@@ -234,6 +237,7 @@ static const struct option long_options[] = {
 	{ .name = "force", .has_arg = no_argument, .val = OPT_FORCE },
 	{ .name = "children", .has_arg = no_argument, .val = OPT_CHILDREN },
 	{ .name = "no-children", .has_arg = no_argument, .val = OPT_NO_CHILDREN },
+	{ .name = "join-processes", .has_arg = no_argument, .val = OPT_JOIN_PROCESSES },
 	{ .name = "theme", .has_arg = required_argument, .val = 't' },
 	{ .name = "no-follow-exec", .has_arg = no_argument, .val = OPT_NO_FOLLOW_EXEC },
 	{ .name = "max-memory", .has_arg = required_argument, .val = OPT_MAX_MEMORY },
@@ -275,6 +279,7 @@ static void apply(struct options *o, int c, const char *arg)
 	case OPT_FORCE: o->force = true; break;
 	case OPT_CHILDREN: o->children = true; break;
 	case OPT_NO_CHILDREN: o->no_children = true; break;
+	case OPT_JOIN_PROCESSES: o->join_processes = true; break;
 	case 't': o->theme = arg; break;
 	case OPT_MAX_MEMORY:
 		o->max_memory_mb = (unsigned)parse_count(arg, "--max-memory: expected "

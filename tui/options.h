@@ -30,6 +30,8 @@ struct options {
 	size_t npids;
 	bool force;		/* --force: -p even under a seccomp filter */
 	bool no_children;	/* --no-children */
+	bool join_processes;	/* --join-processes: one line per code and
+				   object across processes */
 	bool children;		/* --children (the default with -- CMD, unless
 				   --no-children): every descendant, as it comes */
 	char **command;		/* after --; NULL with -p */

@@ -224,8 +224,8 @@ static void test_children(void)
 }
 
 /*
- * The line of a snapshot coalesced by object whose call site is in
- * function fn (several sites: its stacks name it), or NULL.
+ * The line of a snapshot whose stacks pass through function fn (its
+ * site may be several), or NULL.
  */
 static const cJSON *object_line(const cJSON *snap, const char *fn)
 {
@@ -255,25 +255,26 @@ static bool pids_of_threads(const cJSON *l, pid_t a, pid_t b)
 	return seen_a && seen_b && !other;
 }
 
-/* The lock every worker shares is one line of -m object, across PIDs. */
+/* The lock both workers share is one line of both, joined. */
 static void check_shared(const cJSON *snap, const char *fn, double calls,
 			 pid_t a, pid_t b)
 {
 	const cJSON *l = object_line(snap, fn);
 
 	CHECK(l && num_field(l, "acquisitions") == calls &&
-	      num_field(l, "n_objects") == 1 && num_field(l, "n_sites") == 2 &&
+	      num_field(l, "n_objects") == 1 && num_field(l, "n_sites") == 1 &&
 	      cJSON_IsNull(cJSON_GetObjectItem(l, "pid")),
-	      "-m object: the shared lock at %s is one object of both "
-	      "processes: %.0f calls expected, got %.0f in %.0f objects of "
-	      "%.0f sites", fn, calls, l ? num_field(l, "acquisitions") : -1,
+	      "--join-processes: the shared lock at %s, one code and one object "
+	      "in both processes, is one line: %.0f calls expected, got %.0f "
+	      "in %.0f objects of %.0f sites", fn, calls,
+	      l ? num_field(l, "acquisitions") : -1,
 	      l ? num_field(l, "n_objects") : -1, l ? num_field(l, "n_sites") : -1);
 	CHECK(l && pids_of_threads(l, a, b),
-	      "-m object: the shared lock's threads are of both processes, "
+	      "--join-processes: the line's threads are of both processes, "
 	      "each thread with its pid");
 }
 
-/* The semaphore they share: one line of -m object, every call of both. */
+/* The semaphore they share: one line, every call of both. */
 static void check_semaphore(const cJSON *snap, double calls)
 {
 	const cJSON *row, *l = NULL;
@@ -285,14 +286,14 @@ static void check_semaphore(const cJSON *snap, double calls)
 			lines++;
 		}
 	CHECK(lines == 1 && num_field(l, "acquisitions") == calls,
-	      "-m object: the shared semaphore is one line of %.0f calls; got "
+	      "--join-processes: the shared semaphore is one line of %.0f calls; got "
 	      "%d lines, the last of %.0f", calls, lines,
 	      l ? num_field(l, "acquisitions") : -1);
 }
 
 /*
- * -p W1,W2 -m object: two workers in one table, each lock they share one
- * line of both, exactly.
+ * -p W1,W2 --join-processes: two workers in one table, each lock they
+ * share at one code one line of both, exactly.
  */
 static void test_pid_list(void)
 {
@@ -306,7 +307,7 @@ static void test_pid_list(void)
 	w2 = note_line("worker", 2);
 	snprintf(list, sizeof(list), "%d,%d", (int)w1, (int)w2);
 	q = start((char *[]){ qsptop, "-b", "-d", "0.2", "-w", "200", "-j", json,
-			      "-m", "object", "-p", list, NULL }, out,
+			      "--join-processes", "-p", list, NULL }, out,
 		  tmp_path("list.err"));
 	snprintf(header, sizeof(header), "pids %s ", list);
 	CHECK(file_has_text(out, header, LINE_TIMEOUT_MS) && wait_tables(out, 3),

@@ -1,7 +1,9 @@
 /*
  * A process tree on the live screen, through the real program under
  * tmux: qsptop -- wl_tree shows the PROC column and every worker's rows;
- * the filter pid:N keeps one worker's; q ends the whole tree.
+ * the filter pid:N keeps one worker's; by object, the details of the
+ * mutex they share split it by process; p joins the workers' rows of
+ * one code and lock, and splits them again; q ends the whole tree.
  */
 #include <signal.h>
 #include <stdio.h>
@@ -58,6 +60,22 @@ static bool shows_pids(const pid_t *pids, int n)
 			return false;
 	}
 	return true;
+}
+
+/* Whether a line of fn has PROC "-": rows of several processes. */
+static bool joined_row(const void *fn)
+{
+	const char *p = screen;
+
+	while ((p = strstr(p, " - 0x")) != NULL) {
+		const char *eol = strchr(p, '\n');
+		const char *at = strstr(p, fn);
+
+		if (at && (eol == NULL || at < eol))
+			return true;
+		p += 5;
+	}
+	return false;
 }
 
 struct rows_want {
@@ -128,6 +146,18 @@ static void test_tree_screen(void)
 	keys("Escape", NULL);
 	CHECK_SCREEN(wait_until(has_text, "CALL SITE", TIMEOUT_MS),
 		     "Esc: back to the table");
+	/* Uncoalesced, p joins the workers' rows of one code and lock. */
+	keys("m", NULL);
+	CHECK_SCREEN(wait_until(has_text, "coalesce none", TIMEOUT_MS),
+		     "m: back to no coalescing");
+	keys("p", NULL);
+	CHECK_SCREEN(wait_until(has_text, "processes: joined", TIMEOUT_MS) &&
+		     wait_until(joined_row, "worker_lock", TIMEOUT_MS) &&
+		     !rows_of(w, WORKERS, "worker_lock"),
+		     "p: one worker_lock line of every worker (PROC -)");
+	keys("p", NULL);
+	CHECK_SCREEN(wait_until(has_worker_rows, &all, TIMEOUT_MS),
+		     "p again: a worker_lock line per worker");
 	quit_session("q on the tree");
 	CHECK(gone(parent) && gone(w[0]), "q ended the launched parent and "
 	      "its workers");

@@ -272,6 +272,42 @@ static void test_filter(void)
 	model_free(m);
 }
 
+/* Process 1's code at 0x400 is process 0's (codes.h, in small). */
+static uint64_t same_code(void *ctx, uint64_t site)
+{
+	(void)ctx;
+	return site == procs_tag(1, 0x400) ? 0x400 : site;
+}
+
+/*
+ * Joined (model_query.code), the rows of one code and one lock in two
+ * processes are one line of both, uncoalesced, in the cached view too;
+ * the other lock stays its own.
+ */
+static void check_joined(struct model *m, uint64_t shared)
+{
+	struct model_query q = query(COALESCE_NONE, false);
+	struct view_window w = { .limit = 0 };
+	struct view_cache *c = view_cache_new();
+	struct view_row *v, *vc;
+	size_t n, nc;
+
+	q.code = same_code;
+	n = model_view(m, &q, &v);
+	CHECK(n == 2 && v[0].object == shared && v[0].site == 0x400 &&
+	      v[0].c.calls.acquisitions == 2 && v[0].procs_mixed &&
+	      row_pid(&v[1]) == 200,
+	      "joined: the shared lock at one code is one line of both "
+	      "processes, the other its own: %zu lines", n);
+	nc = model_view_cached(m, &q, 0, c, &w, &vc);
+	CHECK(nc == n && nc > 0 && vc[0].c.calls.acquisitions ==
+	      v[0].c.calls.acquisitions,
+	      "joined: the cached view builds the same %zu lines, got %zu", n, nc);
+	free(v);
+	free(vc);
+	view_cache_free(c);
+}
+
 /*
  * Rows of two processes (procs.h): "pid:N" keeps one process's lines; a
  * lock both share is one line of -m object, of neither PID alone.
@@ -319,6 +355,7 @@ static void test_processes(void)
 		free(tv);
 	}
 	free(v);
+	check_joined(m, shared);
 	procs_set_pid(0, 0);
 	procs_set_pid(1, 0);
 	model_free(m);

@@ -2,7 +2,10 @@
 #ifndef QSPTOP_APP_H
 #define QSPTOP_APP_H
 
+#include <poll.h>
+
 #include "attach.h"
+#include "codes.h"
 #include "client.h"
 #include "model.h"
 #include "options.h"
@@ -11,15 +14,38 @@
 #include "unseen.h"
 #include "wrappers.h"
 
+/* A child whose collector a helper process of ours readies. */
+struct readying {
+	pid_t pid, parent;
+	pid_t helper;
+};
+
+/* A process watched besides the first (-p's list). */
+struct peer {
+	struct attach attach;
+	struct client client;
+};
+
 struct app {
 	struct options opt;
 	struct attach attach;
-	struct client client;
+	struct client client;		/* the first process: -p's first PID,
+					   or the launched command */
+	struct peer *peers;		/* the others, in the order found */
+	size_t npeers;
+	struct client_ids ids;		/* the model's ids, for every client */
+	unsigned next_proc;		/* the next process index (procs.h) */
+	pid_t *unwatched;		/* descendants that could not be watched */
+	size_t nunwatched;
+	struct readying *readying;	/* descendants being readied */
+	size_t nreadying;
+	long children_ms;		/* when descendants were last looked for */
 	struct model *model;
 	struct symbols *symbols;
 	struct wrappers *wrappers;	/* built-in and --wrapper patterns */
 	struct unseen *unseen;		/* NULL until the first sample */
 	struct tasks *tasks;		/* thread names, for the details and exports */
+	struct codes *codes;		/* sites of one code across processes */
 	struct model_query query;	/* current sort, coalesce, filter */
 	uint64_t reset_ns;		/* collector clock at the last reset */
 	size_t wrapper_modules;		/* modules known when ranges were sent */
@@ -28,6 +54,58 @@ struct app {
 	bool child_reaped;		/* the launched command has ended */
 	int child_status;		/* its wait status, once reaped */
 };
+
+/*
+ * Start reading the collector on a->attach.fd as a->client, a process of
+ * its own in the table (the first, or the program the launched command
+ * exec'd).
+ */
+void app_connect_first(struct app *a);
+
+/* Add a process watched through at (connected), its counts in the table. */
+void app_add_peer(struct app *a, const struct attach *at);
+
+/* How many processes the table shows: 1 + a->npeers. */
+size_t app_processes(const struct app *a);
+
+/* The connection of process i (0: a->client; 0 .. app_processes() - 1). */
+struct client *app_client(struct app *a, size_t i);
+const struct client *app_client_const(const struct app *a, size_t i);
+
+/* "pid 12", "pids 12,34,56", or past four "pid 12 +7": the processes. */
+void app_pid_text(const struct app *a, char *buf, size_t size);
+
+/* The PID of process i. */
+pid_t app_pid(const struct app *a, size_t i);
+
+/* Fill pfd with the descriptors of the connections open; how many. */
+size_t app_pollfds(const struct app *a, struct pollfd *pfd, size_t max);
+
+/* Whether a connection holds frames already read: poll without waiting. */
+bool app_buffered(const struct app *a);
+
+/*
+ * Wait up to timeout_ms for any collector and apply what they sent, up to
+ * the end of an interval: client_poll() of them all. 1 when the table's
+ * interval closed, 0 when not, -1 once every connection is over.
+ */
+int app_poll(struct app *a, int timeout_ms);
+
+/*
+ * With --children, watch the children of the processes watched that are
+ * not yet (looked for every half interval, within 100 ms and 1 s): each
+ * joins the table from now on, its dormant collector woken (or loaded)
+ * as -p does, by a helper process, so that the table goes on meanwhile.
+ * One that cannot be watched is said once on stderr unless quiet, and
+ * not tried again.
+ */
+void app_find_children(struct app *a, bool quiet);
+
+/* Tell every collector still connected that we leave. */
+void app_detach(struct app *a);
+
+/* Close every connection and free the peers. */
+void app_close(struct app *a);
 
 /* Seconds the counts cover: from the collector's start (or reset) to now. */
 double app_elapsed_s(const struct app *a);
@@ -65,8 +143,17 @@ void app_build_wrappers(struct app *a);
  */
 bool app_follow_exec(struct app *a);
 
+/*
+ * Join the processes' rows of one code and one object in one line, or
+ * show each process's apart (the default): sets a->query.code.
+ */
+void app_join_processes(struct app *a, bool join);
+
 /* Count from now on: a new baseline, never touching the target. */
 void app_reset(struct app *a);
+
+/* Process i's: "running", "exited" or "collector lost" (it runs on). */
+const char *app_process_state(const struct app *a, size_t i);
 
 /* "running", "exited" or "collector lost". */
 const char *app_state_name(const struct app *a);

@@ -4,7 +4,9 @@
 #include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
+#include <setjmp.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,6 +59,28 @@ const char *attach_library_path(void)
 	      LIBRARY_NAME, QSPTOP_PREFIX);
 }
 
+/*
+ * While attach_try_connect() runs, a failure is its error, not qsptop's
+ * end: fail() leaves through try_exit with the message in try_msg.
+ */
+static jmp_buf *try_exit;
+static char try_msg[512];
+
+static void fail(const char *fmt, ...)
+	__attribute__((format(printf, 1, 2), noreturn));
+
+static void fail(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(try_msg, sizeof(try_msg), fmt, ap);
+	va_end(ap);
+	if (try_exit)
+		longjmp(*try_exit, 1);
+	fatal("%s", try_msg);
+}
+
 static unsigned memory_cap_mb;
 /* Whether a launched command keeps the collector across exec. */
 static bool follow_exec = true;
@@ -80,14 +104,14 @@ static void greet(int fd, unsigned interval_ms)
 	proto_put_client_hello(&b, &h);
 	proto_put_set_interval(&b, interval_ms);
 	if (b.failed)
-		fatal("out of memory");
+		fail("out of memory");
 	while (off < b.len) {
 		ssize_t n = send(fd, b.data + off, b.len - off, MSG_NOSIGNAL);
 
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)
-			fatal("cannot talk to the collector: %s", strerror(errno));
+			fail("cannot talk to the collector: %s", strerror(errno));
 		off += (size_t)n;
 	}
 	wbuf_free(&b);
@@ -177,11 +201,11 @@ void attach_launch(struct attach *a, char **argv, unsigned interval_ms,
 
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0 ||
 	    pipe2(report, O_CLOEXEC) < 0)
-		fatal("cannot create a socket: %s", strerror(errno));
+		fail("cannot create a socket: %s", strerror(errno));
 	greet(sv[0], interval_ms);
 	a->child = fork();
 	if (a->child < 0)
-		fatal("cannot fork: %s", strerror(errno));
+		fail("cannot fork: %s", strerror(errno));
 	if (a->child == 0)
 		exec_child(argv, sv[1], report[1], lib, output_fd);
 	close(sv[1]);
@@ -308,18 +332,18 @@ static void check_socket_dir(const struct rendezvous *r, int dir)
 	struct stat st;
 
 	if (fstat(dir, &st) < 0)
-		fatal("refusing %s: cannot check its directory: %s", r->shown,
+		fail("refusing %s: cannot check its directory: %s", r->shown,
 		      strerror(errno));
 	if (S_ISLNK(st.st_mode))
-		fatal("refusing %s: %s is a symbolic link", r->shown, r->dir);
+		fail("refusing %s: %s is a symbolic link", r->shown, r->dir);
 	if (!S_ISDIR(st.st_mode))
-		fatal("refusing %s: %s is not a directory", r->shown, r->dir);
+		fail("refusing %s: %s is not a directory", r->shown, r->dir);
 	if (st.st_uid != r->euid && st.st_uid != 0)
-		fatal("refusing %s: %s belongs to uid %u, not to the process's "
+		fail("refusing %s: %s belongs to uid %u, not to the process's "
 		      "user (%u) or root", r->shown, r->dir, (unsigned)st.st_uid,
 		      (unsigned)r->euid);
 	if (st.st_mode & 077)
-		fatal("refusing %s: %s is open to other users (mode %03o)",
+		fail("refusing %s: %s is open to other users (mode %03o)",
 		      r->shown, r->dir, (unsigned)(st.st_mode & 0777));
 }
 
@@ -330,10 +354,10 @@ static void check_peer(int fd, const struct rendezvous *r)
 	socklen_t len = sizeof(cred);
 
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
-		fatal("refusing %s: cannot tell who serves it: %s", r->shown,
+		fail("refusing %s: cannot tell who serves it: %s", r->shown,
 		      strerror(errno));
 	if (cred.pid != r->pid || cred.uid != r->euid)
-		fatal("refusing %s: it is served by PID %d (uid %u), not by "
+		fail("refusing %s: it is served by PID %d (uid %u), not by "
 		      "PID %d (uid %u)", r->shown, (int)cred.pid,
 		      (unsigned)cred.uid, (int)r->pid, (unsigned)r->euid);
 }
@@ -349,13 +373,13 @@ static int open_socket_dir(const struct rendezvous *r)
 	if (root < 0) {
 		if (errno == ENOENT)
 			return -1;
-		fatal("cannot reach the root directory of PID %d: %s",
+		fail("cannot reach the root directory of PID %d: %s",
 		      (int)r->pid, strerror(errno));
 	}
 	dir = ns_open_path(root, r->dir);
 	close(root);
 	if (dir < 0 && errno != ENOENT)
-		fatal("refusing %s: cannot check %s: %s", r->shown, r->dir,
+		fail("refusing %s: cannot check %s: %s", r->shown, r->dir,
 		      strerror(errno));
 	return dir;
 }
@@ -374,14 +398,14 @@ static int open_socket_file(const struct rendezvous *r, int dir)
 	if (fd < 0)
 		return -1;
 	if (fstat(fd, &st) < 0)
-		fatal("refusing %s: cannot check it: %s", r->shown,
+		fail("refusing %s: cannot check it: %s", r->shown,
 		      strerror(errno));
 	if (S_ISLNK(st.st_mode))
-		fatal("refusing %s: it is a symbolic link", r->shown);
+		fail("refusing %s: it is a symbolic link", r->shown);
 	if (!S_ISSOCK(st.st_mode))
-		fatal("refusing %s: it is not a socket", r->shown);
+		fail("refusing %s: it is not a socket", r->shown);
 	if (st.st_uid != r->euid)
-		fatal("refusing %s: it belongs to uid %u, not to the process's "
+		fail("refusing %s: it belongs to uid %u, not to the process's "
 		      "user (%u)", r->shown, (unsigned)st.st_uid,
 		      (unsigned)r->euid);
 	return fd;
@@ -429,7 +453,7 @@ static int try_connect(const struct rendezvous *r)
 	check_socket_dir(r, dir);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
-		fatal("cannot create a socket: %s", strerror(errno));
+		fail("cannot create a socket: %s", strerror(errno));
 	if (connect_in(r, dir, fd) == 0) {
 		close(dir);
 		check_peer(fd, r);
@@ -466,12 +490,12 @@ static int wake_and_connect(const struct rendezvous *r, bool force)
 
 	if (inject_wake(r->pid, attach_library_path(), force, msg,
 			sizeof(msg)) < 0)
-		fatal("process %d has qsptop's collector loaded, but it does "
+		fail("process %d has qsptop's collector loaded, but it does "
 		      "not answer on %s, and waking it failed: %s", (int)r->pid,
 		      r->shown, msg);
 	fd = connect_when_ready(r);
 	if (fd < 0)
-		fatal("process %d has qsptop's collector loaded and was woken, "
+		fail("process %d has qsptop's collector loaded and was woken, "
 		      "but it does not answer on %s", (int)r->pid,
 		      r->shown);
 	return fd;
@@ -486,14 +510,14 @@ static int inject_and_connect(const struct rendezvous *r, bool force)
 	int fd;
 
 	if (rc == INJECT_FAILED)
-		fatal("%s", msg);
+		fail("%s", msg);
 	if (msg[0])
 		warning("%s", msg);
 	if (rc == INJECT_ALREADY)
 		return wake_and_connect(r, force);
 	fd = connect_when_ready(r);
 	if (fd < 0)
-		fatal("the collector loaded into process %d did not open %s within "
+		fail("the collector loaded into process %d did not open %s within "
 		      "%d ms", (int)r->pid, r->shown, INJECT_LISTEN_MS);
 	return fd;
 }
@@ -509,17 +533,17 @@ static void find_rendezvous(struct rendezvous *r, pid_t pid)
 	char path[sizeof(((struct sockaddr_un *)0)->sun_path)], root[32] = "";
 
 	if (euid < 0)
-		fatal("no process with PID %d", (int)pid);
+		fail("no process with PID %d", (int)pid);
 	r->pid = pid;
 	r->euid = (uid_t)euid;
 	inside = ns_uid_inside(pid, r->euid);
 	if (inside < 0)
-		fatal("cannot tell which user PID %d runs as inside its user "
+		fail("cannot tell which user PID %d runs as inside its user "
 		      "namespace (uid %u here)", (int)pid, (unsigned)r->euid);
 	if (sockpath_target(path, sizeof(path), (uid_t)inside, pid) < 0 ||
 	    sockpath_dir(r->dir, sizeof(r->dir), (uid_t)inside) < 0 ||
 	    strlen(path) >= sizeof(r->name) + strlen(r->dir))
-		fatal("socket path too long");
+		fail("socket path too long");
 	snprintf(r->name, sizeof(r->name), "%s", path + strlen(r->dir) + 1);
 	if (!ns_shared(pid, "mnt"))
 		snprintf(root, sizeof(root), "/proc/%d/root", (int)pid);
@@ -573,7 +597,7 @@ void attach_connect(struct attach *a, pid_t pid, unsigned interval_ms,
 	a->mode = "connected";
 	fd = try_connect(&r);
 	if (fd < 0 && (errno == EACCES || errno == EPERM))
-		fatal("not permitted to connect to PID %d (%s): it runs as another "
+		fail("not permitted to connect to PID %d (%s): it runs as another "
 		      "user", (int)pid, r.shown);
 	if (fd < 0) {
 		fd = inject_and_connect(&r, force);
@@ -583,4 +607,45 @@ void attach_connect(struct attach *a, pid_t pid, unsigned interval_ms,
 	a->fd = fd;
 	a->pid = pid;
 	a->child = 0;
+}
+
+int attach_try_connect(struct attach *a, pid_t pid, unsigned interval_ms,
+		       bool force, char *err, size_t size)
+{
+	jmp_buf here;
+	int rc = 0;
+
+	if (setjmp(here) == 0) {
+		try_exit = &here;
+		attach_connect(a, pid, interval_ms, force);
+	} else {
+		snprintf(err, size, "%s", try_msg);
+		rc = -1;
+	}
+	try_exit = NULL;
+	return rc;
+}
+
+int attach_ready(pid_t pid, bool force, char *err, size_t size)
+{
+	struct rendezvous r;
+	jmp_buf here;
+	int fd, rc = 0;
+
+	if (setjmp(here) == 0) {
+		try_exit = &here;
+		find_rendezvous(&r, pid);
+		fd = try_connect(&r);
+		if (fd < 0 && (errno == EACCES || errno == EPERM))
+			fail("not permitted to connect to PID %d (%s): it runs "
+			     "as another user", (int)pid, r.shown);
+		if (fd < 0)
+			fd = inject_and_connect(&r, force);
+		close(fd);
+	} else {
+		snprintf(err, size, "%s", try_msg);
+		rc = -1;
+	}
+	try_exit = NULL;
+	return rc;
 }

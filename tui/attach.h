@@ -34,6 +34,22 @@ void attach_connect(struct attach *a, pid_t pid, unsigned interval_ms,
 		    bool force);
 
 /*
+ * attach_connect(), but a failure returns -1 with its one line in err
+ * (a descriptor opened meanwhile may stay open) instead of ending qsptop.
+ */
+int attach_try_connect(struct attach *a, pid_t pid, unsigned interval_ms,
+		       bool force, char *err, size_t size);
+
+/*
+ * Make pid's collector listen, waking or loading it as attach_connect()
+ * would, without greeting it (a connection opened to check is closed
+ * unused). Returns 0, or -1 with its one line in err. What a helper
+ * process does, so that the wait for a thread to borrow (up to 3 s) does
+ * not hold the table.
+ */
+int attach_ready(pid_t pid, bool force, char *err, size_t size);
+
+/*
  * The memory cap of the collector in the target, in MiB (0: its default):
  * handed down to a launched command, and asked of any collector we greet.
  */

@@ -47,7 +47,7 @@ static void print_items(FILE *out, int width, struct line_item *items,
 static void print_title(FILE *out, const struct app *a, int width,
 			double interval_s)
 {
-	char version[32], pid[32], state[96], every[48];
+	char version[32], pid[64], state[96], every[48];
 	struct line_item items[] = {
 		{ .text = version, .priority = 3 },
 		{ .text = pid, .priority = 9 },
@@ -57,7 +57,7 @@ static void print_title(FILE *out, const struct app *a, int width,
 	};
 
 	snprintf(version, sizeof(version), "qsptop %s", QSPTOP_VERSION);
-	snprintf(pid, sizeof(pid), "pid %d", (int)a->attach.pid);
+	app_pid_text(a, pid, sizeof(pid));
 	app_state_text(a, state, sizeof(state));
 	snprintf(every, sizeof(every), "interval %.2fs", interval_s);
 	print_items(out, width, items, sizeof(items) / sizeof(items[0]));

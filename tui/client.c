@@ -8,19 +8,26 @@
 #include <unistd.h>
 
 #include "client.h"
+#include "procs.h"
+#include "shmobj.h"
 #include "xalloc.h"
 
 #define IN_CAP (PROTO_HEADER_SIZE + PROTO_MAX_PAYLOAD)
 /* Ids beyond these are refused: a hostile peer cannot make us allocate more. */
 #define ROW_IDS_MAX (1u << 24)
 #define STACK_ROW_IDS_MAX (1u << 24)
+#define NO_MODEL_ID UINT32_MAX
 
-void client_init(struct client *c, int fd, struct model *m, struct symbols *s)
+void client_init(struct client *c, int fd, struct model *m, struct symbols *s,
+		 unsigned proc, struct client_ids *ids)
 {
 	memset(c, 0, sizeof(*c));
 	c->fd = fd;
 	c->model = m;
 	c->symbols = s;
+	c->proc = proc;
+	c->ids = ids;
+	c->clock = true;
 	c->in = xmalloc(IN_CAP);
 }
 
@@ -53,7 +60,7 @@ static void on_hello(void *ctx, const struct proto_hello *m)
 	c->have_hello = true;
 	c->in_baseline = (m->flags & PROTO_HELLO_BASELINE) != 0;
 	c->origin_ns = m->start_monotonic_ns;
-	if (!c->in_baseline)
+	if (!c->in_baseline && c->clock)
 		model_set_origin(c->model, m->start_monotonic_ns);
 }
 
@@ -61,16 +68,8 @@ static void on_module(void *ctx, const struct proto_module *m)
 {
 	struct client *c = ctx;
 
-	symbols_add_module(c->symbols, m->path, m->base, m->build_id,
-			   m->build_id_len);
-}
-
-static void on_row(void *ctx, const struct proto_row *m)
-{
-	struct client *c = ctx;
-
-	if (model_define_row(c->model, m) < 0)
-		end(c, TARGET_LOST, "collector sent a row id out of range");
+	symbols_add_module(c->symbols, m->path, procs_tag(c->proc, m->base),
+			   m->build_id, m->build_id_len);
 }
 
 /* Make *v (elements of size bytes) hold index id, zeroing what is new. */
@@ -91,6 +90,44 @@ static bool hold_index(void **v, size_t *cap, uint32_t id, size_t max,
 	return true;
 }
 
+/*
+ * The model's id for a collector's id in *map (ids + 1), NO_MODEL_ID when
+ * it has none; with make, a fresh one from *next then.
+ */
+static uint32_t map_id(uint32_t **map, size_t *cap, uint32_t id, uint32_t *next,
+		       bool make)
+{
+	if (id >= *cap && !(make && hold_index((void **)map, cap, id, ROW_IDS_MAX,
+					       sizeof(**map))))
+		return NO_MODEL_ID;
+	if ((*map)[id] == 0 && make)
+		(*map)[id] = ++*next;
+	return (*map)[id] - 1;
+}
+
+static void on_row(void *ctx, const struct proto_row *m)
+{
+	struct client *c = ctx;
+	struct proto_row r = *m;
+
+	r.id = map_id(&c->row_map, &c->row_map_cap, m->id, &c->ids->rows, true);
+	r.site = procs_tag(c->proc, m->site);
+	r.via = procs_tag(c->proc, m->via);
+	r.object = c->shm ? shmobj_object(c->shm, c->proc, m->object) :
+			    procs_tag(c->proc, m->object);
+	if (r.id == NO_MODEL_ID || model_define_row(c->model, &r) < 0)
+		end(c, TARGET_LOST, "collector sent a row id out of range");
+}
+
+/* The model's id of a collector's stack id, made on first sight. */
+static uint32_t stack_id(struct client *c, uint32_t id)
+{
+	if (id == PROTO_NO_STACK)
+		return id;
+	return map_id(&c->stack_map, &c->stack_map_cap, id, &c->ids->stacks,
+		      true);
+}
+
 /* The growth of a row since its last counts; remember the new ones. */
 static void on_counts(void *ctx, const struct proto_counts *m)
 {
@@ -105,6 +142,7 @@ static void on_counts(void *ctx, const struct proto_counts *m)
 	d.row = m->row;
 	d.max_wait_ns = m->max_wait_ns;
 	d.hist_empty = !lock_counts_advance(&d.c, &c->last[m->row], &m->c);
+	d.row = map_id(&c->row_map, &c->row_map_cap, m->row, &c->ids->rows, false);
 	if (!c->in_baseline)
 		model_apply_delta(c->model, &d);
 }
@@ -112,8 +150,12 @@ static void on_counts(void *ctx, const struct proto_counts *m)
 static void on_stack(void *ctx, const struct proto_stack *m)
 {
 	struct client *c = ctx;
+	struct proto_stack st = *m;
 
-	if (model_define_stack(c->model, m) < 0)
+	st.id = stack_id(c, m->id);
+	for (unsigned i = 0; i < m->depth && i < PROTO_STACK_DEPTH; i++)
+		st.frames[i] = procs_tag(c->proc, m->frames[i]);
+	if (st.id == NO_MODEL_ID || model_define_stack(c->model, &st) < 0)
 		end(c, TARGET_LOST, "collector sent a stack id out of range");
 }
 
@@ -143,8 +185,9 @@ static void on_stack_counts(void *ctx, const struct proto_stack_counts *m)
 		return;
 	}
 	l = &c->stack_last[m->id];
-	d = (struct proto_stack_delta){ .row = l->row, .stack = l->stack,
-					.tid = l->tid, .w = m->w };
+	d = (struct proto_stack_delta){ .row = map_id(&c->row_map,
+		&c->row_map_cap, l->row, &c->ids->rows, false),
+		.stack = stack_id(c, l->stack), .tid = l->tid, .w = m->w };
 	wait_counts_sub(&d.w, &l->w);
 	l->w = m->w;
 	if (!c->in_baseline)
@@ -165,13 +208,18 @@ static void on_tick(void *ctx, const struct proto_tick *m)
 		c->base_dropped = m->dropped;
 		c->base_folded = m->folded;
 		c->origin_ns = m->monotonic_ns;
-		model_set_origin(c->model, m->monotonic_ns);
+		if (c->clock)
+			model_set_origin(c->model, m->monotonic_ns);
 		c->last_tick_ns = m->monotonic_ns;
 		return;
 	}
 	t.dropped = lock_counts_sub_sat(m->dropped, c->base_dropped);
 	t.folded = lock_counts_sub_sat(m->folded, c->base_folded);
-	model_tick(c->model, &t);
+	c->tick = t;
+	if (c->clock && c->sum_tick)
+		c->sum_tick(c->sum_ctx, &t);
+	if (c->clock)
+		model_tick(c->model, &t);
 	c->ticks++;
 	c->last_tick_ns = m->monotonic_ns;
 }
@@ -180,8 +228,10 @@ static void on_goodbye(void *ctx, const struct proto_goodbye *m)
 {
 	struct client *c = ctx;
 
-	if (m->reason == GOODBYE_EXIT)
+	if (m->reason == GOODBYE_EXIT && c->clock)
 		model_fold_last_interval(c->model);
+	c->tick.threads_live = 0;
+	c->tick.memory_used = 0;
 	end(c, m->reason == GOODBYE_EXIT ? TARGET_EXITED : TARGET_LOST, NULL);
 }
 
@@ -351,6 +401,12 @@ void client_close(struct client *c)
 	c->in = NULL;
 	free(c->last);
 	free(c->stack_last);
+	shmobj_free(c->shm);
+	c->shm = NULL;
+	free(c->row_map);
+	free(c->stack_map);
+	c->row_map = c->stack_map = NULL;
+	c->row_map_cap = c->stack_map_cap = 0;
 	c->last = NULL;
 	c->stack_last = NULL;
 	c->last_cap = c->stack_last_cap = 0;

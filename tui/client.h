@@ -20,8 +20,34 @@ struct stack_last {
 	struct wait_counts w;	/* the last counts received */
 };
 
+/*
+ * The model's row and stack ids, handed out to every connection that
+ * feeds one model: each collector numbers its own from 0.
+ */
+struct client_ids {
+	uint32_t rows;		/* the next free model row id */
+	uint32_t stacks;	/* the next free model stack id */
+};
+
 struct client {
 	int fd;
+	unsigned proc;			/* its process's index (procs.h) */
+	struct shmobj *shm;		/* its shared locks named across
+					   processes (owned); NULL: not */
+	struct client_ids *ids;
+	uint32_t *row_map;		/* by collector row id: model id + 1 */
+	size_t row_map_cap;
+	uint32_t *stack_map;		/* by collector stack id: model id + 1 */
+	size_t stack_map_cap;
+	/*
+	 * Whether its ticks close the model's intervals (one connection's
+	 * do: the others' counts land in the interval open when they come).
+	 * sum_tick, when set, adds the others' totals to such a tick.
+	 */
+	bool clock;
+	void (*sum_tick)(void *ctx, struct proto_tick *t);
+	void *sum_ctx;
+	struct proto_tick tick;		/* the last one, less the baseline */
 	struct model *model;
 	struct symbols *symbols;
 	struct proto_hello hello;
@@ -43,8 +69,13 @@ struct client {
 	char error[256];		/* why the connection ended badly */
 };
 
-/* Start reading the collector on fd into model and symbols. */
-void client_init(struct client *c, int fd, struct model *m, struct symbols *s);
+/*
+ * Start reading the collector of process index proc (procs.h) on fd into
+ * model and symbols, taking model ids from ids. Its ticks close the
+ * model's intervals (clock) until told otherwise.
+ */
+void client_init(struct client *c, int fd, struct model *m, struct symbols *s,
+		 unsigned proc, struct client_ids *ids);
 
 /*
  * Wait up to timeout_ms (-1: forever) for the collector and apply what it

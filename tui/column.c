@@ -9,6 +9,7 @@
 #include "column.h"
 #include "format.h"
 #include "names.h"
+#include "procs.h"
 #include "site.h"
 
 static void cell_type(const struct column *c, const struct view_row *r,
@@ -35,7 +36,7 @@ static void cell_object(const struct column *c, const struct view_row *r,
 	else if (r->object == 0)
 		snprintf(buf, size, "[many]");
 	else if (f->symbols == NULL)
-		snprintf(buf, size, "0x%" PRIx64, r->object);
+		snprintf(buf, size, "0x%" PRIx64, procs_addr(r->object));
 	else
 		switch (names_object(f->symbols, f->wrappers, f->model,
 				     r->object, name, sizeof(name))) {
@@ -47,8 +48,20 @@ static void cell_object(const struct column *c, const struct view_row *r,
 			format_fit_right(buf, size, text, f->width);
 			break;
 		default:
-			snprintf(buf, size, "0x%" PRIx64, r->object);
+			snprintf(buf, size, "0x%" PRIx64, procs_addr(r->object));
 		}
+}
+
+static void cell_pid(const struct column *c, const struct view_row *r,
+		     const struct column_ctx *f, char *buf, size_t size)
+{
+	double pid = c->field->value(r);
+
+	(void)f;
+	if (pid > 0)
+		snprintf(buf, size, "%.0f", pid);
+	else
+		snprintf(buf, size, "-");
 }
 
 /*
@@ -121,6 +134,7 @@ static void (*const cell_of_unit[])(const struct column *c,
 	[UNIT_NS] = cell_duration,
 	[UNIT_SITE] = cell_site,
 	[UNIT_WAIT_SHARE] = cell_contended,
+	[UNIT_PID] = cell_pid,
 };
 
 /* The columns that show no field, each with its place among the others. */
@@ -149,6 +163,17 @@ static struct column table[COLUMNS_MAX];
 static int table_order[COLUMNS_MAX];
 static size_t table_count;
 static bool table_made;
+static bool several_processes;
+
+void column_set_several(bool several)
+{
+	several_processes = several;
+}
+
+bool column_several(void)
+{
+	return several_processes;
+}
 
 /* Put c at its order's place among the n columns so far, if there is room. */
 static void place_column(const struct column *c, int order)
@@ -176,7 +201,8 @@ static struct column column_of_field(const struct field *f)
 				.left = fc->unit == UNIT_SITE,
 				.flex = fc->unit == UNIT_SITE,
 				.priority = fc->priority,
-				.cell = cell_of_unit[fc->unit], .help = fc->help };
+				.cell = cell_of_unit[fc->unit], .help = fc->help,
+				.several = fc->several };
 }
 
 static void make_table(void)
@@ -241,7 +267,8 @@ static int layout_width(bool tui, int min_priority, bool *keep)
 	for (size_t i = 0; i < column_count(); i++) {
 		const struct column *c = column_at(i);
 
-		keep[i] = (tui || !c->sparkline) && c->priority >= min_priority;
+		keep[i] = (tui || !c->sparkline) && c->priority >= min_priority &&
+			  (!c->several || several_processes);
 		if (keep[i])
 			need += c->width + 1;
 	}

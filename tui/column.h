@@ -44,7 +44,12 @@ struct column {
 	void (*cell)(const struct column *c, const struct view_row *r,
 		     const struct column_ctx *f, char *buf, size_t size);
 	const char *help;	/* what the column means, for the help screen */
+	bool several;		/* shown only while several processes are */
 };
+
+/* Whether the table holds several processes (their PROC column shows). */
+void column_set_several(bool several);
+bool column_several(void);
 
 /* At most this many columns. */
 #define COLUMNS_MAX 16

@@ -19,6 +19,7 @@
 #include "jsonw.h"
 #include "names.h"
 #include "outfile.h"
+#include "procs.h"
 #include "xalloc.h"
 
 #define SCHEMA_VERSION 1
@@ -30,7 +31,7 @@ static void hex(struct jsonw *w, const char *key, uint64_t v)
 {
 	char buf[24];
 
-	snprintf(buf, sizeof(buf), "0x%" PRIx64, v);
+	snprintf(buf, sizeof(buf), "0x%" PRIx64, procs_addr(v));
 	jsonw_string(w, key, buf);
 }
 
@@ -162,6 +163,7 @@ static void threads_json(struct jsonw *w, const struct app *a,
 		jsonw_object(w, NULL);
 		jsonw_number(w, "tid", tv->tid);
 		jsonw_string(w, "name", app_thread_name(a, tv->tid));
+		jsonw_number(w, "pid", procs_pid(tv->proc));
 		jsonw_number(w, "count", (double)tv->w.count);
 		jsonw_number(w, "timeouts", (double)tv->w.timeouts);
 		jsonw_number(w, "wait_ns", (double)tv->w.wait_ns);
@@ -185,7 +187,10 @@ static void numbers_json(struct jsonw *w, const struct view_row *r)
 	for (size_t i = 0; i < field_count(); i++) {
 		const struct field *f = field_at(i);
 
-		if (f->json && f->value)
+		if (f->json && f->value && f->column.unit == UNIT_PID &&
+		    f->value(r) == 0)
+			jsonw_null(w, f->json);
+		else if (f->json && f->value)
 			jsonw_number(w, f->json, f->value(r));
 	}
 }
@@ -243,6 +248,29 @@ static void unseen_json(struct jsonw *w, const struct model_stats *st)
 	jsonw_end(w);
 }
 
+/* Every process of the table: its PID, command and state. */
+static void processes_json(struct jsonw *w, const struct app *a)
+{
+	jsonw_array(w, "processes");
+	for (size_t i = 0; i < app_processes(a); i++) {
+		const struct client *c = app_client_const(a, i);
+
+		jsonw_object(w, NULL);
+		jsonw_number(w, "pid", app_pid(a, i));
+		jsonw_string(w, "command", c->hello.command);
+		jsonw_string(w, "state", app_process_state(a, i));
+		jsonw_end(w);
+	}
+	for (size_t i = 0; i < a->nunwatched; i++) {
+		jsonw_object(w, NULL);
+		jsonw_number(w, "pid", a->unwatched[i]);
+		jsonw_null(w, "command");
+		jsonw_string(w, "state", "not watched");
+		jsonw_end(w);
+	}
+	jsonw_end(w);
+}
+
 /* The snapshot's fields before its rows. */
 static void head_json(struct jsonw *w, const struct app *a,
 		      const struct model_query *q, const struct model_stats *st)
@@ -251,11 +279,12 @@ static void head_json(struct jsonw *w, const struct app *a,
 	jsonw_string(w, "qsptop", QSPTOP_VERSION);
 	jsonw_number(w, "pid", a->attach.pid);
 	jsonw_string(w, "command", a->client.hello.command);
-	jsonw_string(w, "state", a->client.state == TARGET_RUNNING ?
+	jsonw_string(w, "state", strcmp(app_state_name(a), "running") == 0 ?
 		     "running" : "exited");
 	jsonw_number(w, "elapsed_s", app_elapsed_s(a));
 	jsonw_number(w, "interval_s", a->opt.delay_s);
 	jsonw_string(w, "coalesce", coalesce_name(q->coalesce));
+	jsonw_bool(w, "join_processes", q->code != NULL);
 	jsonw_string(w, "sort", q->sort->key);
 	if (q->filter && *q->filter)
 		jsonw_string(w, "filter", q->filter);
@@ -270,6 +299,7 @@ static void head_json(struct jsonw *w, const struct app *a,
 	jsonw_number(w, "cond_wait_per_s_ns", st->cond_wait_per_s);
 	memory_json(w, st);
 	unseen_json(w, st);
+	processes_json(w, a);
 }
 
 /* Rows of a table built at a time, and rows written before sizing the text. */
@@ -493,7 +523,7 @@ static void folded_frame(struct text *t, struct symbols *s, uint64_t address)
 	if (fi.module)
 		text_frame(t, base_name(fi.module));
 	snprintf(name, sizeof(name), fi.module ? "+0x%" PRIx64 : "0x%" PRIx64,
-		 fi.module ? fi.module_offset : address);
+		 fi.module ? fi.module_offset : procs_addr(address));
 	text_frame(t, name);
 }
 
@@ -501,7 +531,8 @@ static void folded_frame(struct text *t, struct symbols *s, uint64_t address)
 static void folded_lock(struct text *t, const struct view_row *r)
 {
 	if (r->n_objects == 1 && r->object)
-		text_printf(t, ";%s@0x%" PRIx64, lock_type_name(r->type), r->object);
+		text_printf(t, ";%s@0x%" PRIx64, lock_type_name(r->type),
+			    procs_addr(r->object));
 	else
 		text_printf(t, ";%s", lock_type_name(r->type));
 }

@@ -2,6 +2,7 @@
 #include <string.h>
 
 #include "field.h"
+#include "procs.h"
 
 static double value_acquisitions(const struct view_row *r)
 {
@@ -50,11 +51,20 @@ double row_max_wait(const struct view_row *r)
 	return (double)r->max_wait_ns > avg ? (double)r->max_wait_ns : avg;
 }
 
+/* A line's process is its sites' (a shared lock's object is not). */
+double row_pid(const struct view_row *r)
+{
+	return r->procs_mixed ? 0 : (double)procs_pid(r->proc);
+}
+
 /* In the JSON schema's order, the call site first. */
 static const struct field fields[] = {
 	{ .key = "site", .low_first = true, .merge = MERGE_NONE,
 	  .column = { "CALL SITE", 30, 10, 30, UNIT_SITE,
 		      "where the lock is taken (s: function+offset or file:line); an unnamed site adds its named caller" } },
+	{ .json = "pid", .value = row_pid, .merge = MERGE_NONE,
+	  .column = { "PROC", 7, 3, 15, UNIT_PID,
+		      "the process's PID (with several processes)", true } },
 	{ .key = "count", .json = "acquisitions", .value = value_acquisitions,
 	  .column = { "ACQ", 7, 5, 60, UNIT_COUNT,
 		      "acquisitions since start or reset" } },

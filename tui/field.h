@@ -27,6 +27,7 @@ enum field_unit {
 	UNIT_NS,		/* a duration in ns: 1.23ms */
 	UNIT_SITE,		/* the call site, a name (left, takes the room) */
 	UNIT_WAIT_SHARE,	/* shown as the share of calls that waited */
+	UNIT_PID,		/* a process id; 0: several or unknown */
 };
 
 /*
@@ -40,6 +41,7 @@ struct field_column {
 	int order;		/* place among the columns, left to right */
 	enum field_unit unit;
 	const char *help;	/* its line in the help screen */
+	bool several;		/* shown only while several processes are */
 };
 
 struct field {
@@ -74,6 +76,9 @@ const struct field *field_by_json(const char *name);
 
 /* Wait per wait, timed out or not; 0 without waits: AVG's value. */
 double row_avg_wait(const struct view_row *r);
+
+/* The process of a line (procs.h): its PID, 0 if several or unknown. */
+double row_pid(const struct view_row *r);
 
 /* The longest wait, never below the average: the MAX column's value. */
 double row_max_wait(const struct view_row *r);

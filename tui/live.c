@@ -6,11 +6,13 @@
 #include <errno.h>
 #include <poll.h>
 #include <sys/wait.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 #include "live.h"
 #include "term.h"
 #include "view.h"
+#include "xalloc.h"
 
 #define WAKE_MS 500
 
@@ -34,12 +36,14 @@ static bool reap(struct app *a)
  */
 static bool wait_input(const struct app *a)
 {
-	struct pollfd pfd[2] = {
-		{ .fd = a->client.fd, .events = POLLIN },
-		{ .fd = STDIN_FILENO, .events = POLLIN },
-	};
-	int n = poll(pfd, 2, client_buffered(&a->client) ? 0 : WAKE_MS);
+	size_t max = app_processes(a) + 1;
+	struct pollfd *pfd = xreallocarray(NULL, max, sizeof(*pfd));
+	size_t k = app_pollfds(a, pfd, max - 1);
+	int n;
 
+	pfd[k++] = (struct pollfd){ .fd = STDIN_FILENO, .events = POLLIN };
+	n = poll(pfd, k, app_buffered(a) ? 0 : WAKE_MS);
+	free(pfd);
 	return n == 0 || (n < 0 && errno == EINTR);
 }
 
@@ -103,7 +107,8 @@ int live_run(struct app *a, const char *theme, volatile sig_atomic_t *stop)
 		idle = wait_input(a);
 		names = symbols_refresh(a->symbols);
 		tell_fetch_failure(&ui, &told);
-		rc = client_poll(&a->client, 0);
+		rc = app_poll(a, 0);
+		app_find_children(a, true);
 		if (rc < 0 && !ended && app_follow_exec(a))
 			rc = 0;
 		app_sync_wrappers(a);

@@ -20,6 +20,7 @@
 #include "../common/clock.h"
 #include "app.h"
 #include "batch.h"
+#include "column.h"
 #include "export.h"
 #include "format.h"
 #include "live.h"
@@ -79,8 +80,9 @@ static void run_batch(struct app *a)
 	long shown = 0;
 
 	while (!stop_requested) {
-		int rc = client_poll(&a->client, POLL_MS);
+		int rc = app_poll(a, POLL_MS);
 
+		app_find_children(a, a->attach.child != 0);
 		app_sync_wrappers(a);
 		app_probe_futex(a);
 		app_name_threads(a);
@@ -181,17 +183,22 @@ static int command_status(const struct app *a, int status)
 	return 1;
 }
 
-/* How qsptop ends after watching a process it did not launch. */
+/* How qsptop ends after watching processes it did not launch. */
 static int connected_status(struct app *a)
 {
-	if (a->client.state == TARGET_LOST) {
-		warning("lost the collector of PID %d: %s", (int)a->attach.pid,
-			a->client.error);
-		return 1;
+	int rc = 0;
+
+	for (size_t i = 0; i < app_processes(a); i++) {
+		const struct client *c = app_client(a, i);
+
+		if (c->state == TARGET_LOST) {
+			warning("lost the collector of PID %d: %s",
+				(int)app_pid(a, i), c->error);
+			rc = 1;
+		}
 	}
-	if (a->client.state == TARGET_RUNNING)
-		client_detach(&a->client);
-	return 0;
+	app_detach(a);
+	return rc;
 }
 
 /* Write the JSON snapshot and folded stacks asked for; rc, or 1 on failure. */
@@ -292,6 +299,30 @@ static void see_from_root(struct app *a)
 		symbols_set_root(a->symbols, a->attach.pid);
 }
 
+/* Every PID of a -p list names a process, or qsptop says which does not. */
+static void check_pids(const struct options *o)
+{
+	if (o->npids < 2)
+		return;		/* attach_connect() says it of one */
+	for (size_t i = 0; i < o->npids; i++)
+		if (kill(o->pids[i], 0) < 0 && errno == ESRCH)
+			fatal("-p: no process %d (of the %zu given)",
+			      (int)o->pids[i], o->npids);
+}
+
+/* Connect to the processes of -p's list after the first. */
+static void attach_peers(struct app *a)
+{
+	unsigned interval_ms = (unsigned)(a->opt.delay_s * 1000 + 0.5);
+
+	for (size_t i = 1; i < a->opt.npids; i++) {
+		struct attach at = { 0 };
+
+		attach_connect(&at, a->opt.pids[i], interval_ms, a->opt.force);
+		app_add_peer(a, &at);
+	}
+}
+
 static void attach(struct app *a, bool live, char *log, size_t size)
 {
 	unsigned interval_ms = (unsigned)(a->opt.delay_s * 1000 + 0.5);
@@ -301,6 +332,7 @@ static void attach(struct app *a, bool live, char *log, size_t size)
 	attach_set_follow_exec(!a->opt.no_follow_exec);
 	attach_sweep_sockets();
 	if (a->opt.pid) {
+		check_pids(&a->opt);
 		attach_connect(&a->attach, a->opt.pid, interval_ms,
 			       a->opt.force);
 		return;
@@ -336,6 +368,7 @@ static void setup_query(struct app *a)
 		.site_label = query_site_label, .ctx = a,
 		.skip_wrappers = wrappers_count(a->wrappers) > 0,
 		.is_wrapper = query_is_wrapper };
+	app_join_processes(a, a->opt.join_processes);
 }
 
 /* Bad output paths are found before anything is started. */
@@ -399,7 +432,10 @@ int main(int argc, char **argv)
 	if (a.opt.pid)
 		see_from_root(&a);
 	setup_query(&a);
-	client_init(&a.client, a.attach.fd, a.model, a.symbols);
+	app_connect_first(&a);
+	attach_peers(&a);
+	app_find_children(&a, live || a.attach.child);
+	column_set_several(app_processes(&a) > 1);
 	if (live)
 		live_run(&a, a.opt.theme, &stop_requested);
 	else
@@ -411,11 +447,12 @@ int main(int argc, char **argv)
 	}
 	if (log[0])
 		report_command_log(log);
-	client_close(&a.client);
+	app_close(&a);
 	model_free(a.model);
 	wrappers_free(a.wrappers);
 	unseen_free(a.unseen);
 	tasks_free(a.tasks);
+	codes_free(a.codes);
 	symbols_free(a.symbols);
 	exit_as(a.opt.command != NULL, rc);
 }

@@ -25,6 +25,9 @@ struct view_row {
 	uint32_t n_sites;
 	bool objects_folded;	/* has a row of several objects, which the
 				   collector folded for want of memory */
+	bool procs_mixed;	/* its sites are of several processes
+				   (procs.h): a lock they share */
+	uint16_t proc;		/* else the index of their process */
 	uint32_t row_id;	/* the heaviest member row */
 	struct lock_counts c;	/* since reset */
 	uint64_t max_wait_ns;	/* since reset */
@@ -105,6 +108,13 @@ struct model_query {
 	 */
 	bool skip_wrappers;
 	is_wrapper_fn is_wrapper;
+	/*
+	 * With several processes (procs.h): the site naming the same code
+	 * (module and offset) in the first process that ran it, so that
+	 * their rows of one code and one object join in one line. NULL: each
+	 * process's sites are its own.
+	 */
+	uint64_t (*code)(void *ctx, uint64_t site);
 };
 
 /*
@@ -136,6 +146,7 @@ struct stack_view {
 /* One thread's share of a row's contended waits, since reset. */
 struct thread_view {
 	uint32_t tid;
+	uint16_t proc;		/* its process's index (procs.h) */
 	struct wait_counts w;	/* its waits */
 };
 

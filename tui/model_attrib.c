@@ -31,9 +31,14 @@ void attrib_done(struct attrib *a)
 	a->frame = NULL;
 }
 
+uint64_t code_site(const struct model_query *q, uint64_t site)
+{
+	return q->code && site ? q->code(q->ctx, site) : site;
+}
+
 uint64_t row_site(const struct model_query *q, const struct row *r)
 {
-	return !q->skip_wrappers && r->via != 0 ? r->via : r->site;
+	return code_site(q, !q->skip_wrappers && r->via != 0 ? r->via : r->site);
 }
 
 /* Whether the stacks of row r are attributed to their callers. */
@@ -64,5 +69,5 @@ uint64_t attrib_site(struct attrib *a, const struct row *r, bool wrapper,
 				*f = i;
 		}
 	}
-	return *f == ATTR_ALL_WRAPPERS ? r->site : s->frames[*f];
+	return code_site(a->q, *f == ATTR_ALL_WRAPPERS ? r->site : s->frames[*f]);
 }

@@ -65,6 +65,7 @@ static bool same_query(const struct model_query *a,
 	       a->ascending == b->ascending && a->mix_idle == b->mix_idle &&
 	       a->types == b->types && a->skip_wrappers == b->skip_wrappers &&
 	       a->is_wrapper == b->is_wrapper && a->ctx == b->ctx &&
+	       a->code == b->code &&
 	       a->site_label == b->site_label;
 }
 
@@ -72,6 +73,7 @@ static bool same_query(const struct model_query *a,
 static bool query_cacheable(const struct model_query *q)
 {
 	return q->coalesce == COALESCE_NONE && q->sort->value != NULL &&
+	       q->code == NULL &&
 	       (q->filter == NULL || q->filter[0] == '\0');
 }
 

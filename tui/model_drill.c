@@ -5,11 +5,13 @@
 #include <string.h>
 
 #include "model_impl.h"
+#include "procs.h"
 #include "xalloc.h"
 
 /* Since-reset waits under one stack or thread id. */
 struct part {
 	uint32_t id;
+	uint16_t proc;		/* of the rows (procs.h): one per stack or thread */
 	struct wait_counts w;
 };
 
@@ -27,10 +29,10 @@ static bool in_line(const struct view_row *r, enum coalesce c, uint64_t site,
 }
 
 static void parts_push(struct part **p, size_t *n, size_t *cap, uint32_t id,
-		       const struct stack_entry *e)
+		       uint16_t proc, const struct stack_entry *e)
 {
 	*p = xgrow(*p, cap, *n + 1, 16, sizeof **p);
-	(*p)[(*n)++] = (struct part){ id, e->w };
+	(*p)[(*n)++] = (struct part){ id, proc, e->w };
 }
 
 /*
@@ -64,7 +66,8 @@ static size_t line_parts(const struct model *m, const struct model_query *q,
 			if (in_line(r, q->coalesce, site, row->object,
 				    row->type))
 				parts_push(out, &n, &cap,
-					   by_thread ? e->tid : e->stack, e);
+					   by_thread ? e->tid : e->stack,
+					   (uint16_t)procs_of(row->site), e);
 		}
 	}
 	attrib_done(&a);
@@ -148,7 +151,7 @@ size_t model_row_threads(const struct model *m, const struct model_query *q,
 	n = parts_merge(p, n);
 	*out = n ? xreallocarray(NULL, n, sizeof **out) : NULL;
 	for (size_t i = 0; i < n; i++)
-		(*out)[i] = (struct thread_view){ p[i].id, p[i].w };
+		(*out)[i] = (struct thread_view){ p[i].id, p[i].proc, p[i].w };
 	free(p);
 	return n;
 }
@@ -231,6 +234,7 @@ struct key_part {
 	uint32_t key;
 	uint32_t stack;
 	uint32_t tid;
+	uint16_t proc;
 	struct wait_counts w;
 };
 
@@ -241,10 +245,10 @@ struct key_parts {
 };
 
 static void key_parts_push(struct key_parts *kp, uint32_t key,
-			   const struct stack_entry *e)
+			   uint16_t proc, const struct stack_entry *e)
 {
 	kp->p = xgrow(kp->p, &kp->cap, kp->n + 1, 256, sizeof *kp->p);
-	kp->p[kp->n++] = (struct key_part){ key, e->stack, e->tid, e->w };
+	kp->p[kp->n++] = (struct key_part){ key, e->stack, e->tid, proc, e->w };
 }
 
 /* Every entry's waits with the line key they count for, as line_parts(). */
@@ -263,8 +267,8 @@ static void drill_parts(const struct model *m, const struct model_query *q,
 			continue;
 		wrapper = attrib_row(&a, row);
 		if (!wrapper) {
-			key = key_find(s, q->coalesce, row->site, row->object,
-				       row->type);
+			key = key_find(s, q->coalesce, code_site(q, row->site),
+				       row->object, row->type);
 			if (key == EMPTY_SLOT)
 				continue;
 		}
@@ -276,7 +280,8 @@ static void drill_parts(const struct model *m, const struct model_query *q,
 					       attrib_site(&a, row, true, e),
 					       row->object, row->type);
 			if (key != EMPTY_SLOT)
-				key_parts_push(kp, key, e);
+				key_parts_push(kp, key,
+					       (uint16_t)procs_of(row->site), e);
 		}
 	}
 	attrib_done(&a);
@@ -308,7 +313,7 @@ static size_t drill_merge(const struct key_part *p, size_t n, bool by_thread,
 {
 	for (size_t i = 0; i < n; i++)
 		tmp[i] = (struct part){ by_thread ? p[i].tid : p[i].stack,
-					p[i].w };
+					p[i].proc, p[i].w };
 	return parts_merge(tmp, n);
 }
 
@@ -336,6 +341,7 @@ static void drill_key(const struct model *m, const struct key_part *p,
 	out->n_threads = k;
 	for (size_t i = 0; i < k; i++)
 		d->threads[(*nt)++] = (struct thread_view){ tmp[i].id,
+							    tmp[i].proc,
 							    tmp[i].w };
 }
 

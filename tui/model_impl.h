@@ -195,6 +195,8 @@ struct line {
 	uint32_t n_objects;
 	uint32_t n_sites;
 	bool objects_folded;	/* see view_row */
+	bool procs_mixed;	/* see view_row */
+	uint16_t proc;		/* see view_row */
 	uint8_t type;
 };
 
@@ -339,6 +341,9 @@ void attrib_done(struct attrib *a);
 
 /* Where row r shows under q: in its wrapper while wrappers are shown. */
 uint64_t row_site(const struct model_query *q, const struct row *r);
+
+/* A site as q joins processes (model_query.code), or itself. */
+uint64_t code_site(const struct model_query *q, uint64_t site);
 
 /* Whether a row is a wrapper's, to be split by its stacks. */
 bool attrib_row(const struct attrib *a, const struct row *r);

@@ -9,6 +9,7 @@
 
 #include "model_impl.h"
 #include "model_items.h"
+#include "procs.h"
 #include "xalloc.h"
 
 /* What grouping and building need. */
@@ -99,6 +100,12 @@ static bool filter_active(const struct model_query *q)
 	       q->site_label != NULL;
 }
 
+/* The process of an item: its row's (its site may be another's code). */
+static uint16_t item_proc(const struct model *m, const struct item *it)
+{
+	return (uint16_t)procs_of(m->rows[it->row_id].site);
+}
+
 /* Whether the label of a site contains the filter; each site asked once. */
 static bool site_matches(struct view_ctx *vc, uint64_t site)
 {
@@ -107,12 +114,14 @@ static bool site_matches(struct view_ctx *vc, uint64_t site)
 	uint32_t i = site_set_add(&vc->judged, site);
 
 	if (vc->judged.n != before) {
-		const char *label = q->site_label(q->ctx, site);
+		const char *label = procs_filter(q->filter) ? NULL :
+				    q->site_label(q->ctx, site);
 
 		vc->match = xreallocarray(vc->match, vc->judged.cap,
 					  sizeof *vc->match);
-		vc->match[i] = label != NULL &&
-			       strcasestr(label, q->filter) != NULL;
+		vc->match[i] = procs_filter(q->filter) ?
+			       procs_pid(procs_of(site)) == procs_filter(q->filter) :
+			       label != NULL && strcasestr(label, q->filter) != NULL;
 	}
 	return vc->match[i];
 }
@@ -168,6 +177,7 @@ static bool line_of(struct view_ctx *vc, uint32_t first, uint32_t n,
 	l->site = it->site;
 	l->object = it->object;
 	l->row_id = it->row_id;
+	l->proc = item_proc(vc->m, it);
 	l->first = first;
 	l->n = n;
 	for (uint32_t i = 0; i < n; i++, prev = it) {
@@ -180,8 +190,12 @@ static bool line_of(struct view_ctx *vc, uint32_t first, uint32_t n,
 		}
 		if (prev == NULL || member_key(it, c) != member_key(prev, c))
 			distinct++;
-		if (!match && (prev == NULL || it->site != prev->site))
+		if (!match && procs_filter(vc->q->filter))
+			match = procs_pid(item_proc(vc->m, it)) ==
+				procs_filter(vc->q->filter);
+		else if (!match && (prev == NULL || it->site != prev->site))
 			match = site_matches(vc, it->site);
+		l->procs_mixed |= item_proc(vc->m, it) != l->proc;
 	}
 	line_distinct(l, c, distinct);
 	return match;
@@ -202,6 +216,8 @@ static void line_numbers(const struct line *l, struct view_row *v)
 	v->n_objects = l->n_objects;
 	v->n_sites = l->n_sites;
 	v->objects_folded = l->objects_folded;
+	v->procs_mixed = l->procs_mixed;
+	v->proc = l->proc;
 	v->row_id = l->row_id;
 	v->c.calls = l->c;
 	v->max_wait_ns = l->max_wait;

@@ -16,15 +16,23 @@
 
 /* Long options without a letter. */
 enum { OPT_FOLDED = 0x100, OPT_WRAPPER, OPT_MAX_MEMORY, OPT_FORCE, OPT_MIX_IDLE, OPT_NO_FOLLOW_EXEC,
-       OPT_TYPE };
+       OPT_TYPE, OPT_CHILDREN, OPT_NO_CHILDREN, OPT_JOIN_PROCESSES };
 
 static const char usage_text[] =
 	"Usage: qsptop [options] -p PID\n"
 	"       qsptop [options] -- CMD [ARG...]\n"
 	"Show which lock call sites of a process make its threads wait.\n"
 	"\n"
-	"  -p, --pid PID          watch a running process (the collector is loaded\n"
-	"                         into it with ptrace if it has none)\n"
+	"  -p, --pid PID[,PID...] watch running processes, one table for all (the\n"
+	"                         collector is loaded into each with ptrace if it\n"
+	"                         has none)\n"
+	"      --children         with -p, watch every descendant of the processes\n"
+	"                         too, present and future, in the same table (with\n"
+	"                         -- CMD, the default)\n"
+	"      --no-children      with -- CMD, watch CMD alone\n"
+	"      --join-processes   with several processes, one line for the rows of\n"
+	"                         one code (module and offset) and one lock in all\n"
+	"                         of them, not one per process\n"
 	"      --force            with -p, load the collector even into a process\n"
 	"                         under a seccomp filter (which kills the process\n"
 	"                         if it forbids a system call the collector makes)\n"
@@ -156,6 +164,28 @@ static long parse_count(const char *s, const char *what, long max)
 	return v;
 }
 
+/* -p: one process id or several, comma-separated, each once. */
+static void parse_pids(struct options *o, const char *list)
+{
+	char *copy = xstrdup(list), *save = NULL;
+
+	if (*list == '\0' || *list == ',' || list[strlen(list) - 1] == ',' ||
+	    strstr(list, ",,"))
+		usage_error("-p: expected process ids (PID[,PID...]), got '%s'", list);
+	for (char *s = strtok_r(copy, ",", &save); s; s = strtok_r(NULL, ",", &save)) {
+		pid_t pid = (pid_t)parse_count(s, "-p: expected process ids "
+					       "(PID[,PID...])", 1L << 22);
+
+		for (size_t i = 0; i < o->npids; i++)
+			if (o->pids[i] == pid)
+				usage_error("-p: PID %d given twice", (int)pid);
+		o->pids = xreallocarray(o->pids, o->npids + 1, sizeof(*o->pids));
+		o->pids[o->npids++] = pid;
+	}
+	free(copy);
+	o->pid = o->pids[0];
+}
+
 /* -N: a count of rows, or "all". */
 static size_t parse_rows(const char *s)
 {
@@ -205,6 +235,9 @@ static const struct option long_options[] = {
 	{ .name = "folded", .has_arg = required_argument, .val = OPT_FOLDED },
 	{ .name = "wrapper", .has_arg = required_argument, .val = OPT_WRAPPER },
 	{ .name = "force", .has_arg = no_argument, .val = OPT_FORCE },
+	{ .name = "children", .has_arg = no_argument, .val = OPT_CHILDREN },
+	{ .name = "no-children", .has_arg = no_argument, .val = OPT_NO_CHILDREN },
+	{ .name = "join-processes", .has_arg = no_argument, .val = OPT_JOIN_PROCESSES },
 	{ .name = "theme", .has_arg = required_argument, .val = 't' },
 	{ .name = "no-follow-exec", .has_arg = no_argument, .val = OPT_NO_FOLLOW_EXEC },
 	{ .name = "max-memory", .has_arg = required_argument, .val = OPT_MAX_MEMORY },
@@ -219,7 +252,7 @@ static void apply(struct options *o, int c, const char *arg)
 	int m;
 
 	switch (c) {
-	case 'p': o->pid = (pid_t)parse_count(arg, "-p: expected a process id", 1L << 22); break;
+	case 'p': parse_pids(o, arg); break;
 	case 'd': o->delay_s = parse_delay(arg); break;
 	case 'n': o->iterations = parse_count(arg, "-n: expected a positive count", 1L << 30); break;
 	case 'b': o->batch = true; break;
@@ -244,6 +277,9 @@ static void apply(struct options *o, int c, const char *arg)
 	case OPT_FOLDED: o->folded_path = arg; break;
 	case OPT_WRAPPER: add_wrapper(o, arg); break;
 	case OPT_FORCE: o->force = true; break;
+	case OPT_CHILDREN: o->children = true; break;
+	case OPT_NO_CHILDREN: o->no_children = true; break;
+	case OPT_JOIN_PROCESSES: o->join_processes = true; break;
 	case 't': o->theme = arg; break;
 	case OPT_MAX_MEMORY:
 		o->max_memory_mb = (unsigned)parse_count(arg, "--max-memory: expected "
@@ -276,8 +312,15 @@ void options_parse(struct options *o, int argc, char **argv)
 		o->command = &argv[optind];
 	if (o->pid && o->command)
 		usage_error("%s", "give either -p PID or -- CMD, not both");
+	if (!o->pid && !o->command && o->children)
+		usage_error("%s", "--children: nothing to watch: give -p PID");
 	if (!o->pid && !o->command)
 		usage_error("%s", "nothing to watch: give -p PID or -- CMD");
+	if (o->children && o->no_children)
+		usage_error("%s", "give either --children or --no-children");
+	/* A launched command's tree is watched whole unless told not to. */
+	if (o->command && !o->no_children)
+		o->children = true;
 	if (o->json_path && o->folded_path && strcmp(o->json_path, "-") == 0 &&
 	    strcmp(o->folded_path, "-") == 0)
 		usage_error("%s", "only one of --json and --folded can write to "

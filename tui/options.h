@@ -25,8 +25,15 @@ struct options {
 	size_t nwrappers;
 	const char *theme;	/* -t; NULL = "default" */
 	unsigned max_memory_mb;	/* --max-memory; 0: the collector's default */
-	pid_t pid;		/* -p; 0 when launching */
+	pid_t pid;		/* -p: the first PID; 0 when launching */
+	pid_t *pids;		/* -p: every PID, in order given */
+	size_t npids;
 	bool force;		/* --force: -p even under a seccomp filter */
+	bool no_children;	/* --no-children */
+	bool join_processes;	/* --join-processes: one line per code and
+				   object across processes */
+	bool children;		/* --children (the default with -- CMD, unless
+				   --no-children): every descendant, as it comes */
 	char **command;		/* after --; NULL with -p */
 };
 

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cxxname.h"
+#include "procs.h"
 #include "site.h"
 
 static const char *base_name(const char *path)
@@ -22,7 +23,7 @@ static void address_text(char *buf, size_t size, const struct frame_info *fi)
 		snprintf(buf, size, "%s+0x%" PRIx64, base_name(fi->module),
 			 fi->module_offset);
 	else
-		snprintf(buf, size, "0x%" PRIx64, fi->address);
+		snprintf(buf, size, "0x%" PRIx64, procs_addr(fi->address));
 }
 
 /* "file:line" of a place, "??" for an unknown one. */

@@ -102,6 +102,18 @@ static void collect(struct pids *p, pid_t root)
 	}
 }
 
+size_t tree_children(pid_t parent, pid_t *out, size_t max)
+{
+	struct pids p = { .n = 0 };
+	char num[16];
+
+	snprintf(num, sizeof(num), "%d", (int)parent);
+	add_children(&p, num);
+	for (size_t i = 0; i < p.n && i < max; i++)
+		out[i] = p.v[i];
+	return p.n < max ? p.n : max;
+}
+
 int tree_signal(pid_t root, int sig)
 {
 	struct pids p = { .n = 0 };

@@ -2,6 +2,7 @@
 #ifndef QSPTOP_TREE_H
 #define QSPTOP_TREE_H
 
+#include <stddef.h>
 #include <sys/types.h>
 
 /*
@@ -10,6 +11,12 @@
  * before launching.
  */
 void tree_adopt(void);
+
+/*
+ * The children of parent's threads (/proc/PID/task/TID/children) into out
+ * (at most max); how many.
+ */
+size_t tree_children(pid_t parent, pid_t *out, size_t max);
 
 /*
  * Send sig to every descendant of root (not root itself) and to every

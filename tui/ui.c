@@ -280,6 +280,17 @@ static void act_coalesce(struct ui *ui)
 	ui_message(ui, false, "coalesce: %s", coalesce_name(q->coalesce));
 }
 
+/* One line per process, or the processes' rows of one code joined. */
+static void act_processes(struct ui *ui)
+{
+	app_join_processes(ui->app, ui->app->query.code == NULL);
+	ui->has_sel_key = false;
+	ui->selected = 0;
+	rebuild(ui);
+	ui_message(ui, false, "processes: %s", ui->app->query.code ?
+		   "joined (one line per code and lock)" : "one line each");
+}
+
 /* Show all lock types, then only the locks, then only the idle waits. */
 static void act_types(struct ui *ui)
 {
@@ -542,6 +553,9 @@ const struct key_binding key_bindings[] = {
 	  .help = "invert the sort order", .act = act_invert },
 	{ .keys = { 'm' }, .label = "m", .hint = "m coalesce", .hint_rank = 4,
 	  .help = "coalesce: none -> site -> object", .act = act_coalesce },
+	{ .keys = { 'p' }, .label = "p",
+	  .help = "processes: one line each -> rows of one code and lock joined",
+	  .act = act_processes },
 	{ .keys = { 'T' }, .label = "T", .hint = "T types", .hint_rank = 6,
 	  .help = "lock types shown: all -> locks (no condvar, futex-wake) -> idle waits -> all",
 	  .act = act_types },
@@ -557,7 +571,7 @@ const struct key_binding key_bindings[] = {
 	{ .keys = { 'd' }, .label = "d", .hint = "d delay", .hint_rank = 2,
 	  .help = "set the refresh delay", .act = act_delay },
 	{ .keys = { '/' }, .label = "/", .hint = "/ filter", .hint_rank = 8,
-	  .help = "filter by call site, function, file or module",
+	  .help = "filter by call site, function, file or module; pid:N for one process",
 	  .act = act_filter },
 	{ .keys = { 's' }, .label = "s", .hint = "s site", .hint_rank = 2,
 	  .help = "call site as function+offset or file:line",

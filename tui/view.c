@@ -12,9 +12,11 @@
 #include "line.h"
 #include "lockset.h"
 #include "names.h"
+#include "procs.h"
 #include "site.h"
 #include "totals.h"
 #include "view.h"
+#include "xalloc.h"
 
 #define HEADER_LINES 2
 #define HOT_SHARE 0.25
@@ -54,7 +56,7 @@ static void draw_items(struct screen *s, int y, enum theme_slot slot,
 static void draw_title(struct screen *s, const struct ui *ui)
 {
 	const struct app *a = ui->app;
-	char version[32], pid[32], state[160], every[48], names[96];
+	char version[32], pid[64], state[160], every[48], names[96];
 	struct line_item items[] = {
 		{ .text = version, .priority = 3 },
 		{ .text = pid, .priority = 8 },
@@ -69,7 +71,7 @@ static void draw_title(struct screen *s, const struct ui *ui)
 	items[5].text = names[0] ? names : NULL;
 	app_state_text(a, state, sizeof(state));
 	snprintf(version, sizeof(version), "qsptop %s", QSPTOP_VERSION);
-	snprintf(pid, sizeof(pid), "pid %d", (int)a->attach.pid);
+	app_pid_text(a, pid, sizeof(pid));
 	snprintf(every, sizeof(every), "every %gs", a->opt.delay_s);
 	draw_items(s, 0, SLOT_HEADER, items, sizeof(items) / sizeof(items[0]), sep());
 	if (paused->x >= 0)
@@ -319,15 +321,15 @@ static int detail_names(struct screen *s, const struct ui *ui,
 			     name, sizeof(name))) {
 	case NAME_SYMBOL:
 		screen_printf(s, 1, y++, SLOT_NORMAL, "object       0x%" PRIx64
-			      " %s", r->object, name);
+			      " %s", procs_addr(r->object), name);
 		break;
 	case NAME_LOCKER:
 		screen_printf(s, 1, y++, SLOT_NORMAL, "object       0x%" PRIx64
-			      ", first seen locked by %s", r->object, name);
+			      ", first seen locked by %s", procs_addr(r->object), name);
 		break;
 	default:
 		screen_printf(s, 1, y++, SLOT_NORMAL, "object       0x%" PRIx64,
-			      r->object);
+			      procs_addr(r->object));
 	}
 	return y;
 }
@@ -413,7 +415,7 @@ static void detail_frame(char *buf, size_t size, struct symbols *sym,
 	symbols_resolve(sym, address, 1, &fi);
 	if (fi.n_inlined) {
 		site_chain(chain, sizeof(chain), sym, address);
-		snprintf(buf, size, "0x%" PRIx64 " %s [%s]", address, chain,
+		snprintf(buf, size, "0x%" PRIx64 " %s [%s]", procs_addr(address), chain,
 			 fi.module ? fi.module : "??");
 		return;
 	}
@@ -427,9 +429,9 @@ static void detail_frame(char *buf, size_t size, struct symbols *sym,
 		snprintf(line, sizeof(line), "??");
 	if (fi.module && !fi.symbol)
 		snprintf(buf, size, "0x%" PRIx64 " %s (%s) [%s+0x%" PRIx64 "]",
-			 address, fn, line, fi.module, fi.module_offset);
+			 procs_addr(address), fn, line, fi.module, fi.module_offset);
 	else
-		snprintf(buf, size, "0x%" PRIx64 " %s (%s) [%s]", address, fn,
+		snprintf(buf, size, "0x%" PRIx64 " %s (%s) [%s]", procs_addr(address), fn,
 			 line, fi.module ? fi.module : "??");
 }
 
@@ -507,6 +509,53 @@ static void thread_label(char *out, size_t size, struct ui *ui, uint32_t tid,
 		snprintf(out, size, "%u (?)", tid);
 }
 
+/* One process's share of a line's waits. */
+struct proc_share {
+	uint16_t proc;
+	struct wait_counts w;
+};
+
+/*
+ * A line of a lock several processes share: its waits split by process
+ * (PID, wait, waits), from its threads'. Nothing for other lines.
+ */
+static int detail_processes(struct screen *s, struct ui *ui,
+			    const struct view_row *r, int y)
+{
+	struct thread_view *tv;
+	size_t n = r->procs_mixed ?
+		   model_row_threads(ui->app->model, &ui->app->query, r, &tv) : 0;
+	struct proc_share *p;
+	size_t k = 0;
+	char wait[32];
+
+	if (!r->procs_mixed)
+		return y;
+	p = xreallocarray(NULL, n ? n : 1, sizeof(*p));
+
+	for (size_t i = 0; i < n; i++) {
+		size_t j = 0;
+
+		while (j < k && p[j].proc != tv[i].proc)
+			j++;
+		if (j == k)
+			p[k++] = (struct proc_share){ .proc = tv[i].proc };
+		wait_counts_add(&p[j].w, &tv[i].w);
+	}
+	screen_puts(s, 1, y++, SLOT_COLUMN, "processes that waited", -1);
+	screen_printf(s, 3, y++, SLOT_NORMAL, "%-8s %9s %10s", "PID", "WAIT",
+		      "WAITS");
+	for (size_t j = 0; j < k; j++) {
+		format_duration(wait, sizeof(wait), (double)p[j].w.wait_ns);
+		screen_printf(s, 3, y++, SLOT_NORMAL, "%-8d %9s %10" PRIu64,
+			      (int)procs_pid(p[j].proc), wait,
+			      lock_waits(p[j].w.count, p[j].w.timeouts));
+	}
+	free(p);
+	free(tv);
+	return y + 1;
+}
+
 /* The threads that waited behind the line: TID, name, wait, waits. */
 static int detail_threads(struct screen *s, struct ui *ui,
 			  const struct view_row *r, int y)
@@ -551,6 +600,7 @@ static int detail_page(struct screen *s, struct ui *ui)
 	if (r == NULL)
 		return 0;
 	y = detail_numbers(s, ui, r, 0);
+	y = detail_processes(s, ui, r, y);
 	format_sparkline(trend, sizeof(trend), r->trend, TREND_LEN);
 	screen_puts(s, 1, y, SLOT_NORMAL, "trend        ", -1);
 	screen_puts(s, 14, y, SLOT_SPARKLINE, trend, -1);

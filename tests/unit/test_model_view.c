@@ -2,6 +2,8 @@
  * Unit tests of the model's views: coalescing, sort keys and their tie
  * break, filters, types and names, and windows of a view.
  */
+#include "../../tui/field.h"
+#include "../../tui/procs.h"
 #include "model_fixture.h"
 
 static enum sort_key key_of(const struct field *c)
@@ -267,6 +269,95 @@ static void test_filter(void)
 	/* Without a label function the filter cannot apply: keep all. */
 	CHECK_U64(model_view(m, &q, &v), 3);
 	free(v);
+	model_free(m);
+}
+
+/* Process 1's code at 0x400 is process 0's (codes.h, in small). */
+static uint64_t same_code(void *ctx, uint64_t site)
+{
+	(void)ctx;
+	return site == procs_tag(1, 0x400) ? 0x400 : site;
+}
+
+/*
+ * Joined (model_query.code), the rows of one code and one lock in two
+ * processes are one line of both, uncoalesced, in the cached view too;
+ * the other lock stays its own.
+ */
+static void check_joined(struct model *m, uint64_t shared)
+{
+	struct model_query q = query(COALESCE_NONE, false);
+	struct view_window w = { .limit = 0 };
+	struct view_cache *c = view_cache_new();
+	struct view_row *v, *vc;
+	size_t n, nc;
+
+	q.code = same_code;
+	n = model_view(m, &q, &v);
+	CHECK(n == 2 && v[0].object == shared && v[0].site == 0x400 &&
+	      v[0].c.calls.acquisitions == 2 && v[0].procs_mixed &&
+	      row_pid(&v[1]) == 200,
+	      "joined: the shared lock at one code is one line of both "
+	      "processes, the other its own: %zu lines", n);
+	nc = model_view_cached(m, &q, 0, c, &w, &vc);
+	CHECK(nc == n && nc > 0 && vc[0].c.calls.acquisitions ==
+	      v[0].c.calls.acquisitions,
+	      "joined: the cached view builds the same %zu lines, got %zu", n, nc);
+	free(v);
+	free(vc);
+	view_cache_free(c);
+}
+
+/*
+ * Rows of two processes (procs.h): "pid:N" keeps one process's lines; a
+ * lock both share is one line of -m object, of neither PID alone.
+ */
+static void test_processes(void)
+{
+	uint64_t p1 = procs_tag(1, 0x400), shared = procs_tag(0, 0xa0);
+	struct model *m = model_new();
+	struct view_row *v;
+	size_t n;
+
+	procs_set_pid(0, 100);
+	procs_set_pid(1, 200);
+	def(m, 0, LOCK_MUTEX, 0x400, shared);	/* process 0 */
+	def(m, 1, LOCK_MUTEX, p1, shared);	/* process 1, the same lock */
+	def(m, 2, LOCK_MUTEX, p1, procs_tag(1, 0xb0));
+	add(m, 0, 1, 1, 20, 1);
+	add(m, 1, 1, 1, 30, 1);
+	add(m, 2, 1, 1, 10, 1);
+	n = view(m, COALESCE_NONE, SORT_TOTAL, false, "pid:200", &v);
+	CHECK(n == 2 && row_pid(&v[0]) == 200 && row_pid(&v[1]) == 200,
+	      "pid:200 keeps process 200's 2 lines: got %zu, pids %.0f %.0f", n,
+	      n > 0 ? row_pid(&v[0]) : -1, n > 1 ? row_pid(&v[1]) : -1);
+	free(v);
+	n = view(m, COALESCE_NONE, SORT_TOTAL, false, "pid:100", &v);
+	CHECK(n == 1 && row_pid(&v[0]) == 100,
+	      "pid:100 keeps process 100's line: got %zu", n);
+	free(v);
+	sadd(m, 0, PROTO_NO_STACK, 11, 1, 20);	/* a thread of process 0 */
+	sadd(m, 1, PROTO_NO_STACK, 22, 1, 30);	/* one of process 1 */
+	n = view(m, COALESCE_OBJECT, SORT_TOTAL, false, NULL, &v);
+	CHECK(n == 2 && v[0].object == shared && v[0].c.calls.acquisitions == 2 &&
+	      v[0].procs_mixed && row_pid(&v[0]) == 0 && row_pid(&v[1]) == 200,
+	      "-m object: the shared lock is one line of both processes "
+	      "(no PID), the other lock process 200's: %zu lines", n);
+	if (n == 2) {
+		struct model_query q = query(COALESCE_OBJECT, false);
+		struct thread_view *tv;
+		size_t k = model_row_threads(m, &q, &v[0], &tv);
+
+		CHECK(k == 2 && tv[0].tid == 22 && tv[0].proc == 1 &&
+		      tv[1].tid == 11 && tv[1].proc == 0,
+		      "the shared lock's threads carry their processes: %zu "
+		      "threads", k);
+		free(tv);
+	}
+	free(v);
+	check_joined(m, shared);
+	procs_set_pid(0, 0);
+	procs_set_pid(1, 0);
 	model_free(m);
 }
 
@@ -747,6 +838,7 @@ int main(void)
 	test_sort_keys();
 	test_tie_break();
 	test_filter();
+	test_processes();
 	test_types();
 	test_filter_coalesced();
 	test_names();

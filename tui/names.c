@@ -1,8 +1,26 @@
 /* Names for call sites without a symbol, and for locks. */
 #include <inttypes.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "names.h"
+
+/*
+ * Where every thread's stack begins: a name that says nothing of the
+ * code that locked (all of a stripped program's frames below it unnamed).
+ */
+static bool thread_entry(const char *symbol)
+{
+	static const char *const entries[] = {
+		"start_thread", "clone", "clone3", "__clone", "__clone3",
+		"__libc_start_main", "__libc_start_call_main", "_start",
+	};
+
+	for (size_t i = 0; i < sizeof(entries) / sizeof(entries[0]); i++)
+		if (strcmp(symbol, entries[i]) == 0)
+			return true;
+	return false;
+}
 
 bool names_caller(struct symbols *s, const struct model *m,
 		  const struct view_row *r, struct frame_info *fi,
@@ -22,25 +40,30 @@ bool names_caller(struct symbols *s, const struct model *m,
 			return false;
 		if (fi->symbol) {
 			*depth = i - at;
-			return true;
+			return !thread_entry(fi->symbol);
 		}
 	}
 	return false;
 }
 
-/* The first function on sv that is not a wrapper, in buf. */
+/*
+ * The function of the first frame on sv that is not in a lock wrapper, in
+ * buf; false when it has no name (a stripped program's static function:
+ * the site's address says as much).
+ */
 static bool first_locker(struct symbols *s, struct wrappers *w,
 			 const struct stack_view *sv, char *buf, size_t size)
 {
 	for (unsigned i = 0; i < sv->depth; i++) {
 		struct frame_info fi;
 
-		if (!symbols_resolve(s, sv->frames[i], 1, &fi))
+		if (w && wrappers_match(w, sv->frames[i]))
+			continue;
+		if (!symbols_resolve(s, sv->frames[i], 1, &fi) ||
+		    fi.symbol == NULL || thread_entry(fi.symbol))
 			return false;
-		if (fi.symbol && !(w && wrappers_match(w, sv->frames[i]))) {
-			snprintf(buf, size, "%s", fi.symbol);
-			return true;
-		}
+		snprintf(buf, size, "%s", fi.symbol);
+		return true;
 	}
 	return false;
 }

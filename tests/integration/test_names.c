@@ -108,6 +108,37 @@ static bool line_with(const char *text, const char *a, const char *b)
 	return false;
 }
 
+/*
+ * cold_static()'s lock, stripped: its stacks name nothing but the
+ * thread's start, which names neither its caller nor its lock. So one
+ * contended row has neither a symbol nor a named caller, and no name
+ * anywhere is a thread's start.
+ */
+static void check_no_thread_start(const struct names_run *nr)
+{
+	const cJSON *row;
+	int bare = 0;
+
+	cJSON_ArrayForEach(row, cJSON_GetObjectItem(nr->snap, "rows")) {
+		const cJSON *site = cJSON_GetObjectItem(row, "site");
+		const char *caller = str_field(cJSON_GetObjectItem(site,
+					       "named_caller"), "symbol");
+		const char *object = str_field(row, "object_name");
+
+		bare += num_field(row, "contended") > 0 &&
+			str_field(site, "symbol") == NULL && caller == NULL;
+		CHECK(!caller || !strstr(caller, "start"),
+		      "stripped: a site's named caller is %s, a thread's start",
+		      caller);
+		CHECK(!object || !strstr(object, "start"),
+		      "stripped: a lock is named %s, a thread's start", object);
+	}
+	CHECK(bare == 1, "stripped: cold_static's row alone has no name at "
+	      "all, expected 1 such row, got %d", bare);
+	CHECK(!strstr(nr->out, "start_thread"),
+	      "stripped: the batch table names start_thread:\n%s", nr->out);
+}
+
 /* The hot lock taken in the stripped program's static hot_static(). */
 static void test_stripped_caller(void)
 {
@@ -135,6 +166,7 @@ static void test_stripped_caller(void)
 				     "named_caller");
 	CHECK(row && cJSON_IsNull(caller),
 	      "stripped: stats_add's site, named itself, has named_caller null");
+	check_no_thread_start(&nr);
 	names_free(&nr);
 }
 

@@ -3,7 +3,10 @@
  * (log_mutex), one inside a global struct (stats, at offset 16), one in a
  * heap object first locked by table_insert() (then by table_lookup()),
  * and a hot one taken in a static function, hot_static(), that only the
- * exported exported_fn() calls. Built with -rdynamic, as servers with
+ * exported exported_fn() calls, and a heap one taken in a static function,
+ * cold_static(), called from the waiting thread's own static routine
+ * only: stripped, no frame of its stacks has a name but the thread's
+ * start. Built with -rdynamic, as servers with
  * plugins are (varnishd), so that its stripped twin still names
  * exported_fn. The threads name themselves: nm-holder holds each lock
  * until nm-waiter sleeps in the kernel on it, so that every round waits.
@@ -32,7 +35,7 @@ struct table {
 static pthread_mutex_t log_mutex = PTHREAD_MUTEX_INITIALIZER;
 struct stats stats = { 0, 0, PTHREAD_MUTEX_INITIALIZER };
 static pthread_mutex_t hot_mutex = PTHREAD_MUTEX_INITIALIZER;
-static struct table *table;
+static struct table *table, *cold;
 static volatile long sink;
 
 /* The waiter's TID, the job it is to do next, and how many it did. */
@@ -82,10 +85,18 @@ void exported_fn(void)
 	sink--;
 }
 
+static __attribute__((noinline)) void cold_static(void)
+{
+	pthread_mutex_lock(&cold->lock);
+	cold->entries++;
+	pthread_mutex_unlock(&cold->lock);
+}
+
 static pthread_mutex_t *lock_log(void) { return &log_mutex; }
 static pthread_mutex_t *lock_stats(void) { return &stats.lock; }
 static pthread_mutex_t *lock_table(void) { return &table->lock; }
 static pthread_mutex_t *lock_hot(void) { return &hot_mutex; }
+static pthread_mutex_t *lock_cold(void) { return &cold->lock; }
 
 /* Each job: the lock it contends and the function that waits for it. */
 static const struct {
@@ -94,7 +105,7 @@ static const struct {
 } jobs[] = {
 	{ lock_table, table_insert }, { lock_log, log_write },
 	{ lock_stats, stats_add }, { lock_table, table_lookup },
-	{ lock_hot, exported_fn },
+	{ lock_hot, exported_fn }, { lock_cold, cold_static },
 };
 
 #define NJOBS ((int)(sizeof(jobs) / sizeof(jobs[0])))
@@ -149,7 +160,9 @@ int main(int argc, char **argv)
 	pthread_t t;
 
 	table = calloc(1, sizeof(*table));
+	cold = calloc(1, sizeof(*cold));
 	pthread_mutex_init(&table->lock, NULL);
+	pthread_mutex_init(&cold->lock, NULL);
 	pthread_setname_np(pthread_self(), "nm-holder");
 	pthread_create(&t, NULL, waiter, NULL);
 	while (atomic_load(&waiter_tid) == 0)

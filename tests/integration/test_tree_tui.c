@@ -27,7 +27,10 @@ static pid_t note_line(const char *what, int n)
 	return pid;
 }
 
-/* Whether the screen has a row "TYPE PID OBJECT fn" of each of pids. */
+/*
+ * Whether the screen has a row "TYPE PID OBJECT fn" of each of pids (the
+ * OBJECT an address or a name: fn may be in it too).
+ */
 static bool rows_of(const pid_t *pids, int n, const char *fn)
 {
 	for (int i = 0; i < n; i++) {
@@ -35,7 +38,7 @@ static bool rows_of(const pid_t *pids, int n, const char *fn)
 		const char *p = screen;
 		bool found = false;
 
-		snprintf(want, sizeof(want), " %d 0x", (int)pids[i]);
+		snprintf(want, sizeof(want), " %d ", (int)pids[i]);
 		while (!found && (p = strstr(p, want)) != NULL) {
 			const char *eol = strchr(p, '\n');
 			const char *at = strstr(p, fn);
@@ -62,12 +65,12 @@ static bool shows_pids(const pid_t *pids, int n)
 	return true;
 }
 
-/* Whether a line of fn has PROC "-": rows of several processes. */
+/* Whether a line of fn has PROC "-" (right-aligned): rows of several processes. */
 static bool joined_row(const void *fn)
 {
 	const char *p = screen;
 
-	while ((p = strstr(p, " - 0x")) != NULL) {
+	while ((p = strstr(p, "     - ")) != NULL) {
 		const char *eol = strchr(p, '\n');
 		const char *at = strstr(p, fn);
 

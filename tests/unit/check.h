@@ -2,13 +2,32 @@
 #ifndef QSPTOP_CHECK_H
 #define QSPTOP_CHECK_H
 
+#include <errno.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/types.h>
 
 static int check_passed, check_failed, check_skipped;
+
+/*
+ * A test signals one process it started or was told of. A PID it did not
+ * get (-1 from a failed start or a note never written, 0) would make
+ * kill() signal every process, or the test's own group: it fails with
+ * ESRCH instead. Every kill() of a test goes through here.
+ */
+static inline int check_kill(pid_t pid, int sig)
+{
+	if (pid <= 0) {
+		errno = ESRCH;
+		return -1;
+	}
+	return (kill)(pid, sig);
+}
+#define kill(pid, sig) check_kill(pid, sig)
 
 #define CHECK(cond, ...)                                                   \
 	do {                                                               \

@@ -458,6 +458,19 @@ static inline int note_lines(const char *path, const char *what)
 	return n;
 }
 
+/* note_pid(), waited for up to ms; -1 if the line never came. */
+static inline pid_t note_pid_wait(const char *path, const char *what, int n,
+				  int ms)
+{
+	long deadline = monotonic_ms() + ms;
+	pid_t pid;
+
+	while ((pid = note_pid(path, what, n, NULL)) < 0 &&
+	       monotonic_ms() < deadline)
+		usleep(10000);
+	return pid;
+}
+
 /*
  * Exactly the lock calls pid makes while qsptop -p watches it. qsptop
  * runs until its first table; pid gets SIGUSR2 (a workload that takes it

@@ -25,13 +25,7 @@ static char pids[PATH_MAX + 32];
 /* The PID on the n-th line of the pids file starting with what, or -1. */
 static pid_t pid_line(const char *what, int n)
 {
-	long deadline = monotonic_ms() + LINE_TIMEOUT_MS;
-	pid_t pid;
-
-	while ((pid = note_pid(pids, what, n, NULL)) < 0 &&
-	       monotonic_ms() < deadline)
-		usleep(10000);
-	return pid;
+	return note_pid_wait(pids, what, n, LINE_TIMEOUT_MS);
 }
 
 /* qsptop -p pid for two updates; its snapshot, or NULL. */

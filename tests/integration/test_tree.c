@@ -27,13 +27,7 @@ static char notes[PATH_MAX + 32];
 /* The PID on the n-th line of the notes starting with what, or -1. */
 static pid_t note_line(const char *what, int n)
 {
-	long deadline = monotonic_ms() + LINE_TIMEOUT_MS;
-	pid_t pid;
-
-	while ((pid = note_pid(notes, what, n, NULL)) < 0 &&
-	       monotonic_ms() < deadline)
-		usleep(10000);
-	return pid;
+	return note_pid_wait(notes, what, n, LINE_TIMEOUT_MS);
 }
 
 /* Wait until the notes have n lines starting with what. */

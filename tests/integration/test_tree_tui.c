@@ -18,13 +18,7 @@ static char notes[PATH_MAX + 32];
 /* The PID on the n-th "what" line of the notes, waited for. */
 static pid_t note_line(const char *what, int n)
 {
-	long deadline = monotonic_ms() + 30000;
-	pid_t pid;
-
-	while ((pid = note_pid(notes, what, n, NULL)) < 0 &&
-	       monotonic_ms() < deadline)
-		usleep(10000);
-	return pid;
+	return note_pid_wait(notes, what, n, 30000);
 }
 
 /*

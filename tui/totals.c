@@ -9,13 +9,12 @@
 
 /*
  * The header's word on lock types: "types locks", "idle last" while idle
- * waits sort after the locks; "" when there is none.
+ * rows sort after the lock rows; "" when there is none.
  */
 static void types_text(char *buf, size_t size, const struct model_query *q)
 {
 	unsigned set = q->types ? q->types : LOCKSET_ALL;
-	bool idle_last = !q->mix_idle && (set & LOCKSET_IDLE) &&
-			 (set & LOCKSET_LOCKS);
+	bool idle_last = !q->mix_idle && lockset_both_roles(set);
 	char names[128];
 
 	lockset_name(set, names, sizeof(names));

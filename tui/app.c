@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 
 #include "app.h"
+#include "roles.h"
 
 /* How long a program the launched command exec'd has to start listening. */
 #define EXEC_CONNECT_MS 5000
@@ -119,6 +120,7 @@ bool app_follow_exec(struct app *a)
 	symbols_free(a->symbols);
 	a->symbols = symbols_new();
 	app_build_wrappers(a);
+	roles_free(a);
 	client_init(&a->client, a->attach.fd, a->model, a->symbols);
 	a->wrappers_sent = false;
 	return true;

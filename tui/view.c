@@ -304,6 +304,8 @@ static int detail_numbers(struct screen *s, const struct ui *ui,
 	if (full)
 		y = detail_long_name(s, "function", full, y);
 	y = detail_names(s, ui, r, y);
+	screen_printf(s, 1, y++, SLOT_NORMAL, "role %s (from %s; R flips it)",
+		      role_name(r->role), role_from_name(r->role_from));
 	screen_printf(s, 1, y++, SLOT_NORMAL, "acquisitions %" PRIu64 "   contended %"
 		      PRIu64 "   timeouts %" PRIu64 " (%.1f%% waited)   failed %"
 		      PRIu64, r->c.calls.acquisitions, r->c.calls.contended, r->c.calls.timeouts,

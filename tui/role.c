@@ -23,7 +23,7 @@ const char *const role_builtin_rules[] = {
 	"take_gil=lock", "drop_gil=lock", "PyEval_RestoreThread=lock",
 	"PyEval_AcquireThread=lock",
 	/* Thread pools waiting for work. */
-	"get_task=idle", "*_get_task=idle", "*wait_for_work*=idle",
+	"*get_task=idle", "*wait_for_work*=idle",
 	"*wait_for_task*=idle", "g_thread_pool_wait_for_new_task=idle",
 	"g_async_queue_pop_intern_unlocked=idle", "worker=idle",
 	"uv__io_poll=idle",
@@ -89,7 +89,10 @@ void role_rules_append(struct role_rules *a, const struct role_rules *b)
 		role_rules_add(a, b->rule[i].glob, b->rule[i].role);
 }
 
-/* Whether a glob matches name, or name without its "(args)". */
+/*
+ * Whether a glob matches name, name without its "(args)", or without a
+ * GCC clone suffix (".constprop.0", ".isra.0", ".cold").
+ */
 static bool name_matches(const char *glob, const char *name)
 {
 	char bare[512];
@@ -97,9 +100,15 @@ static bool name_matches(const char *glob, const char *name)
 
 	if (fnmatch(glob, name, 0) == 0)
 		return true;
-	if (name[len] == '\0' || len >= sizeof(bare))
+	if (len >= sizeof(bare))
 		return false;
 	memcpy(bare, name, len);
+	bare[len] = '\0';
+	if (name[len] && fnmatch(glob, bare, 0) == 0)
+		return true;
+	len = strcspn(bare, ".");
+	if (bare[len] == '\0' || len == 0)
+		return false;
 	bare[len] = '\0';
 	return fnmatch(glob, bare, 0) == 0;
 }

@@ -65,7 +65,7 @@ size_t totals_items(struct totals_text *t, struct line_item *items,
 	format_duration(v, sizeof(v), st->lock_wait_per_s);
 	snprintf(t->lock, sizeof(t->lock), "lock wait %s/s", v);
 	format_duration(v, sizeof(v), st->cond_wait_per_s);
-	snprintf(t->cond, sizeof(t->cond), "cond wait %s/s", v);
+	snprintf(t->cond, sizeof(t->cond), "idle wait %s/s", v);
 	format_count(v, sizeof(v), st->acq_per_s);
 	snprintf(t->acq, sizeof(t->acq), "acq %s/s", v);
 	t->filter[0] = '\0';

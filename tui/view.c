@@ -76,8 +76,8 @@ static void draw_title(struct screen *s, const struct ui *ui)
 }
 
 /*
- * Header line 2: lock waits and condition variable waits (threads
- * waiting for work, mostly) apart, acquisitions, the filter, threads,
+ * Header line 2: the waits of lock rows and of idle rows (threads
+ * waiting for work) apart, acquisitions, the filter, threads,
  * sort, coalescing, losses; losses come first when there are some.
  */
 static void draw_totals(struct screen *s, const struct ui *ui)

@@ -48,6 +48,14 @@ static cJSON *run_roles(const char *const *extra, struct run *out)
 	return snap;
 }
 
+/* A string field, "" when missing (an older qsptop has no roles). */
+static const char *text(const cJSON *o, const char *name)
+{
+	const char *s = str_field(o, name);
+
+	return s ? s : "";
+}
+
 /* The row at fn's call site of a type (its symbol), or NULL. */
 static const cJSON *row_of(const cJSON *snap, const char *fn, const char *type)
 {
@@ -58,7 +66,7 @@ static const cJSON *row_of(const cJSON *snap, const char *fn, const char *type)
 					    "symbol");
 
 		if (sym && strcmp(sym, fn) == 0 &&
-		    strcmp(str_field(row, "type"), type) == 0)
+		    strcmp(text(row, "type"), type) == 0)
 			return row;
 	}
 	return NULL;
@@ -73,11 +81,10 @@ static void check_role(const cJSON *snap, const char *fn, const char *type,
 	CHECK(row != NULL, "a %s row at %s", type, fn);
 	if (row == NULL)
 		return;
-	CHECK(strcmp(str_field(row, "role"), role) == 0 &&
-	      strcmp(str_field(row, "role_from"), from) == 0,
-	      "%s's %s row: expected role %s from %s, got %s from %s", fn,
-	      type, role, from, str_field(row, "role"),
-	      str_field(row, "role_from"));
+	CHECK(strcmp(text(row, "role"), role) == 0 &&
+	      strcmp(text(row, "role_from"), from) == 0,
+	      "%s's %s row: expected role %s from %s, got '%s' from '%s'", fn,
+	      type, role, from, text(row, "role"), text(row, "role_from"));
 }
 
 /*
@@ -90,7 +97,7 @@ static void check_totals(const cJSON *snap)
 	const cJSON *row;
 
 	cJSON_ArrayForEach(row, cJSON_GetObjectItem(snap, "rows")) {
-		if (strcmp(str_field(row, "role"), "idle") == 0)
+		if (strcmp(text(row, "role"), "idle") == 0)
 			idle += num_field(row, "wait_ns");
 		else
 			lock += num_field(row, "wait_ns");
@@ -116,7 +123,7 @@ static void test_default_roles(void)
 	check_role(snap, "park_wait", "mutex", "idle", "heuristic");
 	check_role(snap, "token_drop", "mutex", "lock", "type");
 	CHECK(first == token, "the token's wait is the first row, got %s",
-	      str_field(cJSON_GetObjectItem(first, "site"), "symbol"));
+	      text(cJSON_GetObjectItem(first, "site"), "symbol"));
 	CHECK(token && num_field(snap, "lock_wait_ns") >= num_field(token, "wait_ns"),
 	      "the token's wait is in the lock-wait total");
 	check_totals(snap);

@@ -22,6 +22,8 @@ const char *const role_builtin_rules[] = {
 	/* CPython: the GIL, a mutex and a 5 ms timed condvar wait. */
 	"take_gil=lock", "drop_gil=lock", "PyEval_RestoreThread=lock",
 	"PyEval_AcquireThread=lock",
+	/* Debian's stripped python3.11: take_gil shows as its caller. */
+	"_PyEval_EvalFrameDefault=lock",
 	/* Thread pools waiting for work. */
 	"*get_task=idle", "*wait_for_work*=idle",
 	"*wait_for_task*=idle", "g_thread_pool_wait_for_new_task=idle",

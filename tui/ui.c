@@ -565,7 +565,7 @@ const struct key_binding key_bindings[] = {
 	{ .keys = { 'i' }, .label = "i",
 	  .help = "idle rows after the lock rows / among them",
 	  .act = act_mix_idle },
-	{ .keys = { 'R' }, .label = "R", .hint = "R role", .hint_rank = 1,
+	{ .keys = { 'R' }, .label = "R",
 	  .help = "flip the selected row's role, lock <-> idle (kept for this program)",
 	  .act = act_role },
 	{ .keys = { 'r' }, .label = "r", .hint = "r reset", .hint_rank = 3,

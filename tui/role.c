@@ -152,28 +152,45 @@ bool role_by_name(const struct role_rules *r, const char *name,
 	return true;
 }
 
-/* Timed condvar waits re-armed by several threads, a few ms each. */
-static bool guess_token(const struct role_evidence *e)
+/* Timed condvar waits re-armed often, a few ms each (threads aside). */
+static bool token_numbers(const struct role_evidence *e)
 {
 	uint64_t waits = e->c.contended + e->c.timeouts;
 
-	return e->type == LOCK_CONDVAR && e->threads >= 2 &&
-	       e->c.timeouts >= GUESS_TIMEOUTS_MIN && e->c.contended > 0 &&
+	return e->type == LOCK_CONDVAR && e->c.timeouts >= GUESS_TIMEOUTS_MIN &&
+	       e->c.contended > 0 &&
 	       e->c.timeouts * 100 >= waits * GUESS_TIMEOUTS_PCT &&
 	       e->c.wait_ns / waits <= GUESS_TOKEN_MEAN_NS;
 }
 
-/* Long mutex waits that fill nearly all their threads' time. */
-static bool guess_parking(const struct role_evidence *e)
+/* ... by several threads. */
+static bool guess_token(const struct role_evidence *e)
+{
+	return token_numbers(e) && e->threads >= 2;
+}
+
+/* Long mutex or rwlock waits (their threads' time aside). */
+static bool parking_numbers(const struct role_evidence *e)
 {
 	uint64_t waits = e->c.contended + e->c.timeouts;
-	double busy = e->elapsed_s * 1e9 * e->threads;
 
 	return (e->type == LOCK_MUTEX || e->type == LOCK_RWLOCK_READ ||
 		e->type == LOCK_RWLOCK_WRITE) && waits >= 2 &&
-	       e->threads >= 1 && busy > 0 &&
-	       e->c.wait_ns / waits >= GUESS_PARK_MEAN_NS &&
+	       e->c.wait_ns / waits >= GUESS_PARK_MEAN_NS;
+}
+
+/* ... that fill nearly all their threads' time. */
+static bool guess_parking(const struct role_evidence *e)
+{
+	double busy = e->elapsed_s * 1e9 * e->threads;
+
+	return parking_numbers(e) && busy > 0 &&
 	       (double)e->c.wait_ns * 100 >= busy * GUESS_PARK_BUSY_PCT;
+}
+
+bool role_guess_possible(const struct role_evidence *e)
+{
+	return token_numbers(e) || parking_numbers(e);
 }
 
 bool role_guess(const struct role_evidence *e, enum role *role)

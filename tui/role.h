@@ -67,4 +67,10 @@ struct role_evidence {
  */
 bool role_guess(const struct role_evidence *e, enum role *role);
 
+/*
+ * Whether role_guess() may say something once it knows threads and
+ * elapsed_s: the cheap part of its tests, to spare counting threads.
+ */
+bool role_guess_possible(const struct role_evidence *e);
+
 #endif

@@ -156,7 +156,7 @@ static bool row_name(struct app *a, uint32_t id, uint64_t site, char *buf,
 static bool row_guess(struct app *a, uint32_t id, struct role_input *in,
 		      enum role *role)
 {
-	if (in->e.c.contended + in->e.c.timeouts < 2 ||
+	if (!role_guess_possible(&in->e) ||
 	    !model_role_input(a->model, id, true, in))
 		return false;
 	in->e.elapsed_s = app_elapsed_s(a);

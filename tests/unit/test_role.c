@@ -70,6 +70,28 @@ static void test_heuristic(void)
 	CHECK_STR(guess(LOCK_SPIN, 20, 0, 6089474902ull, 2, 3.4), "none");
 }
 
+/* Threads are counted only for rows whose other numbers could pass. */
+static void test_possible(void)
+{
+	struct role_evidence gil = { .type = LOCK_CONDVAR,
+				     .c = { .contended = 595, .timeouts = 1423,
+					    .wait_ns = 9187968649ull } };
+	struct role_evidence pool = { .type = LOCK_CONDVAR,
+				      .c = { .contended = 62,
+					     .wait_ns = 6112026186ull } };
+	struct role_evidence park = { .type = LOCK_MUTEX,
+				      .c = { .contended = 20,
+					     .wait_ns = 6089474902ull } };
+	struct role_evidence busy = { .type = LOCK_MUTEX,
+				      .c = { .contended = 5000,
+					     .wait_ns = 6000000000ull } };
+
+	CHECK(role_guess_possible(&gil) && role_guess_possible(&park),
+	      "the token's and the parking's numbers may pass");
+	CHECK(!role_guess_possible(&pool) && !role_guess_possible(&busy),
+	      "the pool's and a busy mutex's numbers cannot");
+}
+
 /* "locks" and "idle" are roles; type names stay types. */
 static void test_lockset(void)
 {
@@ -143,6 +165,7 @@ int main(void)
 {
 	test_rules();
 	test_heuristic();
+	test_possible();
 	test_lockset();
 	test_model_roles();
 	return fixture_summary();

@@ -123,12 +123,16 @@ static void rules_build(struct app *a)
 	a->roles_gen++;
 }
 
+/* How a row was named. */
+enum row_naming { NAMED_NOT, NAMED, NAMED_BY_ADDRESS };
+
 /*
  * The name rules see for a row: its site's function; without one, its
- * nearest named caller; without one, "module+0xOFFSET".
+ * nearest named caller; without one (yet: the caller comes with the
+ * row's stacks), "module+0xOFFSET".
  */
-static bool row_name(struct app *a, uint32_t id, uint64_t site, char *buf,
-		     size_t size)
+static enum row_naming row_name(struct app *a, uint32_t id, uint64_t site,
+				char *buf, size_t size)
 {
 	struct view_row r = { .site = site, .row_id = id, .n_sites = 1,
 			      .n_objects = 1 };
@@ -137,7 +141,7 @@ static bool row_name(struct app *a, uint32_t id, uint64_t site, char *buf,
 	const char *slash;
 
 	if (!symbols_resolve(a->symbols, site, 1, &fi))
-		return false;
+		return NAMED_NOT;
 	if (fi.symbol) {
 		snprintf(buf, size, "%s", fi.symbol);
 	} else if (names_caller(a->symbols, a->model, &r, &caller, &depth)) {
@@ -146,10 +150,11 @@ static bool row_name(struct app *a, uint32_t id, uint64_t site, char *buf,
 		slash = strrchr(fi.module, '/');
 		snprintf(buf, size, "%s+0x%" PRIx64, slash ? slash + 1 : fi.module,
 			 fi.module_offset);
+		return NAMED_BY_ADDRESS;
 	} else {
-		return false;
+		return NAMED_NOT;
 	}
-	return true;
+	return NAMED;
 }
 
 /* The heuristic's verdict on a row not decided by name; false for none. */
@@ -163,7 +168,11 @@ static bool row_guess(struct app *a, uint32_t id, struct role_input *in,
 	return role_guess(&in->e, role);
 }
 
-/* Decide the role of one row. */
+/*
+ * Decide the role of one row. A row named by its address is judged
+ * again (its generation marked ~roles_gen) once it has waited, as its
+ * stacks may name its caller by then.
+ */
 static void row_decide(struct app *a, uint32_t id, struct role_input *in)
 {
 	enum role role;
@@ -171,18 +180,22 @@ static void row_decide(struct app *a, uint32_t id, struct role_input *in)
 	char name[512];
 
 	if (in->gen != a->roles_gen) {
-		if (row_name(a, id, in->site, name, sizeof(name)) &&
+		enum row_naming named = row_name(a, id, in->site, name,
+						 sizeof(name));
+		uint32_t gen = named == NAMED_BY_ADDRESS ? ~a->roles_gen
+							 : a->roles_gen;
+
+		if (named != NAMED_NOT &&
 		    role_by_name(a->roles, name, &role, &from)) {
-			model_set_role(a->model, id, role, from, a->roles_gen);
+			model_set_role(a->model, id, role, from, gen);
 			return;
 		}
 		if (in->from == ROLE_FROM_USER || in->from == ROLE_FROM_RULE) {
 			in->from = ROLE_FROM_TYPE;
 			model_set_role(a->model, id, role_of_type(in->e.type),
-				       ROLE_FROM_TYPE, a->roles_gen);
+				       ROLE_FROM_TYPE, gen);
 		} else {
-			model_set_role(a->model, id, in->role, in->from,
-				       a->roles_gen);
+			model_set_role(a->model, id, in->role, in->from, gen);
 		}
 	}
 	/* A heuristic verdict stays: the evidence for it does not go away. */
@@ -210,6 +223,10 @@ void roles_update(struct app *a)
 		if (!model_role_input(a->model, id, false, &in))
 			continue;
 		if (in.gen == a->roles_gen && in.from != ROLE_FROM_TYPE)
+			continue;
+		/* Named by address and still no wait: no stack to name it. */
+		if (in.gen == ~a->roles_gen &&
+		    in.e.c.contended + in.e.c.timeouts == 0)
 			continue;
 		row_decide(a, id, &in);
 	}
@@ -243,7 +260,7 @@ bool roles_flip(struct app *a, const struct view_row *r, char *msg,
 	char name[512];
 
 	if (r->n_sites != 1 || r->site == 0 ||
-	    !row_name(a, r->row_id, r->site, name, sizeof(name))) {
+	    row_name(a, r->row_id, r->site, name, sizeof(name)) == NAMED_NOT) {
 		snprintf(msg, size, "role: this row has no call site to name");
 		return false;
 	}

@@ -165,6 +165,42 @@ static void test_user_globs(void)
 	cJSON_Delete(snap);
 }
 
+/*
+ * In a stripped program a glob matches a site without a symbol by its
+ * nearest named caller, which its stacks name only once it has waited.
+ */
+static void test_named_caller_glob(void)
+{
+	char *json = tmp_path("stripped.json"), path[PATH_MAX + 32];
+	struct args a = { 0 };
+	const cJSON *row, *hot = NULL;
+	struct run r;
+	cJSON *snap;
+
+	snprintf(path, sizeof(path), "%s/tests/wl_names_stripped", build);
+	args_add(&a, qsptop, "-b", "-d", "0.3", "-n", "4", "--idle",
+		 "exported_fn", "-j", json, "--", path, NULL);
+	unlink(json);
+	r = run_capture(a.v, RUN_TIMEOUT_MS, 0);
+	CHECK(r.status == 0, "wl_names_stripped: qsptop exits 0, got %d: %s",
+	      r.status, r.err);
+	snap = load_json(json);
+	cJSON_ArrayForEach(row, cJSON_GetObjectItem(snap, "rows")) {
+		const cJSON *caller = cJSON_GetObjectItem(
+			cJSON_GetObjectItem(row, "site"), "named_caller");
+
+		if (strcmp(text(caller, "symbol"), "exported_fn") == 0)
+			hot = row;
+	}
+	CHECK(hot != NULL, "a row named by its caller exported_fn");
+	CHECK(hot && strcmp(text(hot, "role"), "idle") == 0 &&
+	      strcmp(text(hot, "role_from"), "user") == 0,
+	      "--idle exported_fn: expected the hot row idle from user, got "
+	      "'%s' from '%s'", text(hot, "role"), text(hot, "role_from"));
+	run_free(&r);
+	cJSON_Delete(snap);
+}
+
 /* Write text to the config file. */
 static void write_config(const char *text)
 {
@@ -300,6 +336,7 @@ int main(void)
 	test_default_roles();
 	test_type_locks();
 	test_user_globs();
+	test_named_caller_glob();
 	test_config_file();
 	test_config_malformed();
 	test_live_key();

@@ -167,7 +167,9 @@ static void test_user_globs(void)
 
 /*
  * In a stripped program a glob matches a site without a symbol by its
- * nearest named caller, which its stacks name only once it has waited.
+ * nearest named caller, which its stacks name only once it has waited:
+ * here the hot lock is first taken uncontended, a second before it is
+ * fought over.
  */
 static void test_named_caller_glob(void)
 {
@@ -178,8 +180,8 @@ static void test_named_caller_glob(void)
 	cJSON *snap;
 
 	snprintf(path, sizeof(path), "%s/tests/wl_names_stripped", build);
-	args_add(&a, qsptop, "-b", "-d", "0.3", "-n", "4", "--idle",
-		 "exported_fn", "-j", json, "--", path, NULL);
+	args_add(&a, qsptop, "-b", "-d", "0.3", "-n", "7", "--idle",
+		 "exported_fn", "-j", json, "--", path, "0", "1000", NULL);
 	unlink(json);
 	r = run_capture(a.v, RUN_TIMEOUT_MS, 0);
 	CHECK(r.status == 0, "wl_names_stripped: qsptop exits 0, got %d: %s",

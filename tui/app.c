@@ -12,6 +12,7 @@
 #include "column.h"
 #include "inject_proc.h"
 #include "procs.h"
+#include "roles.h"
 #include "shmobj.h"
 #include "tree.h"
 #include "xalloc.h"
@@ -491,6 +492,7 @@ bool app_follow_exec(struct app *a)
 	 */
 	client_close(&a->client);
 	app_build_wrappers(a);
+	roles_free(a);
 	app_connect_first(a);
 	a->wrappers_sent = false;
 	return true;

@@ -9,6 +9,7 @@
 #include "client.h"
 #include "model.h"
 #include "options.h"
+#include "role.h"
 #include "symbols.h"
 #include "tasks.h"
 #include "unseen.h"
@@ -51,6 +52,12 @@ struct app {
 	size_t wrapper_modules;		/* modules known when ranges were sent */
 	unsigned wrapper_generation;	/* symbols_generation() then */
 	bool wrappers_sent;		/* the collector knows our wrappers */
+	struct role_rules *roles;	/* --idle, --lock, the config file's;
+					   NULL until the program is known */
+	unsigned roles_gen;		/* bumped when rules or names change */
+	unsigned roles_symbols;		/* symbols_generation() then */
+	char roles_error[512];			/* the config file's, until taken */
+	bool roles_bad;			/* it is malformed: never written */
 	bool child_reaped;		/* the launched command has ended */
 	int child_status;		/* its wait status, once reaped */
 };

@@ -17,6 +17,7 @@
 #include "export.h"
 #include "field.h"
 #include "jsonw.h"
+#include "lockset.h"
 #include "names.h"
 #include "outfile.h"
 #include "procs.h"
@@ -200,6 +201,8 @@ static void row_json(struct jsonw *w, const struct app *a,
 {
 	jsonw_object(w, NULL);
 	jsonw_string(w, "type", lock_type_name(r->type));
+	jsonw_string(w, "role", role_name(r->role));
+	jsonw_string(w, "role_from", role_from_name(r->role_from));
 	if (r->n_objects == 1 && r->object)
 		hex(w, "object", r->object);
 	else
@@ -222,13 +225,26 @@ static void row_json(struct jsonw *w, const struct app *a,
 	jsonw_end(w);
 }
 
-/* The lock types shown: all of them unless filtered. */
+/*
+ * The lock types shown: all of them unless filtered (a role, "locks" or
+ * "idle", may be of any type); and the roles shown.
+ */
 static void types_json(struct jsonw *w, const struct model_query *q)
 {
+	unsigned set = q->types ? q->types : LOCKSET_ALL;
+	bool any = (set & (LOCKSET_LOCKS | LOCKSET_IDLE)) != 0;
+
 	jsonw_array(w, "types");
 	for (unsigned t = 0; t < LOCK_TYPE_COUNT; t++) {
-		if (q->types == 0 || (q->types >> t & 1))
+		if (any || (set >> t & 1))
 			jsonw_string(w, NULL, lock_type_name((enum lock_type)t));
+	}
+	jsonw_end(w);
+	jsonw_array(w, "roles");
+	for (unsigned r = ROLE_LOCK; r <= ROLE_IDLE; r++) {
+		if ((set & LOCKSET_ALL) ||
+		    (set & (r == ROLE_IDLE ? LOCKSET_IDLE : LOCKSET_LOCKS)))
+			jsonw_string(w, NULL, role_name((enum role)r));
 	}
 	jsonw_end(w);
 }
@@ -297,6 +313,9 @@ static void head_json(struct jsonw *w, const struct app *a,
 	jsonw_number(w, "cond_wait_ns", (double)st->cond_wait_ns);
 	jsonw_number(w, "lock_wait_per_s_ns", st->lock_wait_per_s);
 	jsonw_number(w, "cond_wait_per_s_ns", st->cond_wait_per_s);
+	/* The same as cond_*: the waits of idle rows, by their role's name. */
+	jsonw_number(w, "idle_wait_ns", (double)st->cond_wait_ns);
+	jsonw_number(w, "idle_wait_per_s_ns", st->cond_wait_per_s);
 	memory_json(w, st);
 	unseen_json(w, st);
 	processes_json(w, a);

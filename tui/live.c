@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "live.h"
+#include "roles.h"
 #include "term.h"
 #include "view.h"
 #include "xalloc.h"
@@ -74,6 +75,15 @@ static void tell_fetch_failure(struct ui *ui, bool *told)
 	*told |= why != NULL;
 }
 
+/* A malformed roles file, on the status line. */
+static void tell_roles_error(struct ui *ui)
+{
+	const char *e = roles_take_error(ui->app);
+
+	if (e)
+		ui_message(ui, true, "%s", e);
+}
+
 int live_run(struct app *a, const char *theme, volatile sig_atomic_t *stop)
 {
 	struct screen *s;
@@ -114,6 +124,8 @@ int live_run(struct app *a, const char *theme, volatile sig_atomic_t *stop)
 		app_sync_wrappers(a);
 		app_probe_futex(a);
 		app_name_threads(a);
+		roles_update(a);
+		tell_roles_error(&ui);
 		dirty = rc == 1 || (rc < 0 && !ended) || names;
 		if (dirty)
 			ui_refresh(&ui);

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "lockset.h"
+#include "role.h"
 
 /* The names that stand for several types. */
 static const struct {
@@ -16,9 +17,21 @@ static const struct {
 };
 #define ALIAS_COUNT (sizeof(aliases) / sizeof(aliases[0]))
 
-bool lockset_idle(unsigned type)
+bool lockset_shows(unsigned set, unsigned type, unsigned role)
 {
-	return (LOCKSET_IDLE >> type & 1) != 0;
+	return (set >> type & 1) ||
+	       (set & (role == ROLE_IDLE ? LOCKSET_IDLE : LOCKSET_LOCKS));
+}
+
+bool lockset_both_roles(unsigned set)
+{
+	unsigned types = set & LOCKSET_ALL;
+
+	if ((set & LOCKSET_LOCKS) && (set & LOCKSET_IDLE))
+		return true;
+	if (set & (LOCKSET_LOCKS | LOCKSET_IDLE))
+		return types != 0;
+	return (types & LOCKSET_IDLE_TYPES) && (types & ~LOCKSET_IDLE_TYPES);
 }
 
 /* The set one name stands for, or 0. */
@@ -67,13 +80,18 @@ void lockset_name(unsigned set, char *buf, size_t size)
 		return;
 	}
 	buf[0] = '\0';
-	for (unsigned t = 0; t < LOCK_TYPE_COUNT && len < size; t++) {
+	for (unsigned t = 0; t < LOCK_TYPE_COUNT + 2 && len < size; t++) {
+		unsigned bit = t < LOCK_TYPE_COUNT ? 1u << t :
+			       t == LOCK_TYPE_COUNT ? LOCKSET_LOCKS : LOCKSET_IDLE;
+		const char *name = t < LOCK_TYPE_COUNT ?
+			lock_type_name((enum lock_type)t) :
+			t == LOCK_TYPE_COUNT ? "locks" : "idle";
 		int n;
 
-		if (!(set >> t & 1))
+		if (!(set & bit))
 			continue;
 		n = snprintf(buf + len, size - len, "%s%s", len ? "," : "",
-			     lock_type_name((enum lock_type)t));
+			     name);
 		len += n > 0 ? (size_t)n : 0;
 	}
 }

@@ -1,7 +1,8 @@
 /*
- * Sets of lock types, as --type and the live screen's T choose them:
- * "locks" (what threads contend on) and "idle" (waits for work or for a
- * wake-up: condvar, futex-wake).
+ * Sets of lock types and roles, as --type and the live screen's T choose
+ * them: types by name, "locks" the rows of the lock role (what threads
+ * contend on) and "idle" those of the idle role (waits for work or for a
+ * wake-up), whatever their type (role.h).
  */
 #ifndef QSPTOP_LOCKSET_H
 #define QSPTOP_LOCKSET_H
@@ -12,11 +13,17 @@
 #include "../common/types.h"
 
 #define LOCKSET_ALL ((1u << LOCK_TYPE_COUNT) - 1)
-#define LOCKSET_IDLE (1u << LOCK_CONDVAR | 1u << LOCK_FUTEX_WAKE)
-#define LOCKSET_LOCKS (LOCKSET_ALL & ~LOCKSET_IDLE)
+/* Bits past the types: every row of a role. */
+#define LOCKSET_LOCKS (1u << 30)
+#define LOCKSET_IDLE (1u << 31)
+/* The types that are idle when nothing else decides (condvar, futex-wake). */
+#define LOCKSET_IDLE_TYPES (1u << LOCK_CONDVAR | 1u << LOCK_FUTEX_WAKE)
 
-/* Whether a type is an idle wait (condvar, futex-wake). */
-bool lockset_idle(unsigned type);
+/* Whether a set shows a row of a type and role (enum role). */
+bool lockset_shows(unsigned set, unsigned type, unsigned role);
+
+/* Whether a set may show rows of both roles. */
+bool lockset_both_roles(unsigned set);
 
 /*
  * Parse "mutex,rwlock,..." (type names, "rwlock" for both kinds, "locks",

@@ -25,6 +25,7 @@
 #include "format.h"
 #include "live.h"
 #include "ns.h"
+#include "roles.h"
 #include "site.h"
 #include "theme.h"
 #include "tree.h"
@@ -70,6 +71,15 @@ static void tell_fetch_failure(const struct app *a)
 	told |= why != NULL;
 }
 
+/* A malformed roles file, in one line on stderr. */
+static void tell_roles_error(struct app *a)
+{
+	const char *e = roles_take_error(a);
+
+	if (e)
+		fprintf(stderr, "qsptop: %s\n", e);
+}
+
 /*
  * Print every interval until the target ends, -n is reached or a signal;
  * on stderr when stdout carries an export.
@@ -86,6 +96,8 @@ static void run_batch(struct app *a)
 		app_sync_wrappers(a);
 		app_probe_futex(a);
 		app_name_threads(a);
+		roles_update(a);
+		tell_roles_error(a);
 
 		if (rc == 1) {
 			symbols_refresh(a->symbols);

@@ -79,6 +79,22 @@ static void row_touch(struct model *m, uint32_t id)
 	m->rows[id].touched = true;
 }
 
+/*
+ * A row defined (or given another type) takes its type's role, its waits
+ * moving with it: a row redefined keeps its counts.
+ */
+static void role_default(struct model *m, struct row *row, unsigned type)
+{
+	if (row->defined) {
+		model_set_role(m, (uint32_t)(row - m->rows), role_of_type(type),
+			       ROLE_FROM_TYPE, 0);
+		return;
+	}
+	row->role = (uint8_t)role_of_type(type);
+	row->role_from = ROLE_FROM_TYPE;
+	row->role_gen = 0;
+}
+
 int model_define_row(struct model *m, const struct proto_row *r)
 {
 	struct row *row;
@@ -90,6 +106,8 @@ int model_define_row(struct model *m, const struct proto_row *r)
 	if (row->defined)
 		m->structure++;		/* a row's key changed */
 	m->n_defined += !row->defined;
+	if (!row->defined || row->type != r->type)
+		role_default(m, row, r->type);
 	row->defined = true;
 	row->type = r->type;
 	row->site = r->site;
@@ -156,7 +174,7 @@ void model_apply_delta(struct model *m, const struct proto_delta *d)
 		lock_counts_add(&row->since, &d->c);
 		lock_counts_add(&m->since, &d->c);
 	}
-	if (row->type == LOCK_CONDVAR)
+	if (row->role == ROLE_IDLE)
 		m->since_cond_wait += d->c.calls.wait_ns;
 	if (delta_waited(d))
 		row_waits_make(m, row);
@@ -314,7 +332,7 @@ static void model_tick_row(struct model *m, struct row *row, uint64_t t)
 	}
 	m->all.last.acq += row->iv.last.acq;
 	m->all.last.wait_ns += row->iv.last.wait_ns;
-	if (row->type == LOCK_CONDVAR)
+	if (row->role == ROLE_IDLE)
 		m->cond.last.wait_ns += row->iv.last.wait_ns;
 	for (uint32_t i = 0; i < row->n_se; i++)
 		interval_tick(&row->se[i].iv);

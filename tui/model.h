@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "../common/proto.h"
+#include "role.h"
 
 #define TREND_LEN 20
 
@@ -19,6 +20,8 @@ enum coalesce { COALESCE_NONE, COALESCE_SITE, COALESCE_OBJECT, COALESCE_COUNT };
 /* One line of the table: a row, or a coalesced group of rows. */
 struct view_row {
 	enum lock_type type;
+	enum role role;		/* of the heaviest member row */
+	enum role_from role_from;
 	uint64_t site;		/* 0 when the group spans several sites */
 	uint64_t object;	/* 0 when the group spans several objects */
 	uint32_t n_objects;	/* at least this many when objects_folded */
@@ -62,9 +65,9 @@ struct model_stats {
 	double wait_per_s;	/* all rows, last interval */
 	double acq_per_s;
 	/*
-	 * wait_per_s and total.calls.wait_ns split: the waits of locks (mutexes,
-	 * rwlocks, spinlocks, futexes) and those on condition variables,
-	 * mostly threads waiting for work, not for a lock.
+	 * wait_per_s and total.calls.wait_ns split by role (role.h): the
+	 * waits of lock rows and those of idle rows ("cond" for the JSON
+	 * names kept), threads waiting for work, not for a lock.
 	 */
 	double lock_wait_per_s;
 	double cond_wait_per_s;
@@ -90,11 +93,12 @@ struct model_query {
 	const struct field *sort;
 	bool ascending;		/* low to high (site: A to Z); else high to low */
 	/*
-	 * Idle waits (condvar, futex-wake: lockset.h) sort after the locks,
-	 * whatever the order, unless mixed in.
+	 * Rows of the idle role sort after the locks, whatever the order,
+	 * unless mixed in.
 	 */
 	bool mix_idle;
-	unsigned types;		/* the lock types shown (lockset.h); 0 = all */
+	unsigned types;		/* the lock types and roles shown (lockset.h);
+				   0 = all */
 	const char *filter;	/* substring of the site label; NULL = all */
 	site_label_fn site_label; /* needed to sort by site and filter */
 	void *ctx;
@@ -301,6 +305,33 @@ void model_stats(const struct model *m, struct model_stats *s);
 
 /* The waits no hook times seen so far, n of them (tui/unseen.h). */
 void model_note_unseen(struct model *m, const struct unseen_wait *w, size_t n);
+
+/* What decides the roles of rows (role.h), one row at a time. */
+struct role_input {
+	uint64_t site;
+	enum role role;
+	enum role_from from;
+	uint32_t gen;		/* as model_set_role() last gave it */
+	struct role_evidence e;	/* e.threads 0: not counted, see below */
+};
+
+/* The defined rows are among ids [0, this). */
+size_t model_row_ids(const struct model *m);
+
+/*
+ * What row id has for deciding its role, false when it is not defined.
+ * With threads, e.threads counts the threads that waited (a walk of its
+ * stacks); else it is 0.
+ */
+bool model_role_input(const struct model *m, uint32_t id, bool threads,
+		      struct role_input *in);
+
+/*
+ * Give row id a role, judged at rules' generation gen; its waits move
+ * between the header's two totals with it, so their sum never changes.
+ */
+void model_set_role(struct model *m, uint32_t id, enum role role,
+		    enum role_from from, uint32_t gen);
 
 /* Names used on the command line and in JSON ("none", "site", ...). */
 const char *coalesce_name(enum coalesce c);

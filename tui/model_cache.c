@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "field.h"
+#include "lockset.h"
 #include "model_impl.h"
 #include "xalloc.h"
 
@@ -79,7 +80,7 @@ static bool query_cacheable(const struct model_query *q)
 
 static bool row_shown(const struct model_query *q, const struct row *r)
 {
-	return q->types == 0 || (q->types >> r->type & 1) != 0;
+	return q->types == 0 || lockset_shows(q->types, r->type, r->role);
 }
 
 /* Whether a row's line is the row alone, as it is. */

@@ -108,6 +108,9 @@ struct row {
 	bool active;		/* in model.active */
 	bool touched;		/* in model.touched */
 	uint8_t type;
+	uint8_t role;		/* enum role */
+	uint8_t role_from;	/* enum role_from */
+	uint32_t role_gen;	/* the rules' generation it was judged by */
 	/*
 	 * Since reset. Last, so that a scan of the rows reads its calls
 	 * but, for the rows that never waited, never its histogram.
@@ -157,7 +160,7 @@ struct model {
 	size_t n_waits;
 	size_t waits_cap;
 	struct lock_counts since; /* all rows, since reset */
-	uint64_t since_cond_wait; /* condvar rows' part of since.calls.wait_ns */
+	uint64_t since_cond_wait; /* idle rows' part of since.calls.wait_ns */
 	struct entry_slot *etab; /* open addressing, by (row, stack, tid) */
 	size_t etab_cap;	/* a power of two, at least twice n_entries */
 	size_t n_entries;
@@ -167,7 +170,7 @@ struct model {
 	double interval_s;	/* 0 until two ticks have been seen */
 	double prev_interval_s;	/* the interval before the last */
 	struct interval all;	/* all rows; only last and prev are kept */
-	struct interval cond;	/* the condvar rows' part of all */
+	struct interval cond;	/* the idle rows' part of all */
 	uint32_t threads_seen;
 	uint32_t threads_live;
 	uint64_t dropped;
@@ -198,6 +201,8 @@ struct line {
 	bool procs_mixed;	/* see view_row */
 	uint16_t proc;		/* see view_row */
 	uint8_t type;
+	uint8_t role;		/* of row_id */
+	uint8_t role_from;
 };
 
 /* The words of an order key, in the order they are compared. */

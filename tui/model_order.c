@@ -8,7 +8,6 @@
 #include <string.h>
 
 #include "field.h"
-#include "lockset.h"
 #include "model_impl.h"
 #include "xalloc.h"
 
@@ -129,7 +128,7 @@ void order_key(const struct model_query *q, const struct view_row *v,
 {
 	uint64_t k = q->sort->value ? double_word(q->sort->value(v)) : 0;
 
-	out->key[WORD_IDLE] = !q->mix_idle && lockset_idle(v->type);
+	out->key[WORD_IDLE] = !q->mix_idle && v->role == ROLE_IDLE;
 	out->key[WORD_PRIMARY] = q->ascending ? k : ~k;
 	out->key[WORD_WAIT] = ~v->c.calls.wait_ns;
 	out->key[WORD_SITE] = v->site;

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lockset.h"
 #include "model_impl.h"
 #include "model_items.h"
 #include "procs.h"
@@ -126,10 +127,11 @@ static bool site_matches(struct view_ctx *vc, uint64_t site)
 	return vc->match[i];
 }
 
-/* Whether the query shows lines of a lock type. */
-static bool type_shown(const struct model_query *q, unsigned type)
+/* Whether the query shows a line of a lock type and role. */
+static bool type_shown(const struct model_query *q, unsigned type,
+		       unsigned role)
 {
-	return q->types == 0 || (q->types >> type & 1) != 0;
+	return q->types == 0 || lockset_shows(q->types, type, role);
 }
 
 /* Add the counts, rates and max of an item to l. */
@@ -155,6 +157,15 @@ static void line_distinct(struct line *l, enum coalesce c, uint32_t distinct)
 		l->n_sites = distinct;
 		l->site = distinct == 1 ? l->site : 0;
 	}
+}
+
+/* A line has the role of its heaviest row. */
+static void line_role(const struct model *m, struct line *l)
+{
+	const struct row *r = model_row(m, l->row_id);
+
+	l->role = r ? r->role : (uint8_t)role_of_type(l->type);
+	l->role_from = r ? r->role_from : ROLE_FROM_TYPE;
 }
 
 /*
@@ -198,7 +209,8 @@ static bool line_of(struct view_ctx *vc, uint32_t first, uint32_t n,
 		l->procs_mixed |= item_proc(vc->m, it) != l->proc;
 	}
 	line_distinct(l, c, distinct);
-	return match;
+	line_role(vc->m, l);
+	return match && type_shown(vc->q, l->type, l->role);
 }
 
 /* Where the members of a line are: ids[first .. first + n). */
@@ -211,6 +223,8 @@ struct group {
 static void line_numbers(const struct line *l, struct view_row *v)
 {
 	v->type = l->type;
+	v->role = (enum role)l->role;
+	v->role_from = (enum role_from)l->role_from;
 	v->site = l->site;
 	v->object = l->object;
 	v->n_objects = l->n_objects;
@@ -245,8 +259,7 @@ static size_t view_lines(struct view_ctx *vc, size_t n, struct group **groups,
 					&vc->items[vc->ids[j]], vc->q->coalesce))
 				break;
 		}
-		if (!type_shown(vc->q, vc->items[vc->ids[i]].type) ||
-		    !line_of(vc, (uint32_t)i, (uint32_t)(j - i), &l))
+		if (!line_of(vc, (uint32_t)i, (uint32_t)(j - i), &l))
 			continue;
 		(*groups)[count] = (struct group){ (uint32_t)i,
 						   (uint32_t)(j - i) };

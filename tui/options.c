@@ -16,7 +16,8 @@
 
 /* Long options without a letter. */
 enum { OPT_FOLDED = 0x100, OPT_WRAPPER, OPT_MAX_MEMORY, OPT_FORCE, OPT_MIX_IDLE, OPT_NO_FOLLOW_EXEC,
-       OPT_TYPE, OPT_CHILDREN, OPT_NO_CHILDREN, OPT_JOIN_PROCESSES };
+       OPT_TYPE, OPT_CHILDREN, OPT_NO_CHILDREN, OPT_JOIN_PROCESSES, OPT_IDLE,
+       OPT_LOCK };
 
 static const char usage_text[] =
 	"Usage: qsptop [options] -p PID\n"
@@ -51,10 +52,15 @@ static const char usage_text[] =
 	"      --type LIST        show only these lock types, comma-separated:\n"
 	"                         mutex, rwlock-read, rwlock-write, rwlock (both),\n"
 	"                         spinlock, futex, semaphore, condvar, futex-wake;\n"
-	"                         locks (all\n"
-	"                         but the idle waits condvar and futex-wake), idle\n"
-	"      --mix-idle         sort idle waits (condvar, futex-wake) among the\n"
-	"                         locks; by default they follow every lock row\n"
+	"                         locks (the rows of the lock role, whatever their\n"
+	"                         type), idle (those of the idle role)\n"
+	"      --mix-idle         sort idle rows among the lock rows; by default\n"
+	"                         they follow every lock row\n"
+	"      --idle GLOB        rows whose call site's function (or, without a\n"
+	"                         name, its nearest named caller) matches GLOB are\n"
+	"                         idle: threads waiting for work (repeatable)\n"
+	"      --lock GLOB        ... are locks: threads waiting for what another\n"
+	"                         thread holds (repeatable; the last match wins)\n"
 	"  -w, --width COLUMNS    batch line width (default: $COLUMNS, else the\n"
 	"                         terminal's, else 132)\n"
 	"  -m, --coalesce MODE    none (site x object) | site | object (default none)\n"
@@ -117,6 +123,15 @@ static void print_usage(void)
 		col += printf("%s%s", col ? " " : "  ", wrappers_builtin_globs[i]);
 	}
 	putchar('\n');
+}
+
+static void add_role(struct options *o, const char *glob, enum role role)
+{
+	if (*glob == '\0')
+		usage_error("--%s: expected a function name or glob, got ''",
+			    role_name(role));
+	o->roles = xreallocarray(o->roles, o->nroles + 1, sizeof(*o->roles));
+	o->roles[o->nroles++] = (struct role_option){ glob, role };
 }
 
 static void add_wrapper(struct options *o, const char *glob)
@@ -230,6 +245,8 @@ static const struct option long_options[] = {
 	{ .name = "coalesce", .has_arg = required_argument, .val = 'm' },
 	{ .name = "type", .has_arg = required_argument, .val = OPT_TYPE },
 	{ .name = "mix-idle", .has_arg = no_argument, .val = OPT_MIX_IDLE },
+	{ .name = "idle", .has_arg = required_argument, .val = OPT_IDLE },
+	{ .name = "lock", .has_arg = required_argument, .val = OPT_LOCK },
 	{ .name = "width", .has_arg = required_argument, .val = 'w' },
 	{ .name = "json", .has_arg = required_argument, .val = 'j' },
 	{ .name = "folded", .has_arg = required_argument, .val = OPT_FOLDED },
@@ -265,6 +282,8 @@ static void apply(struct options *o, int c, const char *arg)
 		break;
 	case OPT_TYPE: parse_types(o, arg); break;
 	case OPT_MIX_IDLE: o->mix_idle = true; break;
+	case OPT_IDLE: add_role(o, arg, ROLE_IDLE); break;
+	case OPT_LOCK: add_role(o, arg, ROLE_LOCK); break;
 	case OPT_NO_FOLLOW_EXEC: o->no_follow_exec = true; break;
 	case 'w':
 		o->width = (int)parse_count(arg, "-w: expected a width between "

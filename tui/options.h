@@ -6,6 +6,7 @@
 #include <sys/types.h>
 
 #include "model.h"
+#include "roles.h"
 
 struct options {
 	double delay_s;
@@ -23,6 +24,8 @@ struct options {
 	const char *folded_path; /* --folded; "-" for stdout */
 	const char **wrappers;	/* --wrapper globs, in order given */
 	size_t nwrappers;
+	struct role_option *roles; /* --idle, --lock, in order given */
+	size_t nroles;
 	const char *theme;	/* -t; NULL = "default" */
 	unsigned max_memory_mb;	/* --max-memory; 0: the collector's default */
 	pid_t pid;		/* -p: the first PID; 0 when launching */

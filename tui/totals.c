@@ -9,13 +9,12 @@
 
 /*
  * The header's word on lock types: "types locks", "idle last" while idle
- * waits sort after the locks; "" when there is none.
+ * rows sort after the lock rows; "" when there is none.
  */
 static void types_text(char *buf, size_t size, const struct model_query *q)
 {
 	unsigned set = q->types ? q->types : LOCKSET_ALL;
-	bool idle_last = !q->mix_idle && (set & LOCKSET_IDLE) &&
-			 (set & LOCKSET_LOCKS);
+	bool idle_last = !q->mix_idle && lockset_both_roles(set);
 	char names[128];
 
 	lockset_name(set, names, sizeof(names));
@@ -95,7 +94,7 @@ size_t totals_items(struct totals_text *t, struct line_item *items,
 	format_duration(v, sizeof(v), st->lock_wait_per_s);
 	snprintf(t->lock, sizeof(t->lock), "lock wait %s/s", v);
 	format_duration(v, sizeof(v), st->cond_wait_per_s);
-	snprintf(t->cond, sizeof(t->cond), "cond wait %s/s", v);
+	snprintf(t->cond, sizeof(t->cond), "idle wait %s/s", v);
 	format_count(v, sizeof(v), st->acq_per_s);
 	snprintf(t->acq, sizeof(t->acq), "acq %s/s", v);
 	t->filter[0] = '\0';

@@ -18,7 +18,7 @@ struct totals_text {
 
 /*
  * The totals line's items, in the order shown, into items[TOTALS_ITEMS]:
- * lock and cond waits per second, acquisitions, the filter (none when
+ * lock and idle waits per second (role.h), acquisitions, the filter (none when
  * filter is NULL or ""), the types shown, threads, sort (an arrow marks
  * its direction), coalescing and losses, which come first when there are
  * some, and the waits no hook times ("unseen waits: 8 threads in

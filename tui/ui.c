@@ -9,6 +9,7 @@
 #include "client.h"
 #include "export.h"
 #include "lockset.h"
+#include "roles.h"
 #include "options.h"
 #include "outfile.h"
 #include "ui.h"
@@ -433,6 +434,22 @@ static void act_folded(struct ui *ui)
 		     export_table_folded(a, &a->query));
 }
 
+/* Flip the selected row's role, for this program from now on. */
+static void act_role(struct ui *ui)
+{
+	const struct view_row *r = ui->mode == UI_HELP ? NULL :
+				   ui_line(ui, ui->selected);
+	char msg[256];
+
+	if (r == NULL) {
+		ui_message(ui, true, "role: no row selected");
+		return;
+	}
+	if (roles_flip(ui->app, r, msg, sizeof(msg)))
+		rebuild(ui);
+	ui_message(ui, false, "%s", msg);
+}
+
 /* Attribute waits past the lock wrappers, or show the wrappers' rows. */
 static void act_wrappers(struct ui *ui)
 {
@@ -557,11 +574,14 @@ const struct key_binding key_bindings[] = {
 	  .help = "processes: one line each -> rows of one code and lock joined",
 	  .act = act_processes },
 	{ .keys = { 'T' }, .label = "T", .hint = "T types", .hint_rank = 6,
-	  .help = "lock types shown: all -> locks (no condvar, futex-wake) -> idle waits -> all",
+	  .help = "rows shown: all -> locks (the lock role) -> idle (the idle role) -> all",
 	  .act = act_types },
 	{ .keys = { 'i' }, .label = "i",
-	  .help = "idle waits (condvar, futex-wake) after the locks / among them",
+	  .help = "idle rows after the lock rows / among them",
 	  .act = act_mix_idle },
+	{ .keys = { 'R' }, .label = "R",
+	  .help = "flip the selected row's role, lock <-> idle (kept for this program)",
+	  .act = act_role },
 	{ .keys = { 'r' }, .label = "r", .hint = "r reset", .hint_rank = 3,
 	  .help = "reset: count from now (the target is not touched)",
 	  .act = act_reset },

@@ -79,8 +79,8 @@ static void draw_title(struct screen *s, const struct ui *ui)
 }
 
 /*
- * Header line 2: lock waits and condition variable waits (threads
- * waiting for work, mostly) apart, acquisitions, the filter, threads,
+ * Header line 2: the waits of lock rows and of idle rows (threads
+ * waiting for work) apart, acquisitions, the filter, threads,
  * sort, coalescing, losses; losses come first when there are some.
  */
 static void draw_totals(struct screen *s, const struct ui *ui)
@@ -354,6 +354,8 @@ static int detail_numbers(struct screen *s, const struct ui *ui,
 	if (full)
 		y = detail_long_name(s, "function", full, y);
 	y = detail_names(s, ui, r, y);
+	screen_printf(s, 1, y++, SLOT_NORMAL, "role %s (from %s; R flips it)",
+		      role_name(r->role), role_from_name(r->role_from));
 	screen_printf(s, 1, y++, SLOT_NORMAL, "acquisitions %" PRIu64 "   contended %"
 		      PRIu64 "   timeouts %" PRIu64 " (%.1f%% waited)   failed %"
 		      PRIu64, r->c.calls.acquisitions, r->c.calls.contended, r->c.calls.timeouts,

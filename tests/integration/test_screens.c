@@ -318,7 +318,7 @@ static bool items_whole(const char *line, const char *sep,
 
 /* Line 1 of the header: every item whole. */
 static const char *const totals_items[] = {
-	"lock wait " DURATION "/s", "cond wait " DURATION "/s",
+	"lock wait " DURATION "/s", "idle wait " DURATION "/s",
 	"acq [0-9.]+[KMGTP]?/s", "threads [0-9]+ seen, [0-9]+ live",
 	"sort (wait|total|avg|count|contended|max|site) (\u25bc|\u25b2)",
 	"coalesce (none|site|object)", "dropped [0-9]+", "idle last",
@@ -397,8 +397,8 @@ static void test_narrow_cxx(void)
 	CHECK_SCREEN(items_whole(line, SEP_BAR, totals_items, sizeof(totals_items) /
 				 sizeof(totals_items[0]), odd, sizeof(odd)),
 		     "80x24 totals: \"%s\" is not a whole item", odd);
-	CHECK_SCREEN(strncmp(line, "lock wait ", 10) == 0 && strstr(line, "cond wait "),
-		     "80x24 totals: expected \"lock wait …\" and \"cond wait …\" first");
+	CHECK_SCREEN(strncmp(line, "lock wait ", 10) == 0 && strstr(line, "idle wait "),
+		     "80x24 totals: expected \"lock wait …\" and \"idle wait …\" first");
 	last_line(line, sizeof(line));
 	CHECK_SCREEN(items_whole(line, "  ", hint_items, sizeof(hint_items) /
 				 sizeof(hint_items[0]), odd, sizeof(odd)),
@@ -462,7 +462,7 @@ static const char *last_table_row(const char *out, const char *needle,
 	return row;
 }
 
-/* The JSON's lock and cond waits: apart, and adding up to the rows'. */
+/* The JSON's lock and idle waits: apart by role, adding up to the rows'. */
 static void check_wait_totals(const cJSON *snap)
 {
 	const cJSON *rows = cJSON_GetObjectItemCaseSensitive(snap, "rows"), *r;
@@ -474,13 +474,13 @@ static void check_wait_totals(const cJSON *snap)
 					       "symbol");
 
 		all += num_field(r, "wait_ns");
-		if (strcmp(str_field(r, "type") ? str_field(r, "type") : "", "condvar") == 0)
+		if (strcmp(str_field(r, "role") ? str_field(r, "role") : "", "idle") == 0)
 			cond += num_field(r, "wait_ns");
 		named |= symbol && strncmp(symbol, "storage::engine::connection_pool<", 33) == 0 &&
 			 strstr(symbol, ">::checkout_connection_for_request(std::vector<") != NULL;
 	}
 	CHECK(num_field(snap, "cond_wait_ns") == cond && cond > 0,
-	      "JSON cond_wait_ns: expected the condvar rows' %.0f ns, got %.0f",
+	      "JSON cond_wait_ns: expected the idle rows' %.0f ns, got %.0f",
 	      cond, num_field(snap, "cond_wait_ns"));
 	CHECK(num_field(snap, "lock_wait_ns") == all - cond && all - cond > 0,
 	      "JSON lock_wait_ns: expected the other rows' %.0f ns, got %.0f",
@@ -508,8 +508,8 @@ static void test_cxx_batch(void)
 	r = run_capture(argv, 30000, 0);
 	CHECK(r.status == 0, "wl_cxxname in batch: expected exit 0, got %d: %s",
 	      r.status, r.err);
-	CHECK(strstr(r.out, "\nlock wait ") && strstr(r.out, " - cond wait "),
-	      "batch header: expected \"lock wait\" and \"cond wait\":\n%s", r.out);
+	CHECK(strstr(r.out, "\nlock wait ") && strstr(r.out, " - idle wait "),
+	      "batch header: expected \"lock wait\" and \"idle wait\":\n%s", r.out);
 	row = last_table_row(r.out, "checkout_connection_for_request", titles,
 			     sizeof(titles));
 	if (row) {

@@ -329,7 +329,8 @@ static void test_help(void)
 		{ "q F10", "quit" }, { "m ", "coalesce" }, { "r ", "reset" },
 		{ "e ", "export" }, { "/ ", "filter" }, { "Space", "pause" },
 		/* The whole cycle of test_types, back to all. */
-		{ "T ", "all -> locks (no condvar, futex-wake) -> idle waits -> all" },
+		{ "T ", "all -> locks (the lock role) -> idle (the idle role) -> all" },
+		{ "R ", "flip the selected row's role" },
 	};
 
 	keys("h", NULL);

@@ -619,8 +619,8 @@ static void test_sizes(void)
 	CHECK_SCREEN(strstr(line(2), " AVG") && strstr(line(2), " MAX") &&
 		     !strstr(line(2), "OBJECT"), "80 columns: AVG and MAX before OBJECT");
 	CHECK_SCREEN(strncmp(line(1), "lock wait ", 10) == 0 &&
-		     strstr(line(1), "\u2502 cond wait ") && !strstr(line(1), "coalesce"),
-		     "80 columns: lock and cond waits first, coalescing given way whole");
+		     strstr(line(1), "\u2502 idle wait ") && !strstr(line(1), "coalesce"),
+		     "80 columns: lock and idle waits first, coalescing given way whole");
 	draw(39, 8);
 	CHECK_SCREEN(strstr(line(0), "terminal too small (need 40\u00d78)"), "too small");
 	draw(40, 8);

@@ -11,7 +11,9 @@
  * exported_fn. The threads name themselves: nm-holder holds each lock
  * until nm-waiter sleeps in the kernel on it, so that every round waits.
  *
- * Usage: wl_names [ROUNDS]   (0 or none: until killed)
+ * Usage: wl_names [ROUNDS [QUIET_MS]]   (ROUNDS 0 or none: until killed)
+ *   QUIET_MS: first take the hot lock once uncontended, then wait that
+ *   long before the rounds (its row is seen before it ever waits)
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -157,8 +159,13 @@ static void hold(int n)
 int main(int argc, char **argv)
 {
 	long rounds = argc > 1 ? atol(argv[1]) : 0;
+	long quiet_ms = argc > 2 ? atol(argv[2]) : 0;
 	pthread_t t;
 
+	if (quiet_ms > 0) {
+		exported_fn();
+		usleep((useconds_t)quiet_ms * 1000);
+	}
 	table = calloc(1, sizeof(*table));
 	cold = calloc(1, sizeof(*cold));
 	pthread_mutex_init(&table->lock, NULL);

@@ -427,15 +427,15 @@ static void test_narrow_cxx(void)
  */
 static void test_live_names(void)
 {
-	char wl[PATH_MAX], program[PATH_MAX + 16];
+	char wl[PATH_MAX], program[PATH_MAX + 16], line[512];
 
 	join(wl, build, "/tests/wl_names_stripped");
 	quoted(program, sizeof(program), wl);
 	if (!start_sized("names", WIDTH, HEIGHT, "", "-d 0.2", program))
 		return;
 	SEE("stripped static site", "\u2190 exported_fn");
-	CHECK_SCREEN(line_with("\u2190 exported_fn", 3) ==
-		     line_with("wl_names_stripped+0x", 3),
+	screen_line(line_with("\u2190 exported_fn", 3), line, sizeof(line));
+	CHECK_SCREEN(strstr(line, "wl_names_stripped+0x") != NULL,
 		     "stripped static site: expected \"wl_names_stripped+0x… "
 		     "\u2190 exported_fn\" on one line");
 	SEE("a global struct's lock", "stats+0x10");

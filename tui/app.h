@@ -56,6 +56,8 @@ struct app {
 					   NULL until the program is known */
 	unsigned roles_gen;		/* bumped when rules or names change */
 	unsigned roles_symbols;		/* symbols_generation() then */
+	unsigned roles_swept;		/* roles_gen of the last look at every row */
+	struct site_verdict *role_verdicts; /* roles.c's; NULL until needed */
 	char roles_error[512];			/* the config file's, until taken */
 	bool roles_bad;			/* it is malformed: never written */
 	bool child_reaped;		/* the launched command has ended */

@@ -463,6 +463,7 @@ int main(int argc, char **argv)
 	model_free(a.model);
 	wrappers_free(a.wrappers);
 	unseen_free(a.unseen);
+	roles_free(&a);
 	tasks_free(a.tasks);
 	codes_free(a.codes);
 	symbols_free(a.symbols);

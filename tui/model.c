@@ -37,6 +37,7 @@ void model_free(struct model *m)
 	free(m->rows);
 	free(m->active);
 	free(m->touched);
+	free(m->role_dirty);
 	free(m->waits);
 	free(m->stacks);
 	free(m->etab);
@@ -71,6 +72,13 @@ static bool id_ok(uint32_t id, size_t cap, uint32_t max)
 /* Note that the numbers of row id changed. */
 static void row_touch(struct model *m, uint32_t id)
 {
+	if (!m->rows[id].role_dirty) {
+		m->role_dirty = xgrow(m->role_dirty, &m->role_dirty_cap,
+				      m->n_role_dirty + 1, 64,
+				      sizeof *m->role_dirty);
+		m->role_dirty[m->n_role_dirty++] = id;
+		m->rows[id].role_dirty = true;
+	}
 	if (m->rows[id].touched)
 		return;
 	m->touched = xgrow(m->touched, &m->touched_cap, m->n_touched + 1, 64,

@@ -319,6 +319,12 @@ struct role_input {
 size_t model_row_ids(const struct model *m);
 
 /*
+ * The rows defined or changed since the last call, in *ids (valid until
+ * the model next changes); how many. Their roles may need deciding again.
+ */
+size_t model_take_role_dirty(struct model *m, uint32_t **ids);
+
+/*
  * What row id has for deciding its role, false when it is not defined.
  * With threads, e.threads counts the threads that waited (a walk of its
  * stacks); else it is 0.

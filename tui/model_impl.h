@@ -107,6 +107,7 @@ struct row {
 	bool defined;
 	bool active;		/* in model.active */
 	bool touched;		/* in model.touched */
+	bool role_dirty;	/* in model.role_dirty */
 	uint8_t type;
 	uint8_t role;		/* enum role */
 	uint8_t role_from;	/* enum role_from */
@@ -155,6 +156,10 @@ struct model {
 	const void *touched_by;	/* who took them last */
 	size_t n_touched;
 	size_t touched_cap;
+	/* The rows defined or changed since roles were last decided. */
+	uint32_t *role_dirty;
+	size_t n_role_dirty;
+	size_t role_dirty_cap;
 	uint64_t structure;
 	struct row_waits *waits; /* of the rows that waited */
 	size_t n_waits;

@@ -12,9 +12,11 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "../common/hash.h"
 #include "app.h"
 #include "names.h"
 #include "roles.h"
+#include "xalloc.h"
 
 /* The file of the user's choices, in buf; false without a home. */
 static bool config_path(char *buf, size_t size, bool make_dir)
@@ -123,8 +125,8 @@ static void rules_build(struct app *a)
 	a->roles_gen++;
 }
 
-/* How a row was named. */
-enum row_naming { NAMED_NOT, NAMED, NAMED_BY_ADDRESS };
+/* How a row was named: by its site's own symbol, its caller's, its address. */
+enum row_naming { NAMED_NOT, NAMED, NAMED_BY_CALLER, NAMED_BY_ADDRESS };
 
 /*
  * The name rules see for a row: its site's function; without one, its
@@ -146,6 +148,7 @@ static enum row_naming row_name(struct app *a, uint32_t id, uint64_t site,
 		snprintf(buf, size, "%s", fi.symbol);
 	} else if (names_caller(a->symbols, a->model, &r, &caller, &depth)) {
 		snprintf(buf, size, "%s", caller.symbol);
+		return NAMED_BY_CALLER;
 	} else if (fi.module) {
 		slash = strrchr(fi.module, '/');
 		snprintf(buf, size, "%s+0x%" PRIx64, slash ? slash + 1 : fi.module,
@@ -169,6 +172,60 @@ static bool row_guess(struct app *a, uint32_t id, struct role_input *in,
 }
 
 /*
+ * What the rules say of a site named by its own symbol or by its address
+ * (named), kept for the rules' generation gen: the many rows of one site
+ * (one per lock) are matched once. Direct-mapped: a site that lost its
+ * slot is matched again.
+ */
+struct site_verdict {
+	uint64_t site;
+	uint32_t gen;
+	bool matched;
+	uint8_t named;		/* enum row_naming: NAMED or NAMED_BY_ADDRESS */
+	uint8_t role;
+	uint8_t from;
+};
+
+#define VERDICTS 4096
+
+/*
+ * Whether a rule names row id's role (in *role, *from), and in *gen the
+ * generation to judge it by: ~roles_gen for a row named by its address,
+ * so that it is judged again once its stacks may name its caller.
+ */
+static bool rule_of(struct app *a, uint32_t id, uint64_t site,
+		    enum role *role, enum role_from *from, uint32_t *gen)
+{
+	struct site_verdict *v;
+	enum row_naming named;
+	char name[512];
+	bool matched, hit;
+
+	if (a->role_verdicts == NULL)
+		a->role_verdicts = xcalloc(VERDICTS, sizeof(*v));
+	v = &a->role_verdicts[hash_fast(site) % VERDICTS];
+	hit = v->site == site && v->gen == a->roles_gen;
+	*gen = a->roles_gen;
+	/* By address, a row may yet be named by its caller: look again. */
+	named = hit && v->named == NAMED ? NAMED :
+		row_name(a, id, site, name, sizeof(name));
+	if (named == NAMED_BY_ADDRESS)
+		*gen = ~a->roles_gen;
+	if (hit && v->named == named) {
+		*role = (enum role)v->role;
+		*from = (enum role_from)v->from;
+		return v->matched;
+	}
+	matched = named != NAMED_NOT && role_by_name(a->roles, name, role, from);
+	if (named == NAMED || named == NAMED_BY_ADDRESS)
+		*v = (struct site_verdict){ site, a->roles_gen, matched,
+					    (uint8_t)named,
+					    matched ? (uint8_t)*role : 0,
+					    matched ? (uint8_t)*from : 0 };
+	return matched;
+}
+
+/*
  * Decide the role of one row. A row named by its address is judged
  * again (its generation marked ~roles_gen) once it has waited, as its
  * stacks may name its caller by then.
@@ -177,16 +234,11 @@ static void row_decide(struct app *a, uint32_t id, struct role_input *in)
 {
 	enum role role;
 	enum role_from from;
-	char name[512];
 
 	if (in->gen != a->roles_gen) {
-		enum row_naming named = row_name(a, id, in->site, name,
-						 sizeof(name));
-		uint32_t gen = named == NAMED_BY_ADDRESS ? ~a->roles_gen
-							 : a->roles_gen;
+		uint32_t gen;
 
-		if (named != NAMED_NOT &&
-		    role_by_name(a->roles, name, &role, &from)) {
+		if (rule_of(a, id, in->site, &role, &from, &gen)) {
 			model_set_role(a->model, id, role, from, gen);
 			return;
 		}
@@ -204,10 +256,30 @@ static void row_decide(struct app *a, uint32_t id, struct role_input *in)
 			       a->roles_gen);
 }
 
+/* Decide row id's role again if anything it depends on may have changed. */
+static void row_update(struct app *a, uint32_t id)
+{
+	struct role_input in;
+
+	if (!model_role_input(a->model, id, false, &in))
+		return;
+	if (in.gen == a->roles_gen && in.from != ROLE_FROM_TYPE)
+		return;
+	/* Named by address and still no wait: no stack to name it. */
+	if (in.gen == ~a->roles_gen && in.e.c.contended + in.e.c.timeouts == 0)
+		return;
+	row_decide(a, id, &in);
+}
+
+/*
+ * The rows defined or changed since the last call, or all of them when
+ * the rules or the names changed: a refresh costs the rows that changed.
+ */
 void roles_update(struct app *a)
 {
-	size_t n = model_row_ids(a->model);
-	unsigned sg = symbols_generation(a->symbols);
+	unsigned sg = symbols_generation(a->symbols), gen;
+	uint32_t *ids;
+	size_t n;
 
 	if (!a->client.have_hello)
 		return;
@@ -217,19 +289,17 @@ void roles_update(struct app *a)
 		a->roles_symbols = sg;
 		a->roles_gen++;
 	}
-	for (uint32_t id = 0; id < n; id++) {
-		struct role_input in;
-
-		if (!model_role_input(a->model, id, false, &in))
-			continue;
-		if (in.gen == a->roles_gen && in.from != ROLE_FROM_TYPE)
-			continue;
-		/* Named by address and still no wait: no stack to name it. */
-		if (in.gen == ~a->roles_gen &&
-		    in.e.c.contended + in.e.c.timeouts == 0)
-			continue;
-		row_decide(a, id, &in);
+	gen = a->roles_gen;
+	n = model_take_role_dirty(a->model, &ids);
+	if (gen == a->roles_swept) {
+		for (size_t i = 0; i < n; i++)
+			row_update(a, ids[i]);
+		return;
 	}
+	a->roles_swept = gen;
+	n = model_row_ids(a->model);
+	for (uint32_t id = 0; id < n; id++)
+		row_update(a, id);
 }
 
 /* Append a choice to the config file; false, with why in msg, if not. */
@@ -290,5 +360,7 @@ void roles_free(struct app *a)
 {
 	role_rules_free(a->roles);
 	a->roles = NULL;
+	free(a->role_verdicts);
+	a->role_verdicts = NULL;
 	a->roles_gen++;
 }

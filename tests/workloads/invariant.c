@@ -24,7 +24,10 @@
  *
  * CALL-tree is a forking server: the parent forks WORKERS processes, each
  * making the call in its main thread, waits for them (waitpid) and prints
- * what each printed and how it ended, in order; CALL-tree-late forks one
+ * what each printed and how it ended, in order; CALL-tree-handler's
+ * parent has a SIGCHLD handler, its workers the SIGUSR2 one (both without
+ * SA_RESTART), and it says how many of its waits were interrupted:
+ * qsptop must send it no SIGCHLD. CALL-tree-late forks one
  * more worker MS/2 later, whose first call waits MS/2. A tree's NOTES
  * begin with "workers N" (the subjects to see before qsptop starts) and
  * "processes N" (the tree's, the late worker's included). The *_shared
@@ -517,7 +520,7 @@ static const struct call calls[] = {
 	{ "nanosleep", SYS_clock_nanosleep, call_nanosleep },
 	{ "clock_nanosleep", SYS_clock_nanosleep, call_clock_nanosleep },
 	{ "clock_nanosleep_abs", SYS_clock_nanosleep, call_clock_nanosleep_abs },
-	{ "poll", SYS_poll, call_poll, .tree = TREE },
+	{ "poll", SYS_poll, call_poll, .tree = TREE | LATE },
 	{ "poll_event", SYS_poll, call_poll_event, .deliver = write_pipe },
 	{ "ppoll", SYS_ppoll, call_ppoll },
 	{ "ppoll_event", SYS_ppoll, call_ppoll_event, .deliver = write_pipe },
@@ -682,17 +685,20 @@ static void *run_phases(void *arg)
 
 /* What follows a call's name in a case name: where, and the handler. */
 static const char *const variants[] = { "main", "main-handler", "worker",
-					"worker-handler", "tree", "tree-late" };
+					"worker-handler", "tree", "tree-handler",
+					"tree-late" };
 #define NVARIANTS (int)(sizeof(variants) / sizeof(variants[0]))
-#define TREE_VARIANT 4
+#define TREE_VARIANT 4		/* it and those after fork a tree */
+#define LATE_VARIANT 6
+#define HAS_HANDLER(v) ((v) % 2 == 1)
 
 /* Whether call c runs in variant v (the companions' only in main). */
 static bool has_variant(const struct call *c, int v)
 {
-	if (v == TREE_VARIANT)
-		return c->tree & TREE;
-	if (v > TREE_VARIANT)
+	if (v == LATE_VARIANT)
 		return c->tree & LATE;
+	if (v >= TREE_VARIANT)
+		return c->tree & TREE;
 	return !(c->tree & ONLY_TREE) && (v < 2 || !c->companion);
 }
 
@@ -775,14 +781,41 @@ static pid_t fork_worker(struct ctx *x, const char *notes, int ms, int *out)
 	return pid;
 }
 
-/* Wait for worker i, then print what it printed and how it ended. */
-static bool reap_worker(int i, pid_t pid, int out)
+/*
+ * Reap the n workers in the order they end, as a server does
+ * (waitpid(-1)), their statuses into status; how many waits a signal
+ * interrupted (with the SIGCHLD handler, only a SIGCHLD that no ending
+ * worker sent can).
+ */
+static int reap_workers(const pid_t *pid, int n, int *status)
+{
+	int left = 0, interrupted = 0, st;
+	pid_t got;
+
+	for (int i = 0; i < n; i++)
+		left += pid[i] > 0;
+	while (left > 0) {
+		got = waitpid(-1, &st, 0);
+		if (got < 0 && errno == EINTR) {
+			interrupted++;
+			continue;
+		}
+		if (got < 0)
+			break;
+		for (int i = 0; i < n; i++)
+			if (pid[i] == got) {
+				status[i] = st;
+				left--;
+			}
+	}
+	return interrupted;
+}
+
+/* Print what worker i printed and how it ended; whether it exited 0. */
+static bool tell_worker(int i, int status, int out)
 {
 	char buf[4096];
-	int status = 0;
 	FILE *f = fdopen(out, "r");
-	bool ok = waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
-		  WEXITSTATUS(status) == 0;
 
 	while (f && fgets(buf, sizeof(buf), f))
 		printf("worker %d: %s", i, buf);
@@ -792,7 +825,7 @@ static bool reap_worker(int i, pid_t pid, int out)
 		printf("worker %d: killed by %s\n", i, sigabbrev_np(WTERMSIG(status)));
 	else
 		printf("worker %d: exit status %d\n", i, WEXITSTATUS(status));
-	return ok;
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
 /* The late worker, forked ms/2 after the others, waits ms/2 first. */
@@ -811,14 +844,20 @@ static pid_t fork_late(struct ctx *x, const char *notes, long began, int *out)
 	return fork_worker(x, notes, x->ms / 2, out);
 }
 
-/* A forking server: the workers make the call, the parent waits for them. */
-static int run_tree(struct ctx *x, const char *notes, bool late)
+/*
+ * A forking server: the workers make the call, the parent waits for them;
+ * with handler, in waits that a SIGCHLD handler without SA_RESTART would
+ * interrupt.
+ */
+static int run_tree(struct ctx *x, const char *notes, bool late, bool handler)
 {
-	int n = WORKERS + late, out[WORKERS + 1];
+	int n = WORKERS + late, out[WORKERS + 1], status[WORKERS + 1] = { 0 };
 	pid_t pid[WORKERS + 1];
 	long began = now_ms();
 	bool ok = true;
 
+	if (handler)
+		catch_signal(SIGCHLD);
 	if (!share()) {
 		perror("wl_invariant: tree set-up");
 		return 1;
@@ -830,8 +869,9 @@ static int run_tree(struct ctx *x, const char *notes, bool late)
 	note(x, "wait", late ? -1 : SYS_wait4);
 	if (late)
 		pid[WORKERS] = fork_late(x, notes, began, &out[WORKERS]);
+	printf("parent: %d waits interrupted\n", reap_workers(pid, n, status));
 	for (int i = 0; i < n; i++)
-		ok &= pid[i] > 0 && reap_worker(i, pid[i], out[i]);
+		ok &= pid[i] > 0 && tell_worker(i, status[i], out[i]);
 	printf("exit %d\n", ok ? 0 : 1);
 	return ok ? 0 : 1;
 }
@@ -855,10 +895,11 @@ int main(int argc, char **argv)
 		perror("wl_invariant: set-up");
 		return 1;
 	}
-	if (variant >= TREE_VARIANT)
-		return run_tree(&x, argv[3], variant > TREE_VARIANT);
-	if (variant % 2)
+	if (HAS_HANDLER(variant))
 		catch_signal(SIGUSR2);
+	if (variant >= TREE_VARIANT)
+		return run_tree(&x, argv[3], variant == LATE_VARIANT,
+				HAS_HANDLER(variant));
 	/* The plugin's constructor sleeps past the main thread's call. */
 	snprintf(plugin_ms, sizeof(plugin_ms), "%d", x.ms + 1000);
 	setenv("INVARIANT_PLUGIN_MS", plugin_ms, 1);

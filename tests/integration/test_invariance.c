@@ -24,6 +24,7 @@
 
 #define CALL_MS 2500		/* how long the subject's first call waits */
 #define PARALLEL 32		/* runs at once: mostly asleep */
+#define TREE_PARALLEL 6		/* trees besides: each loads 4 or 5 collectors */
 #define PARKED_MS 15000		/* deadlines that catch a hang */
 #define QSPTOP_MS 20000
 #define TARGET_MS 30000
@@ -46,11 +47,17 @@ struct trial {
 	char problem[320];		/* qsptop's fault, or the harness's */
 	int processes;			/* a tree's, from its notes; 0: no tree */
 	int watched[2];			/* how many of them each qsptop watched */
+	char *said_all;			/* the first tree qsptop's stderr */
 };
 
 static struct trial *trials;
 static int ntrials;
-static atomic_int next_trial;
+
+/* Threads that run the trials of trees, or of the other cases. */
+struct pool {
+	bool trees;
+	atomic_int next;		/* the next trial to look at */
+};
 
 /* The system call thread tid (of any process) is in; -1 running, -2 gone. */
 static long syscall_of(long tid)
@@ -282,6 +289,8 @@ static void judge_qsptop(struct trial *t, int which, int status,
 		snprintf(said, sizeof(t->attach[0]), "refused: %s", line);
 	if (t->processes)
 		tell_watched(t, which);
+	if (t->processes && which == 0)
+		t->said_all = strdup(msg);
 	if (status < 0 || status >= 128)
 		snprintf(t->problem, sizeof(t->problem), "qsptop %d %s", which + 1,
 			 status < 0 ? "hung (or never started)" :
@@ -388,13 +397,21 @@ static void run_trial(struct trial *t)
 	t->out = slurp_file(out, "");
 }
 
+/* Whether a case is a forking server's (CALL-tree...). */
+static bool is_tree(const char *name)
+{
+	return strstr(name, "-tree") != NULL;
+}
+
+/* Run the trials of the pool's kind, one after another. */
 static void *run_trials(void *arg)
 {
+	struct pool *p = arg;
 	int i;
 
-	(void)arg;
-	while ((i = atomic_fetch_add(&next_trial, 1)) < ntrials)
-		run_trial(&trials[i]);
+	while ((i = atomic_fetch_add(&p->next, 1)) < ntrials)
+		if (is_tree(trials[i].name) == p->trees)
+			run_trial(&trials[i]);
 	return NULL;
 }
 
@@ -484,8 +501,9 @@ static void check_case(const struct trial *runs)
 		check_same(&runs[0], &runs[r]);
 	CHECK(w->processes == 0 || w->watched[0] == w->processes, "%s watched: "
 	      "expected qsptop --children to watch all %d processes of the "
-	      "tree, then detach; it watched %d (%s)", w->name, w->processes,
-	      w->watched[0], w->attach[0]);
+	      "tree, then detach; it watched %d (%s); it said:\n%s-- end",
+	      w->name, w->processes, w->watched[0], w->attach[0],
+	      w->said_all ? w->said_all : "");
 	printf("%s: watched %s (1: %s; 2: %s); killed:", w->name,
 	       same_word(&runs[0], w), w->attach[0], w->attach[1]);
 	for (int k = 0; k < KILLS; k++)
@@ -496,7 +514,8 @@ static void check_case(const struct trial *runs)
 int main(int argc, char **argv)
 {
 	static char *names[MAX_CASES];
-	pthread_t pool[PARALLEL];
+	static struct pool trees = { .trees = true }, others = { .trees = false };
+	pthread_t threads[PARALLEL + TREE_PARALLEL];
 	int ncases;
 	long began;
 
@@ -509,10 +528,11 @@ int main(int argc, char **argv)
 		trials[i] = (struct trial){ .name = names[i / RUNS],
 					    .run = i % RUNS };
 	began = monotonic_ms();
-	for (int i = 0; i < PARALLEL; i++)
-		pthread_create(&pool[i], NULL, run_trials, NULL);
-	for (int i = 0; i < PARALLEL; i++)
-		pthread_join(pool[i], NULL);
+	for (int i = 0; i < PARALLEL + TREE_PARALLEL; i++)
+		pthread_create(&threads[i], NULL, run_trials,
+			       i < PARALLEL ? &others : &trees);
+	for (int i = 0; i < PARALLEL + TREE_PARALLEL; i++)
+		pthread_join(threads[i], NULL);
 	for (int c = 0; c < ncases; c++)
 		check_case(&trials[c * RUNS]);
 	printf("%d cases, %d runs in %ld s\n", ncases, ntrials,

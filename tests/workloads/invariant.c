@@ -21,6 +21,18 @@
  * and the calls that have no timeout). The last three calls are a sleep
  * in the main thread while another thread is inside a plugin's
  * constructor (the loader lock held), spins, or calls malloc.
+ *
+ * CALL-tree is a forking server: the parent forks WORKERS processes, each
+ * making the call in its main thread, waits for them (waitpid) and prints
+ * what each printed and how it ended, in order; CALL-tree-handler's
+ * parent has a SIGCHLD handler, its workers the SIGUSR2 one (both without
+ * SA_RESTART), and it says how many of its waits were interrupted:
+ * qsptop must send it no SIGCHLD. CALL-tree-late forks one
+ * more worker MS/2 later, whose first call waits MS/2. A tree's NOTES
+ * begin with "workers N" (the subjects to see before qsptop starts) and
+ * "processes N" (the tree's, the late worker's included). The *_shared
+ * calls wait on what the workers share: each worker's helper posts the
+ * semaphore, or connects to the listening socket, once.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -39,6 +51,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/select.h>
 #include <sys/socket.h>
@@ -50,6 +64,14 @@
 #define PHASE2_MS 200
 #define EARLY_MS 250	/* a call that ends this much before its time is early */
 #define CHILD_STATUS 7	/* waitpid's child exits with it */
+#define WORKERS 3	/* a tree's workers, forked at once */
+
+/* Which cases a call has, besides main and worker (and their -handler). */
+enum {
+	TREE = 1,		/* CALL-tree */
+	ONLY_TREE = 2,		/* no main or worker case */
+	LATE = 4,		/* CALL-tree-late */
+};
 
 /* What a call returned: its value and errno (or the error it returned). */
 struct outcome {
@@ -68,7 +90,17 @@ struct call {
 	void (*hold)(struct ctx *);		/* in the helper, before it is ready */
 	void (*deliver)(struct ctx *);		/* the helper's event, after MS */
 	void (*companion)(struct ctx *);	/* another thread's business */
+	int tree;				/* TREE, ONLY_TREE, LATE */
 };
+
+/* What a tree's workers share, made before the first fork. */
+struct shared {
+	sem_t sem;			/* sem_shared: each worker's helper posts once */
+	int listener;			/* accept_shared: each helper connects once */
+	struct sockaddr_in addr;
+};
+
+static struct shared *shared;
 
 /* What the calls wait on, made once for both phases. */
 struct ctx {
@@ -300,6 +332,23 @@ static struct outcome call_sem_clockwait(struct ctx *x)
 	return result(sem_clockwait(&x->sem, CLOCK_MONOTONIC, &t));
 }
 
+static struct outcome call_sem_shared(struct ctx *x)
+{
+	(void)x;
+	return result(sem_wait(&shared->sem));
+}
+
+static struct outcome call_accept_shared(struct ctx *x)
+{
+	int fd = accept(shared->listener, NULL, NULL);
+	struct outcome o = result(fd < 0 ? -1 : 0);
+
+	(void)x;
+	if (fd >= 0)
+		close(fd);
+	return o;
+}
+
 static struct outcome call_cond_timedwait(struct ctx *x)
 {
 	struct timespec t = after(CLOCK_REALTIME, x->ms);
@@ -378,6 +427,7 @@ static void block_usr1(struct ctx *x)
 static void lock_held(struct ctx *x) { pthread_mutex_lock(&x->held); }
 static void unlock_held(struct ctx *x) { pthread_mutex_unlock(&x->held); }
 static void post_sem(struct ctx *x) { sem_post(&x->sem); }
+static void post_shared(struct ctx *x) { (void)x; sem_post(&shared->sem); }
 static void signal_subject(struct ctx *x) { pthread_kill(x->subject, SIGUSR1); }
 
 static void write_pipe(struct ctx *x)
@@ -392,14 +442,17 @@ static void write_socket(struct ctx *x)
 		perror("write");
 }
 
-static void connect_peer(struct ctx *x)
+static void connect_to(const struct sockaddr_in *addr)
 {
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 
-	if (connect(fd, (struct sockaddr *)&x->addr, sizeof(x->addr)) < 0)
+	if (connect(fd, (const struct sockaddr *)addr, sizeof(*addr)) < 0)
 		perror("connect");
 	close(fd);
 }
+
+static void connect_peer(struct ctx *x) { connect_to(&x->addr); }
+static void connect_shared(struct ctx *x) { (void)x; connect_to(&shared->addr); }
 
 /* The companions: other threads' business while main sleeps. */
 
@@ -462,12 +515,12 @@ static void malloc_loop(struct ctx *x)
  * last three are a nanosleep beside a companion thread.
  */
 static const struct call calls[] = {
-	{ "sleep", SYS_clock_nanosleep, call_sleep },
+	{ "sleep", SYS_clock_nanosleep, call_sleep, .tree = TREE | LATE },
 	{ "usleep", SYS_clock_nanosleep, call_usleep },
 	{ "nanosleep", SYS_clock_nanosleep, call_nanosleep },
 	{ "clock_nanosleep", SYS_clock_nanosleep, call_clock_nanosleep },
 	{ "clock_nanosleep_abs", SYS_clock_nanosleep, call_clock_nanosleep_abs },
-	{ "poll", SYS_poll, call_poll },
+	{ "poll", SYS_poll, call_poll, .tree = TREE | LATE },
 	{ "poll_event", SYS_poll, call_poll_event, .deliver = write_pipe },
 	{ "ppoll", SYS_ppoll, call_ppoll },
 	{ "ppoll_event", SYS_ppoll, call_ppoll_event, .deliver = write_pipe },
@@ -490,9 +543,13 @@ static const struct call calls[] = {
 	{ "sem_wait", SYS_futex, call_sem_wait, .deliver = post_sem },
 	{ "sem_timedwait", SYS_futex, call_sem_timedwait },
 	{ "sem_clockwait", SYS_futex, call_sem_clockwait },
-	{ "cond_timedwait", SYS_futex, call_cond_timedwait },
+	{ "sem_shared", SYS_futex, call_sem_shared, .deliver = post_shared,
+	  .tree = TREE | ONLY_TREE },
+	{ "accept_shared", SYS_accept, call_accept_shared,
+	  .deliver = connect_shared, .tree = TREE | ONLY_TREE },
+	{ "cond_timedwait", SYS_futex, call_cond_timedwait, .tree = TREE },
 	{ "mutex_lock", SYS_futex, call_mutex_lock, .hold = lock_held,
-	  .deliver = unlock_held },
+	  .deliver = unlock_held, .tree = TREE },
 	{ "futex_wait", SYS_futex, call_futex_wait },
 	{ "plugin_ctor", SYS_clock_nanosleep, call_nanosleep,
 	  .companion = load_plugin },
@@ -628,26 +685,34 @@ static void *run_phases(void *arg)
 
 /* What follows a call's name in a case name: where, and the handler. */
 static const char *const variants[] = { "main", "main-handler", "worker",
-					"worker-handler" };
+					"worker-handler", "tree", "tree-handler",
+					"tree-late" };
+#define NVARIANTS (int)(sizeof(variants) / sizeof(variants[0]))
+#define TREE_VARIANT 4		/* it and those after fork a tree */
+#define LATE_VARIANT 6
+#define HAS_HANDLER(v) ((v) % 2 == 1)
 
 /* Whether call c runs in variant v (the companions' only in main). */
 static bool has_variant(const struct call *c, int v)
 {
-	return v < 2 || !c->companion;
+	if (v == LATE_VARIANT)
+		return c->tree & LATE;
+	if (v >= TREE_VARIANT)
+		return c->tree & TREE;
+	return !(c->tree & ONLY_TREE) && (v < 2 || !c->companion);
 }
 
 static int list(void)
 {
 	for (size_t i = 0; i < NCALLS; i++)
-		for (int v = 0; v < 4; v++)
+		for (int v = 0; v < NVARIANTS; v++)
 			if (has_variant(&calls[i], v))
 				printf("%s-%s\n", calls[i].name, variants[v]);
 	return 0;
 }
 
-/* The call of case name, and where and whether with a handler; NULL if none. */
-static const struct call *parse_case(const char *name, bool *worker,
-				     bool *handler)
+/* The call of case name, and its variant's index; NULL if none. */
+static const struct call *parse_case(const char *name, int *variant)
 {
 	const char *dash = strchr(name, '-');
 	size_t n = dash ? (size_t)(dash - name) : 0;
@@ -655,11 +720,10 @@ static const struct call *parse_case(const char *name, bool *worker,
 	for (size_t i = 0; dash && i < NCALLS; i++) {
 		if (strlen(calls[i].name) != n || strncmp(name, calls[i].name, n))
 			continue;
-		for (int v = 0; v < 4; v++) {
+		for (int v = 0; v < NVARIANTS; v++) {
 			if (strcmp(dash + 1, variants[v]) == 0 &&
 			    has_variant(&calls[i], v)) {
-				*worker = v >= 2;
-				*handler = v % 2;
+				*variant = v;
 				return &calls[i];
 			}
 		}
@@ -667,17 +731,162 @@ static const struct call *parse_case(const char *name, bool *worker,
 	return NULL;
 }
 
+/* The tree's shared semaphore and listening socket; false if they failed. */
+static bool share(void)
+{
+	socklen_t len = sizeof(shared->addr);
+
+	shared = mmap(NULL, sizeof(*shared), PROT_READ | PROT_WRITE,
+		      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (shared == MAP_FAILED)
+		return false;
+	shared->listener = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	shared->addr = (struct sockaddr_in){ .sin_family = AF_INET,
+		.sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	return sem_init(&shared->sem, 1, 0) == 0 &&
+	       bind(shared->listener, (struct sockaddr *)&shared->addr,
+		    sizeof(shared->addr)) == 0 &&
+	       listen(shared->listener, WORKERS * 4) == 0 &&
+	       getsockname(shared->listener, (struct sockaddr *)&shared->addr,
+			   &len) == 0;
+}
+
+/* A worker: its own ctx, its phases, its output into the pipe out. */
+static void worker(struct ctx *x, const char *notes, int ms, int out)
+{
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (dup2(out, STDOUT_FILENO) < 0 || !ctx_init(x, notes)) {
+		perror("wl_invariant: worker set-up");
+		_exit(1);
+	}
+	x->ms = ms;
+	run_phases(x);
+	printf("exit 0\n");
+	_exit(0);
+}
+
+/* Fork a worker whose first call waits ms; its pid, or -1. */
+static pid_t fork_worker(struct ctx *x, const char *notes, int ms, int *out)
+{
+	int p[2];
+	pid_t pid;
+
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -1;
+	pid = fork();
+	if (pid == 0)
+		worker(x, notes, ms, p[1]);
+	close(p[1]);
+	*out = p[0];
+	return pid;
+}
+
+/*
+ * Reap the n workers in the order they end, as a server does
+ * (waitpid(-1)), their statuses into status; how many waits a signal
+ * interrupted (with the SIGCHLD handler, only a SIGCHLD that no ending
+ * worker sent can).
+ */
+static int reap_workers(const pid_t *pid, int n, int *status)
+{
+	int left = 0, interrupted = 0, st;
+	pid_t got;
+
+	for (int i = 0; i < n; i++)
+		left += pid[i] > 0;
+	while (left > 0) {
+		got = waitpid(-1, &st, 0);
+		if (got < 0 && errno == EINTR) {
+			interrupted++;
+			continue;
+		}
+		if (got < 0)
+			break;
+		for (int i = 0; i < n; i++)
+			if (pid[i] == got) {
+				status[i] = st;
+				left--;
+			}
+	}
+	return interrupted;
+}
+
+/* Print what worker i printed and how it ended; whether it exited 0. */
+static bool tell_worker(int i, int status, int out)
+{
+	char buf[4096];
+	FILE *f = fdopen(out, "r");
+
+	while (f && fgets(buf, sizeof(buf), f))
+		printf("worker %d: %s", i, buf);
+	if (f)
+		fclose(f);
+	if (WIFSIGNALED(status))
+		printf("worker %d: killed by %s\n", i, sigabbrev_np(WTERMSIG(status)));
+	else
+		printf("worker %d: exit status %d\n", i, WEXITSTATUS(status));
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+/* The late worker, forked ms/2 after the others, waits ms/2 first. */
+static pid_t fork_late(struct ctx *x, const char *notes, long began, int *out)
+{
+	struct timespec t = { began / 1000, began % 1000 * 1000000L };
+
+	t.tv_sec += x->ms / 2 / 1000;
+	t.tv_nsec += x->ms / 2 % 1000 * 1000000L;
+	if (t.tv_nsec >= 1000000000L) {
+		t.tv_sec++;
+		t.tv_nsec -= 1000000000L;
+	}
+	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &t, NULL) == EINTR)
+		;
+	return fork_worker(x, notes, x->ms / 2, out);
+}
+
+/*
+ * A forking server: the workers make the call, the parent waits for them;
+ * with handler, in waits that a SIGCHLD handler without SA_RESTART would
+ * interrupt.
+ */
+static int run_tree(struct ctx *x, const char *notes, bool late, bool handler)
+{
+	int n = WORKERS + late, out[WORKERS + 1], status[WORKERS + 1] = { 0 };
+	pid_t pid[WORKERS + 1];
+	long began = now_ms();
+	bool ok = true;
+
+	if (handler)
+		catch_signal(SIGCHLD);
+	if (!share()) {
+		perror("wl_invariant: tree set-up");
+		return 1;
+	}
+	dprintf(x->notes, "workers %d\nprocesses %d\n", WORKERS, n + 1);
+	for (int i = 0; i < WORKERS; i++)
+		pid[i] = fork_worker(x, notes, x->ms, &out[i]);
+	/* The late worker's parent sleeps first: any state will do then. */
+	note(x, "wait", late ? -1 : SYS_wait4);
+	if (late)
+		pid[WORKERS] = fork_late(x, notes, began, &out[WORKERS]);
+	printf("parent: %d waits interrupted\n", reap_workers(pid, n, status));
+	for (int i = 0; i < n; i++)
+		ok &= pid[i] > 0 && tell_worker(i, status[i], out[i]);
+	printf("exit %d\n", ok ? 0 : 1);
+	return ok ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
 	static struct ctx x;
-	bool worker, handler;
+	int variant = 0;
 	char plugin_ms[16];
 	pthread_t t;
 
 	if (argc == 2 && strcmp(argv[1], "list") == 0)
 		return list();
-	if (argc != 4 || (x.call = parse_case(argv[1], &worker, &handler)) ==
-			 NULL || (x.ms = atoi(argv[2])) <= EARLY_MS) {
+	if (argc != 4 || (x.call = parse_case(argv[1], &variant)) == NULL ||
+	    (x.ms = atoi(argv[2])) <= 2 * EARLY_MS) {
 		fprintf(stderr, "usage: wl_invariant list | CASE MS NOTES\n");
 		return 2;
 	}
@@ -686,12 +895,15 @@ int main(int argc, char **argv)
 		perror("wl_invariant: set-up");
 		return 1;
 	}
-	if (handler)
+	if (HAS_HANDLER(variant))
 		catch_signal(SIGUSR2);
+	if (variant >= TREE_VARIANT)
+		return run_tree(&x, argv[3], variant == LATE_VARIANT,
+				HAS_HANDLER(variant));
 	/* The plugin's constructor sleeps past the main thread's call. */
 	snprintf(plugin_ms, sizeof(plugin_ms), "%d", x.ms + 1000);
 	setenv("INVARIANT_PLUGIN_MS", plugin_ms, 1);
-	if (worker) {
+	if (variant >= 2) {
 		pthread_create(&t, NULL, run_phases, &x);
 		pthread_join(t, NULL);
 	} else {

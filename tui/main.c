@@ -203,7 +203,9 @@ static int connected_status(struct app *a)
 	for (size_t i = 0; i < app_processes(a); i++) {
 		const struct client *c = app_client(a, i);
 
-		if (c->state == TARGET_LOST) {
+		/* A worker of a tree that ended without a goodbye (_exit) exited. */
+		if (c->state == TARGET_LOST &&
+		    (i == 0 || strcmp(app_process_state(a, i), "exited") != 0)) {
 			warning("lost the collector of PID %d: %s",
 				(int)app_pid(a, i), c->error);
 			rc = 1;

@@ -198,14 +198,20 @@ static int command_status(const struct app *a, int status)
 /* How qsptop ends after watching processes it did not launch. */
 static int connected_status(struct app *a)
 {
+	bool several = a->opt.npids > 1 || a->opt.children;
 	int rc = 0;
 
 	for (size_t i = 0; i < app_processes(a); i++) {
 		const struct client *c = app_client(a, i);
 
-		/* A worker of a tree that ended without a goodbye (_exit) exited. */
+		/*
+		 * Among several processes (a list, a tree), one that ended
+		 * without a goodbye (a worker's _exit()) has exited; alone,
+		 * it lost its collector, as a process killed does.
+		 */
 		if (c->state == TARGET_LOST &&
-		    (i == 0 || strcmp(app_process_state(a, i), "exited") != 0)) {
+		    (!several ||
+		     strcmp(app_process_state(a, i), "exited") != 0)) {
 			warning("lost the collector of PID %d: %s",
 				(int)app_pid(a, i), c->error);
 			rc = 1;

@@ -79,10 +79,19 @@ static void __attribute__((noinline)) worker_sem(void)
 	sem_wait(&sh->sem);
 }
 
+/*
+ * The calls. After each of the first WAITS, which hold the lock, a nap
+ * outside it: the other workers take it meanwhile, and this one then
+ * waits for them (glibc's mutex is not fair: without the nap, one
+ * worker could take it again and again while the others only wait).
+ */
 static void work(void)
 {
-	for (int i = 0; i < LOCKS; i++)
+	for (int i = 0; i < LOCKS; i++) {
 		worker_lock(i);
+		if (i < WAITS)
+			nap();
+	}
 	for (int i = 0; i < SEMS; i++)
 		sem_post(&sh->sem);
 	for (int i = 0; i < SEMS; i++)
@@ -105,6 +114,8 @@ static void exit_quietly(void)
 static void worker(bool exit_after)
 {
 	prctl(PR_SET_PDEATHSIG, SIGTERM);
+	if (exit_after)
+		note("exiter");
 	note("worker");
 	while (!end_asked) {
 		if (go_asked) {

@@ -27,6 +27,27 @@ static const char *const idle_kinds[] = {
 	"cnd_timedwait",
 };
 
+/*
+ * Waits a sample catches only in passing: a condition variable's signal
+ * or broadcast waits on its internal lock for the few instructions
+ * another signaller holds it. Counted, one sighting would name a blind
+ * spot for the thread's whole life (the demo's producer showed as
+ * "1 thread in pthread_cond_signal").
+ */
+static const char *const brief_kinds[] = {
+	"pthread_cond_signal", "pthread_cond_broadcast", "cnd_signal",
+	"cnd_broadcast",
+};
+
+/* Whether name is one of kinds[] (n of them). */
+static bool kind_in(const char *name, const char *const *kinds, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(name, kinds[i]) == 0)
+			return true;
+	return false;
+}
+
 /* A kind of wait and the threads seen in it. */
 struct kind {
 	char name[sizeof(((struct unseen_wait *)0)->kind)];
@@ -65,10 +86,12 @@ void unseen_free(struct unseen *u)
 
 bool unseen_idle_kind(const char *name)
 {
-	for (size_t i = 0; i < sizeof(idle_kinds) / sizeof(idle_kinds[0]); i++)
-		if (strcmp(name, idle_kinds[i]) == 0)
-			return true;
-	return false;
+	return kind_in(name, idle_kinds, sizeof(idle_kinds) / sizeof(idle_kinds[0]));
+}
+
+bool unseen_brief_kind(const char *name)
+{
+	return kind_in(name, brief_kinds, sizeof(brief_kinds) / sizeof(brief_kinds[0]));
 }
 
 /* Insert key into the pair set; whether it was new. */
@@ -158,7 +181,7 @@ static void look_at(struct unseen *u, struct symbols *symbols,
 	    (nr != SYS_futex && nr != SYS_futex_waitv))
 		return;
 	if (waitkind_of(u->waitkind, symbols, v[6], v[7], name, sizeof(name)) !=
-	    WAITKIND_UNSEEN)
+	    WAITKIND_UNSEEN || unseen_brief_kind(name))
 		return;
 	if (read_syscall(u, tid, again, sizeof(again)) && strcmp(line, again) == 0)
 		note(u, tid, name);

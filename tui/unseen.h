@@ -44,4 +44,7 @@ size_t unseen_waits(const struct unseen *u, struct unseen_wait *out,
 /* Whether threads waiting in function name wait for work or a thread's end. */
 bool unseen_idle_kind(const char *name);
 
+/* Whether a kind is only ever caught in passing, and so not counted. */
+bool unseen_brief_kind(const char *name);
+
 #endif

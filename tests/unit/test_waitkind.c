@@ -48,6 +48,12 @@ static void test_idle_kinds(void)
 	CHECK(unseen_idle_kind("pthread_cond_wait"), "a condvar wait is idle");
 	CHECK(!unseen_idle_kind("pthread_barrier_wait"), "a barrier is not idle");
 	CHECK(!unseen_idle_kind(WAITKIND_RAW), "a raw futex wait is not idle");
+	CHECK(unseen_brief_kind("pthread_cond_signal") &&
+	      unseen_brief_kind("pthread_cond_broadcast"),
+	      "a condvar's signal waits only in passing: not counted");
+	CHECK(!unseen_brief_kind("pthread_barrier_wait") &&
+	      !unseen_brief_kind(WAITKIND_RAW),
+	      "a barrier and a raw futex wait are counted");
 }
 
 /* Stats with the unseen waits given, in order. */

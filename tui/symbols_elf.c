@@ -133,22 +133,31 @@ static void syms_strip_versions(struct symbols_module *m)
 	}
 }
 
-/* Build m's sorted function table from libdwfl's best symbol table. */
-static void module_build_syms(struct symbols_module *m)
+/*
+ * A sorted table of m's functions, or of its data objects (STT_OBJECT with
+ * a size), from libdwfl's best symbol table, in *out; its length.
+ */
+static size_t module_table(struct symbols_module *m, bool data,
+			   struct symbols_func **out)
 {
-	int n;
+	int n = dwfl_module_getsymtab(m->dwfl_mod);
 	size_t count = 0;
 
-	m->syms_built = true;
-	n = dwfl_module_getsymtab(m->dwfl_mod);
 	if (n <= 1)
-		return;
-	m->syms = xreallocarray(NULL, (size_t)n, sizeof *m->syms);
+		return 0;
+	*out = xreallocarray(NULL, (size_t)n, sizeof **out);
 	for (int i = 1; i < n; i++)
-		if (sym_read(m->dwfl_mod, i, false, &m->syms[count]))
+		if (sym_read(m->dwfl_mod, i, data, &(*out)[count]))
 			count++;
-	qsort(m->syms, count, sizeof *m->syms, sym_compare);
-	m->nsyms = syms_finish(m->syms, count);
+	qsort(*out, count, sizeof **out, sym_compare);
+	return syms_finish(*out, count);
+}
+
+/* Build m's sorted function table. */
+static void module_build_syms(struct symbols_module *m)
+{
+	m->syms_built = true;
+	m->nsyms = module_table(m, false, &m->syms);
 	syms_strip_versions(m);
 }
 
@@ -261,22 +270,11 @@ struct symbols_func *symbols_elf_sym(struct symbols_module *m, uint64_t pc)
 	return syms_find(m->syms, m->nsyms, pc);
 }
 
-/* Build m's sorted table of data objects (STT_OBJECT with a size). */
+/* Build m's sorted table of data objects. */
 static void module_build_data(struct symbols_module *m)
 {
-	int n;
-	size_t count = 0;
-
 	m->data_built = true;
-	n = dwfl_module_getsymtab(m->dwfl_mod);
-	if (n <= 1)
-		return;
-	m->data = xreallocarray(NULL, (size_t)n, sizeof *m->data);
-	for (int i = 1; i < n; i++)
-		if (sym_read(m->dwfl_mod, i, true, &m->data[count]))
-			count++;
-	qsort(m->data, count, sizeof *m->data, sym_compare);
-	m->ndata = syms_finish(m->data, count);
+	m->ndata = module_table(m, true, &m->data);
 }
 
 struct symbols_func *symbols_elf_data(struct symbols_module *m,

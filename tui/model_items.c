@@ -9,7 +9,18 @@
 
 #include "model_impl.h"
 #include "model_items.h"
+#include "procs.h"
 #include "xalloc.h"
+
+void item_name_row(const struct model *m, struct item *it, uint32_t id)
+{
+	const struct row *r = &m->rows[id];
+
+	it->row_id = id;
+	it->proc = (uint16_t)procs_of(r->site);
+	it->role = r->role;
+	it->role_from = r->role_from;
+}
 
 void item_of_row(const struct model *m, const struct model_query *q,
 			uint32_t id, struct item *it)
@@ -21,7 +32,8 @@ void item_of_row(const struct model *m, const struct model_query *q,
 	it->c = r->since.calls;
 	it->last = r->iv.last;
 	it->max_wait = r->max_wait_ns;
-	it->row = it->row_id = id;
+	it->row = id;
+	item_name_row(m, it, id);
 	it->type = r->type;
 	it->keep = true;
 }
@@ -187,7 +199,7 @@ static void expand_entry(struct expand *x, uint32_t id,
 		it->object = r->object;
 		it->type = r->type;
 		it->row = NO_ROW;
-		it->row_id = id;
+		item_name_row(x->a.m, it, id);
 		x->callers[*slot] = (struct caller){ NO_ROW, 0, 0 };
 	}
 	it = &x->items[*slot];
@@ -204,7 +216,7 @@ static void expand_entry(struct expand *x, uint32_t id,
 	c->from_wait += e->w.wait_ns;
 	if (it->row == NO_ROW && c->from_wait > c->best_wait) {
 		c->best_wait = c->from_wait;
-		it->row_id = id;
+		item_name_row(x->a.m, it, id);
 	}
 }
 

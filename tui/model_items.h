@@ -20,9 +20,19 @@ struct item {
 	uint32_t row;		/* the row lending histogram, max and trend;
 				   NO_ROW for a caller only */
 	uint32_t row_id;	/* the row named for the line */
+	uint16_t proc;		/* of row_id (see item_name_row()) */
+	uint8_t role;
+	uint8_t role_from;
 	uint8_t type;
 	bool keep;		/* a wrapper's remainder only when not empty */
 };
+
+/*
+ * Name row id for item it, with what a line takes from it: its process
+ * (by the row's own site) and its role. Kept in the item, a line need not
+ * look at the row again.
+ */
+void item_name_row(const struct model *m, struct item *it, uint32_t id);
 
 /* An item for the whole of row id. */
 void item_of_row(const struct model *m, const struct model_query *q,

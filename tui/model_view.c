@@ -101,12 +101,6 @@ static bool filter_active(const struct model_query *q)
 	       q->site_label != NULL;
 }
 
-/* The process of an item: its row's (its site may be another's code). */
-static uint16_t item_proc(const struct model *m, const struct item *it)
-{
-	return (uint16_t)procs_of(m->rows[it->row_id].site);
-}
-
 /* Whether the label of a site contains the filter; each site asked once. */
 static bool site_matches(struct view_ctx *vc, uint64_t site)
 {
@@ -159,15 +153,6 @@ static void line_distinct(struct line *l, enum coalesce c, uint32_t distinct)
 	}
 }
 
-/* A line has the role of its heaviest row. */
-static void line_role(const struct model *m, struct line *l)
-{
-	const struct row *r = model_row(m, l->row_id);
-
-	l->role = r ? r->role : (uint8_t)role_of_type(l->type);
-	l->role_from = r ? r->role_from : ROLE_FROM_TYPE;
-}
-
 /*
  * Fill l from the members ids[first .. first + n), which share a group and
  * are sorted by member key. Returns whether any member's site passes the
@@ -187,29 +172,30 @@ static bool line_of(struct view_ctx *vc, uint32_t first, uint32_t n,
 	l->type = it->type;
 	l->site = it->site;
 	l->object = it->object;
-	l->row_id = it->row_id;
-	l->proc = item_proc(vc->m, it);
+	l->proc = it->proc;
 	l->first = first;
 	l->n = n;
 	for (uint32_t i = 0; i < n; i++, prev = it) {
 		it = &vc->items[ids[i]];
 		line_add(vc->m, l, it);
+		/* A line has the row id and role of its heaviest row. */
 		if (i == 0 || it->c.wait_ns > heaviest ||
 		    (it->c.wait_ns == heaviest && it->row_id < l->row_id)) {
 			heaviest = it->c.wait_ns;
 			l->row_id = it->row_id;
+			l->role = it->role;
+			l->role_from = it->role_from;
 		}
 		if (prev == NULL || member_key(it, c) != member_key(prev, c))
 			distinct++;
 		if (!match && procs_filter(vc->q->filter))
-			match = procs_pid(item_proc(vc->m, it)) ==
+			match = procs_pid(it->proc) ==
 				procs_filter(vc->q->filter);
 		else if (!match && (prev == NULL || it->site != prev->site))
 			match = site_matches(vc, it->site);
-		l->procs_mixed |= item_proc(vc->m, it) != l->proc;
+		l->procs_mixed |= it->proc != l->proc;
 	}
 	line_distinct(l, c, distinct);
-	line_role(vc->m, l);
 	return match && type_shown(vc->q, l->type, l->role);
 }
 

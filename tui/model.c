@@ -36,8 +36,8 @@ void model_free(struct model *m)
 		free(m->rows[i].se);
 	free(m->rows);
 	free(m->active);
-	free(m->touched);
-	free(m->role_dirty);
+	free(m->touched.ids);
+	free(m->role_dirty.ids);
 	free(m->waits);
 	free(m->stacks);
 	free(m->etab);
@@ -69,22 +69,40 @@ static bool id_ok(uint32_t id, size_t cap, uint32_t max)
 	return id < max && id <= cap + MODEL_MAX_ID_GAP;
 }
 
+/* Put id in list l unless there already (*mark: the row's mark for l). */
+static void id_list_add(struct id_list *l, uint64_t *mark, uint32_t id)
+{
+	if (*mark == l->epoch + 1)
+		return;
+	*mark = l->epoch + 1;
+	l->ids = xgrow(l->ids, &l->cap, l->n + 1, 64, sizeof *l->ids);
+	l->ids[l->n++] = id;
+}
+
+/* Empty list l, its ids in *ids (valid until it grows again); how many. */
+static size_t id_list_take(struct id_list *l, uint32_t **ids)
+{
+	size_t n = l->n;
+
+	*ids = l->ids;
+	l->n = 0;
+	l->epoch++;
+	return n;
+}
+
+/*
+ * Note that the evidence for row id's role changed: it was defined, or it
+ * waited. Acquisitions alone and a closed interval change no role.
+ */
+static void role_touch(struct model *m, uint32_t id)
+{
+	id_list_add(&m->role_dirty, &m->rows[id].role_dirty_in, id);
+}
+
 /* Note that the numbers of row id changed. */
 static void row_touch(struct model *m, uint32_t id)
 {
-	if (!m->rows[id].role_dirty) {
-		m->role_dirty = xgrow(m->role_dirty, &m->role_dirty_cap,
-				      m->n_role_dirty + 1, 64,
-				      sizeof *m->role_dirty);
-		m->role_dirty[m->n_role_dirty++] = id;
-		m->rows[id].role_dirty = true;
-	}
-	if (m->rows[id].touched)
-		return;
-	m->touched = xgrow(m->touched, &m->touched_cap, m->n_touched + 1, 64,
-			   sizeof *m->touched);
-	m->touched[m->n_touched++] = id;
-	m->rows[id].touched = true;
+	id_list_add(&m->touched, &m->rows[id].touched_in, id);
 }
 
 /*
@@ -122,6 +140,7 @@ int model_define_row(struct model *m, const struct proto_row *r)
 	row->object = r->object;
 	row->via = r->via;
 	row_touch(m, r->id);
+	role_touch(m, r->id);
 	return 0;
 }
 
@@ -145,14 +164,13 @@ static void row_waits_make(struct model *m, struct row *row)
 
 size_t model_take_touched(struct model *m, const void *taker, uint32_t **ids)
 {
-	size_t n = m->n_touched;
-
 	m->touched_by = taker;
-	for (size_t i = 0; i < n; i++)
-		m->rows[m->touched[i]].touched = false;
-	m->n_touched = 0;
-	*ids = m->touched;
-	return n;
+	return id_list_take(&m->touched, ids);
+}
+
+size_t model_take_role_dirty(struct model *m, uint32_t **ids)
+{
+	return id_list_take(&m->role_dirty, ids);
 }
 
 /* Put row id among those the next tick closes. */
@@ -186,6 +204,8 @@ void model_apply_delta(struct model *m, const struct proto_delta *d)
 		m->since_cond_wait += d->c.calls.wait_ns;
 	if (delta_waited(d))
 		row_waits_make(m, row);
+	if (d->c.calls.contended || d->c.calls.timeouts || d->c.calls.wait_ns)
+		role_touch(m, d->row);
 	if (d->max_wait_ns > row->max_wait_ns)
 		row->max_wait_ns = d->max_wait_ns;
 	interval_add(&row->iv, d->c.calls.acquisitions, d->c.calls.wait_ns);
@@ -297,6 +317,7 @@ void model_apply_stack_delta(struct model *m, const struct proto_stack_delta *d)
 	if (e == NULL)
 		return;
 	row_activate(m, d->row);
+	role_touch(m, d->row);
 	if (d->stack != PROTO_NO_STACK)
 		first_stack_note(m, m->rows[d->row].object, d->stack);
 	tid_note(m, d->tid);

@@ -319,8 +319,9 @@ struct role_input {
 size_t model_row_ids(const struct model *m);
 
 /*
- * The rows defined or changed since the last call, in *ids (valid until
- * the model next changes); how many. Their roles may need deciding again.
+ * The rows defined or that waited since the last call, in *ids (valid
+ * until the model next changes); how many. Their roles may need deciding
+ * again: acquisitions alone change no role's evidence.
  */
 size_t model_take_role_dirty(struct model *m, uint32_t **ids);
 

@@ -366,7 +366,7 @@ static bool cache_busy(struct view_cache *c, struct model *m)
 {
 	uint32_t *ids;
 
-	if (!c->built || m->n_touched <= m->n_defined / BUSY_PART)
+	if (!c->built || m->touched.n <= m->n_defined / BUSY_PART)
 		return false;
 	model_take_touched(m, c, &ids);
 	c->valid = false;

@@ -92,6 +92,18 @@ struct row_waits {
 				   an interval of the row write its ring */
 };
 
+/*
+ * A set of row ids, taken whole: a row is in it while its mark is the
+ * list's epoch + 1 (rows start at 0, out), so taking it (a new epoch)
+ * costs nothing per row.
+ */
+struct id_list {
+	uint32_t *ids;
+	size_t n;
+	size_t cap;
+	uint64_t epoch;		/* 64 bits: never wraps */
+};
+
 struct row {
 	uint64_t site;
 	uint64_t object;
@@ -106,8 +118,8 @@ struct row {
 	uint32_t waits;		/* index in model.waits + 1; 0 = never waited */
 	bool defined;
 	bool active;		/* in model.active */
-	bool touched;		/* in model.touched */
-	bool role_dirty;	/* in model.role_dirty */
+	uint64_t touched_in;	/* its mark for model.touched */
+	uint64_t role_dirty_in;	/* its mark for model.role_dirty */
 	uint8_t type;
 	uint8_t role;		/* enum role */
 	uint8_t role_from;	/* enum role_from */
@@ -152,14 +164,10 @@ struct model {
 	 * (model_cache.c), and a count of the changes a list cannot say:
 	 * rows defined, a reset, a folded interval.
 	 */
-	uint32_t *touched;
+	struct id_list touched;
 	const void *touched_by;	/* who took them last */
-	size_t n_touched;
-	size_t touched_cap;
-	/* The rows defined or changed since roles were last decided. */
-	uint32_t *role_dirty;
-	size_t n_role_dirty;
-	size_t role_dirty_cap;
+	/* The rows defined or that waited since roles were last decided. */
+	struct id_list role_dirty;
 	uint64_t structure;
 	struct row_waits *waits; /* of the rows that waited */
 	size_t n_waits;

@@ -6,17 +6,6 @@ size_t model_row_ids(const struct model *m)
 	return m->cap;
 }
 
-size_t model_take_role_dirty(struct model *m, uint32_t **ids)
-{
-	size_t n = m->n_role_dirty;
-
-	for (size_t i = 0; i < n; i++)
-		m->rows[m->role_dirty[i]].role_dirty = false;
-	m->n_role_dirty = 0;
-	*ids = m->role_dirty;
-	return n;
-}
-
 /* How many distinct threads waited on a row (its stack entries). */
 static uint32_t row_threads(const struct row *r)
 {

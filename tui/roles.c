@@ -272,8 +272,9 @@ static void row_update(struct app *a, uint32_t id)
 }
 
 /*
- * The rows defined or changed since the last call, or all of them when
- * the rules or the names changed: a refresh costs the rows that changed.
+ * The rows defined or that waited since the last call, or all of them
+ * when the rules or the names changed: a refresh costs the rows that
+ * waited.
  */
 void roles_update(struct app *a)
 {

@@ -4,6 +4,7 @@
  * folded objects and the header's stats.
  */
 #include "model_fixture.h"
+#include "../../tui/model_impl.h"
 
 static void test_accumulate(void)
 {
@@ -541,8 +542,45 @@ static void test_stats_sum_rows(void)
 	model_free(m);
 }
 
+/*
+ * The lists a refresh works from hold the rows that changed, each once,
+ * and are empty once taken: the touched rows (view cache) and the rows
+ * whose role may change, which acquisitions and ticks alone never are.
+ */
+static void test_change_lists(void)
+{
+	struct model *m = model_new();
+	uint32_t *ids;
+	size_t n;
+
+	def(m, 0, LOCK_MUTEX, 0x100, 0xa0);
+	def(m, 1, LOCK_MUTEX, 0x100, 0xa8);
+	CHECK_U64(model_take_role_dirty(m, &ids), 2);
+	CHECK_U64(model_take_touched(m, NULL, &ids), 2);
+	add(m, 0, 10, 0, 0, 0);
+	add(m, 0, 10, 0, 0, 0);
+	add(m, 1, 5, 2, 300, 200);
+	add(m, 1, 5, 2, 300, 200);
+	n = model_take_touched(m, NULL, &ids);
+	CHECK_U64(n, 2);
+	CHECK(n == 2 && ids[0] == 0 && ids[1] == 1,
+	      "touched: expected rows 0, 1 in order of change");
+	n = model_take_role_dirty(m, &ids);
+	CHECK_U64(n, 1);
+	CHECK(n == 1 && ids[0] == 1,
+	      "role dirty: expected only row 1, which waited; got row %u",
+	      n ? ids[0] : 0);
+	CHECK_U64(model_take_role_dirty(m, &ids), 0);
+	tick(m, 1000000000);
+	CHECK_U64(model_take_role_dirty(m, &ids), 0);
+	CHECK_U64(model_take_touched(m, NULL, &ids), 2);
+	CHECK_U64(model_take_touched(m, NULL, &ids), 0);
+	model_free(m);
+}
+
 int main(void)
 {
+	test_change_lists();
 	test_derived_numbers();
 	test_timeouts_avg_within_max();
 	test_avg_never_above_max();

@@ -88,32 +88,57 @@ static void print_header(FILE *out, const struct app *a, int width,
 	fputc('\n', out);
 }
 
-/* n spaces. */
-static void print_pad(FILE *out, int n)
+/* Text gathered for one write: batch output prints every row every time. */
+struct outbuf {
+	FILE *out;
+	size_t at;
+	char text[8192];
+};
+
+/* Add n bytes of text, or n spaces when text is NULL. */
+static void outbuf_add(struct outbuf *b, const char *text, size_t n)
 {
-	for (; n > 0; n--)
-		putc(' ', out);
+	while (n > 0) {
+		size_t room = sizeof(b->text) - b->at, k = n < room ? n : room;
+
+		if (text) {
+			memcpy(b->text + b->at, text, k);
+			text += k;
+		} else {
+			memset(b->text + b->at, ' ', k);
+		}
+		b->at += k;
+		n -= k;
+		if (b->at == sizeof(b->text)) {
+			fwrite(b->text, 1, b->at, b->out);
+			b->at = 0;
+		}
+	}
 }
 
 /*
  * One line of cells, separated by a space, each aligned in its width as
- * printf's %-*s and %*s align it (by bytes), without printf's parsing:
- * batch output prints every row of every interval.
+ * printf's %-*s and %*s align it (by bytes), without printf's parsing and
+ * written at once.
  */
 static void print_cells(FILE *out, const struct column_place *p, size_t n,
 			char cells[][520])
 {
+	struct outbuf b = { .out = out };
+
 	for (size_t i = 0; i < n; i++) {
 		size_t len = strlen(cells[i]);
-		int pad = (size_t)p[i].width > len ? p[i].width - (int)len : 0;
+		size_t width = p[i].width > 0 ? (size_t)p[i].width : 0;
+		size_t pad = width > len ? width - len : 0;
 
 		if (!p[i].col->left)
-			print_pad(out, pad);
-		fwrite(cells[i], 1, len, out);
+			outbuf_add(&b, NULL, pad);
+		outbuf_add(&b, cells[i], len);
 		if (p[i].col->left)
-			print_pad(out, pad);
-		putc(i + 1 < n ? ' ' : '\n', out);
+			outbuf_add(&b, NULL, pad);
+		outbuf_add(&b, i + 1 < n ? " " : "\n", 1);
 	}
+	fwrite(b.text, 1, b.at, out);
 }
 
 static void print_titles(FILE *out, const struct column_place *p, size_t n)

@@ -263,10 +263,11 @@ static void row_lend(const struct model *m, const struct row *r,
 {
 	const struct row_waits *w = row_waits(m, r);
 
-	for (int i = 0; i < HIST_BUCKETS; i++)
-		v->c.hist[i] += r->since.hist[i];
+	/* Only waits fill a histogram: a row that never waited has none. */
 	if (w == NULL)
 		return;
+	for (int i = 0; i < HIST_BUCKETS; i++)
+		v->c.hist[i] += r->since.hist[i];
 	for (size_t i = 0; i < TREND_LEN; i++) {
 		if (m->ticks + i >= TREND_LEN)
 			v->trend[i] += row_trend(w, m->ticks + i - TREND_LEN);

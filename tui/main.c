@@ -24,6 +24,7 @@
 #include "export.h"
 #include "format.h"
 #include "live.h"
+#include "names.h"
 #include "ns.h"
 #include "roles.h"
 #include "site.h"
@@ -373,6 +374,17 @@ static const char *query_site_label(void *app, uint64_t site)
 	return site_label(((struct app *)app)->symbols, site);
 }
 
+/* A row's names beside its site's label, for the filter. */
+static const char *query_row_names(void *app, uint64_t site, uint64_t object,
+				   uint32_t id)
+{
+	static char names[768];
+	struct app *a = app;
+
+	return names_of_row(a->symbols, a->wrappers, a->model, site, object,
+			    id, names, sizeof(names)) ? names : NULL;
+}
+
 static bool query_is_wrapper(void *app, uint64_t address)
 {
 	return wrappers_match(((struct app *)app)->wrappers, address);
@@ -385,7 +397,8 @@ static void setup_query(struct app *a)
 	a->query = (struct model_query){ .coalesce = a->opt.coalesce,
 		.sort = a->opt.sort, .ascending = a->opt.ascending,
 		.mix_idle = a->opt.mix_idle, .types = a->opt.types,
-		.site_label = query_site_label, .ctx = a,
+		.site_label = query_site_label, .row_names = query_row_names,
+		.ctx = a,
 		.skip_wrappers = wrappers_count(a->wrappers) > 0,
 		.is_wrapper = query_is_wrapper };
 	app_join_processes(a, a->opt.join_processes);

@@ -85,6 +85,14 @@ typedef const char *(*site_label_fn)(void *ctx, uint64_t site);
 /* Whether a return address lies in a lock wrapper function. */
 typedef bool (*is_wrapper_fn)(void *ctx, uint64_t address);
 
+/*
+ * The names of row id, seen at site on object, that the site's label does
+ * not hold, for the filter: its nearest named caller, its lock's name;
+ * NULL when none.
+ */
+typedef const char *(*row_names_fn)(void *ctx, uint64_t site, uint64_t object,
+				    uint32_t id);
+
 /* A field of the table's rows (field.h): what it sorts by. */
 struct field;
 
@@ -101,6 +109,7 @@ struct model_query {
 				   0 = all */
 	const char *filter;	/* substring of the site label; NULL = all */
 	site_label_fn site_label; /* needed to sort by site and filter */
+	row_names_fn row_names;	/* the filter matches these too; may be NULL */
 	void *ctx;
 	/*
 	 * With skip_wrappers, a row whose site is in a wrapper is split by its

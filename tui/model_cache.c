@@ -67,7 +67,7 @@ static bool same_query(const struct model_query *a,
 	       a->types == b->types && a->skip_wrappers == b->skip_wrappers &&
 	       a->is_wrapper == b->is_wrapper && a->ctx == b->ctx &&
 	       a->code == b->code &&
-	       a->site_label == b->site_label;
+	       a->site_label == b->site_label && a->row_names == b->row_names;
 }
 
 /* Whether the cache can follow views of q at all. */

@@ -121,6 +121,22 @@ static bool site_matches(struct view_ctx *vc, uint64_t site)
 	return vc->match[i];
 }
 
+/*
+ * Whether the names of an item's row hold the filter: a stripped site
+ * named by its caller, a lock by its name. Asked for each item whose site
+ * did not match: only while a filter is typed.
+ */
+static bool names_match(struct view_ctx *vc, const struct item *it)
+{
+	const struct model_query *q = vc->q;
+	const char *names;
+
+	if (q->row_names == NULL || procs_filter(q->filter))
+		return false;
+	names = q->row_names(q->ctx, it->site, it->object, it->row_id);
+	return names != NULL && strcasestr(names, q->filter) != NULL;
+}
+
 /* Whether the query shows a line of a lock type and role. */
 static bool type_shown(const struct model_query *q, unsigned type,
 		       unsigned role)
@@ -193,6 +209,8 @@ static bool line_of(struct view_ctx *vc, uint32_t first, uint32_t n,
 				procs_filter(vc->q->filter);
 		else if (!match && (prev == NULL || it->site != prev->site))
 			match = site_matches(vc, it->site);
+		if (!match && filter_active(vc->q))
+			match = names_match(vc, it);
 		l->procs_mixed |= it->proc != l->proc;
 	}
 	line_distinct(l, c, distinct);

@@ -91,6 +91,27 @@ enum name_from names_object(struct symbols *s, struct wrappers *w,
 	return NAME_NONE;
 }
 
+bool names_of_row(struct symbols *s, struct wrappers *w, const struct model *m,
+		  uint64_t site, uint64_t object, uint32_t id, char *buf,
+		  size_t size)
+{
+	struct view_row r = { .site = site, .object = object, .row_id = id,
+			      .n_sites = 1, .n_objects = 1 };
+	struct frame_info caller;
+	unsigned depth;
+	char lock[256];
+	size_t at = 0;
+
+	buf[0] = '\0';
+	if (names_caller(s, m, &r, &caller, &depth)) {
+		snprintf(buf, size, "%s", caller.symbol);
+		at = strlen(buf);
+	}
+	if (names_object(s, w, m, object, lock, sizeof(lock)) != NAME_NONE)
+		snprintf(buf + at, size - at, "%s%s", at ? " " : "", lock);
+	return buf[0] != '\0';
+}
+
 const char *names_from_word(enum name_from from)
 {
 	return from == NAME_SYMBOL ? "symbol" :

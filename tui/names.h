@@ -43,6 +43,15 @@ enum name_from names_object(struct symbols *s, struct wrappers *w,
 			    const struct model *m, uint64_t object, char *buf,
 			    size_t size);
 
+/*
+ * The names row id (at site, on object) has beside its site's label, in
+ * buf, separated by a space: its nearest named caller and its lock's
+ * name. False, buf empty, when it has neither.
+ */
+bool names_of_row(struct symbols *s, struct wrappers *w, const struct model *m,
+		  uint64_t site, uint64_t object, uint32_t id, char *buf,
+		  size_t size);
+
 /* The JSON word of a name's origin: "symbol", "first_locker" or NULL. */
 const char *names_from_word(enum name_from from);
 

@@ -591,7 +591,7 @@ const struct key_binding key_bindings[] = {
 	{ .keys = { 'd' }, .label = "d", .hint = "d delay", .hint_rank = 2,
 	  .help = "set the refresh delay", .act = act_delay },
 	{ .keys = { '/' }, .label = "/", .hint = "/ filter", .hint_rank = 8,
-	  .help = "filter by call site, function, file or module; pid:N for one process",
+	  .help = "filter by call site, function, file, module or name; pid:N for one process",
 	  .act = act_filter },
 	{ .keys = { 's' }, .label = "s", .hint = "s site", .hint_rank = 2,
 	  .help = "call site as function+offset or file:line",

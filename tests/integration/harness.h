@@ -510,6 +510,55 @@ static inline cJSON *watch_exact(pid_t pid, const char *notes, int *status)
 	*status = wait_status(q, 10000);
 	return load_json(json);
 }
+/* tmux -L SOCK ARGS..., NULL-terminated, quietly: its exit status. */
+static inline int tmux_quietly(const char *sock, ...)
+{
+	struct args a = { 0 };
+	va_list ap;
+	char *w;
+
+	args_add(&a, "tmux", "-L", (char *)sock, "-f", "/dev/null", NULL);
+	va_start(ap, sock);
+	while ((w = va_arg(ap, char *)) != NULL)
+		args_add(&a, w, NULL);
+	va_end(ap);
+	return run_quietly(a.v);
+}
+
+/*
+ * Whether pane "t" of tmux server sock comes to show text (shown) or to
+ * no longer show it within 30 s (a deadline for a hang, not a timing).
+ */
+static inline bool tmux_until(const char *sock, const char *text, bool shown)
+{
+	char *file = tmp_path("pane");
+	long end = monotonic_ms() + 30000;
+
+	do {
+		struct args a = { 0 };
+		struct start_opts o = { file, NULL, NULL, 0 };
+		char *s;
+		bool found;
+
+		args_add(&a, "tmux", "-L", (char *)sock, "capture-pane", "-p",
+			 "-t", "t", NULL);
+		wait_status(start_with(a.v, &o), 5000);
+		s = slurp_file(file, "");
+		found = strstr(s, text) != NULL;
+		free(s);
+		if (found == shown)
+			return true;
+		usleep(100000);
+	} while (monotonic_ms() < end);
+	return false;
+}
+
+/* The last capture tmux_until() made. */
+static inline char *tmux_last_screen(void)
+{
+	return slurp_file(tmp_path("pane"), "");
+}
+
 /* Set the paths from /proc/self/exe (BUILD/tests/TEST) and make tmp. */
 static inline void find_paths(const char *tmp_template, const char *wl_name)
 {

@@ -213,6 +213,51 @@ static void test_thread_names(void)
 	names_free(&nr);
 }
 
+/*
+ * On the live screen, the filter finds a line by its names, not only by
+ * its call site's: typed, it keeps the line whose named caller or lock
+ * name holds it (shown, on the kept line with it), and drops a line that
+ * has nothing of it (gone).
+ */
+static void check_filter(const char *program, const char *filter,
+			 const char *shown, const char *with, const char *gone)
+{
+	char sock[64], cmd[PATH_MAX * 3], *screen;
+
+	snprintf(sock, sizeof(sock), "qsptop-names-%d", (int)getpid());
+	snprintf(cmd, sizeof(cmd), "%s -d 0.3 -- %s/tests/%s", qsptop, build,
+		 program);
+	tmux_quietly(sock, "new-session", "-d", "-s", "t", "-x", "200", "-y",
+		     "40", cmd, NULL);
+	CHECK(tmux_until(sock, gone, true), "%s: the screen shows %s before "
+	      "the filter", program, gone);
+	tmux_quietly(sock, "send-keys", "-t", "t", "/", NULL);
+	tmux_quietly(sock, "send-keys", "-t", "t", "-l", filter, NULL);
+	tmux_quietly(sock, "send-keys", "-t", "t", "Enter", NULL);
+	CHECK(tmux_until(sock, gone, false), "%s: the filter %s drops %s",
+	      program, filter, gone);
+	screen = tmux_last_screen();
+	CHECK(line_with(screen, shown, with), "%s: the filter %s keeps the "
+	      "line with %s and %s; got:\n%s", program, filter, shown, with,
+	      screen);
+	free(screen);
+	tmux_quietly(sock, "send-keys", "-t", "t", "q", NULL);
+	tmux_quietly(sock, "kill-server", NULL);
+}
+
+/* The filter matches named callers and lock names too. */
+static void test_filter_names(void)
+{
+	if (tmux_quietly("qsptop-names-v", "-V", NULL) != 0) {
+		SKIP("no tmux");
+		return;
+	}
+	check_filter("wl_names_stripped", "exported_fn", "wl_names_stripped+0x",
+		     "exported_fn", "stats_add");
+	check_filter("wl_names", "stats+0x10", "stats_add", "stats+0x10",
+		     "log_write");
+}
+
 int main(void)
 {
 	find_paths("/tmp/qsptop-names-XXXXXX", "wl_names");
@@ -220,6 +265,7 @@ int main(void)
 	test_stripped_caller();
 	test_lock_names();
 	test_thread_names();
+	test_filter_names();
 	remove_tmp();
 	return check_summary();
 }

@@ -21,7 +21,7 @@
 #include "../unit/check.h"
 #include "harness.h"
 
-enum { RUN_TIMEOUT_MS = 120000, SCREEN_TIMEOUT_MS = 30000 };
+enum { RUN_TIMEOUT_MS = 120000 };
 
 /* qsptop -b over wl_roles for 3 s, with extra options; its snapshot. */
 static cJSON *run_roles(const char *const *extra, struct run *out)
@@ -253,46 +253,6 @@ static void test_config_malformed(void)
 	cJSON_Delete(snap);
 }
 
-/* tmux -L SOCK ARGS..., quietly: its exit status. */
-static int tmux_run(const char *sock, ...)
-{
-	struct args a = { 0 };
-	va_list ap;
-	char *w;
-
-	args_add(&a, "tmux", "-L", (char *)sock, "-f", "/dev/null", NULL);
-	va_start(ap, sock);
-	while ((w = va_arg(ap, char *)) != NULL)
-		args_add(&a, w, NULL);
-	va_end(ap);
-	return run_quietly(a.v);
-}
-
-/* Capture the pane into a file until it holds text; whether it did. */
-static bool pane_shows(const char *sock, const char *text)
-{
-	char *file = tmp_path("pane");
-	long end = monotonic_ms() + SCREEN_TIMEOUT_MS;
-
-	do {
-		struct args a = { 0 };
-		struct start_opts o = { file, NULL, NULL, 0 };
-		char *s;
-		bool found;
-
-		args_add(&a, "tmux", "-L", (char *)sock, "capture-pane", "-p",
-			 "-t", "t", NULL);
-		wait_status(start_with(a.v, &o), 5000);
-		s = slurp_file(file, "");
-		found = strstr(s, text) != NULL;
-		free(s);
-		if (found)
-			return true;
-		usleep(100000);
-	} while (monotonic_ms() < end);
-	return false;
-}
-
 /* R on the live screen flips the selected row, and the file keeps it. */
 static void test_live_key(void)
 {
@@ -302,26 +262,26 @@ static void test_live_key(void)
 	unlink(tmp_path("cfg/qsptop/roles"));
 	snprintf(sock, sizeof(sock), "qsptop-roles-%d", (int)getpid());
 	snprintf(cmd, sizeof(cmd), "%s -d 0.3 -- %s 30", qsptop, workload);
-	if (tmux_run(sock, "-V", NULL) != 0) {
+	if (tmux_quietly(sock, "-V", NULL) != 0) {
 		SKIP("no tmux");
 		return;
 	}
-	tmux_run(sock, "new-session", "-d", "-s", "t", "-x", "160", "-y",
+	tmux_quietly(sock, "new-session", "-d", "-s", "t", "-x", "160", "-y",
 		 "30", cmd, NULL);
-	CHECK(pane_shows(sock, "park_wait"), "the live screen shows park_wait");
-	tmux_run(sock, "send-keys", "-t", "t", "/", NULL);
-	tmux_run(sock, "send-keys", "-t", "t", "-l", "park_wait", NULL);
-	tmux_run(sock, "send-keys", "-t", "t", "Enter", NULL);
+	CHECK(tmux_until(sock, "park_wait", true), "the live screen shows park_wait");
+	tmux_quietly(sock, "send-keys", "-t", "t", "/", NULL);
+	tmux_quietly(sock, "send-keys", "-t", "t", "-l", "park_wait", NULL);
+	tmux_quietly(sock, "send-keys", "-t", "t", "Enter", NULL);
 	/* The details say the role; R flips what they say. */
-	tmux_run(sock, "send-keys", "-t", "t", "Enter", NULL);
-	CHECK(pane_shows(sock, "role idle (from heuristic"),
+	tmux_quietly(sock, "send-keys", "-t", "t", "Enter", NULL);
+	CHECK(tmux_until(sock, "role idle (from heuristic", true),
 	      "park_wait's details: expected \"role idle (from heuristic\"");
-	tmux_run(sock, "send-keys", "-t", "t", "R", NULL);
-	CHECK(pane_shows(sock, "park_wait: lock from now on (saved)"),
+	tmux_quietly(sock, "send-keys", "-t", "t", "R", NULL);
+	CHECK(tmux_until(sock, "park_wait: lock from now on (saved)", true),
 	      "R on park_wait's row: expected \"park_wait: lock from now on "
 	      "(saved)\" on the status line");
-	tmux_run(sock, "send-keys", "-t", "t", "q", NULL);
-	tmux_run(sock, "kill-server", NULL);
+	tmux_quietly(sock, "send-keys", "-t", "t", "q", NULL);
+	tmux_quietly(sock, "kill-server", NULL);
 	saved = slurp_file(tmp_path("cfg/qsptop/roles"), "");
 	CHECK_STR(saved, "wl_roles lock park_wait\n");
 	free(saved);

@@ -272,6 +272,58 @@ static void test_filter(void)
 	model_free(m);
 }
 
+/* Row 1 (Queue_Push) is called by producer_loop and locks "job_queue". */
+static const char *names_of(void *ctx, uint64_t site, uint64_t object,
+			    uint32_t id)
+{
+	(void)ctx;
+	(void)site;
+	(void)object;
+	return id == 1 ? "producer_loop job_queue" : NULL;
+}
+
+/*
+ * The filter also finds a line by the names its row has beside its
+ * site's label: its named caller, its lock's name; either half matches.
+ */
+static void test_filter_names(void)
+{
+	static const struct {
+		const char *filter;
+		const char *want;
+	} cases[] = {
+		{ "producer", "Queue_Push" },
+		{ "JOB_QUEUE", "Queue_Push" },
+		{ "main", "main" },
+		{ "pid:1", "" },
+		{ "nothing", "" },
+	};
+	struct model *m = model_new();
+	struct view_row *v;
+	char got[128];
+
+	def(m, 0, LOCK_MUTEX, 0x400, 0xa0);	/* worker_lock */
+	def(m, 1, LOCK_MUTEX, 0x500, 0xb0);	/* Queue_Push */
+	def(m, 2, LOCK_MUTEX, 0x600, 0xc0);	/* main */
+	add(m, 0, 1, 1, 20, 1);
+	add(m, 1, 1, 1, 30, 1);
+	add(m, 2, 1, 1, 10, 1);
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		struct model_query q = { .sort = by(SORT_TOTAL),
+					 .filter = cases[i].filter,
+					 .site_label = label_of,
+					 .row_names = names_of };
+		size_t n = model_view(m, &q, &v);
+
+		view_labels(v, n, got, sizeof got);
+		CHECK(strcmp(got, cases[i].want) == 0,
+		      "filter \"%s\" with row names: expected \"%s\", got \"%s\"",
+		      cases[i].filter, cases[i].want, got);
+		free(v);
+	}
+	model_free(m);
+}
+
 /* Process 1's code at 0x400 is process 0's (codes.h, in small). */
 static uint64_t same_code(void *ctx, uint64_t site)
 {
@@ -838,6 +890,7 @@ int main(void)
 	test_sort_keys();
 	test_tie_break();
 	test_filter();
+	test_filter_names();
 	test_processes();
 	test_types();
 	test_filter_coalesced();

@@ -312,6 +312,14 @@ static void test_wrappers_named_on_reattach(void)
 	CHECK(acquisitions_in(snap, "wc_lock") > 1000 * callers_sum(snap),
 	      "-p again: wc_lock counts %.0f, its callers %.0f",
 	      acquisitions_in(snap, "wc_lock"), callers_sum(snap));
+	/* The earlier session's wrappers are not this one's: no row of theirs. */
+	CHECK(snap && row_of(snap, "caller_a") == NULL &&
+	      row_of(snap, "caller_b") == NULL && row_of(snap, "caller_c") == NULL,
+	      "-p again: no row left for wc_lock's callers, got caller_a %s, "
+	      "caller_b %s, caller_c %s",
+	      row_of(snap, "caller_a") ? "a row" : "none",
+	      row_of(snap, "caller_b") ? "a row" : "none",
+	      row_of(snap, "caller_c") ? "a row" : "none");
 	cJSON_Delete(snap);
 	kill(pid, SIGTERM);
 	CHECK(wait_status(pid, 10000) == 0, "the looping workload ends well");

@@ -52,6 +52,22 @@ const char *const wrappers_builtin_globs[] = {
 	/* PostgreSQL's LWLocks and the semaphore their waits sleep on. */
 	"PGSemaphoreLock", "LWLockAcquire", "LWLockAcquireOrWait",
 	"LWLockWaitForVar",
+	/* Varnish's lock functions (exported by varnishd). */
+	"Lck__Lock", "Lck__Trylock", "Lck_CondWait*",
+	/* RocksDB's mutexes and condition variables. */
+	"rocksdb::port::Mutex::*", "rocksdb::port::RWMutex::*",
+	"rocksdb::port::CondVar::*", "rocksdb::InstrumentedMutex::*",
+	"rocksdb::InstrumentedCondVar::*",
+	/* APR's (apache2's) locks. */
+	"apr_thread_mutex_*lock", "apr_thread_rwlock_*lock",
+	"apr_thread_cond_*wait", "apr_proc_mutex_*lock", "apr_global_mutex_*lock",
+	/*
+	 * glib's: GRWLock and GRecMutex are pthread's; GMutex and GCond sleep
+	 * in futex(2) themselves, g_mutex_lock in a slow path it jumps to
+	 * (g_mutex_lock_slowpath, named only with debuginfo).
+	 */
+	"g_mutex_lock*", "g_rec_mutex_lock", "g_rw_lock_writer_lock",
+	"g_rw_lock_reader_lock", "g_cond_wait*",
 	NULL,
 };
 

@@ -87,7 +87,7 @@ size_t totals_items(struct totals_text *t, struct line_item *items,
 		{ .text = t->sort, .priority = 4 },
 		{ .text = t->coalesce, .priority = 3 },
 		{ .text = t->losses, .priority = lost ? 10 : 2 },
-		{ .text = t->wrappers, .priority = 7 },
+		{ .text = t->wrappers, .priority = 5 },
 		{ .text = t->unseen, .priority = 10, .shrink = true },
 	};
 	char v[32];

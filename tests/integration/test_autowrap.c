@@ -6,7 +6,8 @@
  * their ranges); then each caller takes a second lock exactly its count of
  * times. Every caller of a wrapper must have a row of that lock with
  * exactly its count, and the functions that are not wrappers (a long one
- * with three callers, a short one with one) keep their own rows.
+ * with three callers, a short one with one, a short one with three that
+ * also unlocks) keep their own rows.
  */
 #include <cJSON.h>
 #include <signal.h>
@@ -24,6 +25,7 @@ enum { RUN_TIMEOUT_MS = 120000, FIND_TIMEOUT_MS = 60000 };
 static const char *const wrapped[] = { "caller_a", "caller_b", "caller_c",
 				       "caller_d", "caller_e", "caller_f" };
 static const char *const unwrapped[] = { "caller_g", "caller_h", "caller_i",
+					 "caller_k", "caller_l", "caller_m",
 					 "caller_j" };
 
 #define N(a) (sizeof(a) / sizeof((a)[0]))
@@ -155,10 +157,10 @@ static void test_found(void)
 		CHECK(acquisitions_of(snap, exact, unwrapped[i]) == 0,
 		      "found: %s calls no wrapper: no row of its own, got %.0f",
 		      unwrapped[i], acquisitions_of(snap, exact, unwrapped[i]));
-	/* long_work locks twice a call; every acquisition is on some row. */
+	/* long_work and short_work lock twice a call (unwrapped[0..5]). */
 	total = sum_counts(result, wrapped, N(wrapped)) +
 		sum_counts(result, unwrapped, N(unwrapped)) +
-		sum_counts(result, unwrapped, 3);
+		sum_counts(result, unwrapped, 6);
 	CHECK(acquisitions_of(snap, exact, NULL) == total,
 	      "found: the lock's rows hold %ld acquisitions, got %.0f", total,
 	      acquisitions_of(snap, exact, NULL));

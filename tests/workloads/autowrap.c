@@ -9,6 +9,8 @@
  *   long_work()    not a wrapper: over 512 bytes of work around the lock it
  *                  takes, though caller_g, caller_h, caller_i call it
  *   single_lock()  not a wrapper: short, but only caller_j calls it
+ *   short_work()   not a wrapper: short, called by caller_k, caller_l and
+ *                  caller_m, but it also unlocks (it locks twice)
  *
  *   wl_autowrap GO RESULT   every caller in a thread of its own takes the
  *                           lock `warm` over and over, so that they wait
@@ -59,6 +61,14 @@ static void __attribute__((noinline)) single_lock(pthread_mutex_t *m)
 	sink++;
 }
 
+static void __attribute__((noinline)) short_work(pthread_mutex_t *m)
+{
+	pthread_mutex_lock(m);
+	sink++;
+	pthread_mutex_unlock(m);
+	pthread_mutex_lock(m);
+}
+
 #define CALLER(name, call)                                               \
 	void __attribute__((noinline)) name(pthread_mutex_t *m, long n); \
 	void __attribute__((noinline)) name(pthread_mutex_t *m, long n) \
@@ -81,6 +91,9 @@ CALLER(caller_g, long_work)
 CALLER(caller_h, long_work)
 CALLER(caller_i, long_work)
 CALLER(caller_j, single_lock)
+CALLER(caller_k, short_work)
+CALLER(caller_l, short_work)
+CALLER(caller_m, short_work)
 
 static const struct {
 	const char *name;
@@ -92,6 +105,8 @@ static const struct {
 	{ "caller_e", caller_e, 2500 }, { "caller_f", caller_f, 3500 },
 	{ "caller_g", caller_g, 1200 }, { "caller_h", caller_h, 1300 },
 	{ "caller_i", caller_i, 1400 }, { "caller_j", caller_j, 1700 },
+	{ "caller_k", caller_k, 1100 }, { "caller_l", caller_l, 1200 },
+	{ "caller_m", caller_m, 1300 },
 };
 
 #define NCALLERS (sizeof(callers) / sizeof(callers[0]))

@@ -5,7 +5,8 @@
  * wrappers (and two more intervals have passed, so that the collector has
  * their ranges); then each caller takes a second lock exactly its count of
  * times. Every caller of a wrapper must have a row of that lock with
- * exactly its count, and the functions that are not wrappers (a long one
+ * exactly its count, the same as a run given the wrappers' addresses
+ * with --wrapper has, and the functions that are not wrappers (a long one
  * with three callers, a short one with one, a short one with three that
  * also unlocks) keep their own rows.
  */
@@ -29,6 +30,9 @@ static const char *const unwrapped[] = { "caller_g", "caller_h", "caller_i",
 					 "caller_j" };
 
 #define N(a) (sizeof(a) / sizeof((a)[0]))
+
+/* The callers' counts in the run that found the wrappers; -1 unknown. */
+static double found_counts[N(wrapped)] = { -1, -1, -1, -1, -1, -1 };
 
 /* How often text occurs in the file at path. */
 static int occurrences(const char *path, const char *text)
@@ -152,6 +156,7 @@ static void test_found(void)
 		CHECK(want > 0 && got == want,
 		      "found: %s's row holds its %ld acquisitions exactly, got %.0f",
 		      wrapped[i], want, got);
+		found_counts[i] = got;
 	}
 	for (size_t i = 0; i < N(unwrapped); i++)
 		CHECK(acquisitions_of(snap, exact, unwrapped[i]) == 0,
@@ -189,11 +194,62 @@ static void test_not_looked_for(void)
 	cJSON_Delete(snap);
 }
 
+/* The address of function fn in the unstripped twin, from nm; 0 if none. */
+static unsigned long long offset_of(const char *fn)
+{
+	char cmd[PATH_MAX + 64], line[256], name[64], kind;
+	unsigned long long addr, found = 0;
+	FILE *p;
+
+	snprintf(cmd, sizeof(cmd), "nm %s/tests/wl_autowrap", build);
+	p = popen(cmd, "r");
+	while (p && fgets(line, sizeof(line), p))
+		if (sscanf(line, "%llx %c %63s", &addr, &kind, name) == 3 &&
+		    strcmp(name, fn) == 0)
+			found = addr;
+	if (p)
+		pclose(p);
+	return found;
+}
+
+/* The wrappers named by address (--wrapper) count as the found ones do. */
+static void test_named(void)
+{
+	char one[64], two[64], exact[64];
+	const char *extra[] = { "--no-auto-wrappers", "--wrapper", one,
+				"--wrapper", two, NULL };
+	char *out = tmp_path("named.out"), *result = tmp_path("named.res");
+	cJSON *snap;
+
+	snprintf(one, sizeof(one), "wl_autowrap_stripped+0x%llx",
+		 offset_of("one_lock"));
+	snprintf(two, sizeof(two), "wl_autowrap_stripped+0x%llx",
+		 offset_of("two_lock"));
+	CHECK(offset_of("one_lock") && offset_of("two_lock"),
+	      "nm finds one_lock and two_lock in wl_autowrap");
+	snap = run(extra, "dropped 0", out, result);
+	exact_object(result, exact);
+	CHECK(snap && exact[0], "named: a snapshot and the workload's result");
+	if (snap == NULL || !exact[0])
+		return;
+	for (size_t i = 0; i < N(wrapped); i++) {
+		double got = acquisitions_of(snap, exact, wrapped[i]);
+
+		CHECK(got == result_number(result, wrapped[i]) &&
+		      got == found_counts[i],
+		      "named: %s's row holds %.0f, as the run that found the "
+		      "wrappers (%.0f) and the workload (%ld)", wrapped[i], got,
+		      found_counts[i], result_number(result, wrapped[i]));
+	}
+	cJSON_Delete(snap);
+}
+
 int main(void)
 {
 	find_paths("/tmp/qsptop-autowrap-XXXXXX", "wl_autowrap_stripped");
 	signal(SIGPIPE, SIG_IGN);
 	test_found();
+	test_named();
 	test_not_looked_for();
 	remove_tmp();
 	return check_summary();

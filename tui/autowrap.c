@@ -199,10 +199,16 @@ static enum code_verdict judge_code(struct autowrap *aw, struct candidate *c)
 	return c->code;
 }
 
-/* Whether c passes the rule, to be counted through from now on. */
-static bool is_wrapper(struct autowrap *aw, struct candidate *c)
+/*
+ * Whether c passes the rule, to be counted through from now on. Called by
+ * a wrapper, one caller is enough: what a wrapper calls to take the lock
+ * (a static helper of a named wrapper) is part of it.
+ */
+static bool is_wrapper(struct autowrap *aw, struct candidate *c,
+		       bool in_wrapper)
 {
-	return !c->found && c->ncallers >= AUTOWRAP_MIN_CALLERS &&
+	return !c->found &&
+	       (c->ncallers >= AUTOWRAP_MIN_CALLERS || in_wrapper) &&
 	       c->hi - c->lo <= AUTOWRAP_MAX_BYTES &&
 	       judge_code(aw, c) == CODE_WRAPPER;
 }
@@ -221,7 +227,8 @@ static void record(struct autowrap *aw, struct candidate *c, struct wrappers *w)
 
 /*
  * The first frame outside every known wrapper holds the lock call, made
- * there or through those wrappers; the frame above it is its caller.
+ * there or through those wrappers; the frame above it is its caller, a
+ * wrapper itself when the function is a wrapper's helper.
  */
 static bool read_stack(struct autowrap *aw, const uint64_t *f, size_t depth,
 		       struct wrappers *w)
@@ -234,7 +241,7 @@ static bool read_stack(struct autowrap *aw, const uint64_t *f, size_t depth,
 	if (i + 1 >= depth || (c = candidate_of(aw, f[i])) == NULL)
 		return false;
 	add_caller(aw, c, f[i + 1]);
-	if (!is_wrapper(aw, c))
+	if (!is_wrapper(aw, c, wrappers_match(w, f[i + 1])))
 		return false;
 	record(aw, c, w);
 	return true;

@@ -1,8 +1,9 @@
 /*
  * Lock wrappers found without being named: a short function holding a lock
  * call (or a call to a wrapper) that the waits' stacks show reached from
- * several distinct functions, and whose code (read from the process)
- * calls no unlock function, is a wrapper, with a name or stripped. What
+ * several distinct functions, or from a wrapper, and whose code (read from
+ * the process) calls no unlock function, is a wrapper, with a name or
+ * stripped. What
  * is found is added to a struct wrappers, so that from then on its calls
  * count on its callers' rows, as for --wrapper.
  */

@@ -8,7 +8,8 @@
  * exactly its count, the same as a run given the wrappers' addresses
  * with --wrapper has, and the functions that are not wrappers (a long one
  * with three callers, a short one with one, a short one with three that
- * also unlocks) keep their own rows.
+ * also unlocks) keep their own rows. A short function with one caller is
+ * a wrapper's part when that caller is a wrapper named by address.
  */
 #include <cJSON.h>
 #include <signal.h>
@@ -28,6 +29,9 @@ static const char *const wrapped[] = { "caller_a", "caller_b", "caller_c",
 static const char *const unwrapped[] = { "caller_g", "caller_h", "caller_i",
 					 "caller_k", "caller_l", "caller_m",
 					 "caller_j" };
+
+/* The callers of outer_lock, which locks through helper_lock. */
+static const char *const outer[] = { "caller_n", "caller_o" };
 
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -162,10 +166,16 @@ static void test_found(void)
 		CHECK(acquisitions_of(snap, exact, unwrapped[i]) == 0,
 		      "found: %s calls no wrapper: no row of its own, got %.0f",
 		      unwrapped[i], acquisitions_of(snap, exact, unwrapped[i]));
+	for (size_t i = 0; i < N(outer); i++)
+		CHECK(acquisitions_of(snap, exact, outer[i]) == 0,
+		      "found: %s calls no wrapper (outer_lock is not named): no "
+		      "row of its own, got %.0f", outer[i],
+		      acquisitions_of(snap, exact, outer[i]));
 	/* long_work and short_work lock twice a call (unwrapped[0..5]). */
 	total = sum_counts(result, wrapped, N(wrapped)) +
 		sum_counts(result, unwrapped, N(unwrapped)) +
-		sum_counts(result, unwrapped, 6);
+		sum_counts(result, unwrapped, 6) +
+		sum_counts(result, outer, N(outer));
 	CHECK(acquisitions_of(snap, exact, NULL) == total,
 	      "found: the lock's rows hold %ld acquisitions, got %.0f", total,
 	      acquisitions_of(snap, exact, NULL));
@@ -212,12 +222,15 @@ static unsigned long long offset_of(const char *fn)
 	return found;
 }
 
-/* The wrappers named by address (--wrapper) count as the found ones do. */
+/*
+ * The wrappers named by address (--wrapper) count as the found ones do;
+ * outer_lock named, its helper is found as a part of it.
+ */
 static void test_named(void)
 {
-	char one[64], two[64], exact[64];
-	const char *extra[] = { "--no-auto-wrappers", "--wrapper", one,
-				"--wrapper", two, NULL };
+	char one[64], two[64], out3[64], exact[64];
+	const char *extra[] = { "--wrapper", one, "--wrapper", two,
+				"--wrapper", out3, NULL };
 	char *out = tmp_path("named.out"), *result = tmp_path("named.res");
 	cJSON *snap;
 
@@ -225,9 +238,12 @@ static void test_named(void)
 		 offset_of("one_lock"));
 	snprintf(two, sizeof(two), "wl_autowrap_stripped+0x%llx",
 		 offset_of("two_lock"));
-	CHECK(offset_of("one_lock") && offset_of("two_lock"),
-	      "nm finds one_lock and two_lock in wl_autowrap");
-	snap = run(extra, "dropped 0", out, result);
+	snprintf(out3, sizeof(out3), "wl_autowrap_stripped+0x%llx",
+		 offset_of("outer_lock"));
+	CHECK(offset_of("one_lock") && offset_of("two_lock") &&
+	      offset_of("outer_lock"),
+	      "nm finds one_lock, two_lock and outer_lock in wl_autowrap");
+	snap = run(extra, "wrappers: 1 found", out, result);
 	exact_object(result, exact);
 	CHECK(snap && exact[0], "named: a snapshot and the workload's result");
 	if (snap == NULL || !exact[0])
@@ -241,6 +257,17 @@ static void test_named(void)
 		      "wrappers (%.0f) and the workload (%ld)", wrapped[i], got,
 		      found_counts[i], result_number(result, wrapped[i]));
 	}
+	for (size_t i = 0; i < N(outer); i++) {
+		long want = result_number(result, outer[i]);
+		double got = acquisitions_of(snap, exact, outer[i]);
+
+		CHECK(want > 0 && got == want, "named: %s's row holds its %ld "
+		      "acquisitions through outer_lock and its helper, got %.0f",
+		      outer[i], want, got);
+	}
+	CHECK(cJSON_GetArraySize(cJSON_GetObjectItem(snap, "wrappers_found")) == 1,
+	      "named: one wrapper found (helper_lock), got %d",
+	      cJSON_GetArraySize(cJSON_GetObjectItem(snap, "wrappers_found")));
 	cJSON_Delete(snap);
 }
 

@@ -11,6 +11,9 @@
  *   single_lock()  not a wrapper: short, but only caller_j calls it
  *   short_work()   not a wrapper: short, called by caller_k, caller_l and
  *                  caller_m, but it also unlocks (it locks twice)
+ *   outer_lock()   called by caller_n and caller_o, locks through
+ *                  helper_lock(): its only caller, so that helper_lock is
+ *                  a wrapper's part only once outer_lock is named
  *
  *   wl_autowrap GO RESULT   every caller in a thread of its own takes the
  *                           lock `warm` over and over, so that they wait
@@ -69,6 +72,18 @@ static void __attribute__((noinline)) short_work(pthread_mutex_t *m)
 	pthread_mutex_lock(m);
 }
 
+static void __attribute__((noinline)) helper_lock(pthread_mutex_t *m)
+{
+	pthread_mutex_lock(m);
+	sink++;
+}
+
+static void __attribute__((noinline)) outer_lock(pthread_mutex_t *m)
+{
+	helper_lock(m);
+	sink++;
+}
+
 #define CALLER(name, call)                                               \
 	void __attribute__((noinline)) name(pthread_mutex_t *m, long n); \
 	void __attribute__((noinline)) name(pthread_mutex_t *m, long n) \
@@ -94,6 +109,8 @@ CALLER(caller_j, single_lock)
 CALLER(caller_k, short_work)
 CALLER(caller_l, short_work)
 CALLER(caller_m, short_work)
+CALLER(caller_n, outer_lock)
+CALLER(caller_o, outer_lock)
 
 static const struct {
 	const char *name;
@@ -106,7 +123,8 @@ static const struct {
 	{ "caller_g", caller_g, 1200 }, { "caller_h", caller_h, 1300 },
 	{ "caller_i", caller_i, 1400 }, { "caller_j", caller_j, 1700 },
 	{ "caller_k", caller_k, 1100 }, { "caller_l", caller_l, 1200 },
-	{ "caller_m", caller_m, 1300 },
+	{ "caller_m", caller_m, 1300 }, { "caller_n", caller_n, 900 },
+	{ "caller_o", caller_o, 800 },
 };
 
 #define NCALLERS (sizeof(callers) / sizeof(callers[0]))

@@ -263,6 +263,26 @@ $(BUILD)/tests/wl_names: tests/workloads/names.c | $(DEPS_STAMP)
 	$(CC) -std=gnu11 -D_GNU_SOURCE -g -O1 -fno-inline -Wall -rdynamic -o $@ $< -lpthread
 $(BUILD)/tests/test_names $(BUILD)/tests/test_screens: $(NAMES_BIN)
 
+# The wrappers to find without names: static in a stripped program whose
+# callers are exported (-rdynamic), so that rows still name the callers.
+AUTOWRAP_BIN := $(BUILD)/tests/wl_autowrap $(BUILD)/tests/wl_autowrap_stripped
+$(BUILD)/tests/wl_autowrap: tests/workloads/autowrap.c | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -D_GNU_SOURCE -g -O1 -fno-inline -Wall -rdynamic -o $@ $< -lpthread
+$(BUILD)/tests/test_autowrap: $(AUTOWRAP_BIN) $(WRAP_BIN)
+
+# glib's locks through the real library when it is installed (its runtime
+# package alone: the workload declares what it calls); else a stub that
+# tells test_glib to skip.
+GLIB_SO := $(firstword $(wildcard /usr/lib/x86_64-linux-gnu/libglib-2.0.so.0 \
+	/lib/x86_64-linux-gnu/libglib-2.0.so.0))
+$(BUILD)/tests/wl_glib: tests/workloads/glib.c | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -D_GNU_SOURCE -g -O1 -fno-inline -Wall -rdynamic \
+		$(if $(GLIB_SO),-DHAVE_GLIB) -o $@ $< \
+		$(if $(GLIB_SO),-l:libglib-2.0.so.0) -lpthread
+$(BUILD)/tests/test_glib: $(BUILD)/tests/wl_glib
+
 # A library whose unwind tables are larger than a small --max-memory: the
 # prologue and epilogue of 150,000 empty functions, generated (4.7 MiB of
 # .eh_frame). test_memory loads it into wl_memory.
@@ -397,6 +417,7 @@ $(BUILD)/tests/test_fuzz_%: $(BUILD)/fuzz/fuzz_% $(BUILD)/fuzz/proto_seeds \
 	@chmod +x $@
 
 check: $(TEST_DEPS_STAMP) all $(UNIT_BIN) $(ASAN_BIN) $(WORKLOAD_BIN) $(WRAP_BIN) \
+	$(AUTOWRAP_BIN) \
 	$(INVARIANT_PLUGIN) $(INTEG_BIN) \
 	$(BUILD)/tsan/test_stress $(BUILD)/tsan/test_lfstack $(BUILD)/tests/test_bench \
 	$(FUZZ_TESTS)

@@ -240,6 +240,9 @@ static void end_session(int i)
 	session_free(srv.sessions[i]);
 	srv.sessions[i] = NULL;
 	rows_session_end(&srv.rows, (unsigned)i);
+	/* The wrappers were that qsptop's: the next one sends its own. */
+	if (!watched())
+		frames_set_wrappers(NULL, 0);
 	if (!state_injected() || srv.finishing || watched())
 		return;
 	if (detached)

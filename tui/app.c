@@ -394,9 +394,12 @@ void app_sync_wrappers(struct app *a)
 	uint64_t *ranges = NULL;
 	size_t n = 0;
 
+	if (a->autowrap && a->wrappers)
+		autowrap_scan(a->autowrap, a->model, a->wrappers);
 	if (!a->client.have_hello || modules == 0 ||
 	    (a->wrappers_sent && modules == a->wrapper_modules &&
-	     generation == a->wrapper_generation))
+	     generation == a->wrapper_generation &&
+	     a->wrappers_found_sent == wrappers_found(a->wrappers)))
 		return;
 	if (a->wrappers)
 		n = wrappers_ranges(a->wrappers, &ranges);
@@ -404,6 +407,7 @@ void app_sync_wrappers(struct app *a)
 		send_wrappers(app_client(a, i), ranges, n);
 	free(ranges);
 	a->wrappers_sent = true;
+	a->wrappers_found_sent = a->wrappers ? wrappers_found(a->wrappers) : 0;
 	a->wrapper_modules = modules;
 	a->wrapper_generation = generation;
 }
@@ -471,6 +475,8 @@ void app_reset(struct app *a)
 void app_build_wrappers(struct app *a)
 {
 	wrappers_free(a->wrappers);
+	autowrap_free(a->autowrap);
+	a->autowrap = a->opt.no_auto_wrappers ? NULL : autowrap_new(a->symbols);
 	a->wrappers = wrappers_new(a->symbols);
 	wrappers_builtin(a->wrappers);
 	for (size_t i = 0; i < a->opt.nwrappers; i++)
@@ -567,6 +573,7 @@ void app_state_text(const struct app *a, char *buf, size_t size)
 void app_stats(const struct app *a, struct model_stats *st)
 {
 	model_stats(a->model, st);
+	st->wrappers_found = autowrap_count(a->autowrap);
 	if (target_exited(a) && !peer_running(a))
 		st->threads_live = 0;
 }

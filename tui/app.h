@@ -13,6 +13,7 @@
 #include "symbols.h"
 #include "tasks.h"
 #include "unseen.h"
+#include "autowrap.h"
 #include "wrappers.h"
 
 /* A child whose collector a helper process of ours readies. */
@@ -44,6 +45,7 @@ struct app {
 	struct model *model;
 	struct symbols *symbols;
 	struct wrappers *wrappers;	/* built-in and --wrapper patterns */
+	struct autowrap *autowrap;	/* wrappers found; NULL when not looked for */
 	struct unseen *unseen;		/* NULL until the first sample */
 	struct tasks *tasks;		/* thread names, for the details and exports */
 	struct codes *codes;		/* sites of one code across processes */
@@ -52,6 +54,7 @@ struct app {
 	size_t wrapper_modules;		/* modules known when ranges were sent */
 	unsigned wrapper_generation;	/* symbols_generation() then */
 	bool wrappers_sent;		/* the collector knows our wrappers */
+	size_t wrappers_found_sent;	/* of them, found from evidence */
 	struct role_rules *roles;	/* --idle, --lock, the config file's;
 					   NULL until the program is known */
 	unsigned roles_gen;		/* bumped when rules or names change */

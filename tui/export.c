@@ -264,6 +264,29 @@ static void unseen_json(struct jsonw *w, const struct model_stats *st)
 	jsonw_end(w);
 }
 
+/*
+ * The lock wrappers found from evidence (autowrap.h): where each function
+ * starts, as a frame, its length and the distinct callers that showed it.
+ */
+static void wrappers_found_json(struct jsonw *w, const struct app *a)
+{
+	jsonw_array(w, "wrappers_found");
+	for (size_t i = 0; i < autowrap_count(a->autowrap); i++) {
+		struct frame_info fi;
+		uint64_t lo, hi;
+		unsigned callers;
+
+		autowrap_get(a->autowrap, i, &lo, &hi, &callers);
+		symbols_resolve(a->symbols, lo, 0, &fi);
+		jsonw_object(w, NULL);
+		frame_fields(w, &fi);
+		jsonw_number(w, "bytes", (double)(hi - lo));
+		jsonw_number(w, "callers", callers);
+		jsonw_end(w);
+	}
+	jsonw_end(w);
+}
+
 /* Every process of the table: its PID, command and state. */
 static void processes_json(struct jsonw *w, const struct app *a)
 {
@@ -318,6 +341,7 @@ static void head_json(struct jsonw *w, const struct app *a,
 	jsonw_number(w, "idle_wait_per_s_ns", st->cond_wait_per_s);
 	memory_json(w, st);
 	unseen_json(w, st);
+	wrappers_found_json(w, a);
 	processes_json(w, a);
 }
 

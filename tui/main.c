@@ -483,6 +483,7 @@ int main(int argc, char **argv)
 	app_close(&a);
 	model_free(a.model);
 	wrappers_free(a.wrappers);
+	autowrap_free(a.autowrap);
 	unseen_free(a.unseen);
 	roles_free(&a);
 	tasks_free(a.tasks);

@@ -237,6 +237,20 @@ const struct stack_def *model_stack(const struct model *m,
 	return &m->stacks[id];
 }
 
+size_t model_stack_ids(const struct model *m)
+{
+	return m->stacks_cap;
+}
+
+size_t model_stack_frames(const struct model *m, uint32_t id,
+			  const uint64_t **frames)
+{
+	const struct stack_def *s = model_stack(m, id);
+
+	*frames = s ? s->frames : NULL;
+	return s ? s->depth : 0;
+}
+
 /* The slot of (row, stack, tid): holding its entry, or free. */
 static struct entry_slot *etab_probe(const struct model *m, uint32_t row,
 				     uint32_t stack, uint32_t tid)

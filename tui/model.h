@@ -74,6 +74,7 @@ struct model_stats {
 	uint64_t lock_wait_ns;	/* since reset */
 	uint64_t cond_wait_ns;
 	struct lock_counts total; /* all rows, since reset */
+	size_t wrappers_found;	/* lock wrappers found from evidence (app.c) */
 };
 
 /*
@@ -186,6 +187,13 @@ void model_set_origin(struct model *m, uint64_t monotonic_ns);
 
 /* Define a stack from a STACK message. Returns -1 on a bad id. */
 int model_define_stack(struct model *m, const struct proto_stack *st);
+
+/* One past the highest stack id defined so far. */
+size_t model_stack_ids(const struct model *m);
+
+/* The frames of stack id, frame 0 the call site; 0 while undefined. */
+size_t model_stack_frames(const struct model *m, uint32_t id,
+			  const uint64_t **frames);
 
 /* Add contended waits of a row through a stack in a thread. */
 void model_apply_stack_delta(struct model *m, const struct proto_stack_delta *d);

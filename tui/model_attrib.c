@@ -36,9 +36,17 @@ uint64_t code_site(const struct model_query *q, uint64_t site)
 	return q->code && site ? q->code(q->ctx, site) : site;
 }
 
+/*
+ * A row counted through a wrapper (via) is its caller's while wrappers are
+ * skipped and via is still in one. A wrapper that an earlier session named
+ * and this one does not is none: its calls count on its own row.
+ */
 uint64_t row_site(const struct model_query *q, const struct row *r)
 {
-	return code_site(q, !q->skip_wrappers && r->via != 0 ? r->via : r->site);
+	bool through = r->via != 0 && q->skip_wrappers &&
+		       (q->is_wrapper == NULL || q->is_wrapper(q->ctx, r->via));
+
+	return code_site(q, r->via != 0 && !through ? r->via : r->site);
 }
 
 /* Whether the stacks of row r are attributed to their callers. */

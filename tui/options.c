@@ -17,7 +17,7 @@
 /* Long options without a letter. */
 enum { OPT_FOLDED = 0x100, OPT_WRAPPER, OPT_MAX_MEMORY, OPT_FORCE, OPT_MIX_IDLE, OPT_NO_FOLLOW_EXEC,
        OPT_TYPE, OPT_CHILDREN, OPT_NO_CHILDREN, OPT_JOIN_PROCESSES, OPT_IDLE,
-       OPT_LOCK };
+       OPT_LOCK, OPT_NO_AUTO_WRAPPERS };
 
 static const char usage_text[] =
 	"Usage: qsptop [options] -p PID\n"
@@ -75,6 +75,9 @@ static const char usage_text[] =
 	"                         (repeatable); in a stripped binary name the\n"
 	"                         function by an address in it, MODULE+0xOFFSET\n"
 	"                         (as nm prints it) or 0xADDR (in the process)\n"
+	"      --no-auto-wrappers do not look for lock wrappers by their stacks\n"
+	"                         and code (short functions that lock and do not\n"
+	"                         unlock, called from 3 or more others)\n"
 	"  -t, --theme NAME       colour theme: default, light, mono, or a file\n"
 	"                         (~/.config/qsptop/themes/NAME.theme first)\n"
 	"      --no-follow-exec   with -- CMD: stop watching when CMD execs another\n"
@@ -251,6 +254,8 @@ static const struct option long_options[] = {
 	{ .name = "json", .has_arg = required_argument, .val = 'j' },
 	{ .name = "folded", .has_arg = required_argument, .val = OPT_FOLDED },
 	{ .name = "wrapper", .has_arg = required_argument, .val = OPT_WRAPPER },
+	{ .name = "no-auto-wrappers", .has_arg = no_argument,
+	  .val = OPT_NO_AUTO_WRAPPERS },
 	{ .name = "force", .has_arg = no_argument, .val = OPT_FORCE },
 	{ .name = "children", .has_arg = no_argument, .val = OPT_CHILDREN },
 	{ .name = "no-children", .has_arg = no_argument, .val = OPT_NO_CHILDREN },
@@ -295,6 +300,7 @@ static void apply(struct options *o, int c, const char *arg)
 	case 'j': o->json_path = arg; break;
 	case OPT_FOLDED: o->folded_path = arg; break;
 	case OPT_WRAPPER: add_wrapper(o, arg); break;
+	case OPT_NO_AUTO_WRAPPERS: o->no_auto_wrappers = true; break;
 	case OPT_FORCE: o->force = true; break;
 	case OPT_CHILDREN: o->children = true; break;
 	case OPT_NO_CHILDREN: o->no_children = true; break;

@@ -24,6 +24,7 @@ struct options {
 	const char *folded_path; /* --folded; "-" for stdout */
 	const char **wrappers;	/* --wrapper globs, in order given */
 	size_t nwrappers;
+	bool no_auto_wrappers;	/* --no-auto-wrappers: only named ones */
 	struct role_option *roles; /* --idle, --lock, in order given */
 	size_t nroles;
 	const char *theme;	/* -t; NULL = "default" */

@@ -87,6 +87,7 @@ size_t totals_items(struct totals_text *t, struct line_item *items,
 		{ .text = t->sort, .priority = 4 },
 		{ .text = t->coalesce, .priority = 3 },
 		{ .text = t->losses, .priority = lost ? 10 : 2 },
+		{ .text = t->wrappers, .priority = 5 },
 		{ .text = t->unseen, .priority = 10, .shrink = true },
 	};
 	char v[32];
@@ -108,6 +109,10 @@ size_t totals_items(struct totals_text *t, struct line_item *items,
 		 coalesce_name(q->coalesce));
 	losses_text(t->losses, sizeof(t->losses), st);
 	unseen_text(t->unseen, sizeof(t->unseen), st);
+	t->wrappers[0] = '\0';
+	if (st->wrappers_found)
+		snprintf(t->wrappers, sizeof(t->wrappers), "wrappers: %zu found",
+			 st->wrappers_found);
 	memcpy(items, shown, sizeof(shown));
 	return TOTALS_ITEMS;
 }

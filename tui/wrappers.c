@@ -52,6 +52,22 @@ const char *const wrappers_builtin_globs[] = {
 	/* PostgreSQL's LWLocks and the semaphore their waits sleep on. */
 	"PGSemaphoreLock", "LWLockAcquire", "LWLockAcquireOrWait",
 	"LWLockWaitForVar",
+	/* Varnish's lock functions (exported by varnishd). */
+	"Lck__Lock", "Lck__Trylock", "Lck_CondWait*",
+	/* RocksDB's mutexes and condition variables. */
+	"rocksdb::port::Mutex::*", "rocksdb::port::RWMutex::*",
+	"rocksdb::port::CondVar::*", "rocksdb::InstrumentedMutex::*",
+	"rocksdb::InstrumentedCondVar::*",
+	/* APR's (apache2's) locks. */
+	"apr_thread_mutex_*lock", "apr_thread_rwlock_*lock",
+	"apr_thread_cond_*wait", "apr_proc_mutex_*lock", "apr_global_mutex_*lock",
+	/*
+	 * glib's: GRWLock and GRecMutex are pthread's; GMutex and GCond sleep
+	 * in futex(2) themselves, g_mutex_lock in a slow path it jumps to
+	 * (g_mutex_lock_slowpath, named only with debuginfo).
+	 */
+	"g_mutex_lock*", "g_rec_mutex_lock", "g_rw_lock_writer_lock",
+	"g_rw_lock_reader_lock", "g_cond_wait*",
 	NULL,
 };
 
@@ -63,6 +79,8 @@ struct wrappers {
 	char **addresses;	/* "0xADDR" and "MODULE+0xOFFSET" patterns */
 	size_t naddresses;
 	struct addrcache *cache;	/* whether an address is in a wrapper */
+	uint64_t *found;	/* functions found from evidence: lo, hi, ... */
+	size_t nfound;
 	uint64_t *ranges;	/* the code of the named wrappers: lo, hi, ... */
 	size_t nranges, ranges_cap;
 	size_t modules_done;	/* modules whose functions were matched */
@@ -91,6 +109,7 @@ void wrappers_free(struct wrappers *w)
 	free(w->globs);
 	free(w->needles);
 	free(w->addresses);
+	free(w->found);
 	addrcache_free(w->cache, NULL);
 	free(w->ranges);
 	free(w);
@@ -174,7 +193,31 @@ void wrappers_builtin(struct wrappers *w)
 
 size_t wrappers_count(const struct wrappers *w)
 {
-	return w->nglobs + w->naddresses;
+	return w->nglobs + w->naddresses + w->nfound;
+}
+
+void wrappers_add_function(struct wrappers *w, uint64_t lo, uint64_t hi)
+{
+	w->found = xreallocarray(w->found, w->nfound + 1, 2 * sizeof *w->found);
+	w->found[2 * w->nfound] = lo;
+	w->found[2 * w->nfound + 1] = hi;
+	w->nfound++;
+	/* Only verdicts change: the ranges matched by name stay as they are. */
+	addrcache_clear(w->cache, NULL);
+}
+
+size_t wrappers_found(const struct wrappers *w)
+{
+	return w->nfound;
+}
+
+/* Whether pc lies in a function found from evidence. */
+static bool in_found(const struct wrappers *w, uint64_t pc)
+{
+	for (size_t i = 0; i < w->nfound; i++)
+		if (pc >= w->found[2 * i] && pc < w->found[2 * i + 1])
+			return true;
+	return false;
 }
 
 /* Cut "(args)" (and a trailing " const") off a demangled name in place. */
@@ -305,7 +348,8 @@ bool wrappers_match(void *ctx, uint64_t address)
 	if ((known = addrcache_find(w->cache, address)))
 		return *known;
 	named = symbols_resolve(w->symbols, address, 1, &fi);
-	hit = wrappers_name_matches(w, fi.symbol) || in_named_address(w, address - 1);
+	hit = wrappers_name_matches(w, fi.symbol) ||
+	      in_named_address(w, address - 1) || in_found(w, address - 1);
 	if (fi.module == NULL || !named)
 		return hit;
 	*(bool *)addrcache_add(w->cache, address) = hit;
@@ -347,9 +391,11 @@ size_t wrappers_ranges(struct wrappers *w, uint64_t **ranges)
 		if (a && symbols_function_at(w->symbols, a, &lo, &hi))
 			add_range(w, lo, hi);
 	}
+	for (size_t i = 0; i < w->nfound; i++)
+		add_range(w, w->found[2 * i], w->found[2 * i + 1]);
 	total = w->nranges;
 	*ranges = xreallocarray(NULL, total ? total : 1, 2 * sizeof **ranges);
 	memcpy(*ranges, w->ranges, total * 2 * sizeof **ranges);
-	w->nranges = named;	/* address patterns: worked out afresh each time */
+	w->nranges = named;	/* the others: worked out afresh each time */
 	return total;
 }

@@ -29,8 +29,17 @@ void wrappers_add(struct wrappers *w, const char *glob);
 /* Add the built-in patterns. */
 void wrappers_builtin(struct wrappers *w);
 
-/* How many patterns there are. */
+/* How many patterns and found functions there are. */
 size_t wrappers_count(const struct wrappers *w);
+
+/*
+ * Add the function [lo, hi) as a wrapper without a name (found from
+ * evidence, autowrap.h); it stays until wrappers_free().
+ */
+void wrappers_add_function(struct wrappers *w, uint64_t lo, uint64_t hi);
+
+/* How many functions wrappers_add_function() added. */
+size_t wrappers_found(const struct wrappers *w);
 
 /* Whether a function name matches a pattern (demangled, args optional). */
 bool wrappers_name_matches(const struct wrappers *w, const char *name);

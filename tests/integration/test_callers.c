@@ -121,11 +121,15 @@ static void test_named_wrappers(void)
 	cJSON_Delete(snap);
 }
 
-/* Without --wrapper, the same run counts everything in the wrappers. */
+/*
+ * Without --wrapper and without looking for wrappers, the same run counts
+ * everything in the wrappers.
+ */
 static void test_without_wrappers(void)
 {
 	char *result = tmp_path("plain.res");
-	cJSON *snap = run_wrapped("wl_wrap", NULL, 0, result);
+	static const char *const flags[] = { "--no-auto-wrappers" };
+	cJSON *snap = run_wrapped("wl_wrap", flags, 1, result);
 	const cJSON *wc = snap ? row_of(snap, "wc_lock") : NULL;
 	long three = result_number(result, "caller_a") + result_number(result, "caller_b") +
 		     result_number(result, "caller_c");
@@ -248,12 +252,13 @@ static cJSON *attach_once(pid_t pid, const char *w)
 {
 	char *json = tmp_path("attach.json"), pidstr[16];
 	char *argv[] = { qsptop, "-b", "-n", "2", "-d", "0.2", "-m", "site",
-			 "-j", json, "-p", pidstr, "--wrapper", (char *)w, NULL };
+			 "--no-auto-wrappers", "-j", json, "-p", pidstr,
+			 "--wrapper", (char *)w, NULL };
 	struct run r;
 
 	snprintf(pidstr, sizeof(pidstr), "%d", (int)pid);
 	if (w == NULL)
-		argv[12] = NULL;
+		argv[13] = NULL;
 	unlink(json);
 	r = run_capture(argv, RUN_TIMEOUT_MS, 0);
 	CHECK(r.status == 0, "-p %s: qsptop exits 0, got %d: %s", w ? w : "",
@@ -307,6 +312,14 @@ static void test_wrappers_named_on_reattach(void)
 	CHECK(acquisitions_in(snap, "wc_lock") > 1000 * callers_sum(snap),
 	      "-p again: wc_lock counts %.0f, its callers %.0f",
 	      acquisitions_in(snap, "wc_lock"), callers_sum(snap));
+	/* The earlier session's wrappers are not this one's: no row of theirs. */
+	CHECK(snap && row_of(snap, "caller_a") == NULL &&
+	      row_of(snap, "caller_b") == NULL && row_of(snap, "caller_c") == NULL,
+	      "-p again: no row left for wc_lock's callers, got caller_a %s, "
+	      "caller_b %s, caller_c %s",
+	      row_of(snap, "caller_a") ? "a row" : "none",
+	      row_of(snap, "caller_b") ? "a row" : "none",
+	      row_of(snap, "caller_c") ? "a row" : "none");
 	cJSON_Delete(snap);
 	kill(pid, SIGTERM);
 	CHECK(wait_status(pid, 10000) == 0, "the looping workload ends well");

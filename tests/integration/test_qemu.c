@@ -863,7 +863,9 @@ static void command_line(char *const argv[], char *out, size_t size)
 
 /*
  * qsptop -p QEMU, in batch mode, a table by site every 0.25 s, QSP's
- * wrappers given as MODULE+0xOFFSET. False unless it prints a table.
+ * wrappers given as MODULE+0xOFFSET, and no others: a function QSP counts
+ * as a call site may also pass for a wrapper (--no-auto-wrappers). False
+ * unless it prints a table.
  */
 static bool start_qsptop(const char *qemu, const struct files *f,
 			 const uint64_t *wrappers, int nw, char *cmd, size_t size)
@@ -874,8 +876,8 @@ static bool start_qsptop(const char *qemu, const struct files *f,
 	struct args a = { 0 };
 
 	snprintf(pid, sizeof(pid), "%d", (int)qemu_pid);
-	args_add(&a, qsptop, "-p", pid, "-b", "-d", "0.25", "-m", "site", "-j",
-		 f->json, NULL);
+	args_add(&a, qsptop, "-p", pid, "-b", "-d", "0.25", "-m", "site",
+		 "--no-auto-wrappers", "-j", f->json, NULL);
 	for (int i = 0; i < nw; i++) {
 		snprintf(wrap[i], sizeof(wrap[i]), "%s+0x%llx", module,
 			 (unsigned long long)wrappers[i]);

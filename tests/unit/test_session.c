@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "../../collector/arena.h"
+#include "../../collector/frames.h"
 #include "../../collector/hooks.h"
 #include "../../collector/ownfd.h"
 #include "../../collector/rows.h"
@@ -397,6 +398,50 @@ static void test_first_interval_from_baseline(void)
 	close_pair(&q);
 }
 
+/* Send one WRAPPERS message of n ranges to the session, and read it. */
+static void send_wrappers(struct pair *q, const uint64_t *ranges, uint32_t n)
+{
+	struct wbuf b = { 0 };
+
+	proto_put_wrappers(&b, ranges, n);
+	if (write(q->peer, b.data, b.len) != (ssize_t)b.len)
+		CHECK(0, "the wrappers are written");
+	wbuf_free(&b);
+	CHECK(session_read(q->s, now_ns), "the session reads %u wrappers", n);
+}
+
+/*
+ * A session's later WRAPPERS message replaces the set as a whole: what
+ * was in the earlier one only is no wrapper any more (the front end sends
+ * a set again whenever it finds a wrapper, or modules are loaded); an
+ * empty one leaves none.
+ */
+static void test_wrappers_replaced(void)
+{
+	struct pair q = open_pair(3, true);
+	struct frames_reader rd = { 0 };
+	const uint64_t first[] = { 0x1000, 0x1100 }, second[] = { 0x2000, 0x2100 };
+	uint32_t gen = frames_wrappers_gen;
+
+	if (q.s == NULL)
+		return;
+	send_wrappers(&q, first, 1);
+	CHECK(q.s->wrappers_known && frames_wrapper_step(&rd, 0x1010) != 0,
+	      "the first set holds 0x1000..0x1100");
+	send_wrappers(&q, second, 1);
+	CHECK(frames_wrapper_step(&rd, 0x1010) == 0,
+	      "the second set replaced the first: 0x1010 is in no wrapper");
+	CHECK(frames_wrapper_step(&rd, 0x2010) != 0,
+	      "the second set holds 0x2000..0x2100");
+	send_wrappers(&q, NULL, 0);
+	CHECK(frames_wrapper_step(&rd, 0x2010) == 0,
+	      "an empty set leaves no wrapper");
+	CHECK(frames_wrappers_gen == gen + 3,
+	      "each set is a new generation: expected %u, got %u", gen + 3,
+	      frames_wrappers_gen);
+	close_pair(&q);
+}
+
 /* The collector thread's side of test_private_table. */
 struct private_run {
 	struct own_fd *own;
@@ -484,6 +529,7 @@ int main(void)
 	test_stack_counts(&p);
 	test_late_session(busy);
 	test_first_interval_from_baseline();
+	test_wrappers_replaced();
 	close_pair(&p);
 	test_private_table();
 	return check_summary();

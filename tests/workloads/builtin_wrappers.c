@@ -1,5 +1,6 @@
 /*
- * Lock wrappers named as InnoDB's, Rust's std, absl's and PostgreSQL's are, so that
+ * Lock wrappers named as InnoDB's, Rust's std, absl's, PostgreSQL's,
+ * Varnish's, RocksDB's, APR's and glib's are, so that
  * qsptop's built-in wrapper patterns (and nothing given on its command
  * line) must match them: each is a function of exactly such a symbol
  * (mangled, as the compilers of those projects write it) that takes a
@@ -58,7 +59,24 @@
 	X(20, "PGSemaphoreLock")                                           \
 	X(21, "LWLockAcquire")                                             \
 	X(22, "LWLockAcquireOrWait")                                       \
-	X(23, "LWLockWaitForVar")
+	X(23, "LWLockWaitForVar")                                          \
+	/* Varnish's, RocksDB's, APR's and glib's. */                      \
+	X(24, "Lck__Lock")                                                 \
+	X(25, "Lck_CondWaitUntil")                                         \
+	X(26, "_ZN7rocksdb4port5Mutex4LockEv")                              \
+	X(27, "_ZN7rocksdb4port7RWMutex8ReadLockEv")                        \
+	X(28, "_ZN7rocksdb4port7RWMutex9WriteLockEv")                       \
+	X(29, "_ZN7rocksdb4port7CondVar4WaitEv")                            \
+	X(30, "_ZN7rocksdb17InstrumentedMutex4LockEv")                      \
+	X(31, "_ZN7rocksdb19InstrumentedCondVar4WaitEv")                    \
+	X(32, "apr_thread_mutex_lock")                                     \
+	X(33, "apr_thread_rwlock_wrlock")                                  \
+	X(34, "apr_thread_cond_timedwait")                                 \
+	X(35, "apr_global_mutex_lock")                                     \
+	X(36, "g_mutex_lock_slowpath")                                     \
+	X(37, "g_rec_mutex_lock")                                          \
+	X(38, "g_rw_lock_reader_lock")                                     \
+	X(39, "g_cond_wait_until")
 
 WRAPPERS(WRAPPER)
 

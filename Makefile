@@ -23,8 +23,9 @@ endif
 # does not pull it in). The tests also need tmux (the screen tests), g++
 # (C++ workloads), libunwind (test_frames), cJSON (the tests read the JSON
 # qsptop writes back with it; qsptop itself writes JSON without it),
-# musl-gcc from musl-tools (a musl program for test_promises) and clang
-# with its libFuzzer runtime (the fuzz targets).
+# musl-gcc from musl-tools (a musl program for test_promises), glib's
+# runtime libglib2.0-0 (test_glib) and clang with its libFuzzer runtime
+# (the fuzz targets).
 BUILD_PKGS := ncursesw libdw libelf
 TEST_PKGS  := libunwind libcjson
 DEB_ncursesw := libncurses-dev
@@ -159,6 +160,8 @@ define test_missing
 command -v tmux >/dev/null 2>&1 || missing="$$missing tmux"; \
 command -v c++ >/dev/null 2>&1 || missing="$$missing g++"; \
 command -v musl-gcc >/dev/null 2>&1 || missing="$$missing musl-tools"; \
+PATH=$$PATH:/sbin:/usr/sbin ldconfig -p 2>/dev/null | \
+  grep -q 'libglib-2\.0\.so\.0 ' || missing="$$missing libglib2.0-0"; \
 if ! command -v $(FUZZ_CC) >/dev/null 2>&1; then \
   missing="$$missing clang libclang-rt-dev"; \
 elif ! echo '$(FUZZ_PROBE)' | $(FUZZ_CC) -fsanitize=fuzzer -x c - \
@@ -271,12 +274,13 @@ $(BUILD)/tests/wl_autowrap: tests/workloads/autowrap.c | $(DEPS_STAMP)
 	$(CC) -std=gnu11 -D_GNU_SOURCE -g -O1 -fno-inline -Wall -rdynamic -o $@ $< -lpthread
 $(BUILD)/tests/test_autowrap: $(AUTOWRAP_BIN) $(WRAP_BIN)
 
-# glib's locks through the real library when it is installed (its runtime
-# package alone: the workload declares what it calls); else a stub that
-# tells test_glib to skip.
-GLIB_SO := $(firstword $(wildcard /usr/lib/x86_64-linux-gnu/libglib-2.0.so.0 \
-	/lib/x86_64-linux-gnu/libglib-2.0.so.0))
-$(BUILD)/tests/wl_glib: tests/workloads/glib.c | $(DEPS_STAMP)
+# glib's locks through the real library, libglib2.0-0, which the test
+# dependency step installs (its runtime package alone: the workload
+# declares what it calls); without it, a stub that tells test_glib to
+# skip. Looked for when the recipe runs, after that step.
+GLIB_SO = $(shell ls /usr/lib/x86_64-linux-gnu/libglib-2.0.so.0 \
+	/lib/x86_64-linux-gnu/libglib-2.0.so.0 2>/dev/null | head -n 1)
+$(BUILD)/tests/wl_glib: tests/workloads/glib.c | $(TEST_DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 -D_GNU_SOURCE -g -O1 -fno-inline -Wall -rdynamic \
 		$(if $(GLIB_SO),-DHAVE_GLIB) -o $@ $< \

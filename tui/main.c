@@ -22,6 +22,7 @@
 #include "batch.h"
 #include "column.h"
 #include "export.h"
+#include "export_pprof.h"
 #include "format.h"
 #include "live.h"
 #include "ns.h"
@@ -101,7 +102,8 @@ static void run_batch(struct app *a)
 
 		if (rc == 1) {
 			symbols_refresh(a->symbols);
-			batch_print(out, a);
+			if (!a->opt.no_tables)
+				batch_print(out, a);
 			tell_fetch_failure(a);
 			if (a->opt.iterations && ++shown >= a->opt.iterations)
 				return;
@@ -221,7 +223,7 @@ static int connected_status(struct app *a)
 	return rc;
 }
 
-/* Write the JSON snapshot and folded stacks asked for; rc, or 1 on failure. */
+/* Write the exports asked for; rc, or 1 on failure. */
 static int write_outputs(struct app *a, int rc)
 {
 	char err[512];
@@ -234,6 +236,11 @@ static int write_outputs(struct app *a, int rc)
 	if (a->opt.folded_path &&
 	    export_folded(a, &a->query, a->opt.folded_path, err, sizeof(err)) < 0) {
 		warning("cannot write the folded stacks: %s", err);
+		rc = rc ? rc : 1;
+	}
+	if (a->opt.pprof_path &&
+	    export_pprof(a, &a->query, a->opt.pprof_path, err, sizeof(err)) < 0) {
+		warning("cannot write the pprof profile: %s", err);
 		rc = rc ? rc : 1;
 	}
 	return rc;
@@ -400,6 +407,8 @@ static void check_output_paths(const struct options *o)
 		fatal("cannot write the JSON snapshot: %s", err);
 	if (o->folded_path && export_check_path(o->folded_path, err, sizeof(err)) < 0)
 		fatal("cannot write the folded stacks: %s", err);
+	if (o->pprof_path && export_check_path(o->pprof_path, err, sizeof(err)) < 0)
+		fatal("cannot write the pprof profile: %s", err);
 }
 
 /*

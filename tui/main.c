@@ -26,7 +26,10 @@
 #include "format.h"
 #include "live.h"
 #include "ns.h"
+#include "ledger.h"
 #include "roles.h"
+#include "scrape.h"
+#include "serve.h"
 #include "site.h"
 #include "theme.h"
 #include "tree.h"
@@ -98,6 +101,7 @@ static void run_batch(struct app *a)
 		app_probe_futex(a);
 		app_name_threads(a);
 		roles_update(a);
+		scrape_serve(a);
 		tell_roles_error(a);
 
 		if (rc == 1) {
@@ -412,6 +416,25 @@ static void check_output_paths(const struct options *o)
 }
 
 /*
+ * --listen: bind before anything is started, so that a port in use stops
+ * qsptop with one line and nothing to undo.
+ */
+static void start_serving(struct app *a)
+{
+	char err[512];
+
+	if (!a->opt.listen)
+		return;
+	a->serve = serve_start(a->opt.listen, err, sizeof(err));
+	if (!a->serve)
+		fatal("%s", err);
+	a->ledger = ledger_new();
+	a->scrape = scrape_new(a->opt.top);
+	fprintf(stderr, "qsptop: serving http://%s/metrics and "
+		"/debug/pprof/mutex\n", serve_address(a->serve));
+}
+
+/*
  * Exit with rc; when Ctrl-C killed the launched command, die of SIGINT as
  * it did, so that a shell running qsptop in a loop stops too (status 130).
  */
@@ -454,6 +477,7 @@ int main(int argc, char **argv)
 	check_theme(a.opt.theme ? a.opt.theme : "default");
 	check_output_paths(&a.opt);
 	install_signals();
+	start_serving(&a);
 	a.model = model_new();
 	attach(&a, live, log, sizeof(log));
 	/* After the launch: the command keeps DEBUGINFOD_URLS, symbols take it. */
@@ -470,6 +494,9 @@ int main(int argc, char **argv)
 	else
 		run_batch(&a);
 	rc = finish(&a);
+	serve_stop(a.serve);
+	scrape_free(a.scrape);
+	ledger_free(a.ledger);
 	if (!live) {
 		symbols_stop_fetching(a.symbols);
 		tell_fetch_failure(&a);

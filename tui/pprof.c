@@ -10,7 +10,7 @@
 #include <string.h>
 #include <zlib.h>
 
-#include "../common/hash.h"
+#include "idmap.h"
 #include "pprof.h"
 #include "procs.h"
 #include "profile.pb-c.h"
@@ -24,13 +24,6 @@ typedef Perftools__Profiles__Mapping Mapping;
 typedef Perftools__Profiles__Line Line;
 typedef Perftools__Profiles__Label Label;
 typedef Perftools__Profiles__ValueType ValueType;
-
-/* A map from 64-bit keys to ids 1, 2, ... (0: absent), open addressing. */
-struct idmap {
-	uint64_t *keys;
-	uint32_t *ids;
-	size_t cap, n;
-};
 
 struct pprof {
 	struct symbols *symbols;
@@ -50,49 +43,6 @@ struct pprof {
 	size_t nmappings, mappings_cap;
 	struct idmap mapping_ids;	/* by module number */
 };
-
-/* The slot of key in m: holding it, or empty (id 0). */
-static size_t idmap_slot(const struct idmap *m, uint64_t key)
-{
-	size_t i = hash_mix(key) & (m->cap - 1);
-
-	while (m->ids[i] && m->keys[i] != key)
-		i = (i + 1) & (m->cap - 1);
-	return i;
-}
-
-static uint32_t idmap_get(const struct idmap *m, uint64_t key)
-{
-	return m->cap ? m->ids[idmap_slot(m, key)] : 0;
-}
-
-static void idmap_put(struct idmap *m, uint64_t key, uint32_t id)
-{
-	if ((m->n + 1) * 2 > m->cap) {
-		struct idmap old = *m;
-
-		m->cap = old.cap ? old.cap * 2 : 64;
-		m->keys = xcalloc(m->cap, sizeof(*m->keys));
-		m->ids = xcalloc(m->cap, sizeof(*m->ids));
-		m->n = 0;
-		for (size_t i = 0; i < old.cap; i++)
-			if (old.ids[i])
-				idmap_put(m, old.keys[i], old.ids[i]);
-		free(old.keys);
-		free(old.ids);
-	}
-	size_t i = idmap_slot(m, key);
-
-	m->n += m->ids[i] == 0;
-	m->keys[i] = key;
-	m->ids[i] = id;
-}
-
-static void idmap_free(struct idmap *m)
-{
-	free(m->keys);
-	free(m->ids);
-}
 
 static uint64_t string_hash(const char *s)
 {

@@ -397,6 +397,13 @@ $(BUILD)/tsan/test_lfstack: tests/unit/test_lfstack.c collector/lfstack.h \
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -fsanitize=thread -O1 -o $@ $< -lpthread
 
+# The HTTP endpoint's threads under ThreadSanitizer.
+$(BUILD)/tsan/test_serve: tests/unit/test_serve.c tui/serve.c tui/serve.h \
+	tui/xalloc.c | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -fsanitize=thread -O1 -o $@ $(filter %.c,$^) \
+		$(shell pkg-config --libs libmicrohttpd) -lpthread
+
 # The fuzz targets: the decoder with common/, the theme parser alone.
 $(BUILD)/fuzz/fuzz_proto: tests/fuzz/fuzz_proto.c $(COMMON_SRC) \
 	$(wildcard common/*.h) | $(TEST_DEPS_STAMP)
@@ -424,7 +431,8 @@ $(BUILD)/tests/test_fuzz_%: $(BUILD)/fuzz/fuzz_% $(BUILD)/fuzz/proto_seeds \
 
 check: $(TEST_DEPS_STAMP) all $(UNIT_BIN) $(ASAN_BIN) $(WORKLOAD_BIN) $(WRAP_BIN) \
 	$(INVARIANT_PLUGIN) $(INTEG_BIN) \
-	$(BUILD)/tsan/test_stress $(BUILD)/tsan/test_lfstack $(BUILD)/tests/test_bench \
+	$(BUILD)/tsan/test_stress $(BUILD)/tsan/test_lfstack $(BUILD)/tsan/test_serve \
+	$(BUILD)/tests/test_bench \
 	$(FUZZ_TESTS)
 	@FUZZ_SECONDS=$(FUZZ_CHECK_TIME) tests/run $(BUILD)
 

@@ -263,6 +263,49 @@ static bool listens_on_loopback(int port)
 
 /* --- the live screen: r changes the screen, never the counters --- */
 
+struct sums {
+	double contentions, delay, acquisitions;
+};
+
+static bool raw_sums(const char *profile, struct sums *s);
+
+/*
+ * P writes the shown rows' profile to a new file, says so in one line,
+ * and go tool pprof reads it: acquisitions want.
+ */
+static void check_pprof_key(double want)
+{
+	char line[4096], path[2 * PATH_MAX];
+	struct sums s = { 0 };
+
+	keys("P", NULL);
+	STATUS("P", "wrote qsptop-");
+	last_line(line, sizeof(line));
+	snprintf(path, sizeof(path), "%s/%s", tmp, line + 6);
+	CHECK_SCREEN(strstr(line, ".pb.gz") != NULL,
+		     "P: expected \"wrote qsptop-PID-DATE.pb.gz\", got \"%s\"", line);
+	if (have("go"))
+		CHECK(raw_sums(path, &s) && s.acquisitions == want,
+		      "P: expected go tool pprof to read %s with %.0f acquisitions, "
+		      "got %.0f", path, want, s.acquisitions);
+}
+
+/* P on a full disk (a file size limit): one line, and qsptop goes on. */
+static void test_pprof_key_full_disk(void)
+{
+	if (!start_mode("full", "phases", "prlimit --fsize=64 --", ""))
+		return;
+	CHECK(file_has_text(tmp_path("expect"), "phase 1", WAIT_MS),
+	      "full: no phase 1");
+	CHECK_SCREEN(wait_until(has_text, "site_mutex_b", TIMEOUT_MS),
+		     "full: expected the rows");
+	keys("P", NULL);
+	STATUS("P on a full disk", "export failed: qsptop-");
+	keys("r", NULL);
+	STATUS("full: after the failed P, qsptop goes on", "reset");
+	quit_session("full");
+}
+
 static bool table_zeroed(const void *arg)
 {
 	(void)arg;
@@ -292,6 +335,7 @@ static void test_reset_keeps_counters(void)
 	      PHASE_ALL, acq);
 	wl = (pid_t)atoi(strstr(text, "pid=\"") ? strstr(text, "pid=\"") + 5 : "0");
 	free(text);
+	check_pprof_key(PHASE_ALL);
 	keys("r", NULL);
 	CHECK_SCREEN(wait_until(table_zeroed, NULL, TIMEOUT_MS),
 		     "live: expected r to zero the table's ACQ");
@@ -319,10 +363,6 @@ static void test_reset_keeps_counters(void)
 /* --- headless: --top, idle clients, pprof deltas, Prometheus --- */
 
 /* Sums of the samples of a profile, read by go tool pprof -raw. */
-struct sums {
-	double contentions, delay, acquisitions;
-};
-
 static bool raw_sums(const char *profile, struct sums *s)
 {
 	char home[PATH_MAX + 8], *out = tmp_path("raw.out");
@@ -594,5 +634,6 @@ int main(void)
 	test_port_in_use();
 	test_headless();
 	test_reset_keeps_counters();
+	test_pprof_key_full_disk();
 	return tmux_end("test_metrics");
 }

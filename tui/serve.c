@@ -78,6 +78,30 @@ static bool enqueue(struct serve *s, struct request *req)
 	return ok;
 }
 
+/* A marker for a POST whose body is being skipped. */
+static char skipping_body;
+
+/*
+ * POST /debug/pprof/symbol: pprof asks there for the names of addresses
+ * a profile left without (Go's symbolz protocol). qsptop put every name
+ * it had in the profile: it answers with none, and the profiler keeps
+ * the addresses, or symbolizes them by build ID.
+ */
+static enum MHD_Result no_symbols(struct MHD_Connection *conn,
+				  size_t *upload_size, void **con_cls)
+{
+	if (*con_cls == NULL) {
+		*con_cls = &skipping_body;
+		return MHD_YES;
+	}
+	if (*upload_size) {
+		*upload_size = 0;
+		return MHD_YES;
+	}
+	*con_cls = NULL;
+	return respond_text(conn, MHD_HTTP_OK, "");
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 				  const char *url, const char *method,
 				  const char *version, const char *upload,
@@ -90,7 +114,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 
 	(void)version;
 	(void)upload;
-	(void)upload_size;
+	if (strcmp(method, "POST") == 0 &&
+	    strcmp(url, "/debug/pprof/symbol") == 0)
+		return no_symbols(conn, upload_size, con_cls);
 	pthread_mutex_lock(&s->lock);
 	answered = req && req->answered;
 	pthread_mutex_unlock(&s->lock);

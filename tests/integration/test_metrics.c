@@ -411,6 +411,25 @@ static bool fetch_profile(int port, const char *name, struct sums *s)
 	return status == 200 && raw_sums(path, s);
 }
 
+/* go tool pprof fetches the endpoint itself (and asks it for symbols). */
+static void check_pprof_url(int port)
+{
+	char url[64], home[PATH_MAX + 8];
+	char *argv[] = { "go", "tool", "pprof", "-top", url, NULL };
+	struct start_opts so = { .out = tmp_path("url.out"),
+				 .err = tmp_path("url.err"), .env = home };
+	int status;
+	char *err;
+
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/debug/pprof/mutex", port);
+	snprintf(home, sizeof(home), "HOME=%s", tmp);
+	status = wait_status(start_with(argv, &so), WAIT_MS);
+	err = slurp_file(tmp_path("url.err"), "");
+	CHECK(status == 0, "go tool pprof -top %s: expected exit 0, got %d: %.400s",
+	      url, status, err);
+	free(err);
+}
+
 /* A query to Prometheus's HTTP API: the first result's value, or -1. */
 static double prom_query(int port, const char *query)
 {
@@ -596,6 +615,8 @@ static void test_headless(void)
 	if (go)
 		CHECK(fetch_profile(port, "p2.pb.gz", &p2),
 		      "go tool pprof -raw: expected it to read the second profile");
+	if (go)
+		check_pprof_url(port);
 	kill(q, SIGTERM);
 	CHECK(wait_status(q, WAIT_MS) == 0, "headless: expected qsptop to exit 0");
 	snap = load_json(json);

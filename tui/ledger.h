@@ -24,15 +24,17 @@ struct model_query ledger_query(const struct app *a);
 void ledger_carry(struct ledger *l, const struct app *a);
 
 /*
- * Every row since the start: ledger_query()'s lines, their counts and
- * stacks' waits with what resets took added back, then rows known only
- * to the ledger. Free with ledger_view_free().
+ * Every row since the start: ledger_query()'s lines, then rows known
+ * only to the ledger, their counts with what resets took added back, and
+ * each row's stacks likewise, those the model has and those only the
+ * ledger still holds (zeroed by a reset, yet grown since it was last
+ * looked at). Free with ledger_view_free().
  */
 struct ledger_view {
 	struct view_row *rows;
 	size_t n;
-	struct drill drill;	/* of the first n_model rows */
-	size_t n_model;
+	struct line_drill *line;	/* per row: its stacks, threads none */
+	struct stack_view *stacks;	/* what the lines point into */
 };
 
 void ledger_view(struct ledger *l, const struct app *a, struct ledger_view *v);

@@ -115,8 +115,8 @@ static uint8_t *profile_since(struct scrape *s, struct app *a, size_t *len)
 		       (int64_t)(app_elapsed_s(a) * 1e9);
 
 	ledger_view(a->ledger, a, &v);
-	for (size_t i = 0; i < v.n_model; i++) {
-		const struct line_drill *d = &v.drill.line[i];
+	for (size_t i = 0; i < v.n; i++) {
+		const struct line_drill *d = &v.line[i];
 		struct stack_view *st = xreallocarray(NULL, d->n_stacks + 1,
 						      sizeof(*st));
 		size_t n = since_last(s, &v.rows[i], d, st);

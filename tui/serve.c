@@ -216,7 +216,8 @@ static bool split_address(const char *listen, char *host, size_t hsize,
 		snprintf(host, hsize, "%.*s", (int)(colon - listen), listen);
 		snprintf(port, psize, "%s", colon + 1);
 	}
-	return *host && *port && strspn(port, "0123456789") == strlen(port);
+	return *host && *port && strspn(port, "0123456789") == strlen(port) &&
+	       strlen(port) <= 5 && atoi(port) <= 65535;
 }
 
 /* A socket listening on the first address of host:port that binds; -1 with err. */

@@ -177,6 +177,9 @@ int main(void)
 	CHECK(serve_start("127.0.0.1:notaport", err, sizeof(err)) == NULL &&
 	      strstr(err, "expected [HOST:]PORT"),
 	      "expected a bad address refused, got \"%s\"", err);
+	CHECK(serve_start("99999", err, sizeof(err)) == NULL &&
+	      strstr(err, "expected [HOST:]PORT"),
+	      "expected port 99999 refused, got \"%s\"", err);
 	test_answers_from_main_loop(s);
 	test_status_and_stop(s);
 	return check_summary();

@@ -21,15 +21,16 @@ endif
 # (the front end demangles with it), pkg-config, the -dev libraries, and
 # libdebuginfod1, which qsptop loads at run time to fetch debuginfo (libdw
 # does not pull it in). The tests also need tmux (the screen tests), g++
-# (C++ workloads), libunwind (test_frames), cJSON (the tests read the JSON
-# qsptop writes back with it; qsptop itself writes JSON without it),
-# musl-gcc from musl-tools (a musl program for test_promises) and clang
-# with its libFuzzer runtime (the fuzz targets). The pprof profiles need
-# protobuf-c (its compiler generates the C of tui/profile.proto) and zlib,
-# the HTTP endpoint libmicrohttpd; their tests read what qsptop serves
-# with go tool pprof (golang-go) and a Prometheus server (prometheus).
-BUILD_PKGS := ncursesw libdw libelf libprotobuf-c zlib libmicrohttpd
-TEST_PKGS  := libunwind libcjson
+# (C++ workloads), libunwind (test_frames), musl-gcc from musl-tools (a
+# musl program for test_promises) and clang with its libFuzzer runtime
+# (the fuzz targets). The pprof profiles need protobuf-c (its compiler
+# generates the C of tui/profile.proto) and zlib, the HTTP endpoint
+# libmicrohttpd, --diff cJSON to read snapshots (qsptop writes JSON
+# without it; the tests read it back with it). The tests read what qsptop
+# serves with go tool pprof (golang-go) and a Prometheus server
+# (prometheus).
+BUILD_PKGS := ncursesw libdw libelf libprotobuf-c zlib libmicrohttpd libcjson
+TEST_PKGS  := libunwind
 DEB_ncursesw := libncurses-dev
 DEB_libunwind := libunwind-dev
 DEB_libcjson := libcjson-dev
@@ -52,9 +53,9 @@ ALL_CFLAGS = -std=c11 -D_GNU_SOURCE -fPIC $(WARN) $(CFLAGS) \
 # collector needs none of them: it unwinds with its own code (frames.c);
 # only test_frames compares it with libunwind.
 PKG_CFLAGS = $(shell pkg-config --cflags libdw ncursesw libprotobuf-c \
-	     libmicrohttpd) -I$(GEN)
+	     libmicrohttpd libcjson) -I$(GEN)
 PKG_LIBS   = $(shell pkg-config --libs libdw libelf ncursesw libprotobuf-c \
-	     zlib libmicrohttpd) -lpthread
+	     zlib libmicrohttpd libcjson) -lpthread
 # The front end demangles C++ names with libstdc++'s __cxa_demangle.
 CXX_ABI_LIBS := -lstdc++
 # Unit tests take the front end from an archive without the screen (term.o,

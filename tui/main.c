@@ -21,6 +21,7 @@
 #include "app.h"
 #include "batch.h"
 #include "column.h"
+#include "diff.h"
 #include "export.h"
 #include "export_pprof.h"
 #include "format.h"
@@ -473,6 +474,8 @@ int main(int argc, char **argv)
 	setlocale(LC_ALL, "");
 	format_set_utf8(strcmp(nl_langinfo(CODESET), "UTF-8") == 0);
 	options_parse(&a.opt, argc, argv);
+	if (a.opt.diff_old)
+		exit(diff_run(&a.opt));
 	live = !a.opt.batch && isatty(STDOUT_FILENO) && isatty(STDIN_FILENO);
 	check_theme(a.opt.theme ? a.opt.theme : "default");
 	check_output_paths(&a.opt);

@@ -17,11 +17,12 @@
 /* Long options without a letter. */
 enum { OPT_FOLDED = 0x100, OPT_WRAPPER, OPT_MAX_MEMORY, OPT_FORCE, OPT_MIX_IDLE, OPT_NO_FOLLOW_EXEC,
        OPT_TYPE, OPT_CHILDREN, OPT_NO_CHILDREN, OPT_JOIN_PROCESSES, OPT_IDLE,
-       OPT_LOCK, OPT_PPROF, OPT_LISTEN, OPT_TOP };
+       OPT_LOCK, OPT_PPROF, OPT_LISTEN, OPT_TOP, OPT_DIFF };
 
 static const char usage_text[] =
 	"Usage: qsptop [options] -p PID\n"
 	"       qsptop [options] -- CMD [ARG...]\n"
+	"       qsptop [-j FILE] [-N N] [-w COLUMNS] --diff OLD.json NEW.json\n"
 	"Show which lock call sites of a process make its threads wait.\n"
 	"\n"
 	"  -p, --pid PID[,PID...] watch running processes, one table for all (the\n"
@@ -84,6 +85,9 @@ static const char usage_text[] =
 	"      --top N            /metrics: a series for each of the N sites with\n"
 	"                         the most wait (default 100), the rest summed in\n"
 	"                         site=\"other\" per type\n"
+	"      --diff OLD NEW     compare two JSON snapshots: a table (or with -j,\n"
+	"                         JSON) of what grew or shrank, by call site and\n"
+	"                         lock name, sorted by the change in wait\n"
 	"  -t, --theme NAME       colour theme: default, light, mono, or a file\n"
 	"                         (~/.config/qsptop/themes/NAME.theme first)\n"
 	"      --no-follow-exec   with -- CMD: stop watching when CMD execs another\n"
@@ -262,6 +266,7 @@ static const struct option long_options[] = {
 	{ .name = "pprof", .has_arg = required_argument, .val = OPT_PPROF },
 	{ .name = "listen", .has_arg = required_argument, .val = OPT_LISTEN },
 	{ .name = "top", .has_arg = required_argument, .val = OPT_TOP },
+	{ .name = "diff", .has_arg = required_argument, .val = OPT_DIFF },
 	{ .name = "wrapper", .has_arg = required_argument, .val = OPT_WRAPPER },
 	{ .name = "force", .has_arg = no_argument, .val = OPT_FORCE },
 	{ .name = "children", .has_arg = no_argument, .val = OPT_CHILDREN },
@@ -312,6 +317,7 @@ static void apply(struct options *o, int c, const char *arg)
 	case OPT_FOLDED: o->folded_path = arg; break;
 	case OPT_PPROF: o->pprof_path = arg; break;
 	case OPT_LISTEN: o->listen = arg; break;
+	case OPT_DIFF: o->diff_old = arg; break;
 	case OPT_TOP: o->top = (size_t)parse_count(arg, "--top: expected a "
 		"positive count of series", 1L << 20); break;
 	case OPT_WRAPPER: add_wrapper(o, arg); break;
@@ -328,6 +334,17 @@ static void apply(struct options *o, int c, const char *arg)
 	case 'V': printf("qsptop %s\n", QSPTOP_VERSION); exit(0);
 	default: usage_error("%s", "invalid option");
 	}
+}
+
+/* --diff OLD NEW: NEW is the one word left; nothing is watched. */
+static void check_diff(struct options *o)
+{
+	if (!o->command || !o->command[0] || o->command[1])
+		usage_error("%s", "--diff: expected OLD.json NEW.json");
+	if (o->pid || strcmp(o->command[0], "--") == 0)
+		usage_error("%s", "--diff compares snapshots: no -p or -- CMD");
+	o->diff_new = o->command[0];
+	o->command = NULL;
 }
 
 static bool is_stdout(const char *path)
@@ -361,6 +378,10 @@ void options_parse(struct options *o, int argc, char **argv)
 	}
 	if (optind < argc)
 		o->command = &argv[optind];
+	if (o->diff_old) {
+		check_diff(o);
+		return;
+	}
 	if (o->pid && o->command)
 		usage_error("%s", "give either -p PID or -- CMD, not both");
 	if (!o->pid && !o->command && o->children)

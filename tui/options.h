@@ -42,6 +42,8 @@ struct options {
 	bool children;		/* --children (the default with -- CMD, unless
 				   --no-children): every descendant, as it comes */
 	char **command;		/* after --; NULL with -p */
+	const char *diff_old;	/* --diff OLD NEW: the snapshots, or NULL */
+	const char *diff_new;
 };
 
 /* The refresh interval's bounds in seconds: -d, and d on the live screen. */

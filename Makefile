@@ -21,18 +21,24 @@ endif
 # (the front end demangles with it), pkg-config, the -dev libraries, and
 # libdebuginfod1, which qsptop loads at run time to fetch debuginfo (libdw
 # does not pull it in). The tests also need tmux (the screen tests), g++
-# (C++ workloads), libunwind (test_frames), cJSON (the tests read the JSON
-# qsptop writes back with it; qsptop itself writes JSON without it),
-# musl-gcc from musl-tools (a musl program for test_promises), glib's
-# runtime libglib2.0-0 (test_glib) and clang with its libFuzzer runtime
-# (the fuzz targets).
-BUILD_PKGS := ncursesw libdw libelf
-TEST_PKGS  := libunwind libcjson
+# (C++ workloads), libunwind (test_frames), musl-gcc from musl-tools (a
+# musl program for test_promises), glib's runtime libglib2.0-0 (test_glib)
+# and clang with its libFuzzer runtime (the fuzz targets). The pprof
+# profiles need protobuf-c (its compiler generates the C of
+# tui/profile.proto) and zlib, the HTTP endpoint libmicrohttpd, --diff
+# cJSON to read snapshots (qsptop writes JSON without it; the tests read
+# it back with it). The tests read what qsptop serves with go tool pprof
+# (golang-go) and a Prometheus server (prometheus).
+BUILD_PKGS := ncursesw libdw libelf libprotobuf-c zlib libmicrohttpd libcjson
+TEST_PKGS  := libunwind
 DEB_ncursesw := libncurses-dev
 DEB_libunwind := libunwind-dev
 DEB_libcjson := libcjson-dev
 DEB_libdw := libdw-dev
 DEB_libelf := libelf-dev
+DEB_libprotobuf-c := libprotobuf-c-dev
+DEB_zlib := zlib1g-dev
+DEB_libmicrohttpd := libmicrohttpd-dev
 
 WARN    := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
 	   -Wformat=2
@@ -46,16 +52,22 @@ ALL_CFLAGS = -std=c11 -D_GNU_SOURCE -fPIC $(WARN) $(CFLAGS) \
 # Expanded when a recipe runs, after the dependency step has run. The
 # collector needs none of them: it unwinds with its own code (frames.c);
 # only test_frames compares it with libunwind.
-PKG_CFLAGS = $(shell pkg-config --cflags libdw ncursesw)
-PKG_LIBS   = $(shell pkg-config --libs libdw libelf ncursesw)
+PKG_CFLAGS = $(shell pkg-config --cflags libdw ncursesw libprotobuf-c \
+	     libmicrohttpd libcjson) -I$(GEN)
+PKG_LIBS   = $(shell pkg-config --libs libdw libelf ncursesw libprotobuf-c \
+	     zlib libmicrohttpd libcjson) -lpthread
 # The front end demangles C++ names with libstdc++'s __cxa_demangle.
 CXX_ABI_LIBS := -lstdc++
 # Unit tests take the front end from an archive without the screen (term.o,
 # live.o): they need no curses. The unit and integration tests read JSON
 # back with cJSON, a test tool.
 TEST_CFLAGS = $(shell pkg-config --cflags libcjson)
-UNIT_LIBS  = $(shell pkg-config --libs libcjson libdw libelf) -lm $(CXX_ABI_LIBS)
+UNIT_LIBS  = $(shell pkg-config --libs libcjson libdw libelf libprotobuf-c zlib \
+	     libmicrohttpd) -lpthread -lm $(CXX_ABI_LIBS)
 
+# C generated from tui/profile.proto (pprof's format) by protoc-c.
+GEN           := $(BUILD)/gen
+GEN_SRC       := $(GEN)/profile.pb-c.c
 COMMON_SRC    := $(wildcard common/*.c)
 COLLECTOR_SRC := $(wildcard collector/*.c)
 TUI_SRC       := $(wildcard tui/*.c)
@@ -71,7 +83,7 @@ BENCH_SRC     := $(filter-out tests/bench/bench.c,$(wildcard tests/bench/*.c))
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 COMMON_OBJ    := $(call obj,$(COMMON_SRC))
 COLLECTOR_OBJ := $(call obj,$(COLLECTOR_SRC))
-TUI_LIB_OBJ   := $(call obj,$(TUI_LIB_SRC))
+TUI_LIB_OBJ   := $(call obj,$(TUI_LIB_SRC)) $(BUILD)/obj/gen/profile.pb-c.o
 UNIT_BIN      := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 WORKLOAD_BIN  := $(patsubst tests/workloads/%,$(BUILD)/tests/wl_%,$(basename $(WORKLOAD_SRC)))
 INTEG_BIN     := $(patsubst tests/integration/%.c,$(BUILD)/tests/%,$(INTEG_SRC))
@@ -150,6 +162,7 @@ elif ! printf 'int main(void) { return 0; }\n' | \
 fi; \
 rm -f $(BUILD)/.probe; \
 command -v pkg-config >/dev/null 2>&1 || missing="$$missing pkg-config"; \
+command -v protoc-c >/dev/null 2>&1 || missing="$$missing protobuf-c-compiler"; \
 $(call pkgs_missing,$(BUILD_PKGS)); \
 PATH=$$PATH:/sbin:/usr/sbin ldconfig -p 2>/dev/null | \
   grep -q 'libdebuginfod\.so\.1 ' || missing="$$missing libdebuginfod1"
@@ -162,6 +175,8 @@ command -v c++ >/dev/null 2>&1 || missing="$$missing g++"; \
 command -v musl-gcc >/dev/null 2>&1 || missing="$$missing musl-tools"; \
 PATH=$$PATH:/sbin:/usr/sbin ldconfig -p 2>/dev/null | \
   grep -q 'libglib-2\.0\.so\.0 ' || missing="$$missing libglib2.0-0"; \
+command -v go >/dev/null 2>&1 || missing="$$missing golang-go"; \
+command -v prometheus >/dev/null 2>&1 || missing="$$missing prometheus"; \
 if ! command -v $(FUZZ_CC) >/dev/null 2>&1; then \
   missing="$$missing clang libclang-rt-dev"; \
 elif ! echo '$(FUZZ_PROBE)' | $(FUZZ_CC) -fsanitize=fuzzer -x c - \
@@ -197,9 +212,19 @@ else \
 fi
 endef
 
-$(BUILD)/obj/%.o: %.c | $(DEPS_STAMP)
+$(BUILD)/obj/%.o: %.c | $(DEPS_STAMP) $(GEN_SRC)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(PKG_CFLAGS) -MMD -MP -c $< -o $@
+
+$(GEN_SRC): tui/profile.proto | $(DEPS_STAMP)
+	@mkdir -p $(GEN)
+	protoc-c --proto_path=tui --c_out=$(GEN) $<
+$(BUILD)/obj/gen/%.o: $(GEN)/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(PKG_CFLAGS) -c $< -o $@
+$(BUILD)/asan/obj/gen/%.o: $(GEN)/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(SANITIZE) $(PKG_CFLAGS) -c $< -o $@
 
 # The collector lives in someone else's process: hidden symbols except the
 # hooks, initial-exec TLS (it may be dlopen'ed), no dependency on our TUI
@@ -215,12 +240,13 @@ $(BUILD)/libqsptop.so: $(COLLECTOR_OBJ) $(LIB_COMMON_OBJ)
 $(BUILD)/qsptop: $(BUILD)/obj/tui/main.o $(TUI_LIB_OBJ) $(COMMON_OBJ)
 	$(CC) -o $@ $^ $(PKG_LIBS) -lm $(CXX_ABI_LIBS)
 
-$(UNIT_ARCHIVE): $(call obj,$(UNIT_TUI_SRC))
+$(UNIT_ARCHIVE): $(call obj,$(UNIT_TUI_SRC)) $(BUILD)/obj/gen/profile.pb-c.o
 	rm -f $@ && ar rcs $@ $^
-$(BUILD)/asan/obj/%.o: %.c | $(DEPS_STAMP)
+$(BUILD)/asan/obj/%.o: %.c | $(DEPS_STAMP) $(GEN_SRC)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(SANITIZE) $(PKG_CFLAGS) -MMD -MP -c $< -o $@
-$(ASAN_ARCHIVE): $(patsubst %.c,$(BUILD)/asan/obj/%.o,$(UNIT_TUI_SRC))
+$(ASAN_ARCHIVE): $(patsubst %.c,$(BUILD)/asan/obj/%.o,$(UNIT_TUI_SRC)) \
+		 $(BUILD)/asan/obj/gen/profile.pb-c.o
 	rm -f $@ && ar rcs $@ $^
 
 # Unit tests link the front-end and common modules they use; a change to
@@ -395,6 +421,13 @@ $(BUILD)/tsan/test_lfstack: tests/unit/test_lfstack.c collector/lfstack.h \
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -fsanitize=thread -O1 -o $@ $< -lpthread
 
+# The HTTP endpoint's threads under ThreadSanitizer.
+$(BUILD)/tsan/test_serve: tests/unit/test_serve.c tui/serve.c tui/serve.h \
+	tui/xalloc.c | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -fsanitize=thread -O1 -o $@ $(filter %.c,$^) \
+		$(shell pkg-config --libs libmicrohttpd) -lpthread
+
 # The fuzz targets: the decoder with common/, the theme parser alone.
 $(BUILD)/fuzz/fuzz_proto: tests/fuzz/fuzz_proto.c $(COMMON_SRC) \
 	$(wildcard common/*.h) | $(TEST_DEPS_STAMP)
@@ -423,7 +456,8 @@ $(BUILD)/tests/test_fuzz_%: $(BUILD)/fuzz/fuzz_% $(BUILD)/fuzz/proto_seeds \
 check: $(TEST_DEPS_STAMP) all $(UNIT_BIN) $(ASAN_BIN) $(WORKLOAD_BIN) $(WRAP_BIN) \
 	$(AUTOWRAP_BIN) \
 	$(INVARIANT_PLUGIN) $(INTEG_BIN) \
-	$(BUILD)/tsan/test_stress $(BUILD)/tsan/test_lfstack $(BUILD)/tests/test_bench \
+	$(BUILD)/tsan/test_stress $(BUILD)/tsan/test_lfstack $(BUILD)/tsan/test_serve \
+	$(BUILD)/tests/test_bench \
 	$(FUZZ_TESTS)
 	@FUZZ_SECONDS=$(FUZZ_CHECK_TIME) tests/run $(BUILD)
 

@@ -9,6 +9,7 @@
 
 #include "../common/clock.h"
 #include "app.h"
+#include "ledger.h"
 #include "column.h"
 #include "inject_proc.h"
 #include "procs.h"
@@ -468,6 +469,9 @@ void app_join_processes(struct app *a, bool join)
 
 void app_reset(struct app *a)
 {
+	/* Exported counters never go down: the ledger keeps what r takes. */
+	if (a->ledger)
+		ledger_carry(a->ledger, a);
 	model_reset(a->model);
 	a->reset_ns = last_tick_ns(a);
 }

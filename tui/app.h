@@ -63,6 +63,9 @@ struct app {
 	struct site_verdict *role_verdicts; /* roles.c's; NULL until needed */
 	char roles_error[512];			/* the config file's, until taken */
 	bool roles_bad;			/* it is malformed: never written */
+	struct ledger *ledger;		/* counts over resets; NULL without --listen */
+	struct serve *serve;		/* --listen's endpoint, or NULL */
+	struct scrape *scrape;		/* what it serves */
 	bool child_reaped;		/* the launched command has ended */
 	int child_status;		/* its wait status, once reaped */
 };

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "live.h"
+#include "scrape.h"
 #include "roles.h"
 #include "term.h"
 #include "view.h"
@@ -125,6 +126,7 @@ int live_run(struct app *a, const char *theme, volatile sig_atomic_t *stop)
 		app_probe_futex(a);
 		app_name_threads(a);
 		roles_update(a);
+		scrape_serve(a);
 		tell_roles_error(&ui);
 		dirty = rc == 1 || (rc < 0 && !ended) || names;
 		if (dirty)

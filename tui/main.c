@@ -21,12 +21,17 @@
 #include "app.h"
 #include "batch.h"
 #include "column.h"
+#include "diff.h"
 #include "export.h"
+#include "export_pprof.h"
 #include "format.h"
 #include "live.h"
 #include "names.h"
 #include "ns.h"
+#include "ledger.h"
 #include "roles.h"
+#include "scrape.h"
+#include "serve.h"
 #include "site.h"
 #include "theme.h"
 #include "tree.h"
@@ -98,11 +103,13 @@ static void run_batch(struct app *a)
 		app_probe_futex(a);
 		app_name_threads(a);
 		roles_update(a);
+		scrape_serve(a);
 		tell_roles_error(a);
 
 		if (rc == 1) {
 			symbols_refresh(a->symbols);
-			batch_print(out, a);
+			if (!a->opt.no_tables)
+				batch_print(out, a);
 			tell_fetch_failure(a);
 			if (a->opt.iterations && ++shown >= a->opt.iterations)
 				return;
@@ -222,7 +229,7 @@ static int connected_status(struct app *a)
 	return rc;
 }
 
-/* Write the JSON snapshot and folded stacks asked for; rc, or 1 on failure. */
+/* Write the exports asked for; rc, or 1 on failure. */
 static int write_outputs(struct app *a, int rc)
 {
 	char err[512];
@@ -235,6 +242,11 @@ static int write_outputs(struct app *a, int rc)
 	if (a->opt.folded_path &&
 	    export_folded(a, &a->query, a->opt.folded_path, err, sizeof(err)) < 0) {
 		warning("cannot write the folded stacks: %s", err);
+		rc = rc ? rc : 1;
+	}
+	if (a->opt.pprof_path &&
+	    export_pprof(a, &a->query, a->opt.pprof_path, err, sizeof(err)) < 0) {
+		warning("cannot write the pprof profile: %s", err);
 		rc = rc ? rc : 1;
 	}
 	return rc;
@@ -413,6 +425,27 @@ static void check_output_paths(const struct options *o)
 		fatal("cannot write the JSON snapshot: %s", err);
 	if (o->folded_path && export_check_path(o->folded_path, err, sizeof(err)) < 0)
 		fatal("cannot write the folded stacks: %s", err);
+	if (o->pprof_path && export_check_path(o->pprof_path, err, sizeof(err)) < 0)
+		fatal("cannot write the pprof profile: %s", err);
+}
+
+/*
+ * --listen: bind before anything is started, so that a port in use stops
+ * qsptop with one line and nothing to undo.
+ */
+static void start_serving(struct app *a)
+{
+	char err[512];
+
+	if (!a->opt.listen)
+		return;
+	a->serve = serve_start(a->opt.listen, err, sizeof(err));
+	if (!a->serve)
+		fatal("%s", err);
+	a->ledger = ledger_new();
+	a->scrape = scrape_new(a->opt.top);
+	fprintf(stderr, "qsptop: serving http://%s/metrics and "
+		"/debug/pprof/mutex\n", serve_address(a->serve));
 }
 
 /*
@@ -454,10 +487,13 @@ int main(int argc, char **argv)
 	setlocale(LC_ALL, "");
 	format_set_utf8(strcmp(nl_langinfo(CODESET), "UTF-8") == 0);
 	options_parse(&a.opt, argc, argv);
+	if (a.opt.diff_old)
+		exit(diff_run(&a.opt));
 	live = !a.opt.batch && isatty(STDOUT_FILENO) && isatty(STDIN_FILENO);
 	check_theme(a.opt.theme ? a.opt.theme : "default");
 	check_output_paths(&a.opt);
 	install_signals();
+	start_serving(&a);
 	a.model = model_new();
 	attach(&a, live, log, sizeof(log));
 	/* After the launch: the command keeps DEBUGINFOD_URLS, symbols take it. */
@@ -474,6 +510,9 @@ int main(int argc, char **argv)
 	else
 		run_batch(&a);
 	rc = finish(&a);
+	serve_stop(a.serve);
+	scrape_free(a.scrape);
+	ledger_free(a.ledger);
 	if (!live) {
 		symbols_stop_fetching(a.symbols);
 		tell_fetch_failure(&a);

@@ -17,11 +17,13 @@
 /* Long options without a letter. */
 enum { OPT_FOLDED = 0x100, OPT_WRAPPER, OPT_MAX_MEMORY, OPT_FORCE, OPT_MIX_IDLE, OPT_NO_FOLLOW_EXEC,
        OPT_TYPE, OPT_CHILDREN, OPT_NO_CHILDREN, OPT_JOIN_PROCESSES, OPT_IDLE,
-       OPT_LOCK, OPT_NO_AUTO_WRAPPERS };
+       OPT_LOCK, OPT_NO_AUTO_WRAPPERS, OPT_PPROF, OPT_LISTEN, OPT_TOP,
+       OPT_DIFF };
 
 static const char usage_text[] =
 	"Usage: qsptop [options] -p PID\n"
 	"       qsptop [options] -- CMD [ARG...]\n"
+	"       qsptop [-j FILE] [-N N] [-w COLUMNS] --diff OLD.json NEW.json\n"
 	"Show which lock call sites of a process make its threads wait.\n"
 	"\n"
 	"  -p, --pid PID[,PID...] watch running processes, one table for all (the\n"
@@ -40,7 +42,8 @@ static const char usage_text[] =
 	"  -- CMD [ARG...]        run CMD with the collector; stop when it exits and\n"
 	"                         exit with its status\n"
 	"  -d, --delay SECS       refresh interval (default 1)\n"
-	"  -n, --iterations N     stop after N refreshes\n"
+	"  -n, --iterations N     stop after N refreshes; -b -n 0 prints no table\n"
+	"                         and runs until the target exits (--listen)\n"
 	"  -b, --batch            print the table every interval (like top -b);\n"
 	"                         the default when stdout is not a terminal\n"
 	"  -N, --rows N           in batch mode, print only the first N rows of each\n"
@@ -67,6 +70,8 @@ static const char usage_text[] =
 	"  -j, --json FILE        write a JSON snapshot when qsptop stops (- = stdout)\n"
 	"      --folded FILE      write the waited-on stacks in folded form when\n"
 	"                         qsptop stops, for flame graphs (- = stdout)\n"
+	"      --pprof FILE       write a gzip'd pprof profile of the waits when\n"
+	"                         qsptop stops (go tool pprof; - = stdout)\n"
 	"                         (with -, batch tables and the command's output\n"
 	"                         go to stderr: stdout carries that one format)\n"
 	"      --wrapper GLOB     treat functions matching GLOB (a demangled name, with\n"
@@ -78,6 +83,15 @@ static const char usage_text[] =
 	"      --no-auto-wrappers do not look for lock wrappers by their stacks\n"
 	"                         and code (short functions that lock and do not\n"
 	"                         unlock, called from 3 or more others)\n"
+	"      --listen [HOST:]PORT  serve /metrics (Prometheus) and\n"
+	"                         /debug/pprof/mutex over HTTP (HOST default\n"
+	"                         127.0.0.1)\n"
+	"      --top N            /metrics: a series for each of the N sites with\n"
+	"                         the most wait (default 100), the rest summed in\n"
+	"                         site=\"other\" per type\n"
+	"      --diff OLD NEW     compare two JSON snapshots: a table (or with -j,\n"
+	"                         JSON) of what grew or shrank, by call site and\n"
+	"                         lock name, sorted by the change in wait\n"
 	"  -t, --theme NAME       colour theme: default, light, mono, or a file\n"
 	"                         (~/.config/qsptop/themes/NAME.theme first)\n"
 	"      --no-follow-exec   with -- CMD: stop watching when CMD execs another\n"
@@ -253,6 +267,10 @@ static const struct option long_options[] = {
 	{ .name = "width", .has_arg = required_argument, .val = 'w' },
 	{ .name = "json", .has_arg = required_argument, .val = 'j' },
 	{ .name = "folded", .has_arg = required_argument, .val = OPT_FOLDED },
+	{ .name = "pprof", .has_arg = required_argument, .val = OPT_PPROF },
+	{ .name = "listen", .has_arg = required_argument, .val = OPT_LISTEN },
+	{ .name = "top", .has_arg = required_argument, .val = OPT_TOP },
+	{ .name = "diff", .has_arg = required_argument, .val = OPT_DIFF },
 	{ .name = "wrapper", .has_arg = required_argument, .val = OPT_WRAPPER },
 	{ .name = "no-auto-wrappers", .has_arg = no_argument,
 	  .val = OPT_NO_AUTO_WRAPPERS },
@@ -276,7 +294,11 @@ static void apply(struct options *o, int c, const char *arg)
 	switch (c) {
 	case 'p': parse_pids(o, arg); break;
 	case 'd': o->delay_s = parse_delay(arg); break;
-	case 'n': o->iterations = parse_count(arg, "-n: expected a positive count", 1L << 30); break;
+	case 'n':
+		o->no_tables = strcmp(arg, "0") == 0;
+		o->iterations = o->no_tables ? 0 : parse_count(arg,
+			"-n: expected a positive count (0 with -b: no table)", 1L << 30);
+		break;
 	case 'b': o->batch = true; break;
 	case 'N': o->rows = parse_rows(arg); break;
 	case 'o': parse_sort(o, arg); break;
@@ -299,6 +321,11 @@ static void apply(struct options *o, int c, const char *arg)
 		break;
 	case 'j': o->json_path = arg; break;
 	case OPT_FOLDED: o->folded_path = arg; break;
+	case OPT_PPROF: o->pprof_path = arg; break;
+	case OPT_LISTEN: o->listen = arg; break;
+	case OPT_DIFF: o->diff_old = arg; break;
+	case OPT_TOP: o->top = (size_t)parse_count(arg, "--top: expected a "
+		"positive count of series", 1L << 20); break;
 	case OPT_WRAPPER: add_wrapper(o, arg); break;
 	case OPT_NO_AUTO_WRAPPERS: o->no_auto_wrappers = true; break;
 	case OPT_FORCE: o->force = true; break;
@@ -316,12 +343,35 @@ static void apply(struct options *o, int c, const char *arg)
 	}
 }
 
+/* --diff OLD NEW: NEW is the one word left; nothing is watched. */
+static void check_diff(struct options *o)
+{
+	if (!o->command || !o->command[0] || o->command[1])
+		usage_error("%s", "--diff: expected OLD.json NEW.json");
+	if (o->pid || strcmp(o->command[0], "--") == 0)
+		usage_error("%s", "--diff compares snapshots: no -p or -- CMD");
+	o->diff_new = o->command[0];
+	o->command = NULL;
+}
+
+static bool is_stdout(const char *path)
+{
+	return path && strcmp(path, "-") == 0;
+}
+
+/* How many exports write to stdout. */
+static int stdout_exports(const struct options *o)
+{
+	return is_stdout(o->json_path) + is_stdout(o->folded_path) +
+	       is_stdout(o->pprof_path);
+}
+
 void options_parse(struct options *o, int argc, char **argv)
 {
 	int c;
 
 	*o = (struct options){ .delay_s = 1.0, .sort = field_by_key("wait"),
-			       .types = LOCKSET_ALL,
+			       .types = LOCKSET_ALL, .top = 100,
 			       .coalesce = COALESCE_NONE };
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "+p:d:n:bN:o:m:w:j:t:hV", long_options,
@@ -335,6 +385,10 @@ void options_parse(struct options *o, int argc, char **argv)
 	}
 	if (optind < argc)
 		o->command = &argv[optind];
+	if (o->diff_old) {
+		check_diff(o);
+		return;
+	}
 	if (o->pid && o->command)
 		usage_error("%s", "give either -p PID or -- CMD, not both");
 	if (!o->pid && !o->command && o->children)
@@ -346,14 +400,14 @@ void options_parse(struct options *o, int argc, char **argv)
 	/* A launched command's tree is watched whole unless told not to. */
 	if (o->command && !o->no_children)
 		o->children = true;
-	if (o->json_path && o->folded_path && strcmp(o->json_path, "-") == 0 &&
-	    strcmp(o->folded_path, "-") == 0)
-		usage_error("%s", "only one of --json and --folded can write to "
-			    "stdout (-)");
+	if (stdout_exports(o) > 1)
+		usage_error("%s", "only one of --json, --folded and --pprof can "
+			    "write to stdout (-)");
+	if (o->no_tables && !o->batch)
+		usage_error("%s", "-n 0 (no table) needs -b");
 }
 
 bool options_stdout_export(const struct options *o)
 {
-	return (o->json_path && strcmp(o->json_path, "-") == 0) ||
-	       (o->folded_path && strcmp(o->folded_path, "-") == 0);
+	return stdout_exports(o) > 0;
 }

@@ -22,6 +22,10 @@ struct options {
 	enum coalesce coalesce;
 	const char *json_path;	/* "-" for stdout */
 	const char *folded_path; /* --folded; "-" for stdout */
+	const char *pprof_path;	/* --pprof; "-" for stdout */
+	const char *listen;	/* --listen [HOST:]PORT, or NULL */
+	size_t top;		/* --top: named series of /metrics */
+	bool no_tables;		/* -b -n 0: print no table */
 	const char **wrappers;	/* --wrapper globs, in order given */
 	size_t nwrappers;
 	bool no_auto_wrappers;	/* --no-auto-wrappers: only named ones */
@@ -39,6 +43,8 @@ struct options {
 	bool children;		/* --children (the default with -- CMD, unless
 				   --no-children): every descendant, as it comes */
 	char **command;		/* after --; NULL with -p */
+	const char *diff_old;	/* --diff OLD NEW: the snapshots, or NULL */
+	const char *diff_new;
 };
 
 /* The refresh interval's bounds in seconds: -d, and d on the live screen. */
@@ -54,7 +60,7 @@ bool options_parse_delay(const char *s, double *delay_s);
  */
 void options_parse(struct options *o, int argc, char **argv);
 
-/* Whether --json or --folded writes to stdout ("-"), which is then theirs. */
+/* Whether --json, --folded or --pprof writes to stdout ("-"), which is then theirs. */
 bool options_stdout_export(const struct options *o);
 
 #endif

@@ -137,6 +137,20 @@ void symbols_each_function(struct symbols *s, size_t module,
 bool symbols_function_at(struct symbols *s, uint64_t address, uint64_t *lo,
 			 uint64_t *hi);
 
+/* Where a module lies in the target and in its file (pprof's mapping). */
+struct symbols_mapping {
+	size_t index;		/* the module's number */
+	const char *path;
+	uint64_t start, end;	/* extent in the target */
+	uint64_t file_offset;	/* of start in the file */
+	const uint8_t *build_id;
+	size_t build_id_len;
+};
+
+/* The mapping of the module holding address; false if none of known extent. */
+bool symbols_mapping(struct symbols *s, uint64_t address,
+		     struct symbols_mapping *out);
+
 /* The load bias of the module whose path, or file name, is name; 0 if none. */
 uint64_t symbols_module_base(const struct symbols *s, const char *name);
 

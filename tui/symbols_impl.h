@@ -45,6 +45,7 @@ struct symbols_module {
 	char *path;
 	uint64_t base;		/* load bias */
 	uint64_t start, end;	/* extent in the target; end 0 when unknown */
+	uint64_t file_offset;	/* of start in the file */
 	uint8_t *build_id;
 	size_t build_id_len;
 	enum symbols_module_state state;

@@ -36,8 +36,11 @@ void symbols_module_free(struct symbols_module *m)
 		dwfl_end(m->own_dwfl);
 }
 
-/* Find the span of the PT_LOAD segments of elf, relative to the bias. */
-static bool elf_extent(Elf *elf, uint64_t *lo, uint64_t *hi)
+/*
+ * Find the span of the PT_LOAD segments of elf, relative to the bias, and
+ * the file offset of its start (*lo).
+ */
+static bool elf_extent(Elf *elf, uint64_t *lo, uint64_t *hi, uint64_t *off)
 {
 	size_t phnum;
 	GElf_Phdr ph;
@@ -53,8 +56,10 @@ static bool elf_extent(Elf *elf, uint64_t *lo, uint64_t *hi)
 			continue;
 		if (ph.p_vaddr + ph.p_memsz < ph.p_vaddr)
 			return false;
-		if ((ph.p_vaddr & ~0xfffull) < *lo)
+		if ((ph.p_vaddr & ~0xfffull) < *lo) {
 			*lo = ph.p_vaddr & ~0xfffull;
+			*off = ph.p_offset & ~0xfffull;
+		}
 		if (ph.p_vaddr + ph.p_memsz > *hi)
 			*hi = ph.p_vaddr + ph.p_memsz;
 	}
@@ -214,16 +219,17 @@ int symbols_module_open_debuglink(const struct symbols *s, Dwfl_Module *mod,
 static void module_load(struct symbols *s, struct symbols_module *m)
 {
 	int fd = module_open(s, m);
-	uint64_t lo, hi;
+	uint64_t lo, hi, off = 0;
 	Elf *elf;
 
 	if (fd < 0)
 		return;
 	elf = elf_open_loadable(fd);
-	if (elf && elf_extent(elf, &lo, &hi) && m->base + lo >= m->base &&
+	if (elf && elf_extent(elf, &lo, &hi, &off) && m->base + lo >= m->base &&
 	    m->base + hi > m->base + lo) {
 		m->start = m->base + lo;
 		m->end = m->base + hi;
+		m->file_offset = off;
 		m->state = elf_is_loaded_file(elf, m) ? SYMBOLS_MODULE_TRUSTED
 						      : SYMBOLS_MODULE_MISMATCH;
 	}
@@ -343,6 +349,20 @@ struct symbols_module *symbols_module_find(struct symbols *s, uint64_t pc)
 size_t symbols_modules(const struct symbols *s)
 {
 	return s->nmods;
+}
+
+bool symbols_mapping(struct symbols *s, uint64_t address,
+		     struct symbols_mapping *out)
+{
+	struct symbols_module *m = symbols_module_find(s, address);
+
+	if (!m || !m->end)
+		return false;
+	*out = (struct symbols_mapping){ .index = (size_t)(m - s->mods),
+		.path = m->path, .start = m->start, .end = m->end,
+		.file_offset = m->file_offset, .build_id = m->build_id,
+		.build_id_len = m->build_id_len };
+	return true;
 }
 
 uint64_t symbols_module_base(const struct symbols *s, const char *name)

@@ -8,6 +8,7 @@
 
 #include "client.h"
 #include "export.h"
+#include "export_pprof.h"
 #include "lockset.h"
 #include "roles.h"
 #include "options.h"
@@ -398,16 +399,22 @@ static const char *free_export_path(struct ui *ui, const char *ext)
  * Write text (freed) to a new file named for ext. Only a new file: what
  * is already there, a link planted there too, stays as it is.
  */
-static void write_export(struct ui *ui, const char *ext, char *text)
+static void write_export_data(struct ui *ui, const char *ext, void *data,
+			      size_t len)
 {
 	const char *path = free_export_path(ui, ext);
 	char err[512];
 
-	if (outfile_create(path, text, strlen(text), err, sizeof(err)) < 0)
+	if (outfile_create(path, data, len, err, sizeof(err)) < 0)
 		ui_message(ui, true, "export failed: %s", err);
 	else
 		ui_message(ui, false, "wrote %s", path);
-	free(text);
+	free(data);
+}
+
+static void write_export(struct ui *ui, const char *ext, char *text)
+{
+	write_export_data(ui, ext, text, strlen(text));
 }
 
 /*
@@ -432,6 +439,16 @@ static void act_folded(struct ui *ui)
 	write_export(ui, "folded", holds_all(ui) ?
 		     export_rows_folded(a, &a->query, ui->rows, ui->nrows) :
 		     export_table_folded(a, &a->query));
+}
+
+/* Write the shown rows' waits as a pprof profile. */
+static void act_pprof(struct ui *ui)
+{
+	struct app *a = ui->app;
+	size_t len;
+	uint8_t *data = export_table_pprof(a, &a->query, &len);
+
+	write_export_data(ui, "pb.gz", data, len);
 }
 
 /* Flip the selected row's role, for this program from now on. */
@@ -602,6 +619,9 @@ const struct key_binding key_bindings[] = {
 	{ .keys = { 'f' }, .label = "f", .hint = "f flame", .hint_rank = 1,
 	  .help = "write the shown rows' stacks for flame graphs (qsptop-PID-DATE.folded)",
 	  .act = act_folded },
+	{ .keys = { 'P' }, .label = "P",
+	  .help = "write the shown rows' waits as a pprof profile (qsptop-PID-DATE.pb.gz)",
+	  .act = act_pprof },
 	{ .keys = { 'w' }, .label = "w", .hint = "w wrappers", .hint_rank = 1,
 	  .help = "skip lock wrappers (waits go to their callers) / show their rows",
 	  .act = act_wrappers },

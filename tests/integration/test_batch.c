@@ -350,11 +350,17 @@ static void test_both_stdout_refused(void)
 {
 	struct run r = run_cmd((char *[]){ "--json", "-", "--folded", "-" }, 4,
 			       (char *[]){ "true", NULL });
+	const char *want = "only one of --json, --folded and --pprof";
 
-	CHECK(r.status == 2 && strstr(r.err, "only one of --json and --folded") &&
-	      r.out[0] == '\0',
-	      "--json - --folded -: expected exit 2 and \"only one of --json and "
-	      "--folded\", got %d: %s", r.status, r.err);
+	CHECK(r.status == 2 && strstr(r.err, want) && r.out[0] == '\0',
+	      "--json - --folded -: expected exit 2 and \"%s\", got %d: %s",
+	      want, r.status, r.err);
+	run_free(&r);
+	r = run_cmd((char *[]){ "--pprof", "-", "--folded", "-" }, 4,
+		    (char *[]){ "true", NULL });
+	CHECK(r.status == 2 && strstr(r.err, want) && r.out[0] == '\0',
+	      "--pprof - --folded -: expected exit 2 and \"%s\", got %d: %s",
+	      want, r.status, r.err);
 	run_free(&r);
 }
 

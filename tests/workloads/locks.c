@@ -799,6 +799,34 @@ static void mode_deaf(void)
 		sleep_ms(1000);
 }
 
+/*
+ * --- phases: the mutex mode's contention, then a line "phase 1" in
+ * EXPECT_FILE and no lock call until SIGUSR1; then the same again,
+ * "phase 2", and no lock call until killed: counts that stand still
+ * while a test compares what qsptop serves with what it writes.
+ */
+static volatile sig_atomic_t phase_go;
+
+static void on_phase(int sig)
+{
+	(void)sig;
+	phase_go = 1;
+}
+
+static void mode_phases(void)
+{
+	signal(SIGUSR1, on_phase);
+	for (int phase = 1; phase <= 2; phase++) {
+		run_threads(mutex_worker, THREADS);
+		fprintf(expect, "phase %d\n", phase);
+		fflush(expect);
+		while (phase == 1 && !phase_go)
+			sleep_ms(20);
+	}
+	for (;;)
+		sleep_ms(1000);
+}
+
 static const struct {
 	const char *name;
 	void (*run)(void);
@@ -810,6 +838,7 @@ static const struct {
 	{ "closefds", mode_closefds }, { "manyrows", mode_manyrows },
 	{ "variants", mode_variants }, { "tui", mode_tui },
 	{ "wrapper", mode_wrapper }, { "busy", mode_busy },
+	{ "phases", mode_phases },
 };
 
 int main(int argc, char **argv)

@@ -1,0 +1,185 @@
+/*
+ * End-to-end tests of --pprof: a real consumer, go tool pprof (-raw and
+ * -top), reads every profile qsptop writes, and its sums are the JSON
+ * snapshot's of the same stop, exactly: delay the stacks' wait,
+ * contentions their count (the rows' contended), acquisitions the rows'.
+ * A path that cannot be written is said in one line before anything runs.
+ */
+#include <stdbool.h>
+#include <sys/stat.h>
+
+#include "../unit/check.h"
+#include "harness.h"
+
+#define RUN_TIMEOUT_MS 120000
+
+/* Sums of a profile's samples, as go tool pprof -raw lists them. */
+struct sums {
+	double contentions, delay, acquisitions;
+	int samples;
+};
+
+/* Whether go tool pprof can run here. */
+static bool have_go(void)
+{
+	char *argv[] = { "go", "version", NULL };
+
+	return run_quietly(argv) == 0;
+}
+
+/* go tool pprof with a flag or two, its output in *out; its exit status. */
+static int pprof_tool(const char *flag, const char *flag2,
+		      const char *profile, char **out)
+{
+	static char home[PATH_MAX + 8];
+	char *argv[] = { "go", "tool", "pprof", (char *)flag,
+			 (char *)(flag2 ? flag2 : profile),
+			 (char *)(flag2 ? profile : NULL), NULL };
+	char *o = tmp_path("pprof.out"), *e = tmp_path("pprof.err");
+	struct start_opts so = { .out = o, .err = e, .env = home };
+	int status;
+
+	/* pprof keeps its state under $HOME: the test's scratch directory. */
+	snprintf(home, sizeof(home), "HOME=%s", tmp);
+	status = wait_status(start_with(argv, &so), RUN_TIMEOUT_MS);
+	*out = slurp_file(o, "");
+	if (status != 0) {
+		char *err = slurp_file(e, "");
+
+		fprintf(stderr, "go tool pprof %s: %.400s\n", flag, err);
+		free(err);
+	}
+	return status;
+}
+
+/* The samples of -raw output: "  C  D  A: loc loc ..." after "Samples:". */
+static struct sums raw_sums(const char *raw)
+{
+	struct sums s = { 0 };
+	const char *p = strstr(raw, "\nSamples:\n");
+	double c, d, a;
+	int used;
+
+	p = p ? strchr(p + 10, '\n') : NULL;	/* past the header line */
+	while (p && *++p) {
+		if (sscanf(p, " %lf %lf %lf:%n", &c, &d, &a, &used) == 3 &&
+		    used > 0) {
+			s.contentions += c;
+			s.delay += d;
+			s.acquisitions += a;
+			s.samples++;
+		} else if (!isspace((unsigned char)*p)) {
+			break;		/* "Locations" */
+		}
+		p = strchr(p, '\n');
+	}
+	return s;
+}
+
+/* The same sums from the JSON snapshot's rows and stacks. */
+static struct sums json_sums(const cJSON *snap, double *contended)
+{
+	const cJSON *row, *st;
+	struct sums s = { 0 };
+
+	*contended = 0;
+	cJSON_ArrayForEach(row, cJSON_GetObjectItem(snap, "rows")) {
+		s.acquisitions += num_field(row, "acquisitions");
+		*contended += num_field(row, "contended");
+		cJSON_ArrayForEach(st, cJSON_GetObjectItem(row, "stacks")) {
+			s.contentions += num_field(st, "count");
+			s.delay += num_field(st, "wait_ns");
+		}
+	}
+	return s;
+}
+
+/*
+ * A workload mode under qsptop to its end, --pprof and -j written at the
+ * same stop: go tool pprof's sums equal the snapshot's.
+ */
+static void test_sums_match_snapshot(const char *mode, const char *coalesce,
+				     const char *top_site)
+{
+	char profile[PATH_MAX], json[PATH_MAX], expect[PATH_MAX];
+	char *argv[] = { qsptop, "-b", "-d", "0.2", "-m", (char *)coalesce,
+			 "--pprof", profile, "-j", json, "--", workload,
+			 (char *)mode, expect, NULL };
+	struct run r;
+	char *raw = NULL, *top = NULL;
+	double contended;
+	cJSON *snap;
+
+	/* tmp_path()'s buffers are reused: these outlive them. */
+	strcpy(profile, tmp_path("profile.pb.gz"));
+	strcpy(json, tmp_path("snap.json"));
+	strcpy(expect, tmp_path("expect"));
+	r = run_capture(argv, RUN_TIMEOUT_MS, 0);
+	snap = load_json(json);
+
+	CHECK(r.status == 0, "%s: qsptop exited %d: %.300s", mode, r.status, r.err);
+	CHECK(snap != NULL, "%s: no JSON snapshot", mode);
+	if (r.status != 0 || !snap)
+		goto out;
+	CHECK(pprof_tool("-raw", NULL, profile, &raw) == 0,
+	      "%s: expected go tool pprof -raw to read the profile", mode);
+	CHECK(pprof_tool("-top", "-sample_index=acquisitions", profile, &top) == 0,
+	      "%s: expected go tool pprof -top to read the profile", mode);
+	struct sums got = raw_sums(raw), want = json_sums(snap, &contended);
+
+	CHECK(got.samples > 0, "%s: expected samples in -raw, got none: %.300s",
+	      mode, raw);
+	CHECK(got.delay == want.delay,
+	      "%s -m %s: expected delay %.0f ns (the stacks' wait), got %.0f",
+	      mode, coalesce, want.delay, got.delay);
+	CHECK(got.contentions == want.contentions && want.contentions == contended,
+	      "%s -m %s: expected %.0f contentions (contended %.0f), got %.0f",
+	      mode, coalesce, want.contentions, contended, got.contentions);
+	CHECK(got.acquisitions == want.acquisitions,
+	      "%s -m %s: expected %.0f acquisitions, got %.0f", mode, coalesce,
+	      want.acquisitions, got.acquisitions);
+	CHECK(strstr(top, top_site) != NULL,
+	      "%s: expected %s in go tool pprof -top, got: %.400s", mode,
+	      top_site, top);
+out:
+	cJSON_Delete(snap);
+	free(raw);
+	free(top);
+	run_free(&r);
+}
+
+/* --pprof into a directory that does not exist: one line, nothing run. */
+static void test_unwritable_path(void)
+{
+	char *argv[] = { qsptop, "-b", "--pprof", "/nonexistent/dir/p.pb.gz",
+			 "--", workload, "mutex", tmp_path("expect2"), NULL };
+	struct run r = run_capture(argv, RUN_TIMEOUT_MS, 0);
+	char *nl = strchr(r.err, '\n');
+
+	CHECK(r.status != 0, "expected a failure for an unwritable --pprof, got %d",
+	      r.status);
+	CHECK(strstr(r.err, "cannot write the pprof profile") && nl &&
+	      nl[1] == '\0',
+	      "expected one line naming the pprof profile, got: %s", r.err);
+	CHECK(access(tmp_path("expect2"), F_OK) != 0,
+	      "expected the workload not started, yet it wrote its counts");
+	run_free(&r);
+}
+
+int main(void)
+{
+	find_paths("/tmp/qsptop-pprof-XXXXXX", "wl_locks");
+	signal(SIGPIPE, SIG_IGN);
+	test_unwritable_path();
+	if (!have_go()) {
+		SKIP("go tool pprof not found (install golang-go; make check "
+		     "as root does)");
+	} else {
+		test_sums_match_snapshot("mutex", "none", "site_mutex_a");
+		test_sums_match_snapshot("rwlock", "none", "site_read");
+		test_sums_match_snapshot("cond", "none", "consumer");
+		test_sums_match_snapshot("variants", "site", "variant_rwlock_timed");
+	}
+	remove_tmp();
+	return check_summary();
+}

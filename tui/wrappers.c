@@ -395,7 +395,8 @@ size_t wrappers_ranges(struct wrappers *w, uint64_t **ranges)
 		add_range(w, w->found[2 * i], w->found[2 * i + 1]);
 	total = w->nranges;
 	*ranges = xreallocarray(NULL, total ? total : 1, 2 * sizeof **ranges);
-	memcpy(*ranges, w->ranges, total * 2 * sizeof **ranges);
+	if (total)
+		memcpy(*ranges, w->ranges, total * 2 * sizeof **ranges);
 	w->nranges = named;	/* the others: worked out afresh each time */
 	return total;
 }

@@ -12,14 +12,15 @@
  *   wl_stuck spin       "spinner" and the main thread run, never in a
  *                       system call: no thread can be borrowed
  *   wl_stuck busy       4 threads "busy" take lock_c around a short count,
- *                       forever; on a line on stdin the main thread
- *                       prints "count N", the acquisitions so far
+ *                       forever; on each SIGUSR1 the main thread prints
+ *                       "count N", the acquisitions so far
  *
  * Each prints "tid NAME TID" for its named threads, then "ready" once
  * the locks are taken (the waits themselves follow at once); it runs
  * until SIGTERM or SIGKILL, or ends itself after 120 s (alarm).
  */
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +38,7 @@ static pthread_mutex_t lock_c = PTHREAD_MUTEX_INITIALIZER;
 static pthread_barrier_t taken;
 static int pipe_fds[2];
 static volatile unsigned long count;
+static volatile sig_atomic_t asked;
 
 /* Name the calling thread and say its TID. */
 static void hello(const char *name)
@@ -136,12 +138,23 @@ static void start(void *(*fn)(void *), void *arg)
 	}
 }
 
-/* Answer each line on stdin with the count so far, until stdin closes. */
+static void on_usr1(int sig)
+{
+	(void)sig;
+	asked = 1;
+}
+
+/* Answer each SIGUSR1 with the count so far. */
 static void answer_counts(void)
 {
-	char line[64];
-
-	while (fgets(line, sizeof(line), stdin)) {
+	signal(SIGUSR1, on_usr1);
+	printf("ready\n");
+	fflush(stdout);
+	for (;;) {
+		pause();
+		if (!asked)
+			continue;
+		asked = 0;
 		pthread_mutex_lock(&lock_c);
 		printf("count %lu\n", count);
 		pthread_mutex_unlock(&lock_c);
@@ -180,11 +193,7 @@ int main(int argc, char **argv)
 	} else if (strcmp(mode, "busy") == 0) {
 		for (int i = 0; i < BUSY_THREADS; i++)
 			start(busy_main, NULL);
-		printf("ready\n");
-		fflush(stdout);
 		answer_counts();
-		for (;;)
-			pause();
 	} else {
 		fprintf(stderr, "usage: wl_stuck deadlock|pipe|exited|spin|busy\n");
 		return 2;

@@ -32,16 +32,18 @@ void stuck_text_summary(char *buf, size_t size, const struct stuck *s)
 
 	for (size_t i = 0; i < n; i++)
 		count[t[i].state]++;
-	snprintf(buf, size, "%zu threads: %zu running, %zu blocked on locks, "
-		 "%zu in other calls", n, count[STUCK_RUNNING] + count[STUCK_OTHER],
-		 count[STUCK_LOCK], count[STUCK_SYSCALL]);
+	buf[0] = '\0';
 	for (size_t k = 0; k < nd; k++) {
-		append(buf, size, " %s DEADLOCK", format_utf8() ? "│" : "|");
+		append(buf, size, "DEADLOCK");
 		for (size_t m = 0; m < d[k].n; m++)
 			append(buf, size, " %d %s", (int)t[d[k].member[m]].tid,
 			       format_utf8() ? "→" : "->");
-		append(buf, size, " %d", (int)t[d[k].member[0]].tid);
+		append(buf, size, " %d %s ", (int)t[d[k].member[0]].tid,
+		       format_utf8() ? "│" : "|");
 	}
+	append(buf, size, "%zu threads: %zu running, %zu blocked on locks, "
+	       "%zu in other calls", n, count[STUCK_RUNNING] + count[STUCK_OTHER],
+	       count[STUCK_LOCK], count[STUCK_SYSCALL]);
 }
 
 void stuck_text_object(char *buf, size_t size, struct symbols *symbols,

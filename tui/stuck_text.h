@@ -16,8 +16,8 @@
 #define STUCK_TEXT_HEAD "TID      NAME             STATE"
 
 /*
- * "7 threads: 2 running, 3 blocked on locks, 2 in other calls", then
- * " │ DEADLOCK 1235 → 1236 → 1235" for each deadlock.
+ * "7 threads: 2 running, 3 blocked on locks, 2 in other calls", after
+ * "DEADLOCK 1235 → 1236 → 1235 │ " for each deadlock.
  */
 void stuck_text_summary(char *buf, size_t size, const struct stuck *s);
 

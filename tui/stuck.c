@@ -166,7 +166,8 @@ static void lock_of(const struct stuck *s, struct stuck_thread *t,
 	} else {
 		/* Waiting for the phase to change: a writer, or readers. */
 		t->object = t->word - RWLOCK_WRPHASE_AT;
-		if (strcmp(t->type, "rwlock-read") == 0)
+		t->readers_hold = strcmp(t->type, "rwlock-write") == 0;
+		if (!t->readers_hold)
 			peek(s, t->object + RWLOCK_WRITER_AT, &owner, sizeof owner);
 	}
 	t->holder_ns = owner > 0 ? owner : 0;

@@ -46,6 +46,7 @@ struct stuck_thread {
 	pid_t holder;		/* LOCK: the holder, ours; 0 unknown or none */
 	pid_t holder_ns;	/* as the lock names it (its namespace's TID) */
 	bool holder_exited;	/* the lock names a thread that is gone */
+	bool readers_hold;	/* a writer waits for the readers to leave */
 	int deadlock;		/* the deadlock it is part of, or -1 */
 };
 

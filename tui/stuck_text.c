@@ -68,6 +68,8 @@ static void holder_text(char *buf, size_t size, const struct stuck *s,
 
 	if (t->holder_exited)
 		append(buf, size, ", held by exited thread %d", (int)t->holder_ns);
+	else if (h == NULL && t->readers_hold)
+		append(buf, size, ", held by readers");
 	else if (h == NULL)
 		append(buf, size, ", holder unknown");
 	else if (h->state == STUCK_SYSCALL)

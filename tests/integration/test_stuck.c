@@ -4,7 +4,8 @@
  * one deadlock of its two threads with their call sites, a third thread
  * waits behind it, and the process stays deadlocked exactly as it was;
  * a lock's holder blocked in read() on a pipe ends the chain there; a
- * holder that exited is named so; a busy process keeps running while it
+ * holder that exited is named so; a read-write lock's waiters point to
+ * its writer; a busy process keeps running while it
  * is looked at; and when loading the collector fails (no thread can be
  * borrowed), qsptop -p shows the same view instead of only an error.
  */
@@ -255,6 +256,55 @@ static void test_chain_end(const char *mode, const char *holder,
 	stop_target(&t);
 }
 
+/* The entry of thread name, its type, holder and holder state as wanted. */
+static void check_rw(const cJSON *snap, const struct target *t,
+		     const char *name, const char *type, int holder,
+		     const char *state)
+{
+	const cJSON *w = waiting_of(snap, tid_of(t, name));
+	const cJSON *held = cJSON_GetObjectItem(w, "held_by");
+	const char *got = str_field(w, "holder_state");
+
+	CHECK(w && strcmp(str_field(w, "type"), type) == 0 && site_is(w, name) &&
+	      (holder ? (int)num_field(w, "held_by") == holder :
+			cJSON_IsNull(held)) &&
+	      (state ? got && strcmp(got, state) == 0 : got == NULL),
+	      "rwlock: expected %s waiting for %s at stuck.c:%d, held by %d (%s), "
+	      "got %s", name, type, marker_line("stuck.c", name), holder,
+	      state ? state : "null", w ? cJSON_PrintUnformatted(w) : "nothing");
+}
+
+/*
+ * Read-write locks: a writer and a reader wait for the writer that holds
+ * the lock (it reads a pipe), a writer waits for a reader, who is not
+ * named.
+ */
+static void test_rwlock(void)
+{
+	struct target t;
+	char line[512];
+	const char *waiters[] = { "wwait", "rwait", "wreaders" };
+	bool blocked = start_target(&t, "rwlock");
+	int writer = tid_of(&t, "writer");
+	struct run r;
+	cJSON *snap;
+
+	for (int i = 0; i < 3; i++)
+		blocked = blocked && wait_futex(t.pid, tid_of(&t, waiters[i]), line,
+						sizeof(line));
+	CHECK(blocked, "rwlock: the waiters block: %s", slurp_file(t.out, ""));
+	snap = view_outside(t.pid, &r);
+	printf("rwlock:\n%s", r.out);
+	check_rw(snap, &t, "wwait", "rwlock-write", writer, "syscall:read");
+	check_rw(snap, &t, "rwait", "rwlock-read", writer, "syscall:read");
+	check_rw(snap, &t, "wreaders", "rwlock-write", 0, NULL);
+	CHECK(strstr(r.out, "held by readers") != NULL,
+	      "rwlock: a writer waiting for readers says so: %s", r.out);
+	run_free(&r);
+	cJSON_Delete(snap);
+	stop_target(&t);
+}
+
 /* The count the busy workload reports on SIGUSR1 (the n-th report). */
 static long busy_count(const struct target *t, int n)
 {
@@ -325,6 +375,7 @@ int main(void)
 	test_deadlock();
 	test_chain_end("pipe", "holder", "syscall:read", "in read() on pipe:[");
 	test_chain_end("exited", "leaver", "exited", "held by exited thread");
+	test_rwlock();
 	test_busy();
 	test_fallback();
 	remove_tmp();

@@ -9,6 +9,10 @@
  *                       writes; "waiter" waits for lock_p
  *   wl_stuck exited     "leaver" takes lock_x and exits holding it;
  *                       "waiter" waits for lock_x
+ *   wl_stuck rwlock     "writer" write-locks rw_w and reads a pipe; "wwait"
+ *                       and "rwait" wait to write and to read rw_w;
+ *                       "reader" read-locks rw_r and reads the pipe,
+ *                       "wreaders" waits to write rw_r
  *   wl_stuck spin       "spinner" and the main thread run, never in a
  *                       system call: no thread can be borrowed
  *   wl_stuck busy       4 threads "busy" take lock_c around a short count,
@@ -35,6 +39,8 @@ static pthread_mutex_t lock_b = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t lock_p = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t lock_x = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t lock_c = PTHREAD_MUTEX_INITIALIZER;
+static pthread_rwlock_t rw_w = PTHREAD_RWLOCK_INITIALIZER;
+static pthread_rwlock_t rw_r = PTHREAD_RWLOCK_INITIALIZER;
 static pthread_barrier_t taken;
 static int pipe_fds[2];
 static volatile unsigned long count;
@@ -86,6 +92,47 @@ static void *holder_main(void *arg)
 	pthread_mutex_lock(&lock_p);
 	pthread_barrier_wait(&taken);
 	return read(pipe_fds[0], &c, 1) == 1 ? NULL : arg;
+}
+
+/* Take rw_w to write or rw_r to read (arg), then block reading the pipe. */
+static void *rw_holder_main(void *arg)
+{
+	char c;
+
+	hello(arg ? "writer" : "reader");
+	if (arg)
+		pthread_rwlock_wrlock(&rw_w);
+	else
+		pthread_rwlock_rdlock(&rw_r);
+	pthread_barrier_wait(&taken);
+	return read(pipe_fds[0], &c, 1) == 1 ? NULL : arg;
+}
+
+static void *wwait_main(void *arg)
+{
+	(void)arg;
+	hello("wwait");
+	pthread_barrier_wait(&taken);
+	pthread_rwlock_wrlock(&rw_w);	/* site:wwait */
+	return NULL;
+}
+
+static void *rwait_main(void *arg)
+{
+	(void)arg;
+	hello("rwait");
+	pthread_barrier_wait(&taken);
+	pthread_rwlock_rdlock(&rw_w);	/* site:rwait */
+	return NULL;
+}
+
+static void *wreaders_main(void *arg)
+{
+	(void)arg;
+	hello("wreaders");
+	pthread_barrier_wait(&taken);
+	pthread_rwlock_wrlock(&rw_r);	/* site:wreaders */
+	return NULL;
 }
 
 static void *leaver_main(void *arg)
@@ -168,7 +215,8 @@ int main(int argc, char **argv)
 	pthread_t leaver;
 
 	alarm(LIFETIME_S);
-	pthread_barrier_init(&taken, NULL, strcmp(mode, "deadlock") == 0 ? 4 : 3);
+	pthread_barrier_init(&taken, NULL, strcmp(mode, "deadlock") == 0 ? 4 :
+			     strcmp(mode, "rwlock") == 0 ? 6 : 3);
 	if (strcmp(mode, "deadlock") == 0) {
 		start(ab_main, NULL);
 		start(ba_main, NULL);
@@ -178,6 +226,14 @@ int main(int argc, char **argv)
 			return 1;
 		start(holder_main, NULL);
 		start(waiter_main, &lock_p);
+	} else if (strcmp(mode, "rwlock") == 0) {
+		if (pipe(pipe_fds) < 0)
+			return 1;
+		start(rw_holder_main, "w");
+		start(rw_holder_main, NULL);
+		start(wwait_main, NULL);
+		start(rwait_main, NULL);
+		start(wreaders_main, NULL);
 	} else if (strcmp(mode, "exited") == 0) {
 		pthread_create(&leaver, NULL, leaver_main, NULL);
 		pthread_join(leaver, NULL);
@@ -195,7 +251,7 @@ int main(int argc, char **argv)
 			start(busy_main, NULL);
 		answer_counts();
 	} else {
-		fprintf(stderr, "usage: wl_stuck deadlock|pipe|exited|spin|busy\n");
+		fprintf(stderr, "usage: wl_stuck deadlock|pipe|rwlock|exited|spin|busy\n");
 		return 2;
 	}
 	pthread_barrier_wait(&taken);

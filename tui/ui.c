@@ -610,7 +610,7 @@ const struct key_binding key_bindings[] = {
 	{ .keys = { 'p' }, .label = "p",
 	  .help = "processes: one line each -> rows of one code and lock joined",
 	  .act = act_processes },
-	{ .keys = { 'H' }, .label = "H", .hint = "H threads", .hint_rank = 5,
+	{ .keys = { 'H' }, .label = "H", .hint = "H threads", .hint_rank = 0,
 	  .help = "threads view: each thread's state, the lock it waits for and "
 		  "its holder, deadlocks (H again: back)",
 	  .act = act_threads },

@@ -689,6 +689,14 @@ static struct line_item threads_hints[] = {
 	{ .text = "h help", .priority = 9 },
 };
 
+/* The threads view's key hints: H goes back only where there is a table. */
+static void draw_threads_hints(struct screen *s, const struct ui *ui, int y)
+{
+	threads_hints[1].text = ui->app->outside[0] ? NULL : "H table";
+	draw_items(s, y, SLOT_STATUS, threads_hints, sizeof(threads_hints) /
+		   sizeof(threads_hints[0]), "  ");
+}
+
 /* The table's key hints, from the key table, the most needed kept longest. */
 static void draw_key_hints(struct screen *s, int y)
 {
@@ -719,8 +727,7 @@ static void draw_status(struct screen *s, const struct ui *ui)
 	else if (ui->mode == UI_TABLE)
 		draw_key_hints(s, y);
 	else if (ui->mode == UI_THREADS)
-		draw_items(s, y, SLOT_STATUS, threads_hints, sizeof(threads_hints) /
-			   sizeof(threads_hints[0]), "  ");
+		draw_threads_hints(s, ui, y);
 	else
 		draw_items(s, y, SLOT_STATUS, page_hints, sizeof(page_hints) /
 			   sizeof(page_hints[0]), "  ");

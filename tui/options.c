@@ -34,7 +34,7 @@ static const char usage_text[] =
 	"      --join-processes   with several processes, one line for the rows of\n"
 	"                         one code (module and offset) and one lock in all\n"
 	"                         of them, not one per process\n"
-	"      --no-inject        with -p, never load the collector: show each\n"
+	"      --no-inject        with -p PID, never load the collector: show each\n"
 	"                         thread from outside (blocked on which lock, held\n"
 	"                         by whom, deadlocks; the same when loading fails)\n"
 	"      --force            with -p, load the collector even into a process\n"
@@ -342,6 +342,9 @@ void options_parse(struct options *o, int argc, char **argv)
 		usage_error("%s", "nothing to watch: give -p PID or -- CMD");
 	if (o->no_inject && !o->pid)
 		usage_error("%s", "--no-inject: nothing to look at: give -p PID");
+	if (o->no_inject && (o->npids > 1 || o->children))
+		usage_error("%s", "--no-inject looks at one process: give one PID, "
+			    "without --children");
 	if (o->children && o->no_children)
 		usage_error("%s", "give either --children or --no-children");
 	/* A launched command's tree is watched whole unless told not to. */

@@ -27,8 +27,8 @@
 #include "ns.h"
 #include "roles.h"
 #include "site.h"
-#include "theme.h"
 #include "stuck_text.h"
+#include "theme.h"
 #include "tree.h"
 #include "waitkind.h"
 #include "xalloc.h"
@@ -555,12 +555,12 @@ int main(int argc, char **argv)
 		see_from_root(&a);
 	setup_query(&a);
 	app_connect_first(&a);
-	if (a.outside[0])
+	if (a.outside[0]) {
 		name_outside(&a);
-	else
+	} else {
 		attach_peers(&a);
-	if (!a.outside[0])
 		app_find_children(&a, live || a.attach.child);
+	}
 	column_set_several(app_processes(&a) > 1);
 	if (live)
 		live_run(&a, a.opt.theme, &stop_requested);

@@ -10,6 +10,7 @@
 #include "model.h"
 #include "options.h"
 #include "role.h"
+#include "stuck.h"
 #include "symbols.h"
 #include "tasks.h"
 #include "unseen.h"
@@ -48,6 +49,9 @@ struct app {
 	struct autowrap *autowrap;	/* wrappers found; NULL when not looked for */
 	struct unseen *unseen;		/* NULL until the first sample */
 	struct tasks *tasks;		/* thread names, for the details and exports */
+	struct stuck *stuck;		/* the threads view; NULL until needed */
+	char outside[512];		/* why only the threads view is shown
+					   (--no-inject, loading failed); "" */
 	struct codes *codes;		/* sites of one code across processes */
 	struct model_query query;	/* current sort, coalesce, filter */
 	uint64_t reset_ns;		/* collector clock at the last reset */

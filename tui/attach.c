@@ -501,6 +501,14 @@ static int wake_and_connect(const struct rendezvous *r, bool force)
 	return fd;
 }
 
+/* The last attach failed in borrowing a thread or loading the collector. */
+static bool injection_failed;
+
+bool attach_injection_failed(void)
+{
+	return injection_failed;
+}
+
 /* Load the collector into r's process with ptrace and connect to it. */
 static int inject_and_connect(const struct rendezvous *r, bool force)
 {
@@ -509,6 +517,7 @@ static int inject_and_connect(const struct rendezvous *r, bool force)
 				  sizeof(msg));
 	int fd;
 
+	injection_failed = rc == INJECT_FAILED && inject_failed_loading();
 	if (rc == INJECT_FAILED)
 		fail("%s", msg);
 	if (msg[0])
@@ -615,6 +624,7 @@ int attach_try_connect(struct attach *a, pid_t pid, unsigned interval_ms,
 	jmp_buf here;
 	int rc = 0;
 
+	injection_failed = false;
 	if (setjmp(here) == 0) {
 		try_exit = &here;
 		attach_connect(a, pid, interval_ms, force);

@@ -41,6 +41,13 @@ int attach_try_connect(struct attach *a, pid_t pid, unsigned interval_ms,
 		       bool force, char *err, size_t size);
 
 /*
+ * Whether the last attach_try_connect() failed in loading the collector
+ * into a process fit for it (no thread safe to borrow, the loader's lock
+ * held, a timeout), not in finding, checking or reaching the process.
+ */
+bool attach_injection_failed(void);
+
+/*
  * Make pid's collector listen, waking or loading it as attach_connect()
  * would, without greeting it (a connection opened to check is closed
  * unused). Returns 0, or -1 with its one line in err. What a helper

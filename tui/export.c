@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../common/clock.h"
 #include "export.h"
 #include "field.h"
 #include "jsonw.h"
@@ -21,6 +22,7 @@
 #include "names.h"
 #include "outfile.h"
 #include "procs.h"
+#include "stuck_text.h"
 #include "xalloc.h"
 
 #define SCHEMA_VERSION 1
@@ -345,6 +347,91 @@ static void head_json(struct jsonw *w, const struct app *a,
 	processes_json(w, a);
 }
 
+/* One blocked thread of the threads view, as "waiting" lists it. */
+static void waiting_one(struct jsonw *w, const struct app *a,
+			const struct stuck *st, const struct stuck_thread *t)
+{
+	char buf[64], name[128];
+	const char *holder = stuck_holder_state(st, t, buf, sizeof(buf));
+
+	jsonw_object(w, NULL);
+	jsonw_number(w, "tid", t->tid);
+	if (t->ns_tid != t->tid)
+		jsonw_number(w, "ns_tid", t->ns_tid);
+	jsonw_string(w, "name", t->name);
+	jsonw_string(w, "type", t->type);
+	hex(w, "object", t->object);
+	stuck_text_object(name, sizeof(name), a->symbols, t->object);
+	jsonw_string(w, "object_name", name);
+	if (t->depth)
+		frame_json(w, "site", a->symbols, t->stack[0], 1);
+	else
+		jsonw_null(w, "site");
+	jsonw_number(w, "blocked_ns", (double)(clock_now_ms() - t->since_ms) * 1e6);
+	if (t->holder || t->holder_exited)
+		jsonw_number(w, "held_by", t->holder ? t->holder : t->holder_ns);
+	else
+		jsonw_null(w, "held_by");
+	jsonw_string(w, "holder_state", holder);
+	jsonw_array(w, "stack");
+	for (unsigned f = 0; f < t->depth; f++)
+		frame_json(w, NULL, a->symbols, t->stack[f], 1);
+	jsonw_end(w);
+	jsonw_end(w);
+}
+
+/*
+ * The threads view: "waiting", each thread blocked on a lock, and
+ * "deadlocks", each cycle's threads and the locks they wait for.
+ */
+static void stuck_json(struct jsonw *w, const struct app *a,
+		       const struct stuck *st)
+{
+	const struct stuck_thread *t;
+	const struct stuck_deadlock *d;
+	size_t n = stuck_threads(st, &t), nd = stuck_deadlocks(st, &d);
+
+	jsonw_array(w, "waiting");
+	for (size_t i = 0; i < n; i++)
+		if (t[i].state == STUCK_LOCK)
+			waiting_one(w, a, st, &t[i]);
+	jsonw_end(w);
+	jsonw_array(w, "deadlocks");
+	for (size_t k = 0; k < nd; k++) {
+		jsonw_object(w, NULL);
+		jsonw_array(w, "tids");
+		for (size_t m = 0; m < d[k].n; m++)
+			jsonw_number(w, NULL, t[d[k].member[m]].tid);
+		jsonw_end(w);
+		jsonw_array(w, "objects");
+		for (size_t m = 0; m < d[k].n; m++)
+			hex(w, NULL, t[d[k].member[m]].object);
+		jsonw_end(w);
+		jsonw_end(w);
+	}
+	jsonw_end(w);
+}
+
+/*
+ * The threads view for the snapshot: the last sample of the outside
+ * view, else one taken now of the first process while it runs.
+ */
+static void threads_view_json(struct jsonw *w, const struct app *a)
+{
+	struct stuck *st = a->stuck;
+
+	if (st == NULL) {
+		st = stuck_new(a->attach.pid, false);
+		if (a->attach.pid > 0)
+			stuck_sample(st, a->symbols);
+	}
+	if (a->outside[0])
+		jsonw_string(w, "outside", a->outside);
+	stuck_json(w, a, st);
+	if (st != a->stuck)
+		stuck_free(st);
+}
+
 /* Rows of a table built at a time, and rows written before sizing the text. */
 #define PART_ROWS 1024
 #define SAMPLE_ROWS 64
@@ -427,6 +514,7 @@ static char *snapshot_text(const struct app *a, const struct model_query *q,
 		row_json(&w, a, source_row(src, i), &src->drill.line[i]);
 	}
 	jsonw_end(&w);
+	threads_view_json(&w, a);
 	jsonw_end(&w);
 	jsonw_raw(&w, "\n");
 	return w.text;

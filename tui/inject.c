@@ -717,6 +717,14 @@ static int preflight(struct inject_target *t, const char *lib, char *msg,
 	       inject_check_maps(t, msg, len) < 0 ? -1 : 0;
 }
 
+/* The last inject_collector() failed in borrowing or loading. */
+static bool failed_loading;
+
+bool inject_failed_loading(void)
+{
+	return failed_loading;
+}
+
 int inject_collector(pid_t pid, const char *lib_path, bool force, char *msg,
 		     size_t len)
 {
@@ -725,6 +733,7 @@ int inject_collector(pid_t pid, const char *lib_path, bool force, char *msg,
 	int rc;
 
 	msg[0] = '\0';
+	failed_loading = false;
 	if (pid == getpid())
 		return inject_fail(msg, len, "cannot attach qsptop to itself");
 	if (preflight(&t, lib_path, msg, len) < 0)
@@ -739,6 +748,7 @@ int inject_collector(pid_t pid, const char *lib_path, bool force, char *msg,
 	rc = load_lib(&t, msg, len);
 	if (rc == INJECT_LOADED)
 		snprintf(msg, len, "%s", t.warning);
+	failed_loading = rc < 0;
 	return rc < 0 ? INJECT_FAILED : rc;
 }
 

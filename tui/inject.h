@@ -23,6 +23,13 @@ int inject_collector(pid_t pid, const char *lib_path, bool force, char *msg,
 		     size_t len);
 
 /*
+ * Whether the last inject_collector() failed past its checks, in
+ * borrowing a thread or loading (no thread safe to borrow, the loader's
+ * lock held, a timeout): the process itself was fit.
+ */
+bool inject_failed_loading(void);
+
+/*
  * The same checks, then make one thread call qsptop_wake() in the
  * collector already mapped there: a forked child's collector, which has
  * no thread until asked, starts serving. INJECT_WOKEN or INJECT_FAILED.

@@ -197,7 +197,16 @@ const char *inject_syscall_name(long nr)
 		{ SYS_accept, "accept" }, { SYS_accept4, "accept4" },
 		{ SYS_nanosleep, "nanosleep" },
 		{ SYS_clock_nanosleep, "clock_nanosleep" }, { SYS_poll, "poll" },
-		{ SYS_futex, "futex" },
+		{ SYS_futex, "futex" }, { SYS_write, "write" },
+		{ SYS_writev, "writev" }, { SYS_sendto, "sendto" },
+		{ SYS_sendmsg, "sendmsg" }, { SYS_connect, "connect" },
+		{ SYS_pause, "pause" }, { SYS_wait4, "wait4" },
+		{ SYS_waitid, "waitid" }, { SYS_select, "select" },
+		{ SYS_pselect6, "pselect6" }, { SYS_ppoll, "ppoll" },
+		{ SYS_flock, "flock" }, { SYS_fcntl, "fcntl" },
+		{ SYS_pread64, "pread64" }, { SYS_pwrite64, "pwrite64" },
+		{ SYS_fsync, "fsync" }, { SYS_ioctl, "ioctl" },
+		{ SYS_msgrcv, "msgrcv" }, { SYS_semtimedop, "semtimedop" },
 	};
 	static char other[32];
 

@@ -1,7 +1,8 @@
 /*
  * Which thread of the target to borrow, judged from /proc before it is
  * touched (inject_thread.c), and who holds the loader's lock. Shared by
- * the inject*.c modules; not for use outside them.
+ * the inject*.c modules; the threads view (stuck.c) takes the system
+ * calls' names and the mutex owner's offset from here too.
  */
 #ifndef QSPTOP_INJECT_THREAD_H
 #define QSPTOP_INJECT_THREAD_H

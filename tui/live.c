@@ -85,6 +85,18 @@ static void tell_roles_error(struct ui *ui)
 		ui_message(ui, true, "%s", e);
 }
 
+/* What a refresh does with a collector: its children, wrappers, names, roles. */
+static void watch_collector(struct app *a, int *rc, bool ended)
+{
+	app_find_children(a, true);
+	if (*rc < 0 && !ended && app_follow_exec(a))
+		*rc = 0;
+	app_sync_wrappers(a);
+	app_probe_futex(a);
+	app_name_threads(a);
+	roles_update(a);
+}
+
 int live_run(struct app *a, const char *theme, volatile sig_atomic_t *stop)
 {
 	struct screen *s;
@@ -118,14 +130,13 @@ int live_run(struct app *a, const char *theme, volatile sig_atomic_t *stop)
 		idle = wait_input(a);
 		names = symbols_refresh(a->symbols);
 		tell_fetch_failure(&ui, &told);
-		rc = app_poll(a, 0);
-		app_find_children(a, true);
-		if (rc < 0 && !ended && app_follow_exec(a))
-			rc = 0;
-		app_sync_wrappers(a);
-		app_probe_futex(a);
-		app_name_threads(a);
-		roles_update(a);
+		rc = a->outside[0] ? 0 : app_poll(a, 0);
+		if (ui_sample_threads(&ui, false)) {
+			names = true;
+			rc = a->outside[0] ? 1 : rc;
+		}
+		if (!a->outside[0])
+			watch_collector(a, &rc, ended);
 		scrape_serve(a);
 		tell_roles_error(&ui);
 		dirty = rc == 1 || (rc < 0 && !ended) || names;

@@ -33,12 +33,16 @@
 #include "scrape.h"
 #include "serve.h"
 #include "site.h"
+#include "stuck_text.h"
 #include "theme.h"
 #include "tree.h"
+#include "waitkind.h"
 #include "xalloc.h"
 
 #define POLL_MS 200
 #define CHILD_GRACE_MS 3000
+/* How long a batch view from outside may wait for names still to come. */
+#define OUTSIDE_NAMES_MS 1000
 
 static volatile sig_atomic_t stop_requested;
 /* A SIGINT came: 1 from the terminal (Ctrl-C), 2 sent to qsptop alone. */
@@ -115,6 +119,36 @@ static void run_batch(struct app *a)
 				return;
 		}
 		if (rc < 0 && !app_follow_exec(a))
+			return;
+	}
+}
+
+/*
+ * Print the threads view every interval until the target ends, -n is
+ * reached or a signal (the outside view: no collector).
+ */
+static void run_outside_batch(struct app *a)
+{
+	FILE *out = options_stdout_export(&a->opt) ? stderr : stdout;
+	long shown = 0;
+	int64_t next = clock_now_ms() + (int64_t)(a->opt.delay_s * 1000);
+
+	while (!stop_requested) {
+		int64_t now = clock_now_ms();
+
+		if (now < next) {
+			usleep((useconds_t)((next - now < POLL_MS ? next - now :
+					     POLL_MS) * 1000));
+			continue;
+		}
+		next += (int64_t)(a->opt.delay_s * 1000);
+		symbols_refresh(a->symbols);
+		if (!stuck_sample(a->stuck, a->symbols))
+			return;
+		/* Names the first look has not reached yet, before printing. */
+		symbols_settle(a->symbols, OUTSIDE_NAMES_MS);
+		stuck_text_print(out, a->stuck, a->symbols, a->outside);
+		if (a->opt.iterations && ++shown >= a->opt.iterations)
 			return;
 	}
 }
@@ -356,6 +390,70 @@ static void attach_peers(struct app *a)
 	}
 }
 
+/*
+ * Watch pid from outside only, with the threads view: why says why. A
+ * process /proc will not show us, or without glibc, cannot be.
+ */
+static bool go_outside(struct app *a, pid_t pid, const char *why)
+{
+	struct waitkind *w = waitkind_new(pid);
+	char line[512];
+	bool can = waitkind_maps(w) && waitkind_syscall(pid, (unsigned long)pid,
+							 line, sizeof(line));
+
+	waitkind_free(w);
+	if (!can)
+		return false;
+	a->attach = (struct attach){ .fd = -1, .pid = pid, .mode = "outside" };
+	snprintf(a->outside, sizeof(a->outside), "%s", why);
+	a->stuck = stuck_new(pid, true);
+	return true;
+}
+
+/* The command of a process watched from outside, from /proc (comm). */
+static void name_outside(struct app *a)
+{
+	char path[64], *name = a->client.hello.command;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)a->attach.pid);
+	f = fopen(path, "r");
+	if (f && fgets(name, sizeof(a->client.hello.command), f))
+		name[strcspn(name, "\n")] = '\0';
+	if (f)
+		fclose(f);
+}
+
+/*
+ * Connect to the one process of -p; when loading the collector into it
+ * fails (refused, no thread safe to borrow), say why and watch it from
+ * outside instead, where that can be done.
+ */
+static void connect_one(struct app *a, unsigned interval_ms)
+{
+	char err[512], why[600];
+	pid_t pid = a->opt.pid;
+
+	if (a->opt.no_inject) {
+		if (kill(pid, 0) < 0 && errno == ESRCH)
+			fatal("no process with PID %d", (int)pid);
+		if (!go_outside(a, pid, "outside view (--no-inject): no lock table"))
+			fatal("cannot look at the threads of PID %d from outside "
+			      "(not glibc, or /proc is closed to us)", (int)pid);
+		return;
+	}
+	if (attach_try_connect(&a->attach, pid, interval_ms, a->opt.force,
+			       err, sizeof(err)) == 0)
+		return;
+	if (!attach_injection_failed())
+		fatal("%s", err);
+	warning("%s", err);
+	snprintf(why, sizeof(why), "outside view: the collector could not be "
+		 "loaded: %s", err);
+	if (!go_outside(a, pid, why))
+		exit(1);
+}
+
 static void attach(struct app *a, bool live, char *log, size_t size)
 {
 	unsigned interval_ms = (unsigned)(a->opt.delay_s * 1000 + 0.5);
@@ -364,6 +462,10 @@ static void attach(struct app *a, bool live, char *log, size_t size)
 	attach_set_memory_cap(a->opt.max_memory_mb);
 	attach_set_follow_exec(!a->opt.no_follow_exec);
 	attach_sweep_sockets();
+	if (a->opt.pid && a->opt.npids == 1) {
+		connect_one(a, interval_ms);
+		return;
+	}
 	if (a->opt.pid) {
 		check_pids(&a->opt);
 		attach_connect(&a->attach, a->opt.pid, interval_ms,
@@ -502,14 +604,23 @@ int main(int argc, char **argv)
 		see_from_root(&a);
 	setup_query(&a);
 	app_connect_first(&a);
-	attach_peers(&a);
-	app_find_children(&a, live || a.attach.child);
+	if (a.outside[0]) {
+		name_outside(&a);
+	} else {
+		attach_peers(&a);
+		app_find_children(&a, live || a.attach.child);
+	}
 	column_set_several(app_processes(&a) > 1);
 	if (live)
 		live_run(&a, a.opt.theme, &stop_requested);
+	else if (a.outside[0])
+		run_outside_batch(&a);
 	else
 		run_batch(&a);
 	rc = finish(&a);
+	/* Shown from outside because loading failed: the failure stands. */
+	if (a.outside[0] && !a.opt.no_inject && rc == 0)
+		rc = 1;
 	serve_stop(a.serve);
 	scrape_free(a.scrape);
 	ledger_free(a.ledger);
@@ -524,6 +635,7 @@ int main(int argc, char **argv)
 	wrappers_free(a.wrappers);
 	autowrap_free(a.autowrap);
 	unseen_free(a.unseen);
+	stuck_free(a.stuck);
 	roles_free(&a);
 	tasks_free(a.tasks);
 	codes_free(a.codes);

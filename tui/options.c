@@ -18,7 +18,7 @@
 enum { OPT_FOLDED = 0x100, OPT_WRAPPER, OPT_MAX_MEMORY, OPT_FORCE, OPT_MIX_IDLE, OPT_NO_FOLLOW_EXEC,
        OPT_TYPE, OPT_CHILDREN, OPT_NO_CHILDREN, OPT_JOIN_PROCESSES, OPT_IDLE,
        OPT_LOCK, OPT_NO_AUTO_WRAPPERS, OPT_PPROF, OPT_LISTEN, OPT_TOP,
-       OPT_DIFF };
+       OPT_DIFF, OPT_NO_INJECT };
 
 static const char usage_text[] =
 	"Usage: qsptop [options] -p PID\n"
@@ -36,6 +36,9 @@ static const char usage_text[] =
 	"      --join-processes   with several processes, one line for the rows of\n"
 	"                         one code (module and offset) and one lock in all\n"
 	"                         of them, not one per process\n"
+	"      --no-inject        with -p PID, never load the collector: show each\n"
+	"                         thread from outside (blocked on which lock, held\n"
+	"                         by whom, deadlocks; the same when loading fails)\n"
 	"      --force            with -p, load the collector even into a process\n"
 	"                         under a seccomp filter (which kills the process\n"
 	"                         if it forbids a system call the collector makes)\n"
@@ -275,6 +278,7 @@ static const struct option long_options[] = {
 	{ .name = "no-auto-wrappers", .has_arg = no_argument,
 	  .val = OPT_NO_AUTO_WRAPPERS },
 	{ .name = "force", .has_arg = no_argument, .val = OPT_FORCE },
+	{ .name = "no-inject", .has_arg = no_argument, .val = OPT_NO_INJECT },
 	{ .name = "children", .has_arg = no_argument, .val = OPT_CHILDREN },
 	{ .name = "no-children", .has_arg = no_argument, .val = OPT_NO_CHILDREN },
 	{ .name = "join-processes", .has_arg = no_argument, .val = OPT_JOIN_PROCESSES },
@@ -329,6 +333,7 @@ static void apply(struct options *o, int c, const char *arg)
 	case OPT_WRAPPER: add_wrapper(o, arg); break;
 	case OPT_NO_AUTO_WRAPPERS: o->no_auto_wrappers = true; break;
 	case OPT_FORCE: o->force = true; break;
+	case OPT_NO_INJECT: o->no_inject = true; break;
 	case OPT_CHILDREN: o->children = true; break;
 	case OPT_NO_CHILDREN: o->no_children = true; break;
 	case OPT_JOIN_PROCESSES: o->join_processes = true; break;
@@ -395,6 +400,11 @@ void options_parse(struct options *o, int argc, char **argv)
 		usage_error("%s", "--children: nothing to watch: give -p PID");
 	if (!o->pid && !o->command)
 		usage_error("%s", "nothing to watch: give -p PID or -- CMD");
+	if (o->no_inject && !o->pid)
+		usage_error("%s", "--no-inject: nothing to look at: give -p PID");
+	if (o->no_inject && (o->npids > 1 || o->children))
+		usage_error("%s", "--no-inject looks at one process: give one PID, "
+			    "without --children");
 	if (o->children && o->no_children)
 		usage_error("%s", "give either --children or --no-children");
 	/* A launched command's tree is watched whole unless told not to. */

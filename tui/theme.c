@@ -46,6 +46,7 @@ static const struct slot_info {
 	{ SLOT_SPARKLINE, "sparkline", { 2, D, 0 }, 0 },
 	{ SLOT_STATUS, "status", { 0, 7, 0 }, ATTR_REVERSE },
 	{ SLOT_ERROR, "error", { 7, 1, ATTR_BOLD }, ATTR_BOLD | ATTR_REVERSE },
+	{ SLOT_ALARM, "alarm", { 3, 1, ATTR_BOLD }, ATTR_BOLD | ATTR_REVERSE },
 };
 #undef D
 _Static_assert(sizeof slots / sizeof slots[0] == SLOT_COUNT,

@@ -27,6 +27,7 @@ enum theme_slot {
 	SLOT_SPARKLINE,
 	SLOT_STATUS,		/* the status line */
 	SLOT_ERROR,		/* error messages */
+	SLOT_ALARM,		/* DEADLOCK and its threads */
 	SLOT_COUNT
 };
 

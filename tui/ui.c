@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "../common/clock.h"
 #include "client.h"
 #include "export.h"
 #include "export_pprof.h"
@@ -49,6 +50,12 @@ static void load_theme(struct ui *ui, const char *name)
 	ui->theme_changed = true;
 }
 
+/* The screen the keys come back to: the table, or only the threads view. */
+static enum ui_mode home_mode(const struct ui *ui)
+{
+	return ui->app->outside[0] ? UI_THREADS : UI_TABLE;
+}
+
 void ui_init(struct ui *ui, struct app *a, const char *theme_name)
 {
 	const char *no_color = getenv("NO_COLOR");
@@ -61,6 +68,7 @@ void ui_init(struct ui *ui, struct app *a, const char *theme_name)
 	if (a->tasks == NULL)
 		a->tasks = tasks_new(a->attach.pid);
 	ui->tasks = a->tasks;	/* the app's: names read at first sight */
+	ui->mode = home_mode(ui);
 	load_theme(ui, theme_name ? theme_name : "default");
 }
 
@@ -199,6 +207,35 @@ static int page(const struct ui *ui)
 	return ui->page > 1 ? ui->page - 1 : 1;
 }
 
+bool ui_sample_threads(struct ui *ui, bool now)
+{
+	struct app *a = ui->app;
+	long ms = clock_now_ms();
+
+	if (ui->mode != UI_THREADS ||
+	    (!now && ms - ui->threads_ms < (long)(a->opt.delay_s * 1000)))
+		return false;
+	if (a->stuck == NULL)
+		a->stuck = stuck_new(a->attach.pid, false);
+	ui->threads_ms = ms;
+	if (!stuck_sample(a->stuck, a->symbols))
+		ui_message(ui, true, "threads: PID %d is gone", (int)a->attach.pid);
+	return true;
+}
+
+/* Show the threads view (who waits for whom), or the table again. */
+static void act_threads(struct ui *ui)
+{
+	if (ui->app->outside[0]) {
+		ui->mode = UI_THREADS;
+		ui_message(ui, false, "no lock table: the collector is not loaded");
+		return;
+	}
+	ui->mode = ui->mode == UI_THREADS ? UI_TABLE : UI_THREADS;
+	ui->scroll = 0;
+	ui_sample_threads(ui, true);
+}
+
 static void act_up(struct ui *ui) { scroll_by(ui, -1); }
 static void act_down(struct ui *ui) { scroll_by(ui, 1); }
 static void act_page_up(struct ui *ui) { scroll_by(ui, -page(ui)); }
@@ -209,7 +246,7 @@ static void act_quit(struct ui *ui) { ui->quit = true; }
 
 static void act_help(struct ui *ui)
 {
-	ui->mode = ui->mode == UI_HELP ? UI_TABLE : UI_HELP;
+	ui->mode = ui->mode == UI_HELP ? home_mode(ui) : UI_HELP;
 	ui->scroll = 0;
 }
 
@@ -225,8 +262,8 @@ static void act_detail(struct ui *ui)
 /* Esc: back to the table, or clear the filter when already there. */
 static void act_back(struct ui *ui)
 {
-	if (ui->mode != UI_TABLE) {
-		ui->mode = UI_TABLE;
+	if (ui->mode != home_mode(ui)) {
+		ui->mode = home_mode(ui);
 		return;
 	}
 	if (ui->filter[0]) {
@@ -590,6 +627,10 @@ const struct key_binding key_bindings[] = {
 	{ .keys = { 'p' }, .label = "p",
 	  .help = "processes: one line each -> rows of one code and lock joined",
 	  .act = act_processes },
+	{ .keys = { 'H' }, .label = "H", .hint = "H threads", .hint_rank = 0,
+	  .help = "threads view: each thread's state, the lock it waits for and "
+		  "its holder, deadlocks (H again: back)",
+	  .act = act_threads },
 	{ .keys = { 'T' }, .label = "T", .hint = "T types", .hint_rank = 6,
 	  .help = "rows shown: all -> locks (the lock role) -> idle (the idle role) -> all",
 	  .act = act_types },

@@ -22,7 +22,7 @@ enum ui_key {
 	K_ENTER, K_ESC, K_BACKSPACE, K_F1, K_F6, K_F10, K_RESIZE, K_UNKNOWN,
 };
 
-enum ui_mode { UI_TABLE, UI_DETAIL, UI_HELP };
+enum ui_mode { UI_TABLE, UI_DETAIL, UI_HELP, UI_THREADS };
 enum ui_prompt { PROMPT_NONE, PROMPT_FILTER, PROMPT_DELAY };
 
 /* Identifies a table row across refreshes, to keep it selected. */
@@ -66,6 +66,7 @@ struct ui {
 	bool quit;
 	bool theme_changed;		/* term.c must reload colours */
 	struct tasks *tasks;		/* the app's thread names (app.h) */
+	long threads_ms;		/* when the threads view last looked */
 	/* The file e (ext "json") and f ("folded") write; for tests. */
 	char *(*export_name)(struct ui *ui, const char *ext); /* NULL = default */
 };
@@ -82,6 +83,12 @@ void ui_hold(struct ui *ui, size_t from, size_t n);
 
 /* Line i of the table, or NULL when it is not held. */
 const struct view_row *ui_line(const struct ui *ui, size_t i);
+
+/*
+ * While the threads view is shown, look at the target's threads again
+ * (now, or once an interval); whether it looked.
+ */
+bool ui_sample_threads(struct ui *ui, bool now);
 
 /* Act on a key. */
 void ui_key(struct ui *ui, int key);

@@ -146,23 +146,6 @@ static void note(struct unseen *u, unsigned long tid, const char *name)
 	}
 }
 
-/* A thread's syscall file: "NR ARG1 ... ARG6 SP PC" while in a call. */
-static bool read_syscall(const struct unseen *u, unsigned long tid,
-			 char *line, size_t size)
-{
-	char path[64];
-	FILE *f;
-	bool ok;
-
-	snprintf(path, sizeof(path), "/proc/%d/task/%lu/syscall", (int)u->pid, tid);
-	f = fopen(path, "r");
-	if (f == NULL)
-		return false;
-	ok = fgets(line, (int)size, f) != NULL;
-	fclose(f);
-	return ok;
-}
-
 /*
  * Look at thread tid: when it is blocked in a futex call that no hook
  * times, and still in that same call once its stack has been read, count
@@ -175,7 +158,7 @@ static void look_at(struct unseen *u, struct symbols *symbols,
 	unsigned long long v[8];
 	long nr;
 
-	if (!read_syscall(u, tid, line, sizeof(line)) ||
+	if (!waitkind_syscall(u->pid, tid, line, sizeof(line)) ||
 	    sscanf(line, "%ld %llx %llx %llx %llx %llx %llx %llx %llx", &nr,
 		   &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7]) != 9 ||
 	    (nr != SYS_futex && nr != SYS_futex_waitv))
@@ -183,7 +166,7 @@ static void look_at(struct unseen *u, struct symbols *symbols,
 	if (waitkind_of(u->waitkind, symbols, v[6], v[7], name, sizeof(name)) !=
 	    WAITKIND_UNSEEN || unseen_brief_kind(name))
 		return;
-	if (read_syscall(u, tid, again, sizeof(again)) && strcmp(line, again) == 0)
+	if (waitkind_syscall(u->pid, tid, again, sizeof(again)) && strcmp(line, again) == 0)
 		note(u, tid, name);
 }
 

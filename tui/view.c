@@ -14,8 +14,10 @@
 #include "names.h"
 #include "procs.h"
 #include "site.h"
+#include "stuck_text.h"
 #include "totals.h"
 #include "view.h"
+#include "view_threads.h"
 #include "xalloc.h"
 
 #define HEADER_LINES 2
@@ -48,6 +50,14 @@ static void draw_items(struct screen *s, int y, enum theme_slot slot,
 	screen_puts(s, 0, y, slot, text, width);
 }
 
+/* Whether the threads view's last look found a deadlock. */
+static bool deadlocked(const struct app *a)
+{
+	const struct stuck_deadlock *d;
+
+	return a->stuck && stuck_deadlocks(a->stuck, &d) > 0;
+}
+
 /*
  * Header line 1: who, what state, how often, the command line (cut at
  * its end rather than left out); names still to come and PAUSED at the
@@ -65,8 +75,10 @@ static void draw_title(struct screen *s, const struct ui *ui)
 		{ .text = a->client.hello.command, .priority = 1, .shrink = true },
 		{ .text = NULL, .priority = 7, .right = true }, /* names to come */
 		{ .text = ui->paused ? "PAUSED" : NULL, .priority = 10, .right = true },
+		{ .text = deadlocked(a) ? "DEADLOCK" : NULL, .priority = 11,
+		  .right = true },
 	};
-	struct line_item *paused = &items[6];
+	struct line_item *paused = &items[6], *deadlock = &items[7];
 	symbols_progress(a->symbols, format_utf8(), names, sizeof(names));
 	items[5].text = names[0] ? names : NULL;
 	app_state_text(a, state, sizeof(state));
@@ -76,6 +88,8 @@ static void draw_title(struct screen *s, const struct ui *ui)
 	draw_items(s, 0, SLOT_HEADER, items, sizeof(items) / sizeof(items[0]), sep());
 	if (paused->x >= 0)
 		screen_paint(s, paused->x, 0, paused->width, SLOT_ERROR);
+	if (deadlock->x >= 0)
+		screen_paint(s, deadlock->x, 0, deadlock->width, SLOT_ALARM);
 }
 
 /*
@@ -667,6 +681,22 @@ static struct line_item page_hints[] = {
 	{ .text = "q quit", .priority = 9 },
 };
 
+/* Key hints of the threads view. */
+static struct line_item threads_hints[] = {
+	{ .text = "q quit", .priority = 10 },
+	{ .text = "H table", .priority = 8 },
+	{ .text = "Up/Down scroll", .priority = 5 },
+	{ .text = "h help", .priority = 9 },
+};
+
+/* The threads view's key hints: H goes back only where there is a table. */
+static void draw_threads_hints(struct screen *s, const struct ui *ui, int y)
+{
+	threads_hints[1].text = ui->app->outside[0] ? NULL : "H table";
+	draw_items(s, y, SLOT_STATUS, threads_hints, sizeof(threads_hints) /
+		   sizeof(threads_hints[0]), "  ");
+}
+
 /* The table's key hints, from the key table, the most needed kept longest. */
 static void draw_key_hints(struct screen *s, int y)
 {
@@ -696,6 +726,8 @@ static void draw_status(struct screen *s, const struct ui *ui)
 			    ui->message, -1);
 	else if (ui->mode == UI_TABLE)
 		draw_key_hints(s, y);
+	else if (ui->mode == UI_THREADS)
+		draw_threads_hints(s, ui, y);
 	else
 		draw_items(s, y, SLOT_STATUS, page_hints, sizeof(page_hints) /
 			   sizeof(page_hints[0]), "  ");
@@ -710,8 +742,13 @@ void view_draw(struct screen *s, struct ui *ui)
 		return;
 	}
 	draw_title(s, ui);
-	draw_totals(s, ui);
-	if (ui->mode == UI_DETAIL)
+	if (ui->mode == UI_THREADS)
+		view_threads_summary(s, ui, 1);
+	else
+		draw_totals(s, ui);
+	if (ui->mode == UI_THREADS)
+		draw_page(s, ui, STUCK_TEXT_HEAD, view_threads_page);
+	else if (ui->mode == UI_DETAIL)
 		draw_page(s, ui, "DETAILS (Esc: back)", detail_page);
 	else if (ui->mode == UI_HELP)
 		draw_page(s, ui, "HELP (h or Esc: back)", help_page);

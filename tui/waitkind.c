@@ -173,11 +173,10 @@ static const char *const public_names[][2] = {
 
 /*
  * The function holding address into name, without the suffix of a
- * compiler's copy (".constprop.0", ".isra.0"), under its public name;
- * false when it has no name yet.
+ * compiler's copy (".constprop.0", ".isra.0"), under its public name.
  */
-static bool function_name(struct symbols *symbols, uint64_t address,
-			  bool is_ret, char *name, size_t size)
+bool waitkind_name(struct symbols *symbols, uint64_t address, bool is_ret,
+		   char *name, size_t size)
 {
 	struct frame_info fi;
 
@@ -215,7 +214,52 @@ enum waitkind_verdict waitkind_of(struct waitkind *w, struct symbols *symbols,
 			break;
 		outer = stack[i];
 	}
-	if (!function_name(symbols, outer, outer != pc, name, size))
+	if (!waitkind_name(symbols, outer, outer != pc, name, size))
 		return WAITKIND_UNKNOWN;
 	return WAITKIND_UNSEEN;
+}
+
+bool waitkind_stack(struct waitkind *w, uint64_t sp, uint64_t pc,
+		    struct waitkind_stack *out)
+{
+	uint64_t stack[WAITKIND_WORDS];
+	size_t n = read_target(w, sp, stack, sizeof stack) / sizeof stack[0];
+	const struct code_range *r;
+
+	out->n = 0;
+	out->outside = 0;
+	out->libc_outer = pc;
+	r = range_of(w, pc);
+	if (n == 0)
+		return false;
+	if (r && r->owner != OWNER_PROGRAM)
+		out->outside = WAITKIND_FRAMES;
+	for (size_t i = 0; i < n && out->n < WAITKIND_FRAMES; i++) {
+		r = range_of(w, stack[i]);
+		if (r == NULL || !is_return(w, stack[i]))
+			continue;
+		if (out->outside == WAITKIND_FRAMES && r->owner == OWNER_PROGRAM)
+			out->outside = out->n;
+		else if (out->outside == WAITKIND_FRAMES && r->owner == OWNER_LIBC)
+			out->libc_outer = stack[i];
+		out->frames[out->n++] = stack[i];
+	}
+	if (out->outside > out->n)
+		out->outside = out->n;
+	return true;
+}
+
+bool waitkind_syscall(pid_t pid, unsigned long tid, char *line, size_t size)
+{
+	char path[64];
+	FILE *f;
+	bool ok;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%lu/syscall", (int)pid, tid);
+	f = fopen(path, "r");
+	if (f == NULL)
+		return false;
+	ok = fgets(line, (int)size, f) != NULL;
+	fclose(f);
+	return ok;
 }

@@ -24,6 +24,9 @@
 /* How many stack words are read per thread, at most. */
 #define WAITKIND_WORDS 512
 
+/* How many return addresses waitkind_stack() keeps, at most. */
+#define WAITKIND_FRAMES 48
+
 enum waitkind_verdict {
 	WAITKIND_HOOKED,	/* a hook of the collector times the wait */
 	WAITKIND_UNSEEN,	/* nothing times it; named */
@@ -52,6 +55,36 @@ bool waitkind_maps(struct waitkind *w);
 enum waitkind_verdict waitkind_of(struct waitkind *w, struct symbols *symbols,
 				  uint64_t sp, uint64_t pc, char *name,
 				  size_t size);
+
+/* A thread's stack read from outside, as waitkind_of() reads it. */
+struct waitkind_stack {
+	uint64_t frames[WAITKIND_FRAMES];	/* return addresses, innermost first */
+	size_t n;
+	size_t outside;		/* the first frame outside libc and the
+				   collector (the call site); n when none */
+	uint64_t libc_outer;	/* the outermost libc frame below it, or pc */
+};
+
+/*
+ * The return addresses on the stack of a thread stopped at pc with stack
+ * pointer sp, found as waitkind_of() finds them; false when its stack
+ * cannot be read.
+ */
+bool waitkind_stack(struct waitkind *w, uint64_t sp, uint64_t pc,
+		    struct waitkind_stack *out);
+
+/*
+ * The name waitkind_of() gives the function holding address (a return
+ * address when is_ret); false when it has no name yet.
+ */
+bool waitkind_name(struct symbols *symbols, uint64_t address, bool is_ret,
+		   char *name, size_t size);
+
+/*
+ * Thread tid's /proc syscall line ("NR ARG1 ... ARG6 SP PC" while in a
+ * call, "running", "-1 SP PC" otherwise); false when it cannot be read.
+ */
+bool waitkind_syscall(pid_t pid, unsigned long tid, char *line, size_t size);
 
 /*
  * Whether the 8 bytes that end at a return address end with a call

@@ -102,6 +102,7 @@ static void test_defaults_cover_every_slot(void)
 		{ SLOT_SPARKLINE, "sparkline", { 2, D, 0 } },
 		{ SLOT_STATUS, "status", { 0, 7, 0 } },
 		{ SLOT_ERROR, "error", { 7, 1, B } },
+		{ SLOT_ALARM, "alarm", { 3, 1, B } },
 	};
 	struct theme t;
 
@@ -360,6 +361,9 @@ static void test_shipped_themes(void)
 		{ "themes/mono.theme", SLOT_SELECTION, { D, D, R } },
 		{ "themes/mono.theme", SLOT_SORTED, { D, D, B | R } },
 		{ "themes/mono.theme", SLOT_ERROR, { D, D, B | R } },
+		{ "themes/mono.theme", SLOT_ALARM, { D, D, B | R } },
+		{ "themes/default.theme", SLOT_ALARM, { 3, 1, B } },
+		{ "themes/light.theme", SLOT_ALARM, { 0, 1, B } },
 		{ "themes/mono.theme", SLOT_HOT, { D, D, B } },
 		{ "themes/mono.theme", SLOT_SPARKLINE, { D, D, 0 } },
 	};

@@ -1,0 +1,77 @@
+/* Modules of a process found in its maps, for the symbols. */
+#include <elf.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "mapsyms.h"
+#include "ns.h"
+
+/*
+ * The lowest PT_LOAD address of the ELF file on fd, page-aligned: a
+ * module's load bias is where its first mapping starts minus this (0 for
+ * a PIE or a library, the link address for a fixed executable). False
+ * when fd is no 64-bit ELF file.
+ */
+static bool first_load(int fd, uint64_t *vaddr)
+{
+	Elf64_Ehdr eh;
+	Elf64_Phdr ph;
+
+	if (pread(fd, &eh, sizeof eh, 0) != (ssize_t)sizeof eh ||
+	    memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 ||
+	    eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_phentsize != sizeof ph)
+		return false;
+	for (unsigned i = 0; i < eh.e_phnum; i++) {
+		if (pread(fd, &ph, sizeof ph, (off_t)(eh.e_phoff + i * sizeof ph)) !=
+		    (ssize_t)sizeof ph)
+			return false;
+		if (ph.p_type == PT_LOAD) {
+			*vaddr = ph.p_vaddr & ~(uint64_t)0xfff;
+			return true;
+		}
+	}
+	return false;
+}
+
+/* Add the module whose mapping at file offset 0 is [lo, hi), named path. */
+static void add_mapping(struct symbols *symbols, pid_t pid, unsigned long lo,
+			unsigned long hi, const char *path)
+{
+	char file[96], why[256];
+	uint64_t vaddr;
+	int fd;
+
+	snprintf(file, sizeof(file), "/proc/%d/map_files/%lx-%lx", (int)pid, lo, hi);
+	fd = ns_open_mapped(file, why, sizeof(why));
+	if (fd < 0)
+		return;
+	if (first_load(fd, &vaddr))
+		symbols_add_module(symbols, path, lo - vaddr, NULL, 0);
+	close(fd);
+}
+
+bool mapsyms_load(struct symbols *symbols, pid_t pid)
+{
+	char path[64], line[4096];
+	unsigned long lo, hi, off;
+	int name_at;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	f = fopen(path, "r");
+	if (f == NULL)
+		return false;
+	while (fgets(line, sizeof(line), f)) {
+		name_at = 0;
+		line[strcspn(line, "\n")] = '\0';
+		if (sscanf(line, "%lx-%lx %*s %lx %*s %*s %n", &lo, &hi, &off,
+			   &name_at) == 3 && off == 0 && name_at &&
+		    line[name_at] == '/' && !strstr(line + name_at, " (deleted)"))
+			add_mapping(symbols, pid, lo, hi, line + name_at);
+	}
+	fclose(f);
+	return true;
+}

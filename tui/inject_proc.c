@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "inject_proc.h"
+#include "maps.h"
 
 int inject_fail(char *msg, size_t len, const char *fmt, ...)
 {
@@ -87,42 +88,6 @@ bool inject_process_alive(pid_t pid)
 	       state[0] != 'Z' && state[0] != 'X';
 }
 
-struct mapping {
-	uint64_t start, end, offset;
-	const char *path;		/* "" when anonymous */
-	const char *name;		/* after the last '/' */
-};
-
-/* Call fn for each line of /proc/PID/maps; -1 with errno if unreadable. */
-static int maps_each(pid_t pid, void (*fn)(const struct mapping *, void *),
-		     void *ctx)
-{
-	char path[64], line[PATH_MAX + 256];
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
-	f = fopen(path, "re");
-	if (f == NULL)
-		return -1;
-	while (fgets(line, sizeof(line), f) != NULL) {
-		struct mapping m;
-		const char *slash;
-		int at = 0;
-
-		if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %*s %" SCNx64
-			   " %*s %*s %n", &m.start, &m.end, &m.offset, &at) < 3 ||
-		    at == 0)
-			continue;
-		line[strcspn(line, "\n")] = '\0';
-		m.path = line + at;
-		slash = strrchr(m.path, '/');
-		m.name = slash ? slash + 1 : m.path;
-		fn(&m, ctx);
-	}
-	fclose(f);
-	return 0;
-}
-
 /*
  * Stack below rsp that is the thread's own: on the main stack (it grows),
  * or in the anonymous mapping that also holds the thread's TCB (glibc puts
@@ -132,7 +97,7 @@ static int maps_each(pid_t pid, void (*fn)(const struct mapping *, void *),
  */
 struct room { uint64_t rsp, tcb, bytes; };
 
-static void note_room(const struct mapping *m, void *ctx)
+static void note_room(const struct maps_line *m, void *ctx)
 {
 	struct room *r = ctx;
 
@@ -202,7 +167,7 @@ int inject_check_status(struct inject_target *t, char *msg, size_t len)
  * map_files entry.
  */
 static void mapped_path(char *out, size_t size, pid_t pid,
-			const struct mapping *m, bool removed)
+			const struct maps_line *m, bool removed)
 {
 	if (removed)
 		snprintf(out, size, "/proc/%d/map_files/%" PRIx64 "-%" PRIx64,
@@ -222,7 +187,7 @@ static bool lib_name(const char *name, const char *lib, bool *removed)
 	return name[n] == '\0' || *removed;
 }
 
-static void note_mapping(const struct mapping *m, void *ctx)
+static void note_mapping(const struct maps_line *m, void *ctx)
 {
 	struct inject_target *t = ctx;
 	bool removed;
@@ -264,7 +229,7 @@ int inject_check_maps(struct inject_target *t, char *msg, size_t len)
 
 struct lib_search { const char *path; bool found; };
 
-static void note_lib(const struct mapping *m, void *ctx)
+static void note_lib(const struct maps_line *m, void *ctx)
 {
 	struct lib_search *s = ctx;
 

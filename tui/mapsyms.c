@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "maps.h"
 #include "mapsyms.h"
 #include "ns.h"
 
@@ -53,25 +54,25 @@ static void add_mapping(struct symbols *symbols, pid_t pid, unsigned long lo,
 	close(fd);
 }
 
+/* What a mapping callback needs. */
+struct mapsyms_ctx {
+	struct symbols *symbols;
+	pid_t pid;
+};
+
+/* A file's first mapping (offset 0) is a module to read symbols from. */
+static void note_module(const struct maps_line *l, void *ctx)
+{
+	struct mapsyms_ctx *c = ctx;
+
+	if (l->offset == 0 && l->path[0] == '/' &&
+	    !strstr(l->path, " (deleted)"))
+		add_mapping(c->symbols, c->pid, l->start, l->end, l->path);
+}
+
 bool mapsyms_load(struct symbols *symbols, pid_t pid)
 {
-	char path[64], line[4096];
-	unsigned long lo, hi, off;
-	int name_at;
-	FILE *f;
+	struct mapsyms_ctx c = { symbols, pid };
 
-	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
-	f = fopen(path, "r");
-	if (f == NULL)
-		return false;
-	while (fgets(line, sizeof(line), f)) {
-		name_at = 0;
-		line[strcspn(line, "\n")] = '\0';
-		if (sscanf(line, "%lx-%lx %*s %lx %*s %*s %n", &lo, &hi, &off,
-			   &name_at) == 3 && off == 0 && name_at &&
-		    line[name_at] == '/' && !strstr(line + name_at, " (deleted)"))
-			add_mapping(symbols, pid, lo, hi, line + name_at);
-	}
-	fclose(f);
-	return true;
+	return maps_each(pid, note_module, &c) == 0;
 }

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "../common/hash.h"
+#include "maps.h"
 #include "procs.h"
 #include "shmobj.h"
 #include "xalloc.h"
@@ -49,31 +50,21 @@ void shmobj_free(struct shmobj *s)
 	free(s);
 }
 
+/* Keep one mapping of the process (maps_each()'s callback). */
+static void keep_mapping(const struct maps_line *l, void *ctx)
+{
+	struct shmobj *s = ctx;
+
+	s->m = xgrow(s->m, &s->cap, s->n + 1, 64, sizeof(*s->m));
+	s->m[s->n++] = (struct mapping){ l->start, l->end, l->offset, l->dev,
+					 l->ino, maps_shared(l) };
+}
+
 /* Read the process's mappings afresh; false if it has none to read. */
 static bool read_maps(struct shmobj *s)
 {
-	char path[64], line[4096], perms[8];
-	unsigned maj, min;
-	struct mapping m;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/maps", (int)s->pid);
-	f = fopen(path, "re");
-	if (f == NULL)
-		return false;
 	s->n = 0;
-	while (fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %7s %" SCNx64 " %x:%x %" SCNu64,
-			   &m.start, &m.end, perms, &m.offset, &maj, &min,
-			   &m.ino) != 7)
-			continue;
-		m.dev = (uint64_t)maj << 32 | min;
-		m.shared = perms[3] == 's';
-		s->m = xgrow(s->m, &s->cap, s->n + 1, 64, sizeof(*s->m));
-		s->m[s->n++] = m;
-	}
-	fclose(f);
-	return true;
+	return maps_each(s->pid, keep_mapping, s) == 0;
 }
 
 static const struct mapping *find(const struct shmobj *s, uint64_t addr)

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <sys/uio.h>
 
+#include "maps.h"
 #include "waitkind.h"
 #include "xalloc.h"
 
@@ -77,27 +78,19 @@ static void add_range(struct waitkind *w, uint64_t lo, uint64_t hi,
 		w->have_libc = true;
 }
 
+/* Keep an executable mapping (maps_each()'s callback). */
+static void keep_code(const struct maps_line *l, void *ctx)
+{
+	if (maps_exec(l))
+		add_range(ctx, l->start, l->end, l->path);
+}
+
 bool waitkind_maps(struct waitkind *w)
 {
-	char path[64], line[4096], perms[8];
-	unsigned long lo, hi;
-	int name_at;
-	FILE *f;
-
 	w->nranges = 0;
 	w->have_libc = false;
 	memset(w->checked, 0, sizeof w->checked);
-	snprintf(path, sizeof(path), "/proc/%d/maps", (int)w->pid);
-	f = fopen(path, "r");
-	while (f && fgets(line, sizeof(line), f)) {
-		name_at = 0;
-		line[strcspn(line, "\n")] = '\0';
-		if (sscanf(line, "%lx-%lx %7s %*s %*s %*s %n", &lo, &hi, perms,
-			   &name_at) >= 3 && perms[2] == 'x')
-			add_range(w, lo, hi, name_at ? line + name_at : "");
-	}
-	if (f)
-		fclose(f);
+	maps_each(w->pid, keep_code, w);
 	return w->have_libc;
 }
 

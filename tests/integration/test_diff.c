@@ -6,6 +6,7 @@
  */
 #include "../unit/check.h"
 #include "harness.h"
+#include "pprof_raw.h"
 
 #define RUN_TIMEOUT_MS 120000
 
@@ -104,35 +105,14 @@ static void check_diff_json(struct sums old, struct sums new)
 /* go tool pprof -raw -diff_base OLD NEW: its sums, or false. */
 static bool pprof_diff(struct sums *s)
 {
-	char home[PATH_MAX + 8], *out = tmp_path("pdiff.out");
 	char base[PATH_MAX], new[PATH_MAX];
-	struct start_opts so = { .out = out, .err = tmp_path("pdiff.err"),
-				 .env = home };
-	double c, d, a;
-	char *text, *p;
+	struct pprof_sums p;
 
 	strcpy(base, tmp_path("old.pb.gz"));
 	strcpy(new, tmp_path("new.pb.gz"));
-	snprintf(home, sizeof(home), "HOME=%s", tmp);
-	memset(s, 0, sizeof(*s));
-	if (wait_status(start_with((char *[]){ "go", "tool", "pprof", "-raw",
-					       "-diff_base", base, new, NULL },
-				   &so), RUN_TIMEOUT_MS) != 0)
+	if (!pprof_raw(&p, RUN_TIMEOUT_MS, "-diff_base", base, new, NULL))
 		return false;
-	text = slurp_file(out, "");
-	p = strstr(text, "\nSamples:\n");
-	p = p ? strchr(p + 10, '\n') : NULL;
-	while (p && *++p) {
-		if (sscanf(p, " %lf %lf %lf:", &c, &d, &a) == 3) {
-			s->contended += c;
-			s->wait_ns += d;
-			s->acquisitions += a;
-		} else if (!isspace((unsigned char)*p)) {
-			break;
-		}
-		p = strchr(p, '\n');
-	}
-	free(text);
+	*s = (struct sums){ p.acquisitions, p.contentions, p.delay };
 	return true;
 }
 

@@ -19,6 +19,7 @@
 
 #include "../unit/check.h"
 #include "tmux.h"
+#include "pprof_raw.h"
 
 #define WAIT_MS 30000
 #define PHASE_A 200000.0	/* site_mutex_a's acquisitions a phase */
@@ -263,11 +264,11 @@ static bool listens_on_loopback(int port)
 
 /* --- the live screen: r changes the screen, never the counters --- */
 
-struct sums {
-	double contentions, delay, acquisitions;
-};
-
-static bool raw_sums(const char *profile, struct sums *s);
+/* Sums of the samples of a profile, read by go tool pprof -raw. */
+static bool raw_sums(const char *profile, struct pprof_sums *s)
+{
+	return pprof_raw(s, WAIT_MS, (char *)profile, NULL);
+}
 
 /*
  * P writes the shown rows' profile to a new file, says so in one line,
@@ -276,7 +277,7 @@ static bool raw_sums(const char *profile, struct sums *s);
 static void check_pprof_key(double want)
 {
 	char line[4096], path[2 * PATH_MAX];
-	struct sums s = { 0 };
+	struct pprof_sums s = { 0 };
 
 	keys("P", NULL);
 	STATUS("P", "wrote qsptop-");
@@ -362,40 +363,8 @@ static void test_reset_keeps_counters(void)
 
 /* --- headless: --top, idle clients, pprof deltas, Prometheus --- */
 
-/* Sums of the samples of a profile, read by go tool pprof -raw. */
-static bool raw_sums(const char *profile, struct sums *s)
-{
-	char home[PATH_MAX + 8], *out = tmp_path("raw.out");
-	char *argv[] = { "go", "tool", "pprof", "-raw", (char *)profile, NULL };
-	struct start_opts so = { .out = out, .err = tmp_path("raw.err"),
-				 .env = home };
-	double c, d, a;
-	int used;
-	char *text, *p;
-
-	snprintf(home, sizeof(home), "HOME=%s", tmp);
-	memset(s, 0, sizeof(*s));
-	if (wait_status(start_with(argv, &so), WAIT_MS) != 0)
-		return false;
-	text = slurp_file(out, "");
-	p = strstr(text, "\nSamples:\n");
-	p = p ? strchr(p + 10, '\n') : NULL;
-	while (p && *++p) {
-		if (sscanf(p, " %lf %lf %lf:%n", &c, &d, &a, &used) == 3) {
-			s->contentions += c;
-			s->delay += d;
-			s->acquisitions += a;
-		} else if (!isspace((unsigned char)*p)) {
-			break;
-		}
-		p = strchr(p, '\n');
-	}
-	free(text);
-	return true;
-}
-
 /* Fetch /debug/pprof/mutex into tmp/name and read its sums. */
-static bool fetch_profile(int port, const char *name, struct sums *s)
+static bool fetch_profile(int port, const char *name, struct pprof_sums *s)
 {
 	char *body, *path = tmp_path(name);
 	size_t len;
@@ -530,10 +499,10 @@ static void check_top(const char *text)
 }
 
 /* The snapshot's totals: stacks' waits and counts, rows' acquisitions. */
-static struct sums snapshot_sums(const cJSON *snap)
+static struct pprof_sums snapshot_sums(const cJSON *snap)
 {
 	const cJSON *row, *st;
-	struct sums s = { 0 };
+	struct pprof_sums s = { 0 };
 
 	cJSON_ArrayForEach(row, cJSON_GetObjectItem(snap, "rows")) {
 		s.acquisitions += num_field(row, "acquisitions");
@@ -558,7 +527,7 @@ static void test_headless(void)
 {
 	int port = free_port(), prom_port = free_port();
 	char where[32], json[PATH_MAX], expect[PATH_MAX], *text;
-	struct sums p1, p2, snap_sums;
+	struct pprof_sums p1, p2, snap_sums;
 	bool prom = have("prometheus"), go = have("go");
 	pid_t q, wl, prom_pid = -1;
 	cJSON *snap;

@@ -10,14 +10,10 @@
 
 #include "../unit/check.h"
 #include "harness.h"
+#include "pprof_raw.h"
 
 #define RUN_TIMEOUT_MS 120000
 
-/* Sums of a profile's samples, as go tool pprof -raw lists them. */
-struct sums {
-	double contentions, delay, acquisitions;
-	int samples;
-};
 
 /* Whether go tool pprof can run here. */
 static bool have_go(void)
@@ -52,35 +48,11 @@ static int pprof_tool(const char *flag, const char *flag2,
 	return status;
 }
 
-/* The samples of -raw output: "  C  D  A: loc loc ..." after "Samples:". */
-static struct sums raw_sums(const char *raw)
-{
-	struct sums s = { 0 };
-	const char *p = strstr(raw, "\nSamples:\n");
-	double c, d, a;
-	int used;
-
-	p = p ? strchr(p + 10, '\n') : NULL;	/* past the header line */
-	while (p && *++p) {
-		if (sscanf(p, " %lf %lf %lf:%n", &c, &d, &a, &used) == 3 &&
-		    used > 0) {
-			s.contentions += c;
-			s.delay += d;
-			s.acquisitions += a;
-			s.samples++;
-		} else if (!isspace((unsigned char)*p)) {
-			break;		/* "Locations" */
-		}
-		p = strchr(p, '\n');
-	}
-	return s;
-}
-
 /* The same sums from the JSON snapshot's rows and stacks. */
-static struct sums json_sums(const cJSON *snap, double *contended)
+static struct pprof_sums json_sums(const cJSON *snap, double *contended)
 {
 	const cJSON *row, *st;
-	struct sums s = { 0 };
+	struct pprof_sums s = { 0 };
 
 	*contended = 0;
 	cJSON_ArrayForEach(row, cJSON_GetObjectItem(snap, "rows")) {
@@ -125,7 +97,7 @@ static void test_sums_match_snapshot(const char *mode, const char *coalesce,
 	      "%s: expected go tool pprof -raw to read the profile", mode);
 	CHECK(pprof_tool("-top", "-sample_index=acquisitions", profile, &top) == 0,
 	      "%s: expected go tool pprof -top to read the profile", mode);
-	struct sums got = raw_sums(raw), want = json_sums(snap, &contended);
+	struct pprof_sums got = pprof_raw_sums(raw), want = json_sums(snap, &contended);
 
 	CHECK(got.samples > 0, "%s: expected samples in -raw, got none: %.300s",
 	      mode, raw);

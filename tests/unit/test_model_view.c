@@ -229,6 +229,17 @@ static void view_labels(const struct view_row *v, size_t n, char *out,
 	}
 }
 
+/* Rows 0, 1, 2 at worker_lock, Queue_Push and main, one wait each. */
+static void three_rows(struct model *m)
+{
+	def(m, 0, LOCK_MUTEX, 0x400, 0xa0);	/* worker_lock */
+	def(m, 1, LOCK_MUTEX, 0x500, 0xb0);	/* Queue_Push */
+	def(m, 2, LOCK_MUTEX, 0x600, 0xc0);	/* main */
+	add(m, 0, 1, 1, 20, 1);
+	add(m, 1, 1, 1, 30, 1);
+	add(m, 2, 1, 1, 10, 1);
+}
+
 static void test_filter(void)
 {
 	static const struct {
@@ -247,12 +258,7 @@ static void test_filter(void)
 	struct view_row *v;
 	char got[128];
 
-	def(m, 0, LOCK_MUTEX, 0x400, 0xa0);	/* worker_lock */
-	def(m, 1, LOCK_MUTEX, 0x500, 0xb0);	/* Queue_Push */
-	def(m, 2, LOCK_MUTEX, 0x600, 0xc0);	/* main */
-	add(m, 0, 1, 1, 20, 1);
-	add(m, 1, 1, 1, 30, 1);
-	add(m, 2, 1, 1, 10, 1);
+	three_rows(m);
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		size_t n = view(m, COALESCE_NONE, SORT_TOTAL, false,
 				cases[i].filter, &v);
@@ -302,12 +308,7 @@ static void test_filter_names(void)
 	struct view_row *v;
 	char got[128];
 
-	def(m, 0, LOCK_MUTEX, 0x400, 0xa0);	/* worker_lock */
-	def(m, 1, LOCK_MUTEX, 0x500, 0xb0);	/* Queue_Push */
-	def(m, 2, LOCK_MUTEX, 0x600, 0xc0);	/* main */
-	add(m, 0, 1, 1, 20, 1);
-	add(m, 1, 1, 1, 30, 1);
-	add(m, 2, 1, 1, 10, 1);
+	three_rows(m);
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		struct model_query q = { .sort = by(SORT_TOTAL),
 					 .filter = cases[i].filter,

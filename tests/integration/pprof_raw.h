@@ -1,0 +1,75 @@
+/*
+ * What go tool pprof -raw makes of a profile, for the tests that check
+ * qsptop's profiles with it: the sums of its samples' three values
+ * (contentions, delay, acquisitions) and their count.
+ */
+#ifndef QSPTOP_TEST_PPROF_RAW_H
+#define QSPTOP_TEST_PPROF_RAW_H
+
+#include <ctype.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "harness.h"
+
+struct pprof_sums {
+	double contentions, delay, acquisitions;
+	int samples;
+};
+
+/* The samples of -raw output: "  C  D  A: loc loc ..." after "Samples:". */
+static inline struct pprof_sums pprof_raw_sums(const char *raw)
+{
+	struct pprof_sums s = { 0 };
+	const char *p = strstr(raw, "\nSamples:\n");
+	double c, d, a;
+	int used;
+
+	p = p ? strchr(p + 10, '\n') : NULL;	/* past the header line */
+	while (p && *++p) {
+		if (sscanf(p, " %lf %lf %lf:%n", &c, &d, &a, &used) == 3 &&
+		    used > 0) {
+			s.contentions += c;
+			s.delay += d;
+			s.acquisitions += a;
+			s.samples++;
+		} else if (!isspace((unsigned char)*p)) {
+			break;		/* "Locations" */
+		}
+		p = strchr(p, '\n');
+	}
+	return s;
+}
+
+/*
+ * go tool pprof -raw ARGS... (NULL-terminated, at most 4), its state kept
+ * in the test's tmp: the sums in *s, or false when it failed.
+ */
+static inline bool pprof_raw(struct pprof_sums *s, long timeout_ms, ...)
+{
+	static char home[PATH_MAX + 8];
+	char *argv[8] = { "go", "tool", "pprof", "-raw" }, *text;
+	const char *out;
+	struct start_opts so = { .out = tmp_path("raw.out"),
+				 .err = tmp_path("raw.err"), .env = home };
+	va_list ap;
+	int n = 4;
+
+	snprintf(home, sizeof(home), "HOME=%s", tmp);
+	va_start(ap, timeout_ms);
+	while (n < 7 && (argv[n] = va_arg(ap, char *)) != NULL)
+		n++;
+	va_end(ap);
+	argv[n] = NULL;
+	memset(s, 0, sizeof(*s));
+	out = so.out;
+	if (wait_status(start_with(argv, &so), timeout_ms) != 0)
+		return false;
+	text = slurp_file(out, "");
+	*s = pprof_raw_sums(text);
+	free(text);
+	return true;
+}
+
+#endif

@@ -470,4 +470,5 @@ void table_forget_all(void)
 	claim_drops = 0;
 	tls_self.table = NULL;
 	tls_self.depth = 0;
+	tls_self.nheld = 0;
 }

@@ -125,6 +125,18 @@ struct wrap_hop {
 	uint32_t gen;
 };
 
+/*
+ * The latest acquisition of a lock by a thread, in a slot chosen by the
+ * lock's hash: a waiter that reads the lock's owner finds there the site
+ * that holds it. Written by the owner on every acquisition, read by
+ * waiters with no ordering: a torn or stale read only mis-names a holder.
+ */
+#define RECENT_SLOTS 16
+struct held_recent {
+	uint64_t object;
+	uint64_t key;
+};
+
 struct thread_table {
 	struct lf_node free_link;	/* the free list's; only lfstack.h writes it */
 	pthread_mutex_t sentinel;	/* robust, held for the thread's life */
@@ -140,13 +152,26 @@ struct thread_table {
 	uint32_t unwind_epoch;		/* unwinding budget, see unwind.h */
 	uint32_t unwinds;
 	uint64_t unwind_credit_ns;
+	struct held_recent recent[RECENT_SLOTS];	/* see held_recent */
 };
+
+/* A hold being timed (a sampled acquisition): released by an unlock hook. */
+struct held_timed {
+	uint64_t object;	/* the lock's address */
+	struct entry *entry;	/* where its time goes */
+	uint64_t t0;
+};
+#define HELD_TIMED_MAX 4
 
 /* The calling thread's recording state. */
 struct thread_state {
 	struct thread_table *table;	/* NULL until its first lock call */
 	uint32_t depth;			/* nonzero inside the collector */
 	bool never;			/* the collector's own thread */
+	uint8_t nheld;			/* held[] in use */
+	uint32_t sample_left;		/* acquisitions until one is timed */
+	uint32_t sample_seed;		/* the sampling period's randomness */
+	struct held_timed held[HELD_TIMED_MAX];
 };
 
 extern __thread struct thread_state tls_self;

@@ -11,7 +11,8 @@
 /* COUNTS entry fields present, as the bits of its field mask. */
 enum {
 	HAS_ACQ = 1, HAS_CONTENDED = 2, HAS_WAIT = 4, HAS_FAILED = 8,
-	HAS_MAX = 16, HAS_HIST = 32, HAS_TIMEOUTS = 64, HAS_ALL = 127
+	HAS_MAX = 16, HAS_HIST = 32, HAS_TIMEOUTS = 64, HAS_HOLD = 128,
+	HAS_HOLDS = 256, HAS_ALL = 511
 };
 
 /* A bounded reader: every get past the end sets err and yields zeros. */
@@ -286,13 +287,16 @@ static unsigned counts_fields(const struct proto_counts *m, uint32_t *hist_mask)
 	mask |= m->max_wait_ns ? HAS_MAX : 0;
 	mask |= *hist_mask ? HAS_HIST : 0;
 	mask |= m->c.calls.timeouts ? HAS_TIMEOUTS : 0;
+	mask |= m->c.calls.hold_ns ? HAS_HOLD : 0;
+	mask |= m->c.calls.holds_timed ? HAS_HOLDS : 0;
 	return mask;
 }
 
 /*
  * A COUNTS entry: varint row id, varint field mask, then each field the
  * mask names as a varint; the histogram as a varint mask of its non-empty
- * buckets and one varint per bucket; then the timeouts (protocol 4). A
+ * buckets and one varint per bucket; then the timeouts (protocol 4), the
+ * time held and the holds timed (protocol 6). A
  * row that never waited costs a few bytes.
  */
 void proto_put_counts(struct wbuf *b, size_t *frame_off,
@@ -303,7 +307,7 @@ void proto_put_counts(struct wbuf *b, size_t *frame_off,
 	uint8_t *p;
 
 	open_run(b, frame_off, MSG_COUNTS);
-	if (!wbuf_reserve(b, (9 + HIST_BUCKETS) * VARINT_MAX))
+	if (!wbuf_reserve(b, (11 + HIST_BUCKETS) * VARINT_MAX))
 		return;
 	p = varint_at(b->data + b->len, m->row);
 	p = varint_at(p, mask);
@@ -326,6 +330,10 @@ void proto_put_counts(struct wbuf *b, size_t *frame_off,
 	}
 	if (mask & HAS_TIMEOUTS)
 		p = varint_at(p, m->c.calls.timeouts);
+	if (mask & HAS_HOLD)
+		p = varint_at(p, m->c.calls.hold_ns);
+	if (mask & HAS_HOLDS)
+		p = varint_at(p, m->c.calls.holds_timed);
 	b->len = (size_t)(p - b->data);
 }
 
@@ -602,6 +610,8 @@ static void decode_counts(struct rbuf *r, struct proto_counts *m,
 	for (uint32_t b = *hist_mask; b != 0 && !r->err; b &= b - 1)
 		m->c.hist[__builtin_ctz(b)] = get_varint(r);
 	m->c.calls.timeouts = (mask & HAS_TIMEOUTS) ? get_varint(r) : 0;
+	m->c.calls.hold_ns = (mask & HAS_HOLD) ? get_varint(r) : 0;
+	m->c.calls.holds_timed = (mask & HAS_HOLDS) ? get_varint(r) : 0;
 }
 
 static void decode_stack(struct rbuf *r, struct proto_stack *m)

@@ -31,8 +31,11 @@
 #include "types.h"
 
 #define PROTO_MAGIC 0x54505351u /* "QSPT" */
-/* 3: the futex lock types; 4: timeouts; 5: timeouts in STACK_COUNTS */
-#define PROTO_VERSION 5
+/*
+ * 3: the futex lock types; 4: timeouts; 5: timeouts in STACK_COUNTS;
+ * 6: hold times in COUNTS, blame stacks (PROTO_BLAME_MARK)
+ */
+#define PROTO_VERSION 6
 #define PROTO_HEADER_SIZE 8
 #define PROTO_MAX_PAYLOAD (1u << 20)
 #define PROTO_STR_MAX 4096
@@ -40,6 +43,17 @@
 #define PROTO_STACK_DEPTH 32
 /* The stack id of contended waits whose stack was not captured (sampled). */
 #define PROTO_NO_STACK 0xffffffffu
+
+/*
+ * A STACK whose first frame is this is no stack: it names the holder a
+ * row's waits were spent behind, frame 1 being the holder's row key (its
+ * call site with the lock type in the top byte; 0: holder unknown). Its
+ * STACK_ROWs and STACK_COUNTS say how long and how often.
+ */
+#define PROTO_BLAME_MARK 1u
+#define PROTO_BLAME_KEY(site, type) ((site) | (uint64_t)(type) << 56)
+#define PROTO_BLAME_SITE(key) ((key) & ((1ull << 56) - 1))
+#define PROTO_BLAME_TYPE(key) ((unsigned)((key) >> 56))
 
 enum proto_type {
 	MSG_HELLO = 1,

@@ -117,6 +117,16 @@ static void cell_contended(const struct column *c, const struct view_row *r,
 		format_fixed(buf, size, 100.0 * lock_counts_wait_share(&r->c), 1, "");
 }
 
+static void cell_held_share(const struct column *c, const struct view_row *r,
+			    const struct column_ctx *f, char *buf, size_t size)
+{
+	(void)f;
+	if (r->c.calls.holds_timed == 0)
+		snprintf(buf, size, "-");
+	else
+		format_fixed(buf, size, 100.0 * c->field->value(r), 1, "");
+}
+
 static void cell_trend(const struct column *c, const struct view_row *r,
 		       const struct column_ctx *f, char *buf, size_t size)
 {
@@ -135,6 +145,7 @@ static void (*const cell_of_unit[])(const struct column *c,
 	[UNIT_SITE] = cell_site,
 	[UNIT_WAIT_SHARE] = cell_contended,
 	[UNIT_PID] = cell_pid,
+	[UNIT_HELD_SHARE] = cell_held_share,
 };
 
 /* The columns that show no field, each with its place among the others. */

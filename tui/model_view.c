@@ -142,6 +142,9 @@ static void line_add(const struct model *m, struct line *l,
 	l->objects_folded |= it->object == 0;
 	l->wait_per_s += model_rate(m, it->last.wait_ns);
 	l->acq_per_s += model_rate(m, it->last.acq);
+	l->caused_per_s += model_rate(m, it->last.caused_ns);
+	l->elapsed_s = m->last_tick_ns > m->span_from_ns
+		? (double)(m->last_tick_ns - m->span_from_ns) / 1e9 : 0;
 	if (it->max_wait > l->max_wait)
 		l->max_wait = it->max_wait;
 }
@@ -237,6 +240,8 @@ static void line_numbers(const struct line *l, struct view_row *v)
 	v->max_wait_ns = l->max_wait;
 	v->wait_per_s = l->wait_per_s;
 	v->acq_per_s = l->acq_per_s;
+	v->caused_per_s = l->caused_per_s;
+	v->elapsed_s = l->elapsed_s;
 }
 
 /*

@@ -254,6 +254,8 @@ static void test_counts_round_trip_exactly(void)
 		c->c.calls.wait_ns = i % 5 ? of_bits(1 + (i * 7) % 64, i) : 0;
 		c->c.calls.failed = i % 7 == 0 ? of_bits(bits, i + 1) : 0;
 		c->c.calls.timeouts = i % 4 == 1 ? of_bits(bits, i + 2) : 0;
+		c->c.calls.hold_ns = i % 6 == 2 ? of_bits(bits, i + 3) : 0;
+		c->c.calls.holds_timed = i % 6 == 2 ? of_bits(1 + i % 20, i) : 0;
 		c->max_wait_ns = i % 2 ? of_bits(1 + (i * 3) % 64, i) : 0;
 		for (unsigned k = 0; k < HIST_BUCKETS; k++)
 			if ((i + k) % 9 == 0 || k == i % HIST_BUCKETS)
@@ -371,7 +373,7 @@ static const struct bad_case bad_cases[] = {
 	  { 0x51, 0x53, 0x50, 0x54, 1, 0, 0xff, 0xff }, 8 },
 	{ "empty counts frame", MSG_COUNTS, { 0 }, 0 },
 	{ "counts cut inside a varint", MSG_COUNTS, { 1, 1, 0x80 }, 3 },
-	{ "counts with an unknown field", MSG_COUNTS, { 1, 0x80, 0x01, 1 }, 4 },
+	{ "counts with an unknown field", MSG_COUNTS, { 1, 0x80, 0x04, 1 }, 4 },
 	{ "counts cut inside the histogram", MSG_COUNTS, { 1, 32, 3, 1 }, 4 },
 	{ "histogram mask wider than 32 buckets", MSG_COUNTS,
 	  { 1, 32, 0x80, 0x80, 0x80, 0x80, 0x10, 1 }, 8 },

@@ -5,8 +5,8 @@
  * (caused_wait_ns, blocking); holds are timed on a sample yet estimate
  * the time held (hold_ns) and the share of time a lock is held
  * (held_share). Each is compared with what the scene measured of itself
- * (a loaded machine stretches its sleeps and spins), and with the
- * issue's ground truth where the scene's own measure allows.
+ * (~400 and ~40 ms, ~40 and ~10 ms, 1 s, 80% on a quiet machine; a
+ * loaded one stretches its sleeps and spins, and no check judges that).
  */
 #include <cJSON.h>
 #include <math.h>
@@ -117,8 +117,6 @@ static void test_split(void)
 	double long_ms = result_ms("wait_long_us");
 
 	CHECK(wait != NULL && hold != NULL, "split: rows at split_wait and hold_long");
-	CHECK(near(long_ms, 400, 0.15), "split: the waiter timed ~400 ms "
-	      "behind hold_long, got %.1f ms", long_ms);
 	check_blame(wait, "blocked_by", "hold_long", long_ms, 0.15, 10);
 	check_blame(wait, "blocked_by", "hold_short",
 		    result_ms("wait_short_us"), 0.15, 10);
@@ -142,9 +140,6 @@ static void test_handover(void)
 	double both = result_ms("wait_both_us");
 
 	CHECK(wait != NULL, "handover: a row at handover_wait");
-	CHECK(near(second, 50, 0.15) && near(both - second, 5 * 39, 0.15),
-	      "handover: the scene timed ~195 ms behind H1 and ~50 ms behind "
-	      "H2, got %.1f and %.1f ms", both - second, second);
 	check_blame(wait, "blocked_by", "handover_first", both - second, 0.15, 5);
 	check_blame(wait, "blocked_by", "handover_second", second, 0.15, 5);
 	cJSON_Delete(snap);
@@ -160,8 +155,6 @@ static void test_hold_time(void)
 	double held = result_ms("held_us");
 
 	CHECK(row != NULL, "holds: a row at hold_many");
-	CHECK(near(held, 1000, 0.25), "holds: the scene held ~1000 ms, got "
-	      "%.1f ms", held);
 	CHECK(timed > 0 && timed < 20000,
 	      "holds: expected a sample of the 20000 holds timed, got %.0f", timed);
 	CHECK(near(ms, held, 0.25),

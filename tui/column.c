@@ -175,6 +175,15 @@ static int table_order[COLUMNS_MAX];
 static size_t table_count;
 static bool table_made;
 static bool several_processes;
+static bool culprit_view;
+
+/* The holders' columns in the culprit view keep as long as WAIT/s. */
+#define CULPRIT_PRIORITY 9
+
+void column_set_culprits(bool culprits)
+{
+	culprit_view = culprits;
+}
 
 void column_set_several(bool several)
 {
@@ -213,7 +222,7 @@ static struct column column_of_field(const struct field *f)
 				.flex = fc->unit == UNIT_SITE,
 				.priority = fc->priority,
 				.cell = cell_of_unit[fc->unit], .help = fc->help,
-				.several = fc->several };
+				.several = fc->several, .holder = fc->holder };
 }
 
 static void make_table(void)
@@ -270,6 +279,12 @@ void column_keys(char *buf, size_t size, const char *sep)
 	}
 }
 
+/* A column's priority, raised for the holders' columns in the culprit view. */
+static int priority_of(const struct column *c)
+{
+	return c->holder && culprit_view ? CULPRIT_PRIORITY : c->priority;
+}
+
 /* Columns kept at a priority cut, and the width they need with spaces. */
 static int layout_width(bool tui, int min_priority, bool *keep)
 {
@@ -278,7 +293,7 @@ static int layout_width(bool tui, int min_priority, bool *keep)
 	for (size_t i = 0; i < column_count(); i++) {
 		const struct column *c = column_at(i);
 
-		keep[i] = (tui || !c->sparkline) && c->priority >= min_priority &&
+		keep[i] = (tui || !c->sparkline) && priority_of(c) >= min_priority &&
 			  (!c->several || several_processes);
 		if (keep[i])
 			need += c->width + 1;

@@ -123,18 +123,18 @@ static const struct field fields[] = {
 	{ .key = "hold", .json = "avg_hold_ns", .value = row_avg_hold,
 	  .merge = MERGE_DERIVED,
 	  .column = { "HOLD", 8, 0, 92, UNIT_NS,
-		      "average hold from here (mutexes; a sample of holds is timed)" } },
+		      "average hold from here (mutexes; a sample of holds is timed)", .holder = true } },
 	{ .json = "hold_ns", .value = value_hold, .merge = MERGE_DERIVED },
 	{ .json = "holds_timed", .value = value_holds_timed },
 	{ .key = "held", .json = "held_share", .value = value_held_share,
 	  .merge = MERGE_DERIVED,
 	  .column = { "HELD%", 6, 0, 94, UNIT_HELD_SHARE,
-		      "share of the time the lock was held from here" } },
+		      "share of the time the lock was held from here", .holder = true } },
 	{ .key = "caused_total", .json = "caused_wait_ns", .value = value_caused },
 	{ .key = "caused", .json = "caused_wait_per_s_ns",
 	  .value = value_caused_rate,
 	  .column = { "CAUSED/s", 8, 0, 96, UNIT_NS,
-		      "others' wait behind holds taken here, per second, last interval" } },
+		      "others' wait behind holds taken here, per second, last interval", .holder = true } },
 };
 
 #define FIELD_TABLE_COUNT (sizeof(fields) / sizeof(fields[0]))

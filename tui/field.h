@@ -44,6 +44,7 @@ struct field_column {
 	enum field_unit unit;
 	const char *help;	/* its line in the help screen */
 	bool several;		/* shown only while several processes are */
+	bool holder;		/* the holders' numbers: kept in the culprit view */
 };
 
 struct field {

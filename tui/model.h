@@ -115,6 +115,11 @@ struct model_query {
 	bool skip_wrappers;
 	is_wrapper_fn is_wrapper;
 	/*
+	 * The culprit view: sorted by the wait holds caused (holder rows
+	 * first), the holders' columns kept; the header says so.
+	 */
+	bool culprits;
+	/*
 	 * With several processes (procs.h): the site naming the same code
 	 * (module and offset) in the first process that ran it, so that
 	 * their rows of one code and one object join in one line. NULL: each

@@ -590,6 +590,46 @@ static int detail_threads(struct screen *s, struct ui *ui,
 	return y;
 }
 
+/* Holder or waiter sites a detail section lists, at most. */
+#define BLAME_SHOWN 8
+
+/*
+ * "blocked by": the holder sites the line's waits were spent behind, or
+ * "blocking": the waiter sites its holds made wait; heaviest first, with
+ * wait, waits and share. Nothing when there are none.
+ */
+static int detail_blame(struct screen *s, struct ui *ui,
+			const struct view_row *r, bool blocking, int y)
+{
+	struct blame_view v[BLAME_SHOWN];
+	size_t n = model_blame(ui->app->model, r, blocking, v, BLAME_SHOWN);
+	uint64_t total = 0;
+	char site[512], wait[32];
+
+	if (n == 0)
+		return y;
+	for (size_t i = 0; i < n; i++)
+		total += v[i].w.wait_ns;
+	screen_puts(s, 1, y++, SLOT_COLUMN, blocking ? "blocking" : "blocked by", -1);
+	screen_printf(s, 3, y++, SLOT_NORMAL, "%-40s %9s %8s %6s",
+		      blocking ? "WAITER SITE" : "HOLDER SITE", "WAIT",
+		      "WAITS", "SHARE");
+	for (size_t i = 0; i < n; i++) {
+		if (v[i].site)
+			site_fit(site, sizeof(site), ui->app->symbols, v[i].site,
+				 false, 40);
+		else
+			snprintf(site, sizeof(site), "holder unknown");
+		format_duration(wait, sizeof(wait), (double)v[i].w.wait_ns);
+		screen_printf(s, 3, y++, SLOT_NORMAL, "%-40s %9s %8" PRIu64
+			      " %5.1f%%", site, wait,
+			      lock_waits(v[i].w.count, v[i].w.timeouts),
+			      total ? 100.0 * (double)v[i].w.wait_ns /
+					      (double)total : 0);
+	}
+	return y + 1;
+}
+
 /* The detail page of the selected row; returns its height. */
 static int detail_page(struct screen *s, struct ui *ui)
 {
@@ -607,6 +647,8 @@ static int detail_page(struct screen *s, struct ui *ui)
 	screen_puts(s, 1, y, SLOT_NORMAL, "trend        ", -1);
 	screen_puts(s, 14, y, SLOT_SPARKLINE, trend, -1);
 	y = detail_histogram(s, &r->c, y + 2);
+	y = detail_blame(s, ui, r, false, y);
+	y = detail_blame(s, ui, r, true, y);
 	y = detail_stacks(s, ui, r, y);
 	return detail_threads(s, ui, r, y);
 }

@@ -11,6 +11,7 @@
  *             it ~50 us each time
  *   share     one thread holds a lock 80% of 3 s (hold_share): 50 us in,
  *             12.5 us out
+ *   live      split again and again, until killed (the screen tests)
  *
  *   wl_blame MODE [RESULTS]
  *
@@ -116,6 +117,8 @@ static void split(void)
 {
 	pthread_t h;
 
+	__atomic_store_n(&phase, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&done, 0, __ATOMIC_RELEASE);
 	pthread_create(&h, NULL, split_holder, NULL);
 	for (int i = 0; i < 20; i++) {
 		wait_for(&phase, i + 1);
@@ -273,8 +276,11 @@ int main(int argc, char **argv)
 		on_thread(holds);
 	else if (strcmp(mode, "share") == 0)
 		on_thread(share);
+	else if (strcmp(mode, "live") == 0)
+		for (;;)
+			split();
 	else {
-		fprintf(stderr, "usage: wl_blame split|handover|holds|share\n");
+		fprintf(stderr, "usage: wl_blame split|handover|holds|share|live\n");
 		return 2;
 	}
 	if (argc > 2)

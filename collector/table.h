@@ -127,7 +127,7 @@ struct wrap_hop {
 
 /*
  * The latest acquisition of a lock by a thread, in a slot chosen by the
- * lock's hash: a waiter that reads the lock's owner finds there the site
+ * lock's address: a waiter that reads the lock's owner finds there the site
  * that holds it. Written by the owner on every acquisition, read by
  * waiters with no ordering: a torn or stale read only mis-names a holder.
  */

@@ -86,6 +86,11 @@ static const char usage_text[] =
 	"  -h, --help             show this help\n"
 	"  -V, --version          show the version\n"
 	"\n"
+	"Holders (mutexes): about one acquisition in 64 per thread is timed until\n"
+	"its unlock; HOLD is their average, HELD%% the time held (HOLD times the\n"
+	"acquisitions) over the time watched, CAUSED/s the wait of other threads\n"
+	"behind holds taken at the row's site; c on the live screen sorts by it.\n"
+	"\n"
 	"Lock wrappers are skipped by default (the key w in the live screen shows\n"
 	"their own rows again). Built in, besides those given with --wrapper:\n";
 
@@ -104,14 +109,42 @@ static void usage_error(const char *fmt, ...)
 	exit(2);
 }
 
+/*
+ * The sort keys for the help, " | " between them, a line broken before
+ * a key that would pass column 78 and continued at column 25.
+ */
+static void sort_keys_text(char *out, size_t size)
+{
+	char keys[256], *key, *save = NULL;
+	size_t len = 0;
+	int col = 25;
+
+	column_keys(keys, sizeof(keys), " ");
+	out[0] = '\0';
+	for (key = strtok_r(keys, " ", &save); key && len + 64 < size;
+	     key = strtok_r(NULL, " ", &save)) {
+		int w = (int)strlen(key) + (len ? 3 : 0);
+
+		if (len && col + w > 78) {
+			len += (size_t)snprintf(out + len, size - len, " |\n%25s", "");
+			col = 25;
+			w -= 3;
+		} else if (len) {
+			len += (size_t)snprintf(out + len, size - len, " | ");
+		}
+		len += (size_t)snprintf(out + len, size - len, "%s", key);
+		col += w;
+	}
+}
+
 /* The help, then the built-in wrapper patterns, filled to 78 columns. */
 static void print_usage(void)
 {
 	int col = 0;
 
-	char keys[256];
+	char keys[512];
 
-	column_keys(keys, sizeof(keys), " | ");
+	sort_keys_text(keys, sizeof(keys));
 	printf(usage_text, keys);
 	for (size_t i = 0; wrappers_builtin_globs[i]; i++) {
 		int len = (int)strlen(wrappers_builtin_globs[i]);

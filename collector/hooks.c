@@ -245,10 +245,10 @@ hold_begin(struct thread_table *t, uint64_t key, struct obj_slot *x,
 {
 	struct thread_state *s = &tls_self;
 	int saved_errno = errno;
-	struct entry *e;
+	struct hold_slot *h;
 
 	s->sample_left = sample_period(s);
-	if (x == NULL || (e = table_entry(t, key, x->object)) == NULL) {
+	if (x == NULL || (h = table_hold_slot(t, key, x->object)) == NULL) {
 		errno = saved_errno;
 		return;
 	}
@@ -256,7 +256,7 @@ hold_begin(struct thread_table *t, uint64_t key, struct obj_slot *x,
 	if (s->nheld == HELD_TIMED_MAX)
 		s->held[0] = s->held[--s->nheld];
 	s->held[s->nheld++] = (struct held_timed){
-		.object = (uint64_t)(uintptr_t)lock, .entry = e,
+		.object = (uint64_t)(uintptr_t)lock, .slot = h,
 		.t0 = clock_now_ns() };
 	errno = saved_errno;
 }
@@ -286,9 +286,9 @@ static __attribute__((noinline)) void hold_end(const void *lock)
 			continue;
 		guard(s);
 		/* The count first: the collector reads the time first. */
-		table_add(&h->entry->c.calls.holds_timed, 1);
+		table_add(&h->slot->holds, 1);
 		__atomic_signal_fence(__ATOMIC_SEQ_CST);
-		table_add(&h->entry->c.calls.hold_ns, clock_now_ns() - h->t0);
+		table_add(&h->slot->hold_ns, clock_now_ns() - h->t0);
 		*h = s->held[--s->nheld];
 		unguard(s);
 		break;

@@ -240,6 +240,8 @@ static void put_row_counts(struct session *s, struct rows *rs, uint32_t r,
 	}
 	c->row = r;
 	c->c.calls.acquisitions = row->acq_now;
+	c->c.calls.hold_ns = row->holds ? row->holds->now_ns : 0;
+	c->c.calls.holds_timed = row->holds ? row->holds->now : 0;
 	proto_put_counts(&s->out, frame, c);
 }
 

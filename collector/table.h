@@ -137,6 +137,27 @@ struct held_recent {
 	uint64_t key;
 };
 
+/*
+ * The timed holds of one (key, object) of a thread (hooks.c): a compact
+ * table apart from the entries, which are for waits, so that a lock that
+ * never waits costs 32 bytes here when its holds are timed, not an entry.
+ * Written by the owner (key last, with release), read by the collector.
+ */
+#define HOLD_SLOTS 256
+#define HOLD_SLOTS_USED (HOLD_SLOTS * 3 / 4)	/* full past this */
+struct hold_slot {
+	uint64_t key;		/* 0: empty */
+	uint64_t object;	/* as its object slot holds it */
+	uint64_t hold_ns;
+	uint64_t holds;
+};
+
+struct hold_table {
+	uint32_t used;
+	uint32_t unused[15];
+	struct hold_slot slot[HOLD_SLOTS];
+};
+
 struct thread_table {
 	struct lf_node free_link;	/* the free list's; only lfstack.h writes it */
 	pthread_mutex_t sentinel;	/* robust, held for the thread's life */
@@ -153,12 +174,13 @@ struct thread_table {
 	uint32_t unwinds;
 	uint64_t unwind_credit_ns;
 	struct held_recent recent[RECENT_SLOTS];	/* see held_recent */
+	struct hold_table *holds;	/* NULL until a hold is timed; release */
 };
 
 /* A hold being timed (a sampled acquisition): released by an unlock hook. */
 struct held_timed {
 	uint64_t object;	/* the lock's address */
-	struct entry *entry;	/* where its time goes */
+	struct hold_slot *slot;	/* where its time goes */
 	uint64_t t0;
 };
 #define HELD_TIMED_MAX 4
@@ -312,6 +334,13 @@ static inline struct obj_slot *table_slot_of(struct thread_table *t,
  */
 struct entry *table_entry(struct thread_table *t, uint64_t key,
 			  uint64_t object);
+
+/*
+ * The hold slot of (key, object) in the calling thread, added when new;
+ * NULL when there is no room. Owner thread, inside the collector.
+ */
+struct hold_slot *table_hold_slot(struct thread_table *t, uint64_t key,
+				  uint64_t object);
 
 /*
  * Claim a table for the calling thread, holding its sentinel with trylock

@@ -407,12 +407,23 @@ static uint32_t mutex_owner(pthread_mutex_t *m)
 	       OWNER_TID_MASK;
 }
 
-/* Before a mutex wait blocks: its first holder. */
-static void blame_begin(struct wait *w, pthread_mutex_t *m)
+/*
+ * The writer TID of a write-locked rwlock, as glibc keeps it; 0 when
+ * readers hold it (they cannot be told apart: "holder unknown").
+ */
+static uint32_t rwlock_writer(pthread_rwlock_t *l)
 {
+	return (uint32_t)__atomic_load_n(&l->__data.__cur_writer,
+					 __ATOMIC_RELAXED) & OWNER_TID_MASK;
+}
+
+/* Before a wait blocks: its first holder, whose TID is tid. */
+static void blame_begin(struct wait *w, const void *lock, uint32_t tid)
+{
+	w->lock = (uint64_t)(uintptr_t)lock;
 	if (w->entry == NULL)
 		return;
-	w->seg[0] = (struct blame_seg){ holder_of(m, mutex_owner(m)), w->t0 };
+	w->seg[0] = (struct blame_seg){ holder_of(lock, tid), w->t0 };
 	w->nseg = 1;
 }
 
@@ -435,14 +446,17 @@ static void blame_end(struct wait *w, uint64_t ns, int acquired)
 	}
 }
 
-/* After a mutex wait that ended with the lock: this thread holds it now. */
+/*
+ * After a mutex or rwlock-write wait that ended with the lock: this
+ * thread holds it now (a mutex's hold may be timed).
+ */
 static void held_after_wait(struct wait *w, uint64_t ns)
 {
 	struct thread_state *s = &tls_self;
 
 	note_recent(w->table, w->key, (const void *)(uintptr_t)w->lock);
 	handover_note(w->lock, w->key, w->t0 + ns);
-	if (--s->sample_left == 0)
+	if (KEY_TYPE(w->key) == LOCK_MUTEX && --s->sample_left == 0)
 		hold_begin(w->table, w->key,
 			   table_slot_of(w->table, w->key, w->object),
 			   (const void *)(uintptr_t)w->lock);
@@ -523,7 +537,8 @@ static __attribute__((noinline)) void wait_end(struct wait *w, int rc)
 	unwind_earn(w->table, ns);
 	if (w->nseg)
 		blame_end(w, ns, acquired);
-	if (acquired && KEY_TYPE(w->key) == LOCK_MUTEX)
+	if (acquired && w->lock && (KEY_TYPE(w->key) == LOCK_MUTEX ||
+				    KEY_TYPE(w->key) == LOCK_RWLOCK_WRITE))
 		held_after_wait(w, ns);
 	unguard(s);
 }
@@ -571,13 +586,21 @@ static inline bool spin_held_peek(pthread_spinlock_t *l)
  * died is acquired with EOWNERDEAD, which the caller must see unchanged.
  */
 #define TRY_THEN_WAIT(held_peek, try_call, wait_call, pass_call, obj, type) \
-	TRY_THEN_WAIT_HOLD(false, held_peek, try_call, wait_call, pass_call, \
-			   obj, type)
+	TRY_THEN_WAIT_HOLD(HOLDS_NONE, held_peek, try_call, wait_call,     \
+			   pass_call, obj, type)
+
+/* What a hook learns of holders (see blame_begin()). */
+enum holds {
+	HOLDS_NONE,
+	HOLDS_MUTEX,	/* notes its holder, times a sample, blames the owner */
+	HOLDS_WRITER,	/* an rwlock writer: notes, blames the writer */
+	HOLDS_READER,	/* an rwlock reader: blames the writer */
+};
 
 /*
- * The same, for a mutex when holds is true: every acquisition notes who
- * holds the lock, a sample of them times the hold, and a wait learns its
- * holders (blame_begin()).
+ * The same, with holds: an acquisition of a mutex or a write lock notes
+ * who holds the lock, a sample of a mutex's times the hold, and a wait
+ * learns its holders (blame_begin()).
  */
 #define TRY_THEN_WAIT_HOLD(holds, held_peek, try_call, wait_call, pass_call, \
 			   obj, type)                                      \
@@ -594,10 +617,11 @@ static inline bool spin_held_peek(pthread_spinlock_t *l)
 		rc_ = (held_peek) ? EBUSY : try_call;                      \
 		if (likely(rc_ == 0)) {                                    \
 			count_free(x_);                                    \
-			if (holds) {                                       \
+			if ((holds) == HOLDS_MUTEX ||                      \
+			    (holds) == HOLDS_WRITER)                       \
 				note_recent(t_, key_, obj);                \
+			if ((holds) == HOLDS_MUTEX)                        \
 				hold_countdown(t_, key_, x_, obj);         \
-			}                                                  \
 			leave();                                           \
 			return 0;                                          \
 		}                                                          \
@@ -608,10 +632,12 @@ static inline bool spin_held_peek(pthread_spinlock_t *l)
 			return rc_;                                        \
 		}                                                          \
 		wait_begin(&w_, t_, key_, x_);                             \
-		if (holds) {                                               \
-			w_.lock = (uint64_t)(uintptr_t)(obj);              \
-			blame_begin(&w_, (pthread_mutex_t *)(obj));        \
-		}                                                          \
+		if ((holds) == HOLDS_MUTEX)                                \
+			blame_begin(&w_, obj,                              \
+				    mutex_owner((pthread_mutex_t *)(obj)));\
+		else if ((holds) != HOLDS_NONE)                            \
+			blame_begin(&w_, obj,                              \
+				    rwlock_writer((pthread_rwlock_t *)(obj)));\
 		rc_ = wait_call;                                           \
 		wait_end(&w_, rc_);                                        \
 		return rc_;                                                \
@@ -656,7 +682,7 @@ static inline bool time_ok(clockid_t clock, const struct timespec *abstime)
 
 EXPORT int pthread_mutex_lock(pthread_mutex_t *m)
 {
-	TRY_THEN_WAIT_HOLD(true, false, REAL(mutex_trylock)(m),
+	TRY_THEN_WAIT_HOLD(HOLDS_MUTEX, false, REAL(mutex_trylock)(m),
 			   REAL(mutex_lock)(m), REAL(mutex_lock)(m), m,
 			   LOCK_MUTEX);
 }
@@ -696,7 +722,7 @@ EXPORT int pthread_mutex_timedlock(pthread_mutex_t *m,
 {
 	if (!time_ok(CLOCK_REALTIME, abstime))
 		return REAL(mutex_timedlock)(m, abstime);
-	TRY_THEN_WAIT_HOLD(true, false, REAL(mutex_trylock)(m),
+	TRY_THEN_WAIT_HOLD(HOLDS_MUTEX, false, REAL(mutex_trylock)(m),
 			   REAL(mutex_timedlock)(m, abstime),
 			   REAL(mutex_timedlock)(m, abstime), m, LOCK_MUTEX);
 }
@@ -706,7 +732,7 @@ EXPORT int pthread_mutex_clocklock(pthread_mutex_t *m, clockid_t clock,
 {
 	if (!time_ok(clock, abstime))
 		return REAL(mutex_clocklock)(m, clock, abstime);
-	TRY_THEN_WAIT_HOLD(true, false, REAL(mutex_trylock)(m),
+	TRY_THEN_WAIT_HOLD(HOLDS_MUTEX, false, REAL(mutex_trylock)(m),
 			   REAL(mutex_clocklock)(m, clock, abstime),
 			   REAL(mutex_clocklock)(m, clock, abstime), m,
 			   LOCK_MUTEX);
@@ -714,14 +740,16 @@ EXPORT int pthread_mutex_clocklock(pthread_mutex_t *m, clockid_t clock,
 
 EXPORT int pthread_rwlock_rdlock(pthread_rwlock_t *l)
 {
-	TRY_THEN_WAIT(false, REAL(rwlock_tryrdlock)(l), REAL(rwlock_rdlock)(l),
-		      REAL(rwlock_rdlock)(l), l, LOCK_RWLOCK_READ);
+	TRY_THEN_WAIT_HOLD(HOLDS_READER, false, REAL(rwlock_tryrdlock)(l),
+			   REAL(rwlock_rdlock)(l), REAL(rwlock_rdlock)(l), l,
+			   LOCK_RWLOCK_READ);
 }
 
 EXPORT int pthread_rwlock_wrlock(pthread_rwlock_t *l)
 {
-	TRY_THEN_WAIT(false, REAL(rwlock_trywrlock)(l), REAL(rwlock_wrlock)(l),
-		      REAL(rwlock_wrlock)(l), l, LOCK_RWLOCK_WRITE);
+	TRY_THEN_WAIT_HOLD(HOLDS_WRITER, false, REAL(rwlock_trywrlock)(l),
+			   REAL(rwlock_wrlock)(l), REAL(rwlock_wrlock)(l), l,
+			   LOCK_RWLOCK_WRITE);
 }
 
 EXPORT int pthread_rwlock_tryrdlock(pthread_rwlock_t *l)
@@ -739,7 +767,7 @@ EXPORT int pthread_rwlock_timedrdlock(pthread_rwlock_t *l,
 {
 	if (!time_ok(CLOCK_REALTIME, abstime))
 		return REAL(rwlock_timedrdlock)(l, abstime);
-	TRY_THEN_WAIT(false, REAL(rwlock_tryrdlock)(l),
+	TRY_THEN_WAIT_HOLD(HOLDS_READER, false, REAL(rwlock_tryrdlock)(l),
 		      REAL(rwlock_timedrdlock)(l, abstime),
 		      REAL(rwlock_timedrdlock)(l, abstime), l, LOCK_RWLOCK_READ);
 }
@@ -749,7 +777,7 @@ EXPORT int pthread_rwlock_timedwrlock(pthread_rwlock_t *l,
 {
 	if (!time_ok(CLOCK_REALTIME, abstime))
 		return REAL(rwlock_timedwrlock)(l, abstime);
-	TRY_THEN_WAIT(false, REAL(rwlock_trywrlock)(l),
+	TRY_THEN_WAIT_HOLD(HOLDS_WRITER, false, REAL(rwlock_trywrlock)(l),
 		      REAL(rwlock_timedwrlock)(l, abstime),
 		      REAL(rwlock_timedwrlock)(l, abstime), l, LOCK_RWLOCK_WRITE);
 }
@@ -759,7 +787,7 @@ EXPORT int pthread_rwlock_clockrdlock(pthread_rwlock_t *l, clockid_t clock,
 {
 	if (!time_ok(clock, abstime))
 		return REAL(rwlock_clockrdlock)(l, clock, abstime);
-	TRY_THEN_WAIT(false, REAL(rwlock_tryrdlock)(l),
+	TRY_THEN_WAIT_HOLD(HOLDS_READER, false, REAL(rwlock_tryrdlock)(l),
 		      REAL(rwlock_clockrdlock)(l, clock, abstime),
 		      REAL(rwlock_clockrdlock)(l, clock, abstime), l,
 		      LOCK_RWLOCK_READ);
@@ -770,7 +798,7 @@ EXPORT int pthread_rwlock_clockwrlock(pthread_rwlock_t *l, clockid_t clock,
 {
 	if (!time_ok(clock, abstime))
 		return REAL(rwlock_clockwrlock)(l, clock, abstime);
-	TRY_THEN_WAIT(false, REAL(rwlock_trywrlock)(l),
+	TRY_THEN_WAIT_HOLD(HOLDS_WRITER, false, REAL(rwlock_trywrlock)(l),
 		      REAL(rwlock_clockwrlock)(l, clock, abstime),
 		      REAL(rwlock_clockwrlock)(l, clock, abstime), l,
 		      LOCK_RWLOCK_WRITE);

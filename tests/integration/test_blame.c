@@ -181,6 +181,28 @@ static void test_held_share(void)
 	cJSON_Delete(snap);
 }
 
+/*
+ * A writer holding an rwlock 40 ms at a time: the writer and the reader
+ * that wait behind it name its site, with the waits they timed; the
+ * holder's row has caused both.
+ */
+static void test_rwlock(void)
+{
+	cJSON *snap = run_blame("rwlock");
+	const cJSON *hold = row_of(snap, "rw_hold");
+	double w = result_ms("rw_write_us"), r = result_ms("rw_read_us");
+
+	CHECK(hold != NULL, "rwlock: a row at rw_hold");
+	check_blame(row_of(snap, "rw_write_wait"), "blocked_by", "rw_hold", w,
+		    0.15, 5);
+	check_blame(row_of(snap, "rw_read_wait"), "blocked_by", "rw_hold", r,
+		    0.15, 5);
+	CHECK(near(num_field(hold, "caused_wait_ns") / 1e6, w + r, 0.15),
+	      "rw_hold's caused_wait_ns: expected %.1f ms within 15%%, got %.1f ms",
+	      w + r, num_field(hold, "caused_wait_ns") / 1e6);
+	cJSON_Delete(snap);
+}
+
 int main(void)
 {
 	find_paths("/tmp/qsptop-blame-XXXXXX", "wl_blame");
@@ -189,6 +211,7 @@ int main(void)
 	test_handover();
 	test_hold_time();
 	test_held_share();
+	test_rwlock();
 	remove_tmp();
 	return check_summary();
 }

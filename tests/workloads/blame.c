@@ -11,6 +11,9 @@
  *             it ~50 us each time
  *   share     one thread holds a lock 80% of 3 s (hold_share): 50 us in,
  *             12.5 us out
+ *   rwlock    5 times: a writer holds an rwlock 40 ms (rw_hold); a
+ *             writer (rw_write_wait) and then a reader (rw_read_wait)
+ *             wait behind it
  *   live      split again and again, until killed (the screen tests)
  *
  *   wl_blame MODE [RESULTS]
@@ -29,9 +32,10 @@
 #include <unistd.h>
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_rwlock_t rwlock = PTHREAD_RWLOCK_INITIALIZER;
 /* What the scene measured, in ns: its RESULTS. */
 static uint64_t wait_long_ns, wait_short_ns, wait_both_ns, second_hold_ns,
-	held_ns, loop_ns;
+	held_ns, loop_ns, rw_write_ns, rw_read_ns;
 static int phase;	/* the holder's step, read by the waiter */
 static int done;	/* the waiter's step, read by the holder */
 
@@ -237,6 +241,72 @@ static void *share(void *arg)
 	return NULL;
 }
 
+static void __attribute__((noinline)) rw_hold(void)
+{
+	pthread_rwlock_wrlock(&rwlock);
+	step(&phase);
+	sleep_us(40000);
+	pthread_rwlock_unlock(&rwlock);
+}
+
+static void *rw_holder(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < 5; i++) {
+		rw_hold();
+		wait_for(&done, 2 * (i + 1));
+	}
+	return NULL;
+}
+
+static uint64_t __attribute__((noinline)) rw_write_wait(void)
+{
+	uint64_t t0 = now_ns(), t1;
+
+	pthread_rwlock_wrlock(&rwlock);
+	t1 = now_ns();
+	pthread_rwlock_unlock(&rwlock);
+	return t1 - t0;
+}
+
+static uint64_t __attribute__((noinline)) rw_read_wait(void)
+{
+	uint64_t t0 = now_ns(), t1;
+
+	pthread_rwlock_rdlock(&rwlock);
+	t1 = now_ns();
+	pthread_rwlock_unlock(&rwlock);
+	return t1 - t0;
+}
+
+static void *rw_reader(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < 5; i++) {
+		wait_for(&phase, i + 1);
+		rw_read_ns += rw_read_wait();
+		step(&done);
+	}
+	return NULL;
+}
+
+/* The writer waits 1 ms after the hold began; the reader on its own. */
+static void rwlocks(void)
+{
+	pthread_t h, r;
+
+	pthread_create(&h, NULL, rw_holder, NULL);
+	pthread_create(&r, NULL, rw_reader, NULL);
+	for (int i = 0; i < 5; i++) {
+		wait_for(&phase, i + 1);
+		sleep_us(1000);
+		rw_write_ns += rw_write_wait();
+		step(&done);
+	}
+	pthread_join(h, NULL);
+	pthread_join(r, NULL);
+}
+
 /* Run fn on a thread of its own: the watched program is multi-threaded. */
 static void on_thread(void *(*fn)(void *))
 {
@@ -253,13 +323,16 @@ static void write_results(const char *path)
 	if (f == NULL)
 		return;
 	fprintf(f, "wait_long_us %llu\nwait_short_us %llu\nwait_both_us %llu\n"
-		"second_hold_us %llu\nheld_us %llu\nloop_us %llu\n",
+		"second_hold_us %llu\nheld_us %llu\nloop_us %llu\n"
+		"rw_write_us %llu\nrw_read_us %llu\n",
 		(unsigned long long)wait_long_ns / 1000,
 		(unsigned long long)wait_short_ns / 1000,
 		(unsigned long long)wait_both_ns / 1000,
 		(unsigned long long)second_hold_ns / 1000,
 		(unsigned long long)held_ns / 1000,
-		(unsigned long long)loop_ns / 1000);
+		(unsigned long long)loop_ns / 1000,
+		(unsigned long long)rw_write_ns / 1000,
+		(unsigned long long)rw_read_ns / 1000);
 	fclose(f);
 }
 
@@ -276,11 +349,13 @@ int main(int argc, char **argv)
 		on_thread(holds);
 	else if (strcmp(mode, "share") == 0)
 		on_thread(share);
+	else if (strcmp(mode, "rwlock") == 0)
+		rwlocks();
 	else if (strcmp(mode, "live") == 0)
 		for (;;)
 			split();
 	else {
-		fprintf(stderr, "usage: wl_blame split|handover|holds|share|live\n");
+		fprintf(stderr, "usage: wl_blame split|handover|holds|share|rwlock|live\n");
 		return 2;
 	}
 	if (argc > 2)

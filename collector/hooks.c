@@ -271,6 +271,21 @@ static inline void hold_countdown(struct thread_table *t, uint64_t key,
 		hold_begin(t, key, x, lock);
 }
 
+/* The longest hold, and that of the collector's epoch, as note_max(). */
+static void note_hold_max(struct hold_slot *s, uint64_t ns)
+{
+	uint32_t epoch = __atomic_load_n(&table_epoch, __ATOMIC_RELAXED);
+
+	if (ns > s->max_ns)
+		table_store(&s->max_ns, ns);
+	if (s->max_epoch != epoch) {
+		table_store(&s->epoch_max_ns, ns);
+		__atomic_store_n(&s->max_epoch, epoch, __ATOMIC_RELAXED);
+	} else if (ns > s->epoch_max_ns) {
+		table_store(&s->epoch_max_ns, ns);
+	}
+}
+
 /* The lock is being released: end its timed hold, if one is timed. */
 static __attribute__((noinline)) void hold_end(const void *lock)
 {
@@ -285,10 +300,13 @@ static __attribute__((noinline)) void hold_end(const void *lock)
 		if (h->object != (uint64_t)(uintptr_t)lock)
 			continue;
 		guard(s);
+		uint64_t ns = clock_now_ns() - h->t0;
+
 		/* The count first: the collector reads the time first. */
+		note_hold_max(h->slot, ns);
 		table_add(&h->slot->holds, 1);
 		__atomic_signal_fence(__ATOMIC_SEQ_CST);
-		table_add(&h->slot->hold_ns, clock_now_ns() - h->t0);
+		table_add(&h->slot->hold_ns, ns);
 		*h = s->held[--s->nheld];
 		unguard(s);
 		break;

@@ -218,6 +218,23 @@ static uint32_t row_of_key(const struct thread_table *t, uint64_t key,
 	}
 }
 
+/*
+ * A slot's longest holds into its row: that of the epoch this scan
+ * closes (or the next one), as scan_entry() takes a wait's.
+ */
+static void scan_hold_max(struct scan *sc, struct row_holds *rh,
+			  const struct hold_slot *s)
+{
+	uint32_t epoch = __atomic_load_n(&s->max_epoch, __ATOMIC_RELAXED);
+	uint64_t max = table_load(&s->epoch_max_ns);
+
+	if ((epoch == sc->epoch || epoch == sc->epoch + 1) && max > rh->scan_max_ns)
+		rh->scan_max_ns = max;
+	max = table_load(&s->max_ns);
+	if (max > rh->max_ns)
+		rh->max_ns = max;
+}
+
 /* Add a table's timed holds to their rows. */
 static void scan_holds(struct scan *sc, struct thread_table *t)
 {
@@ -244,6 +261,7 @@ static void scan_holds(struct scan *sc, struct thread_table *t)
 		n = table_load(&s->holds);
 		rh->now_ns += ns;
 		rh->now += n;
+		scan_hold_max(sc, rh, s);
 		if (sc->dead) {
 			rh->retired_ns += ns;
 			rh->retired += n;
@@ -281,11 +299,22 @@ static void begin_rows(struct rows *rs)
 		if (row->holds) {
 			row->holds->now_ns = row->holds->retired_ns;
 			row->holds->now = row->holds->retired;
+			row->holds->scan_max_ns = 0;
 		}
 		if (row->waits) {
 			row->waits->now = row->waits->retired;
 			row->waits->scan_max_ns = 0;
 		}
+	}
+}
+
+/* Carry a row's longest hold of the last scan to the sessions. */
+static void hold_max_pending(struct rows *rs, struct row_holds *h)
+{
+	for (unsigned k = 0; h && h->scan_max_ns && k < SESSIONS_MAX; k++) {
+		if ((rs->sessions & (1u << k)) &&
+		    h->scan_max_ns > h->pending_max_ns[k])
+			h->pending_max_ns[k] = h->scan_max_ns;
 	}
 }
 
@@ -315,6 +344,7 @@ static void end_rows(struct rows *rs)
 			    w->scan_max_ns > w->pending_max_ns[k])
 				w->pending_max_ns[k] = w->scan_max_ns;
 		}
+		hold_max_pending(rs, row->holds);
 	}
 }
 
@@ -352,9 +382,12 @@ void rows_session_start(struct rows *rs, unsigned k, bool baseline)
 {
 	for (uint32_t r = 0; r < rs->n; r++) {
 		struct row_waits *w = rs->v[r].waits;
+		struct row_holds *h = rs->v[r].holds;
 
 		if (w)
 			w->pending_max_ns[k] = baseline ? 0 : w->max_ns;
+		if (h)
+			h->pending_max_ns[k] = baseline ? 0 : h->max_ns;
 	}
 	rs->sessions |= 1u << k;
 }

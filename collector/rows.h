@@ -31,6 +31,9 @@ struct row_waits {
 struct row_holds {
 	uint64_t retired_ns, retired;	/* from tables of exited threads */
 	uint64_t now_ns, now;		/* retired + live tables, last scan */
+	uint64_t scan_max_ns;		/* longest hold the last scan saw */
+	uint64_t max_ns;		/* longest hold since start */
+	uint64_t pending_max_ns[SESSIONS_MAX];	/* not yet sent, per session */
 };
 
 struct row {

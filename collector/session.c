@@ -242,6 +242,11 @@ static void put_row_counts(struct session *s, struct rows *rs, uint32_t r,
 	c->c.calls.acquisitions = row->acq_now;
 	c->c.calls.hold_ns = row->holds ? row->holds->now_ns : 0;
 	c->c.calls.holds_timed = row->holds ? row->holds->now : 0;
+	c->max_hold_ns = 0;
+	if (row->holds) {
+		c->max_hold_ns = row->holds->pending_max_ns[s->slot];
+		row->holds->pending_max_ns[s->slot] = 0;
+	}
 	proto_put_counts(&s->out, frame, c);
 }
 

@@ -143,13 +143,17 @@ struct held_recent {
  * never waits costs 32 bytes here when its holds are timed, not an entry.
  * Written by the owner (key last, with release), read by the collector.
  */
-#define HOLD_SLOTS 256
+#define HOLD_SLOTS 127	/* with the header, 8 KiB: one arena class */
 #define HOLD_SLOTS_USED (HOLD_SLOTS * 3 / 4)	/* full past this */
 struct hold_slot {
 	uint64_t key;		/* 0: empty */
 	uint64_t object;	/* as its object slot holds it */
 	uint64_t hold_ns;
 	uint64_t holds;
+	uint64_t max_ns;	/* the longest hold */
+	uint64_t epoch_max_ns;	/* the longest of collector epoch max_epoch */
+	uint32_t max_epoch;
+	uint32_t unused[3];
 };
 
 struct hold_table {
@@ -157,6 +161,7 @@ struct hold_table {
 	uint32_t unused[15];
 	struct hold_slot slot[HOLD_SLOTS];
 };
+_Static_assert(sizeof(struct hold_table) == 8192, "a hold table is 8 KiB");
 
 struct thread_table {
 	struct lf_node free_link;	/* the free list's; only lfstack.h writes it */

@@ -12,7 +12,7 @@
 enum {
 	HAS_ACQ = 1, HAS_CONTENDED = 2, HAS_WAIT = 4, HAS_FAILED = 8,
 	HAS_MAX = 16, HAS_HIST = 32, HAS_TIMEOUTS = 64, HAS_HOLD = 128,
-	HAS_HOLDS = 256, HAS_ALL = 511
+	HAS_HOLDS = 256, HAS_MAX_HOLD = 512, HAS_ALL = 1023
 };
 
 /* A bounded reader: every get past the end sets err and yields zeros. */
@@ -289,6 +289,7 @@ static unsigned counts_fields(const struct proto_counts *m, uint32_t *hist_mask)
 	mask |= m->c.calls.timeouts ? HAS_TIMEOUTS : 0;
 	mask |= m->c.calls.hold_ns ? HAS_HOLD : 0;
 	mask |= m->c.calls.holds_timed ? HAS_HOLDS : 0;
+	mask |= m->max_hold_ns ? HAS_MAX_HOLD : 0;
 	return mask;
 }
 
@@ -296,7 +297,7 @@ static unsigned counts_fields(const struct proto_counts *m, uint32_t *hist_mask)
  * A COUNTS entry: varint row id, varint field mask, then each field the
  * mask names as a varint; the histogram as a varint mask of its non-empty
  * buckets and one varint per bucket; then the timeouts (protocol 4), the
- * time held and the holds timed (protocol 6). A
+ * time held, the holds timed and the longest hold (protocol 6). A
  * row that never waited costs a few bytes.
  */
 void proto_put_counts(struct wbuf *b, size_t *frame_off,
@@ -307,7 +308,7 @@ void proto_put_counts(struct wbuf *b, size_t *frame_off,
 	uint8_t *p;
 
 	open_run(b, frame_off, MSG_COUNTS);
-	if (!wbuf_reserve(b, (11 + HIST_BUCKETS) * VARINT_MAX))
+	if (!wbuf_reserve(b, (12 + HIST_BUCKETS) * VARINT_MAX))
 		return;
 	p = varint_at(b->data + b->len, m->row);
 	p = varint_at(p, mask);
@@ -334,6 +335,8 @@ void proto_put_counts(struct wbuf *b, size_t *frame_off,
 		p = varint_at(p, m->c.calls.hold_ns);
 	if (mask & HAS_HOLDS)
 		p = varint_at(p, m->c.calls.holds_timed);
+	if (mask & HAS_MAX_HOLD)
+		p = varint_at(p, m->max_hold_ns);
 	b->len = (size_t)(p - b->data);
 }
 
@@ -612,6 +615,7 @@ static void decode_counts(struct rbuf *r, struct proto_counts *m,
 	m->c.calls.timeouts = (mask & HAS_TIMEOUTS) ? get_varint(r) : 0;
 	m->c.calls.hold_ns = (mask & HAS_HOLD) ? get_varint(r) : 0;
 	m->c.calls.holds_timed = (mask & HAS_HOLDS) ? get_varint(r) : 0;
+	m->max_hold_ns = (mask & HAS_MAX_HOLD) ? get_varint(r) : 0;
 }
 
 static void decode_stack(struct rbuf *r, struct proto_stack *m)

@@ -129,6 +129,7 @@ struct proto_counts {
 	uint32_t row;
 	struct lock_counts c;
 	uint64_t max_wait_ns;
+	uint64_t max_hold_ns;	/* the longest timed hold, as max_wait_ns */
 };
 
 /*
@@ -140,6 +141,7 @@ struct proto_delta {
 	uint32_t row;
 	struct lock_counts c;
 	uint64_t max_wait_ns;
+	uint64_t max_hold_ns;	/* not a delta either */
 	bool hist_empty;	/* c.hist is empty, and not filled in: skip it */
 };
 

@@ -141,6 +141,7 @@ static void on_counts(void *ctx, const struct proto_counts *m)
 	}
 	d.row = m->row;
 	d.max_wait_ns = m->max_wait_ns;
+	d.max_hold_ns = m->max_hold_ns;
 	d.hist_empty = !lock_counts_advance(&d.c, &c->last[m->row], &m->c);
 	d.row = map_id(&c->row_map, &c->row_map_cap, m->row, &c->ids->rows, false);
 	if (!c->in_baseline)

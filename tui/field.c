@@ -70,6 +70,14 @@ static double value_hold(const struct view_row *r)
 	return lock_calls_hold_est_ns(&r->c.calls);
 }
 
+/* The longest timed hold, never below their average. */
+static double value_max_hold(const struct view_row *r)
+{
+	double avg = row_avg_hold(r);
+
+	return (double)r->max_hold_ns > avg ? (double)r->max_hold_ns : avg;
+}
+
 static double value_holds_timed(const struct view_row *r)
 {
 	return (double)r->c.calls.holds_timed;
@@ -126,6 +134,7 @@ static const struct field fields[] = {
 		      "average hold from here (mutexes; a sample of holds is timed)", .holder = true } },
 	{ .json = "hold_ns", .value = value_hold, .merge = MERGE_DERIVED },
 	{ .json = "holds_timed", .value = value_holds_timed },
+	{ .json = "max_hold_ns", .value = value_max_hold, .merge = MERGE_MAX },
 	{ .key = "held", .json = "held_share", .value = value_held_share,
 	  .merge = MERGE_DERIVED,
 	  .column = { "HELD%", 6, 0, 94, UNIT_HELD_SHARE,

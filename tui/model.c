@@ -190,6 +190,8 @@ void model_apply_delta(struct model *m, const struct proto_delta *d)
 		row_waits_make(m, row);
 	if (d->max_wait_ns > row->max_wait_ns)
 		row->max_wait_ns = d->max_wait_ns;
+	if (d->max_hold_ns > row->max_hold_ns)
+		row->max_hold_ns = d->max_hold_ns;
 	interval_add(&row->iv, d->c.calls.acquisitions, d->c.calls.wait_ns);
 	row_activate(m, d->row);
 }
@@ -462,6 +464,7 @@ void model_reset(struct model *m)
 
 		memset(&row->since, 0, sizeof row->since);
 		row->max_wait_ns = 0;
+		row->max_hold_ns = 0;
 		for (uint32_t j = 0; j < row->n_se; j++)
 			memset(&row->se[j].w, 0, sizeof row->se[j].w);
 	}

@@ -34,6 +34,7 @@ struct view_row {
 	uint32_t row_id;	/* the heaviest member row */
 	struct lock_counts c;	/* since reset */
 	uint64_t max_wait_ns;	/* since reset */
+	uint64_t max_hold_ns;	/* the longest timed hold, since reset */
 	double wait_per_s;	/* last interval */
 	double acq_per_s;	/* last interval */
 	double caused_per_s;	/* others' waits behind its holds, last interval */

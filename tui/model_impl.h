@@ -103,6 +103,7 @@ struct row {
 				   shown; else 0 */
 	struct interval iv;
 	uint64_t max_wait_ns;	/* since reset */
+	uint64_t max_hold_ns;	/* since reset */
 	struct stack_entry *se;	/* in order of arrival */
 	uint32_t n_se;
 	uint32_t cap_se;
@@ -201,6 +202,7 @@ struct line {
 	uint64_t object;	/* 0 when it spans several objects */
 	struct lock_calls c;	/* since reset */
 	uint64_t max_wait;
+	uint64_t max_hold;
 	double wait_per_s;	/* last interval */
 	double acq_per_s;
 	double caused_per_s;

@@ -159,6 +159,12 @@ static void test_hold_time(void)
 	      "holds: expected a sample of the 20000 holds timed, got %.0f", timed);
 	CHECK(near(ms, held, 0.25),
 	      "holds: hold_ns expected %.1f ms within 25%%, got %.1f ms", held, ms);
+	CHECK(num_field(row, "max_hold_ns") >= num_field(row, "avg_hold_ns") &&
+	      num_field(row, "max_hold_ns") >= 50000 &&
+	      num_field(row, "max_hold_ns") <= result_ms("held_us") * 1e6,
+	      "holds: max_hold_ns expected at least the average and 50 us, "
+	      "at most the time held, got %.0f ns (average %.0f)",
+	      num_field(row, "max_hold_ns"), num_field(row, "avg_hold_ns"));
 	cJSON_Delete(snap);
 }
 

@@ -4,7 +4,7 @@
  * lock, per interval too; lines coalesced by object sum them; a reset
  * zeroes them; a holder not known, or without a row, is kept on the
  * waiter's side only. Hold times travel in the counts and estimate the
- * time held.
+ * time held; the longest hold is kept since reset.
  */
 #include "model_fixture.h"
 
@@ -141,7 +141,8 @@ static void test_hold_estimate(void)
 {
 	struct model *m = model_new();
 	struct proto_delta d = { .row = 0, .c.calls = { .acquisitions = 20,
-				 .hold_ns = 500, .holds_timed = 5 } };
+				 .hold_ns = 500, .holds_timed = 5 },
+				 .max_hold_ns = 300 };
 	struct view_row *v;
 
 	def(m, 0, LOCK_MUTEX, HOLDER, LOCK);
@@ -152,6 +153,11 @@ static void test_hold_estimate(void)
 	CHECK_DBL(field_by_json("avg_hold_ns")->value(&v[0]), 100);
 	CHECK_DBL(field_by_json("hold_ns")->value(&v[0]), 2000);
 	CHECK_DBL(field_by_json("held_share")->value(&v[0]), 0.5);
+	CHECK_DBL(field_by_json("max_hold_ns")->value(&v[0]), 300);
+	free(v);
+	model_reset(m);
+	view(m, COALESCE_NONE, SORT_WAIT, false, NULL, &v);
+	CHECK_U64(v[0].max_hold_ns, 0);	/* a reset clears it */
 	free(v);
 	model_free(m);
 }

@@ -40,6 +40,7 @@ static bool counts_equal(const struct proto_counts *a,
 			 const struct proto_counts *b)
 {
 	bool same = a->row == b->row && a->max_wait_ns == b->max_wait_ns &&
+		    a->max_hold_ns == b->max_hold_ns &&
 		    memcmp(&a->c.calls, &b->c.calls, sizeof(a->c.calls)) == 0;
 
 	for (unsigned i = 0; i < HIST_BUCKETS; i++)
@@ -256,6 +257,7 @@ static void test_counts_round_trip_exactly(void)
 		c->c.calls.timeouts = i % 4 == 1 ? of_bits(bits, i + 2) : 0;
 		c->c.calls.hold_ns = i % 6 == 2 ? of_bits(bits, i + 3) : 0;
 		c->c.calls.holds_timed = i % 6 == 2 ? of_bits(1 + i % 20, i) : 0;
+		c->max_hold_ns = i % 6 == 2 ? of_bits(1 + (i * 5) % 64, i) : 0;
 		c->max_wait_ns = i % 2 ? of_bits(1 + (i * 3) % 64, i) : 0;
 		for (unsigned k = 0; k < HIST_BUCKETS; k++)
 			if ((i + k) % 9 == 0 || k == i % HIST_BUCKETS)
@@ -373,7 +375,7 @@ static const struct bad_case bad_cases[] = {
 	  { 0x51, 0x53, 0x50, 0x54, 1, 0, 0xff, 0xff }, 8 },
 	{ "empty counts frame", MSG_COUNTS, { 0 }, 0 },
 	{ "counts cut inside a varint", MSG_COUNTS, { 1, 1, 0x80 }, 3 },
-	{ "counts with an unknown field", MSG_COUNTS, { 1, 0x80, 0x04, 1 }, 4 },
+	{ "counts with an unknown field", MSG_COUNTS, { 1, 0x80, 0x08, 1 }, 4 },
 	{ "counts cut inside the histogram", MSG_COUNTS, { 1, 32, 3, 1 }, 4 },
 	{ "histogram mask wider than 32 buckets", MSG_COUNTS,
 	  { 1, 32, 0x80, 0x80, 0x80, 0x80, 0x10, 1 }, 8 },

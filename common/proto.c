@@ -258,6 +258,14 @@ void proto_put_detach(struct wbuf *b)
 	end_frame(b, begin_frame(b, MSG_DETACH));
 }
 
+void proto_put_holders(struct wbuf *b, bool on)
+{
+	size_t off = begin_frame(b, MSG_HOLDERS);
+
+	put_u8(b, on ? 1 : 0);
+	end_frame(b, off);
+}
+
 /* Make room for an entry in a run frame of type, opening one if needed. */
 static void open_run(struct wbuf *b, size_t *frame_off, uint16_t type)
 {
@@ -685,6 +693,7 @@ union proto_any {
 		const uint8_t *ranges;
 	} wrappers;
 	uint32_t interval_ms;
+	bool holders;
 };
 
 static void decode_one(struct rbuf *r, uint16_t type, union proto_any *m)
@@ -709,6 +718,7 @@ static void decode_one(struct rbuf *r, uint16_t type, union proto_any *m)
 		break;
 	case MSG_SET_INTERVAL: m->interval_ms = get_u32(r); break;
 	case MSG_DETACH: break;
+	case MSG_HOLDERS: m->holders = get_u8(r) != 0; break;
 	}
 }
 
@@ -735,6 +745,7 @@ static void dispatch(uint16_t type, const union proto_any *m,
 			v->set_interval(ctx, m->interval_ms);
 		break;
 	case MSG_DETACH: if (v->detach) v->detach(ctx); break;
+	case MSG_HOLDERS: if (v->holders) v->holders(ctx, m->holders); break;
 	case MSG_WRAPPERS:
 		if (v->wrappers)
 			v->wrappers(ctx, m->wrappers.count, m->wrappers.ranges);
@@ -745,7 +756,7 @@ static void dispatch(uint16_t type, const union proto_any *m,
 static bool known_type(uint16_t type)
 {
 	return (type >= MSG_HELLO && type <= MSG_STACK_ROW) ||
-	       (type >= MSG_CLIENT_HELLO && type <= MSG_WRAPPERS);
+	       (type >= MSG_CLIENT_HELLO && type <= MSG_HOLDERS);
 }
 
 int proto_decode(const struct proto_frame *f, const struct proto_visitor *v,

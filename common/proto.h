@@ -33,7 +33,7 @@
 #define PROTO_MAGIC 0x54505351u /* "QSPT" */
 /*
  * 3: the futex lock types; 4: timeouts; 5: timeouts in STACK_COUNTS;
- * 6: hold times in COUNTS, blame stacks (PROTO_BLAME_MARK)
+ * 6: hold times in COUNTS, blame stacks (PROTO_BLAME_MARK), HOLDERS
  */
 #define PROTO_VERSION 6
 #define PROTO_HEADER_SIZE 8
@@ -69,6 +69,7 @@ enum proto_type {
 	MSG_SET_INTERVAL = 65,
 	MSG_DETACH = 66,
 	MSG_WRAPPERS = 67,
+	MSG_HOLDERS = 68,	/* u8: track holders (1) or not (0) */
 };
 
 /* Code ranges a WRAPPERS message can carry. */
@@ -233,6 +234,8 @@ struct proto_visitor {
 	 * them, read with proto_wrapper_range() from ranges, checked.
 	 */
 	void (*wrappers)(void *ctx, uint32_t count, const uint8_t *ranges);
+	/* The client wants holders tracked (on) or no longer. */
+	void (*holders)(void *ctx, bool on);
 };
 
 /* Range i of a WRAPPERS message (i < its count). */
@@ -260,6 +263,7 @@ void proto_put_tick(struct wbuf *b, const struct proto_tick *m);
 void proto_put_goodbye(struct wbuf *b, const struct proto_goodbye *m);
 void proto_put_set_interval(struct wbuf *b, uint32_t interval_ms);
 void proto_put_detach(struct wbuf *b);
+void proto_put_holders(struct wbuf *b, bool on);
 void proto_put_stack(struct wbuf *b, const struct proto_stack *m);
 void proto_put_stack_row(struct wbuf *b, const struct proto_stack_row *m);
 

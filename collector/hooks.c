@@ -271,6 +271,18 @@ static inline void hold_countdown(struct thread_table *t, uint64_t key,
 		hold_begin(t, key, x, lock);
 }
 
+/*
+ * Holders tracked (state_holders()): note who holds lock, taken at key,
+ * and count a mutex's acquisition towards its next timed hold.
+ */
+static inline void held_note(struct thread_table *t, uint64_t key,
+			     struct obj_slot *x, const void *lock, bool mutex)
+{
+	note_recent(t, key, lock);
+	if (mutex)
+		hold_countdown(t, key, x, lock);
+}
+
 /* The longest hold, and that of the collector's epoch, as note_max(). */
 static void note_hold_max(struct hold_slot *s, uint64_t ns)
 {
@@ -294,9 +306,19 @@ static __attribute__((noinline)) void hold_end(const void *lock)
 
 	if (s->depth != 0)
 		return;
+	if (!state_holders()) {
+		/* Tracking ended: what this thread was timing is stale. */
+		s->nheld = 0;
+		return;
+	}
 	for (unsigned i = 0; i < s->nheld; i++) {
 		struct held_timed *h = &s->held[i];
 
+		if (h->t0 < state_holders_since()) {
+			/* From an earlier time holders were tracked. */
+			s->held[i--] = s->held[--s->nheld];
+			continue;
+		}
 		if (h->object != (uint64_t)(uintptr_t)lock)
 			continue;
 		guard(s);
@@ -555,7 +577,8 @@ static __attribute__((noinline)) void wait_end(struct wait *w, int rc)
 	unwind_earn(w->table, ns);
 	if (w->nseg)
 		blame_end(w, ns, acquired);
-	if (acquired && w->lock && (KEY_TYPE(w->key) == LOCK_MUTEX ||
+	if (acquired && w->lock && state_holders() &&
+	    (KEY_TYPE(w->key) == LOCK_MUTEX ||
 				    KEY_TYPE(w->key) == LOCK_RWLOCK_WRITE))
 		held_after_wait(w, ns);
 	unguard(s);
@@ -635,11 +658,11 @@ enum holds {
 		rc_ = (held_peek) ? EBUSY : try_call;                      \
 		if (likely(rc_ == 0)) {                                    \
 			count_free(x_);                                    \
-			if ((holds) == HOLDS_MUTEX ||                      \
-			    (holds) == HOLDS_WRITER)                       \
-				note_recent(t_, key_, obj);                \
-			if ((holds) == HOLDS_MUTEX)                        \
-				hold_countdown(t_, key_, x_, obj);         \
+			if (((holds) == HOLDS_MUTEX ||                     \
+			     (holds) == HOLDS_WRITER) &&                   \
+			    unlikely(state_holders()))                     \
+				held_note(t_, key_, x_, obj,               \
+					  (holds) == HOLDS_MUTEX);         \
 			leave();                                           \
 			return 0;                                          \
 		}                                                          \
@@ -650,10 +673,12 @@ enum holds {
 			return rc_;                                        \
 		}                                                          \
 		wait_begin(&w_, t_, key_, x_);                             \
-		if ((holds) == HOLDS_MUTEX)                                \
+		if ((holds) == HOLDS_NONE || !state_holders())             \
+			;                                                  \
+		else if ((holds) == HOLDS_MUTEX)                           \
 			blame_begin(&w_, obj,                              \
 				    mutex_owner((pthread_mutex_t *)(obj)));\
-		else if ((holds) != HOLDS_NONE)                            \
+		else                                                       \
 			blame_begin(&w_, obj,                              \
 				    rwlock_writer((pthread_rwlock_t *)(obj)));\
 		rc_ = wait_call;                                           \
@@ -705,8 +730,13 @@ EXPORT int pthread_mutex_lock(pthread_mutex_t *m)
 			   LOCK_MUTEX);
 }
 
-/* Passes straight through unless this thread is timing a hold. */
-EXPORT int pthread_mutex_unlock(pthread_mutex_t *m)
+/*
+ * Reached only through GOT slots patched while holders are tracked (not
+ * exported: preloaded, unlock goes straight to libc until then). Passes
+ * straight through unless this thread is timing a hold; an unlock of a
+ * lock taken before tracking began finds no hold and does nothing else.
+ */
+static int hook_mutex_unlock(pthread_mutex_t *m)
 {
 	if (unlikely(tls_self.nheld != 0))
 		hold_end(m);
@@ -726,8 +756,8 @@ EXPORT int pthread_mutex_trylock(pthread_mutex_t *m)
 	rc = REAL(mutex_trylock)(m);
 	if (rc == 0 || rc == EOWNERDEAD) {
 		count_free(x);
-		note_recent(t, key, m);
-		hold_countdown(t, key, x, m);
+		if (unlikely(state_holders()))
+			held_note(t, key, x, m, true);
 	} else if (rc == EBUSY) {
 		count_busy(t, key, x);
 	}
@@ -1164,7 +1194,6 @@ EXPORT long syscall(long number, ...)
 	extern __typeof(name) ours_##name __attribute__((alias(#name), copy(name), visibility("hidden")))
 OURS(pthread_mutex_lock);
 OURS(pthread_mutex_trylock);
-OURS(pthread_mutex_unlock);
 OURS(pthread_mutex_timedlock);
 OURS(pthread_mutex_clocklock);
 OURS(pthread_rwlock_rdlock);
@@ -1187,11 +1216,12 @@ OURS(sem_clockwait);
 OURS(syscall);
 
 #define HOOK(field, name, version) \
-	{ #name, version, (void *)ours_##name, (void **)&real.field }
+	{ #name, version, (void *)ours_##name, (void **)&real.field, false }
 static const struct hooked hooked[] = {
 	HOOK(mutex_lock, pthread_mutex_lock, NULL),
 	HOOK(mutex_trylock, pthread_mutex_trylock, NULL),
-	HOOK(mutex_unlock, pthread_mutex_unlock, NULL),
+	{ "pthread_mutex_unlock", NULL, (void *)hook_mutex_unlock,
+	  (void **)&real.mutex_unlock, true },
 	HOOK(mutex_timedlock, pthread_mutex_timedlock, NULL),
 	HOOK(mutex_clocklock, pthread_mutex_clocklock, NULL),
 	HOOK(rwlock_rdlock, pthread_rwlock_rdlock, NULL),

@@ -52,6 +52,7 @@ struct hooked {
 	const char *version;	/* callers must bind this version; NULL: any */
 	void *hook;		/* ours */
 	void **real;		/* where hooks_resolve() keeps libc's */
+	bool holders;		/* patched only while holders are tracked */
 };
 
 /*

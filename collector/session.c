@@ -108,7 +108,15 @@ static void on_detach(void *ctx)
 	session_goodbye(in->s, GOODBYE_DETACH);
 }
 
+static void on_holders(void *ctx, bool on)
+{
+	struct input *in = ctx;
+
+	in->s->holders = on;
+}
+
 static const struct proto_visitor input_visitor = {
+	.holders = on_holders,
 	.client_hello = on_client_hello,
 	.set_interval = on_set_interval,
 	.detach = on_detach,

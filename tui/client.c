@@ -416,6 +416,15 @@ void client_set_interval(struct client *c, unsigned interval_ms)
 	wbuf_free(&b);
 }
 
+void client_send_holders(struct client *c, bool on)
+{
+	struct wbuf b = { 0 };
+
+	proto_put_holders(&b, on);
+	send_frame(c, &b);
+	wbuf_free(&b);
+}
+
 void client_send_wrappers(struct client *c, const uint64_t *ranges, size_t n)
 {
 	struct wbuf b = { 0 };

@@ -103,6 +103,9 @@ bool client_buffered(const struct client *c);
 /* Ask the collector for updates every interval_ms. */
 void client_set_interval(struct client *c, unsigned interval_ms);
 
+/* Ask the collector to track holders (on) or to stop. */
+void client_send_holders(struct client *c, bool on);
+
 /*
  * Tell the collector the code ranges (pairs lo, hi) of the lock wrappers
  * to count past: calls from inside them count on their callers. None: calls

@@ -176,6 +176,7 @@ static size_t table_count;
 static bool table_made;
 static bool several_processes;
 static bool culprit_view;
+static bool holders_shown;
 
 /* The holders' columns in the culprit view keep as long as WAIT/s. */
 #define CULPRIT_PRIORITY 9
@@ -183,6 +184,11 @@ static bool culprit_view;
 void column_set_culprits(bool culprits)
 {
 	culprit_view = culprits;
+}
+
+void column_set_holders(bool on)
+{
+	holders_shown = on;
 }
 
 void column_set_several(bool several)
@@ -294,7 +300,8 @@ static int layout_width(bool tui, int min_priority, bool *keep)
 		const struct column *c = column_at(i);
 
 		keep[i] = (tui || !c->sparkline) && priority_of(c) >= min_priority &&
-			  (!c->several || several_processes);
+			  (!c->several || several_processes) &&
+			  (!c->holder || holders_shown);
 		if (keep[i])
 			need += c->width + 1;
 	}

@@ -54,6 +54,9 @@ struct column {
  */
 void column_set_culprits(bool culprits);
 
+/* Whether holders are tracked: the holders' columns show only then. */
+void column_set_holders(bool on);
+
 /* Whether the table holds several processes (their PROC column shows). */
 void column_set_several(bool several);
 bool column_several(void);

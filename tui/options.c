@@ -17,7 +17,7 @@
 /* Long options without a letter. */
 enum { OPT_FOLDED = 0x100, OPT_WRAPPER, OPT_MAX_MEMORY, OPT_FORCE, OPT_MIX_IDLE, OPT_NO_FOLLOW_EXEC,
        OPT_TYPE, OPT_CHILDREN, OPT_NO_CHILDREN, OPT_JOIN_PROCESSES, OPT_IDLE,
-       OPT_LOCK };
+       OPT_LOCK, OPT_HOLDERS };
 
 static const char usage_text[] =
 	"Usage: qsptop [options] -p PID\n"
@@ -83,6 +83,10 @@ static const char usage_text[] =
 	"                         (default 64); past it rows of one lock fold\n"
 	"                         into rows per call site, then counts are dropped,\n"
 	"                         and the header says so\n"
+	"      --holders          track lock holders from the start (HOLD, HELD%%,\n"
+	"                         CAUSED/s, blocked by); off by default, as it\n"
+	"                         slows every lock and unlock a little; c on the\n"
+	"                         live screen turns it on\n"
 	"  -h, --help             show this help\n"
 	"  -V, --version          show the version\n"
 	"\n"
@@ -285,6 +289,7 @@ static const struct option long_options[] = {
 	{ .name = "folded", .has_arg = required_argument, .val = OPT_FOLDED },
 	{ .name = "wrapper", .has_arg = required_argument, .val = OPT_WRAPPER },
 	{ .name = "force", .has_arg = no_argument, .val = OPT_FORCE },
+	{ .name = "holders", .has_arg = no_argument, .val = OPT_HOLDERS },
 	{ .name = "children", .has_arg = no_argument, .val = OPT_CHILDREN },
 	{ .name = "no-children", .has_arg = no_argument, .val = OPT_NO_CHILDREN },
 	{ .name = "join-processes", .has_arg = no_argument, .val = OPT_JOIN_PROCESSES },
@@ -329,6 +334,7 @@ static void apply(struct options *o, int c, const char *arg)
 	case OPT_FOLDED: o->folded_path = arg; break;
 	case OPT_WRAPPER: add_wrapper(o, arg); break;
 	case OPT_FORCE: o->force = true; break;
+	case OPT_HOLDERS: o->holders = true; break;
 	case OPT_CHILDREN: o->children = true; break;
 	case OPT_NO_CHILDREN: o->no_children = true; break;
 	case OPT_JOIN_PROCESSES: o->join_processes = true; break;

@@ -32,6 +32,7 @@ struct options {
 	pid_t *pids;		/* -p: every PID, in order given */
 	size_t npids;
 	bool force;		/* --force: -p even under a seccomp filter */
+	bool holders;		/* --holders, or c pressed: holders tracked */
 	bool no_children;	/* --no-children */
 	bool join_processes;	/* --join-processes: one line per code and
 				   object across processes */

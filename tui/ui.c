@@ -278,7 +278,10 @@ static void act_invert(struct ui *ui)
 static void act_culprits(struct ui *ui)
 {
 	struct model_query *q = &ui->app->query;
+	bool was_on = ui->app->opt.holders;
 
+	app_holders_on(ui->app);
+	column_set_holders(true);
 	q->culprits = !q->culprits;
 	if (q->culprits) {
 		ui->victims_sort = q->sort;
@@ -293,7 +296,9 @@ static void act_culprits(struct ui *ui)
 	ui->has_sel_key = false;
 	ui->selected = 0;
 	rebuild(ui);
-	ui_message(ui, false, q->culprits ?
+	ui_message(ui, false, !was_on ?
+		   "holders on (from now): culprits, by the wait their holds caused (c: victims)" :
+		   q->culprits ?
 		   "culprits: by the wait their holds caused (c: victims)" :
 		   "victims: by their own waits (c: culprits)");
 }

@@ -62,13 +62,14 @@ static void draw_title(struct screen *s, const struct ui *ui)
 		{ .text = pid, .priority = 8 },
 		{ .text = state, .priority = 9 },
 		{ .text = every, .priority = 5 },
+		{ .text = a->opt.holders ? "holders on" : NULL, .priority = 6 },
 		{ .text = a->client.hello.command, .priority = 1, .shrink = true },
 		{ .text = NULL, .priority = 7, .right = true }, /* names to come */
 		{ .text = ui->paused ? "PAUSED" : NULL, .priority = 10, .right = true },
 	};
-	struct line_item *paused = &items[6];
+	struct line_item *paused = &items[7];
 	symbols_progress(a->symbols, format_utf8(), names, sizeof(names));
-	items[5].text = names[0] ? names : NULL;
+	items[6].text = names[0] ? names : NULL;
 	app_state_text(a, state, sizeof(state));
 	snprintf(version, sizeof(version), "qsptop %s", QSPTOP_VERSION);
 	app_pid_text(a, pid, sizeof(pid));

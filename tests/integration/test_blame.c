@@ -39,8 +39,8 @@ static cJSON *run_blame(const char *mode)
 	struct run r;
 	cJSON *snap;
 
-	args_add(&a, qsptop, "-b", "-d", "0.5", "-w", "200", "-j", json, "--",
-		 workload, (char *)mode, results, NULL);
+	args_add(&a, qsptop, "-b", "-d", "0.5", "-w", "200", "-j", json,
+		 "--holders", "--", workload, (char *)mode, results, NULL);
 	unlink(json);
 	unlink(results);
 	r = run_capture(a.v, RUN_TIMEOUT_MS, 0);
@@ -228,7 +228,7 @@ static void test_injected(void)
 	snprintf(pidstr, sizeof(pidstr), "%d", (int)pid);
 	CHECK(wait_threads(pid, 2, RUN_TIMEOUT_MS), "injected: the scene runs");
 	args_add(&a, qsptop, "-b", "-d", "0.5", "-n", "4", "-w", "200", "-j",
-		 json, "-p", pidstr, NULL);
+		 json, "--holders", "-p", pidstr, NULL);
 	r = run_capture(a.v, RUN_TIMEOUT_MS, 0);
 	CHECK(r.status == 0, "injected: qsptop exits 0, got %d: %s", r.status,
 	      r.err);

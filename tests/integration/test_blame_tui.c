@@ -1,6 +1,7 @@
 /*
  * The holders on the live screen (issue 24), on `wl_blame live` under
- * tmux: c flips the table to the culprit view, which the header names,
+ * tmux: holders are not tracked until c is first pressed (no "holders
+ * on", no holders' columns); c turns them on and flips the table to the culprit view, which the header names,
  * sorted by CAUSED/s with the holders' columns shown and the holder's
  * row first; its details list the waiter sites it made wait (blocking);
  * c again brings the victims back, whose details list the holder sites
@@ -39,7 +40,11 @@ static void test_culprits(void)
 		return;
 	SEE("the victims", "split_wait");
 	FIRST_ROW("victims", "split_wait");
+	CHECK_SCREEN(line_with("holders on", 0) < 0 &&
+		     line_with("CAUSED/s", 0) < 0,
+		     "before c: expected no \"holders on\" and no CAUSED/s");
 	keys("c", NULL);
+	SEE("c: holders tracked from now", "holders on");
 	SEE("c: the header", "culprits view, sort caused");
 	SEE("c: the holders' columns", "CAUSED/s");
 	SEE("c: the holders' columns", "HOLD");

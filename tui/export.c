@@ -341,6 +341,7 @@ static void head_json(struct jsonw *w, const struct app *a,
 		jsonw_string(w, "filter", q->filter);
 	types_json(w, q);
 	jsonw_bool(w, "idle_last", !q->mix_idle);
+	jsonw_bool(w, "holders", a->opt.holders);
 	jsonw_number(w, "threads", st->threads_seen);
 	jsonw_number(w, "dropped", (double)st->dropped);
 	jsonw_number(w, "folded", (double)st->folded);

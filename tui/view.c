@@ -648,8 +648,14 @@ static int detail_page(struct screen *s, struct ui *ui)
 	screen_puts(s, 1, y, SLOT_NORMAL, "trend        ", -1);
 	screen_puts(s, 14, y, SLOT_SPARKLINE, trend, -1);
 	y = detail_histogram(s, &r->c, y + 2);
-	y = detail_blame(s, ui, r, false, y);
-	y = detail_blame(s, ui, r, true, y);
+	if (ui->app->opt.holders) {
+		y = detail_blame(s, ui, r, false, y);
+		y = detail_blame(s, ui, r, true, y);
+	} else {
+		screen_puts(s, 1, y, SLOT_NORMAL, "holders      off (c, or "
+			    "--holders, tracks them: blocked by, blocking)", -1);
+		y += 2;
+	}
 	y = detail_stacks(s, ui, r, y);
 	return detail_threads(s, ui, r, y);
 }

@@ -500,6 +500,9 @@ static cJSON *attach_and_work(struct wl *w, const char *label,
 	tables = watch_tables(&q);
 	CHECK(watch_wait(&q, tables + 1), "%s: qsptop stopped printing", label);
 	snap = watch_stop(&q, label);
+	CHECK(snap == NULL || cJSON_IsTrue(cJSON_GetObjectItem(snap, "holders")) ==
+	      holders, "%s: the snapshot's holders is %s", label,
+	      holders ? "true" : "false");
 	if (snap && holders)
 		CHECK(sum_all(snap, "holds_timed") > 0,
 		      "%s: with --holders holds are timed, got none", label);

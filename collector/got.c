@@ -24,6 +24,10 @@
  * writes libc's address over the hook a moment later: every scan checks
  * the slots again and patches those back. A slot holding anything else
  * was rewritten by the program, and is forgotten.
+ *
+ * The unlock hook (hooked.holders) is patched on its own, only while
+ * holders are tracked, whether the collector was injected or preloaded:
+ * preloaded, the other hooks are bound by the loader and never touched.
  */
 #include <dlfcn.h>
 #include <elf.h>
@@ -65,7 +69,8 @@ static struct {
 	struct module *v;
 	uint32_t n, cap;
 	unsigned long long adds, subs;	/* loader counters at the last scan */
-	bool active;
+	bool active;		/* the lock hooks are patched (injected) */
+	bool holders;		/* the unlock hook is patched */
 } got;
 
 /* A module's dynamic section, every pointer checked against its segments. */
@@ -82,6 +87,12 @@ struct image {
 };
 
 enum pass_kind { PASS_PATCH, PASS_VERIFY, PASS_RESTORE };
+
+/* Whether slots of hook h are patched now. */
+static bool wanted(const struct hooked *h)
+{
+	return h->holders ? got.holders : got.active;
+}
 
 /* Modules the loader has finished relocating, by base and headers. */
 struct ready {
@@ -406,7 +417,7 @@ static void patch_table(struct pass *p, const struct image *img,
 		    (strncmp(name, "pthread_", 8) != 0 &&
 		     strncmp(name, "sem_", 4) != 0 &&
 		     strcmp(name, "syscall") != 0) ||
-		    (h = hooks_find(name)) == NULL)
+		    (h = hooks_find(name)) == NULL || !wanted(h))
 			continue;
 		version = version_of(img, sym);
 		if (h->version && (version == NULL || strcmp(version, h->version)))
@@ -418,15 +429,25 @@ static void patch_table(struct pass *p, const struct image *img,
 	}
 }
 
-/* Put back the original of every slot that still holds our hook. */
+/*
+ * Put back the original of every slot of a hook no longer wanted that
+ * still holds it, and forget those slots.
+ */
 static void restore_module(struct pass *p, struct module *m)
 {
+	uint32_t kept = 0;
+
 	for (size_t i = 0; i < m->n; i++) {
 		struct slot *s = &m->slots[i];
 
+		if (wanted(s->h)) {
+			m->slots[kept++] = *s;
+			continue;
+		}
 		if (!s->lost && __atomic_load_n(s->addr, __ATOMIC_ACQUIRE) == s->h->hook)
 			store(p, s->addr, s->original);
 	}
+	m->n = kept;
 }
 
 /* The address of a module's first loaded byte. */
@@ -541,7 +562,7 @@ static void run_pass(enum pass_kind kind)
 	modules_iterate(visit, &p);
 	arena_free(p.maps, p.maps_size);
 	arena_free(p.ready.v, p.ready.cap * sizeof(*p.ready.v));
-	forget_modules(kind == PASS_RESTORE);
+	forget_modules(kind == PASS_RESTORE && !got.active && !got.holders);
 }
 
 void got_patch_all(void)
@@ -554,7 +575,7 @@ void got_refresh(void)
 {
 	unsigned long long c[2] = { 0, 0 };
 
-	if (!got.active)
+	if (!got.active && !got.holders)
 		return;
 	modules_iterate(read_counters, c);
 	run_pass(c[0] != got.adds || c[1] != got.subs ? PASS_PATCH : PASS_VERIFY);
@@ -563,7 +584,16 @@ void got_refresh(void)
 void got_restore_all(void)
 {
 	got.active = false;
+	got.holders = false;
 	run_pass(PASS_RESTORE);
+}
+
+void got_set_holders(bool on)
+{
+	if (on == got.holders)
+		return;
+	got.holders = on;
+	run_pass(on ? PASS_PATCH : PASS_RESTORE);
 }
 
 bool got_active(void)

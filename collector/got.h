@@ -20,6 +20,12 @@ void got_refresh(void);
 /* Put back every slot still pointing at a hook; forget all slots. */
 void got_restore_all(void);
 
+/*
+ * Patch the unlock slots (holders tracked) or put them back, alone: the
+ * lock slots stay as they are, patched or bound by the loader.
+ */
+void got_set_holders(bool on);
+
 /* Whether slots are patched (between got_patch_all and got_restore_all). */
 bool got_active(void);
 

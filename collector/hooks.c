@@ -94,6 +94,8 @@ static __attribute__((noinline)) struct thread_table *enter_slow(void)
 		return NULL;
 	}
 	s->table = t;
+	if (s->sample_left == 0)
+		s->sample_left = 1 + t->tid % 64;	/* spread threads' first */
 	return t;
 }
 
@@ -171,6 +173,9 @@ static void note_max(struct entry *e, uint64_t ns)
 	}
 }
 
+/* Holders one wait is split between, at most (later ones join the last). */
+#define BLAME_SEGS 4
+
 /* A blocking call in progress: where it will be counted, and since when. */
 struct wait {
 	struct thread_table *table;
@@ -179,7 +184,323 @@ struct wait {
 	struct entry *entry;	/* NULL: nothing is recorded */
 	struct stack_use *use;
 	uint64_t t0;
+	uint32_t nseg;		/* holders it was spent behind, see blame_begin() */
+	struct blame_seg {
+		uint64_t holder;	/* the holder's row key; 0: unknown */
+		uint64_t t0;		/* since when */
+	} seg[BLAME_SEGS];
+	uint64_t lock;		/* the mutex's address (mutex waits only) */
 };
+
+/*
+ * Hold times. An unlock hook is cheap only when it has nothing to do, so
+ * holds are timed on a sample of acquisitions: a per-thread countdown
+ * (no shared write) picks about one in HOLD_SAMPLE_MEAN, at a random
+ * period so that a loop over a few locks does not always pick the same.
+ * A picked acquisition reads the clock and notes the lock in the
+ * thread's held[]; the unlock hook, which otherwise only tests that
+ * held[] is empty, adds the hold's time. holds_timed counts them: the
+ * average of the timed holds times the acquisitions estimates the time
+ * held (lock_calls_hold_est_ns()). Mutexes only: pthread_mutex_unlock is
+ * the one unlock hooked.
+ */
+#define HOLD_SAMPLE_MEAN 64
+
+/* The next sampling period, 1/2 to 3/2 of the mean (xorshift). */
+static uint32_t sample_period(struct thread_state *s)
+{
+	uint32_t x = s->sample_seed ? s->sample_seed : 0x9e3779b9u ^ (uint32_t)(uintptr_t)s;
+
+	x ^= x << 13;
+	x ^= x >> 17;
+	x ^= x << 5;
+	s->sample_seed = x;
+	return HOLD_SAMPLE_MEAN / 2 + x % HOLD_SAMPLE_MEAN;
+}
+
+/*
+ * The slot of a lock in a thread's recent[]: its address over 8, no hash
+ * (a multiply here cost every acquisition; locks in an array, 40 bytes
+ * apart, still take 16 slots in turn).
+ */
+static inline unsigned recent_slot(const void *lock)
+{
+	return (unsigned)((uintptr_t)lock >> 3) & (RECENT_SLOTS - 1);
+}
+
+/* Note that this thread took lock at key: where a waiter finds its holder. */
+static inline void note_recent(struct thread_table *t, uint64_t key,
+			       const void *lock)
+{
+	struct held_recent *r = &t->recent[recent_slot(lock)];
+
+	__atomic_store_n(&r->object, (uint64_t)(uintptr_t)lock, __ATOMIC_RELAXED);
+	__atomic_store_n(&r->key, key, __ATOMIC_RELAXED);
+}
+
+/* Start timing the hold of lock, taken at key (slot x), inside the collector. */
+static __attribute__((noinline, cold)) void
+hold_begin(struct thread_table *t, uint64_t key, struct obj_slot *x,
+	   const void *lock)
+{
+	struct thread_state *s = &tls_self;
+	int saved_errno = errno;
+	struct hold_slot *h;
+
+	s->sample_left = sample_period(s);
+	if (x == NULL || (h = table_hold_slot(t, key, x->object)) == NULL) {
+		errno = saved_errno;
+		return;
+	}
+	/* Full: a hold never released here (another thread unlocked it) goes. */
+	if (s->nheld == HELD_TIMED_MAX)
+		s->held[0] = s->held[--s->nheld];
+	s->held[s->nheld++] = (struct held_timed){
+		.object = (uint64_t)(uintptr_t)lock, .slot = h,
+		.t0 = clock_now_ns() };
+	errno = saved_errno;
+}
+
+/* Count one acquisition towards the next timed hold. */
+static inline void hold_countdown(struct thread_table *t, uint64_t key,
+				  struct obj_slot *x, const void *lock)
+{
+	struct thread_state *s = &tls_self;
+
+	if (unlikely(--s->sample_left == 0))
+		hold_begin(t, key, x, lock);
+}
+
+/*
+ * Holders tracked (state_holders()): note who holds lock, taken at key,
+ * and count a mutex's acquisition towards its next timed hold.
+ */
+static inline void held_note(struct thread_table *t, uint64_t key,
+			     struct obj_slot *x, const void *lock, bool mutex)
+{
+	note_recent(t, key, lock);
+	if (mutex)
+		hold_countdown(t, key, x, lock);
+}
+
+/* The longest hold, and that of the collector's epoch, as note_max(). */
+static void note_hold_max(struct hold_slot *s, uint64_t ns)
+{
+	uint32_t epoch = __atomic_load_n(&table_epoch, __ATOMIC_RELAXED);
+
+	if (ns > s->max_ns)
+		table_store(&s->max_ns, ns);
+	if (s->max_epoch != epoch) {
+		table_store(&s->epoch_max_ns, ns);
+		__atomic_store_n(&s->max_epoch, epoch, __ATOMIC_RELAXED);
+	} else if (ns > s->epoch_max_ns) {
+		table_store(&s->epoch_max_ns, ns);
+	}
+}
+
+/* The lock is being released: end its timed hold, if one is timed. */
+static __attribute__((noinline)) void hold_end(const void *lock)
+{
+	struct thread_state *s = &tls_self;
+	int saved_errno = errno;
+
+	if (s->depth != 0)
+		return;
+	if (!state_holders()) {
+		/* Tracking ended: what this thread was timing is stale. */
+		s->nheld = 0;
+		return;
+	}
+	for (unsigned i = 0; i < s->nheld; i++) {
+		struct held_timed *h = &s->held[i];
+
+		if (h->t0 < state_holders_since()) {
+			/* From an earlier time holders were tracked. */
+			s->held[i--] = s->held[--s->nheld];
+			continue;
+		}
+		if (h->object != (uint64_t)(uintptr_t)lock)
+			continue;
+		guard(s);
+		uint64_t ns = clock_now_ns() - h->t0;
+
+		/* The count first: the collector reads the time first. */
+		note_hold_max(h->slot, ns);
+		table_add(&h->slot->holds, 1);
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
+		table_add(&h->slot->hold_ns, ns);
+		*h = s->held[--s->nheld];
+		unguard(s);
+		break;
+	}
+	errno = saved_errno;
+}
+
+/*
+ * Who blocks whom. glibc keeps a locked mutex's owner TID in the mutex;
+ * the owner's table says (held_recent) at which site it last took that
+ * lock, which is the hold in progress. A waiter reads both before it
+ * blocks. A thread that got a mutex after a wait notes, in the lock's
+ * handover log, its site and when: a waiter that waited longer finds
+ * there the holders it was behind in turn, and splits its wait between
+ * them at those times. Each holder's part counts on a blame pseudo-stack
+ * of the waiter's row, [PROTO_BLAME_MARK, holder key]. Reads of another
+ * thread's table, or of a log, race with their writers: tables are never
+ * freed and logs are fixed, so a stale read only mis-names a holder.
+ */
+#define OWNER_TID_MASK 0x3fffffffu
+#define HANDOVER_LOGS 256	/* logs, shared by locks of the same hash */
+#define HANDOVER_DEPTH 4	/* latest handovers a log keeps */
+
+/* The latest handovers of a lock: who took it after a wait, and when. */
+struct handover_log {
+	uint64_t lock;
+	uint32_t next;		/* where the next one goes, mod the depth */
+	uint32_t unused;
+	struct {
+		uint64_t holder;	/* row key */
+		uint64_t at;		/* clock_now_ns() */
+	} h[HANDOVER_DEPTH];
+};
+
+/*
+ * Written only by a thread that holds the lock (one writer at a time per
+ * lock); locks that share a log may mix theirs, and only mis-name.
+ */
+static struct handover_log handover_logs[HANDOVER_LOGS];
+
+static struct handover_log *handover_log_of(uint64_t lock)
+{
+	return &handover_logs[hash_fast(lock) % HANDOVER_LOGS];
+}
+
+/* Note that this thread took lock at key after a wait that ended at. */
+static void handover_note(uint64_t lock, uint64_t key, uint64_t at)
+{
+	struct handover_log *l = handover_log_of(lock);
+	uint32_t i;
+
+	if (__atomic_load_n(&l->lock, __ATOMIC_RELAXED) != lock) {
+		__atomic_store_n(&l->lock, lock, __ATOMIC_RELAXED);
+		for (i = 0; i < HANDOVER_DEPTH; i++)
+			__atomic_store_n(&l->h[i].at, 0, __ATOMIC_RELAXED);
+	}
+	i = __atomic_fetch_add(&l->next, 1, __ATOMIC_RELAXED) % HANDOVER_DEPTH;
+	__atomic_store_n(&l->h[i].holder, key, __ATOMIC_RELAXED);
+	__atomic_store_n(&l->h[i].at, at, __ATOMIC_RELAXED);
+}
+
+/*
+ * The wait of w ended at end: the holders that took its lock after a
+ * wait meanwhile start new segments, in the order they took it.
+ */
+static void handover_split(struct wait *w, uint64_t end)
+{
+	struct handover_log *l = handover_log_of(w->lock);
+	uint64_t after = w->t0;
+
+	if (__atomic_load_n(&l->lock, __ATOMIC_RELAXED) != w->lock)
+		return;
+	while (w->nseg < BLAME_SEGS) {
+		uint64_t best = end, holder = 0;
+
+		for (unsigned i = 0; i < HANDOVER_DEPTH; i++) {
+			uint64_t at = __atomic_load_n(&l->h[i].at, __ATOMIC_RELAXED);
+
+			if (at > after && at < best) {
+				best = at;
+				holder = __atomic_load_n(&l->h[i].holder,
+							 __ATOMIC_RELAXED);
+			}
+		}
+		if (best == end)
+			return;
+		w->seg[w->nseg++] = (struct blame_seg){ holder, best };
+		after = best;
+	}
+}
+
+/* The row key of the site where the thread tid holds lock; 0: unknown. */
+static uint64_t holder_of(const void *lock, uint32_t tid)
+{
+	if (tid == 0)
+		return 0;
+	for (struct thread_table *t = table_first(); t; t = t->all_next) {
+		const struct held_recent *r;
+
+		if (__atomic_load_n(&t->tid, __ATOMIC_RELAXED) != tid ||
+		    __atomic_load_n(&t->state, __ATOMIC_RELAXED) != TABLE_LIVE)
+			continue;
+		r = &t->recent[recent_slot(lock)];
+		if (__atomic_load_n(&r->object, __ATOMIC_RELAXED) !=
+		    (uint64_t)(uintptr_t)lock)
+			return 0;
+		return __atomic_load_n(&r->key, __ATOMIC_RELAXED);
+	}
+	return 0;
+}
+
+/* The owner TID of a locked mutex, as glibc keeps it; 0 when not known. */
+static uint32_t mutex_owner(pthread_mutex_t *m)
+{
+	return (uint32_t)__atomic_load_n(&m->__data.__owner, __ATOMIC_RELAXED) &
+	       OWNER_TID_MASK;
+}
+
+/*
+ * The writer TID of a write-locked rwlock, as glibc keeps it; 0 when
+ * readers hold it (they cannot be told apart: "holder unknown").
+ */
+static uint32_t rwlock_writer(pthread_rwlock_t *l)
+{
+	return (uint32_t)__atomic_load_n(&l->__data.__cur_writer,
+					 __ATOMIC_RELAXED) & OWNER_TID_MASK;
+}
+
+/* Before a wait blocks: its first holder, whose TID is tid. */
+static void blame_begin(struct wait *w, const void *lock, uint32_t tid)
+{
+	w->lock = (uint64_t)(uintptr_t)lock;
+	if (w->entry == NULL)
+		return;
+	w->seg[0] = (struct blame_seg){ holder_of(lock, tid), w->t0 };
+	w->nseg = 1;
+}
+
+/* After the wait of ns: each holder's part, on its blame pseudo-stack. */
+static void blame_end(struct wait *w, uint64_t ns, int acquired)
+{
+	uint64_t end = w->t0 + ns;
+
+	handover_split(w, end);
+	for (uint32_t i = 0; i < w->nseg; i++) {
+		uint64_t from = w->seg[i].t0;
+		uint64_t to = i + 1 < w->nseg ? w->seg[i + 1].t0 : end;
+		struct stack_use *u = unwind_blame_use(w->table, w->entry,
+						       w->seg[i].holder);
+
+		if (u == NULL)
+			continue;
+		table_add(acquired ? &u->w.count : &u->w.timeouts, 1);
+		table_add(&u->w.wait_ns, to > from ? to - from : 0);
+	}
+}
+
+/*
+ * After a mutex or rwlock-write wait that ended with the lock: this
+ * thread holds it now (a mutex's hold may be timed).
+ */
+static void held_after_wait(struct wait *w, uint64_t ns)
+{
+	struct thread_state *s = &tls_self;
+
+	note_recent(w->table, w->key, (const void *)(uintptr_t)w->lock);
+	handover_note(w->lock, w->key, w->t0 + ns);
+	if (KEY_TYPE(w->key) == LOCK_MUTEX && --s->sample_left == 0)
+		hold_begin(w->table, w->key,
+			   table_slot_of(w->table, w->key, w->object),
+			   (const void *)(uintptr_t)w->lock);
+}
 
 /*
  * Before blocking, inside the collector: find the entry and the stack's
@@ -203,6 +524,8 @@ wait_begin(struct wait *w, struct thread_table *t, uint64_t key,
 	w->object = x ? x->object : 0;
 	w->entry = x ? table_entry(t, key, w->object) : NULL;
 	w->use = NULL;
+	w->nseg = 0;
+	w->lock = 0;
 	if (w->entry)
 		w->use = unwind_use(t, w->entry, KEY_SITE(key));
 	else if (x)
@@ -252,6 +575,12 @@ static __attribute__((noinline)) void wait_end(struct wait *w, int rc)
 		table_add(&e->nostack.wait_ns, ns);
 	}
 	unwind_earn(w->table, ns);
+	if (w->nseg)
+		blame_end(w, ns, acquired);
+	if (acquired && w->lock && state_holders() &&
+	    (KEY_TYPE(w->key) == LOCK_MUTEX ||
+				    KEY_TYPE(w->key) == LOCK_RWLOCK_WRITE))
+		held_after_wait(w, ns);
 	unguard(s);
 }
 
@@ -298,6 +627,24 @@ static inline bool spin_held_peek(pthread_spinlock_t *l)
  * died is acquired with EOWNERDEAD, which the caller must see unchanged.
  */
 #define TRY_THEN_WAIT(held_peek, try_call, wait_call, pass_call, obj, type) \
+	TRY_THEN_WAIT_HOLD(HOLDS_NONE, held_peek, try_call, wait_call,     \
+			   pass_call, obj, type)
+
+/* What a hook learns of holders (see blame_begin()). */
+enum holds {
+	HOLDS_NONE,
+	HOLDS_MUTEX,	/* notes its holder, times a sample, blames the owner */
+	HOLDS_WRITER,	/* an rwlock writer: notes, blames the writer */
+	HOLDS_READER,	/* an rwlock reader: blames the writer */
+};
+
+/*
+ * The same, with holds: an acquisition of a mutex or a write lock notes
+ * who holds the lock, a sample of a mutex's times the hold, and a wait
+ * learns its holders (blame_begin()).
+ */
+#define TRY_THEN_WAIT_HOLD(holds, held_peek, try_call, wait_call, pass_call, \
+			   obj, type)                                      \
 	do {                                                               \
 		struct thread_table *t_ = enter();                         \
 		uint64_t key_ = KEY(CALLER, type);                         \
@@ -311,6 +658,11 @@ static inline bool spin_held_peek(pthread_spinlock_t *l)
 		rc_ = (held_peek) ? EBUSY : try_call;                      \
 		if (likely(rc_ == 0)) {                                    \
 			count_free(x_);                                    \
+			if (((holds) == HOLDS_MUTEX ||                     \
+			     (holds) == HOLDS_WRITER) &&                   \
+			    unlikely(state_holders()))                     \
+				held_note(t_, key_, x_, obj,               \
+					  (holds) == HOLDS_MUTEX);         \
 			leave();                                           \
 			return 0;                                          \
 		}                                                          \
@@ -321,6 +673,14 @@ static inline bool spin_held_peek(pthread_spinlock_t *l)
 			return rc_;                                        \
 		}                                                          \
 		wait_begin(&w_, t_, key_, x_);                             \
+		if ((holds) == HOLDS_NONE || !state_holders())             \
+			;                                                  \
+		else if ((holds) == HOLDS_MUTEX)                           \
+			blame_begin(&w_, obj,                              \
+				    mutex_owner((pthread_mutex_t *)(obj)));\
+		else                                                       \
+			blame_begin(&w_, obj,                              \
+				    rwlock_writer((pthread_rwlock_t *)(obj)));\
 		rc_ = wait_call;                                           \
 		wait_end(&w_, rc_);                                        \
 		return rc_;                                                \
@@ -365,13 +725,44 @@ static inline bool time_ok(clockid_t clock, const struct timespec *abstime)
 
 EXPORT int pthread_mutex_lock(pthread_mutex_t *m)
 {
-	TRY_THEN_WAIT(false, REAL(mutex_trylock)(m), REAL(mutex_lock)(m),
-		      REAL(mutex_lock)(m), m, LOCK_MUTEX);
+	TRY_THEN_WAIT_HOLD(HOLDS_MUTEX, false, REAL(mutex_trylock)(m),
+			   REAL(mutex_lock)(m), REAL(mutex_lock)(m), m,
+			   LOCK_MUTEX);
+}
+
+/*
+ * Reached only through GOT slots patched while holders are tracked (not
+ * exported: preloaded, unlock goes straight to libc until then). Passes
+ * straight through unless this thread is timing a hold; an unlock of a
+ * lock taken before tracking began finds no hold and does nothing else.
+ */
+static int hook_mutex_unlock(pthread_mutex_t *m)
+{
+	if (unlikely(tls_self.nheld != 0))
+		hold_end(m);
+	return REAL(mutex_unlock)(m);
 }
 
 EXPORT int pthread_mutex_trylock(pthread_mutex_t *m)
 {
-	TRY_ONLY(REAL(mutex_trylock)(m), m, LOCK_MUTEX);
+	struct thread_table *t = enter();
+	uint64_t key = KEY(CALLER, LOCK_MUTEX);
+	struct obj_slot *x;
+	int rc;
+
+	if (t == NULL)
+		return REAL(mutex_trylock)(m);
+	x = slot_for(t, &key, m, HOOK_CFA);
+	rc = REAL(mutex_trylock)(m);
+	if (rc == 0 || rc == EOWNERDEAD) {
+		count_free(x);
+		if (unlikely(state_holders()))
+			held_note(t, key, x, m, true);
+	} else if (rc == EBUSY) {
+		count_busy(t, key, x);
+	}
+	leave();
+	return rc;
 }
 
 EXPORT int pthread_mutex_timedlock(pthread_mutex_t *m,
@@ -379,9 +770,9 @@ EXPORT int pthread_mutex_timedlock(pthread_mutex_t *m,
 {
 	if (!time_ok(CLOCK_REALTIME, abstime))
 		return REAL(mutex_timedlock)(m, abstime);
-	TRY_THEN_WAIT(false, REAL(mutex_trylock)(m),
-		      REAL(mutex_timedlock)(m, abstime),
-		      REAL(mutex_timedlock)(m, abstime), m, LOCK_MUTEX);
+	TRY_THEN_WAIT_HOLD(HOLDS_MUTEX, false, REAL(mutex_trylock)(m),
+			   REAL(mutex_timedlock)(m, abstime),
+			   REAL(mutex_timedlock)(m, abstime), m, LOCK_MUTEX);
 }
 
 EXPORT int pthread_mutex_clocklock(pthread_mutex_t *m, clockid_t clock,
@@ -389,21 +780,24 @@ EXPORT int pthread_mutex_clocklock(pthread_mutex_t *m, clockid_t clock,
 {
 	if (!time_ok(clock, abstime))
 		return REAL(mutex_clocklock)(m, clock, abstime);
-	TRY_THEN_WAIT(false, REAL(mutex_trylock)(m),
-		      REAL(mutex_clocklock)(m, clock, abstime),
-		      REAL(mutex_clocklock)(m, clock, abstime), m, LOCK_MUTEX);
+	TRY_THEN_WAIT_HOLD(HOLDS_MUTEX, false, REAL(mutex_trylock)(m),
+			   REAL(mutex_clocklock)(m, clock, abstime),
+			   REAL(mutex_clocklock)(m, clock, abstime), m,
+			   LOCK_MUTEX);
 }
 
 EXPORT int pthread_rwlock_rdlock(pthread_rwlock_t *l)
 {
-	TRY_THEN_WAIT(false, REAL(rwlock_tryrdlock)(l), REAL(rwlock_rdlock)(l),
-		      REAL(rwlock_rdlock)(l), l, LOCK_RWLOCK_READ);
+	TRY_THEN_WAIT_HOLD(HOLDS_READER, false, REAL(rwlock_tryrdlock)(l),
+			   REAL(rwlock_rdlock)(l), REAL(rwlock_rdlock)(l), l,
+			   LOCK_RWLOCK_READ);
 }
 
 EXPORT int pthread_rwlock_wrlock(pthread_rwlock_t *l)
 {
-	TRY_THEN_WAIT(false, REAL(rwlock_trywrlock)(l), REAL(rwlock_wrlock)(l),
-		      REAL(rwlock_wrlock)(l), l, LOCK_RWLOCK_WRITE);
+	TRY_THEN_WAIT_HOLD(HOLDS_WRITER, false, REAL(rwlock_trywrlock)(l),
+			   REAL(rwlock_wrlock)(l), REAL(rwlock_wrlock)(l), l,
+			   LOCK_RWLOCK_WRITE);
 }
 
 EXPORT int pthread_rwlock_tryrdlock(pthread_rwlock_t *l)
@@ -421,7 +815,7 @@ EXPORT int pthread_rwlock_timedrdlock(pthread_rwlock_t *l,
 {
 	if (!time_ok(CLOCK_REALTIME, abstime))
 		return REAL(rwlock_timedrdlock)(l, abstime);
-	TRY_THEN_WAIT(false, REAL(rwlock_tryrdlock)(l),
+	TRY_THEN_WAIT_HOLD(HOLDS_READER, false, REAL(rwlock_tryrdlock)(l),
 		      REAL(rwlock_timedrdlock)(l, abstime),
 		      REAL(rwlock_timedrdlock)(l, abstime), l, LOCK_RWLOCK_READ);
 }
@@ -431,7 +825,7 @@ EXPORT int pthread_rwlock_timedwrlock(pthread_rwlock_t *l,
 {
 	if (!time_ok(CLOCK_REALTIME, abstime))
 		return REAL(rwlock_timedwrlock)(l, abstime);
-	TRY_THEN_WAIT(false, REAL(rwlock_trywrlock)(l),
+	TRY_THEN_WAIT_HOLD(HOLDS_WRITER, false, REAL(rwlock_trywrlock)(l),
 		      REAL(rwlock_timedwrlock)(l, abstime),
 		      REAL(rwlock_timedwrlock)(l, abstime), l, LOCK_RWLOCK_WRITE);
 }
@@ -441,7 +835,7 @@ EXPORT int pthread_rwlock_clockrdlock(pthread_rwlock_t *l, clockid_t clock,
 {
 	if (!time_ok(clock, abstime))
 		return REAL(rwlock_clockrdlock)(l, clock, abstime);
-	TRY_THEN_WAIT(false, REAL(rwlock_tryrdlock)(l),
+	TRY_THEN_WAIT_HOLD(HOLDS_READER, false, REAL(rwlock_tryrdlock)(l),
 		      REAL(rwlock_clockrdlock)(l, clock, abstime),
 		      REAL(rwlock_clockrdlock)(l, clock, abstime), l,
 		      LOCK_RWLOCK_READ);
@@ -452,7 +846,7 @@ EXPORT int pthread_rwlock_clockwrlock(pthread_rwlock_t *l, clockid_t clock,
 {
 	if (!time_ok(clock, abstime))
 		return REAL(rwlock_clockwrlock)(l, clock, abstime);
-	TRY_THEN_WAIT(false, REAL(rwlock_trywrlock)(l),
+	TRY_THEN_WAIT_HOLD(HOLDS_WRITER, false, REAL(rwlock_trywrlock)(l),
 		      REAL(rwlock_clockwrlock)(l, clock, abstime),
 		      REAL(rwlock_clockwrlock)(l, clock, abstime), l,
 		      LOCK_RWLOCK_WRITE);
@@ -496,13 +890,15 @@ static void cond_cancelled(void *arg)
  * +200 ns with a capture at depth 13, +55 ns without, ~10 us on the
  * thread's first capture (its stack store is mapped).
  */
-#define COND_WAIT(wait_call, pass_call, c)                                 \
+#define COND_WAIT(wait_call, pass_call, c, m)                               \
 	do {                                                               \
 		struct thread_table *t_ = enter();                         \
 		uint64_t key_ = KEY(CALLER, LOCK_CONDVAR);                 \
 		struct obj_slot *x_;                                       \
 		struct wait w_;                                            \
 		int rc_;                                                   \
+		if (unlikely(tls_self.nheld != 0))                         \
+			hold_end(m);                                       \
 		if (t_ == NULL)                                            \
 			return pass_call;                                  \
 		x_ = slot_for(t_, &key_, c, HOOK_CFA);                     \
@@ -516,7 +912,7 @@ static void cond_cancelled(void *arg)
 
 EXPORT int pthread_cond_wait(pthread_cond_t *c, pthread_mutex_t *m)
 {
-	COND_WAIT(REAL(cond_wait)(c, m), REAL(cond_wait)(c, m), c);
+	COND_WAIT(REAL(cond_wait)(c, m), REAL(cond_wait)(c, m), c, m);
 }
 
 EXPORT int pthread_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m,
@@ -525,7 +921,7 @@ EXPORT int pthread_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m,
 	if (!time_ok(CLOCK_REALTIME, abstime))
 		return REAL(cond_timedwait)(c, m, abstime);
 	COND_WAIT(REAL(cond_timedwait)(c, m, abstime),
-		  REAL(cond_timedwait)(c, m, abstime), c);
+		  REAL(cond_timedwait)(c, m, abstime), c, m);
 }
 
 EXPORT int pthread_cond_clockwait(pthread_cond_t *c, pthread_mutex_t *m,
@@ -535,7 +931,7 @@ EXPORT int pthread_cond_clockwait(pthread_cond_t *c, pthread_mutex_t *m,
 	if (!time_ok(clock, abstime))
 		return REAL(cond_clockwait)(c, m, clock, abstime);
 	COND_WAIT(REAL(cond_clockwait)(c, m, clock, abstime),
-		  REAL(cond_clockwait)(c, m, clock, abstime), c);
+		  REAL(cond_clockwait)(c, m, clock, abstime), c, m);
 }
 
 /*
@@ -820,10 +1216,12 @@ OURS(sem_clockwait);
 OURS(syscall);
 
 #define HOOK(field, name, version) \
-	{ #name, version, (void *)ours_##name, (void **)&real.field }
+	{ #name, version, (void *)ours_##name, (void **)&real.field, false }
 static const struct hooked hooked[] = {
 	HOOK(mutex_lock, pthread_mutex_lock, NULL),
 	HOOK(mutex_trylock, pthread_mutex_trylock, NULL),
+	{ "pthread_mutex_unlock", NULL, (void *)hook_mutex_unlock,
+	  (void **)&real.mutex_unlock, true },
 	HOOK(mutex_timedlock, pthread_mutex_timedlock, NULL),
 	HOOK(mutex_clocklock, pthread_mutex_clocklock, NULL),
 	HOOK(rwlock_rdlock, pthread_rwlock_rdlock, NULL),

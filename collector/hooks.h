@@ -10,6 +10,7 @@
 struct real_functions {
 	int (*mutex_lock)(pthread_mutex_t *);
 	int (*mutex_trylock)(pthread_mutex_t *);
+	int (*mutex_unlock)(pthread_mutex_t *);
 	int (*mutex_timedlock)(pthread_mutex_t *, const struct timespec *);
 	int (*mutex_clocklock)(pthread_mutex_t *, clockid_t,
 			       const struct timespec *);
@@ -51,6 +52,7 @@ struct hooked {
 	const char *version;	/* callers must bind this version; NULL: any */
 	void *hook;		/* ours */
 	void **real;		/* where hooks_resolve() keeps libc's */
+	bool holders;		/* patched only while holders are tracked */
 };
 
 /*

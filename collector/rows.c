@@ -191,6 +191,84 @@ static void scan_objects(struct scan *sc, struct thread_table *t,
 	}
 }
 
+/* The row id + 1 of a thread's (key, object), as its scan set it; 0: none. */
+static uint32_t row_of_key(const struct thread_table *t, uint64_t key,
+			   uint64_t object)
+{
+	struct site_index *si = __atomic_load_n(&t->sites, __ATOMIC_ACQUIRE);
+	struct obj_table *o;
+	uint32_t i;
+
+	for (i = hash_fast(key) & si->mask;; i = (i + 1) & si->mask) {
+		uint64_t k = __atomic_load_n(&si->slot[i].key, __ATOMIC_ACQUIRE);
+
+		if (k == 0)
+			return 0;
+		if (k == key)
+			break;
+	}
+	o = __atomic_load_n(&si->slot[i].objects, __ATOMIC_ACQUIRE);
+	for (i = hash_fast(object) & o->mask;; i = (i + 1) & o->mask) {
+		uint64_t obj = __atomic_load_n(&o->slot[i].object, __ATOMIC_ACQUIRE);
+
+		if (obj == 0)
+			return 0;
+		if (obj == object)
+			return obj_rows(o)[i];
+	}
+}
+
+/*
+ * A slot's longest holds into its row: that of the epoch this scan
+ * closes (or the next one), as scan_entry() takes a wait's.
+ */
+static void scan_hold_max(struct scan *sc, struct row_holds *rh,
+			  const struct hold_slot *s)
+{
+	uint32_t epoch = __atomic_load_n(&s->max_epoch, __ATOMIC_RELAXED);
+	uint64_t max = table_load(&s->epoch_max_ns);
+
+	if ((epoch == sc->epoch || epoch == sc->epoch + 1) && max > rh->scan_max_ns)
+		rh->scan_max_ns = max;
+	max = table_load(&s->max_ns);
+	if (max > rh->max_ns)
+		rh->max_ns = max;
+}
+
+/* Add a table's timed holds to their rows. */
+static void scan_holds(struct scan *sc, struct thread_table *t)
+{
+	struct hold_table *h = __atomic_load_n(&t->holds, __ATOMIC_ACQUIRE);
+	struct rows *rs = sc->rs;
+
+	for (uint32_t i = 0; h && i < HOLD_SLOTS; i++) {
+		struct hold_slot *s = &h->slot[i];
+		uint64_t key = __atomic_load_n(&s->key, __ATOMIC_ACQUIRE), ns, n;
+		uint32_t r;
+		struct row_holds *rh;
+
+		if (key == 0)
+			continue;
+		r = row_of_key(t, key, s->object);
+		if (r == 0 || r > rs->n)
+			continue;
+		rh = rs->v[r - 1].holds;
+		if (rh == NULL && (rh = rs->v[r - 1].holds =
+				   arena_alloc(sizeof(*rh))) == NULL)
+			continue;
+		ns = table_load(&s->hold_ns);
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
+		n = table_load(&s->holds);
+		rh->now_ns += ns;
+		rh->now += n;
+		scan_hold_max(sc, rh, s);
+		if (sc->dead) {
+			rh->retired_ns += ns;
+			rh->retired += n;
+		}
+	}
+}
+
 /* Add a whole table; a dead one is retired and recycled. */
 static void scan_table(struct scan *sc, struct thread_table *t)
 {
@@ -206,6 +284,7 @@ static void scan_table(struct scan *sc, struct thread_table *t)
 				     __atomic_load_n(&si->slot[i].via,
 						     __ATOMIC_RELAXED));
 	}
+	scan_holds(sc, t);
 	stacks_scan_table(&sc->rs->stacks, t, sc->dead);
 	drop(sc, dropped);
 }
@@ -217,10 +296,25 @@ static void begin_rows(struct rows *rs)
 		struct row *row = &rs->v[r];
 
 		row->acq_now = row->acq_retired;
+		if (row->holds) {
+			row->holds->now_ns = row->holds->retired_ns;
+			row->holds->now = row->holds->retired;
+			row->holds->scan_max_ns = 0;
+		}
 		if (row->waits) {
 			row->waits->now = row->waits->retired;
 			row->waits->scan_max_ns = 0;
 		}
+	}
+}
+
+/* Carry a row's longest hold of the last scan to the sessions. */
+static void hold_max_pending(struct rows *rs, struct row_holds *h)
+{
+	for (unsigned k = 0; h && h->scan_max_ns && k < SESSIONS_MAX; k++) {
+		if ((rs->sessions & (1u << k)) &&
+		    h->scan_max_ns > h->pending_max_ns[k])
+			h->pending_max_ns[k] = h->scan_max_ns;
 	}
 }
 
@@ -238,6 +332,8 @@ static void end_rows(struct rows *rs)
 
 		if (w)
 			sum += lock_calls_sum(&w->now.calls);
+		if (row->holds)
+			sum += row->holds->now_ns + row->holds->now;
 		if (sum != row->last_sum)
 			row->changed_seq = rs->seq;
 		row->last_sum = sum;
@@ -248,6 +344,7 @@ static void end_rows(struct rows *rs)
 			    w->scan_max_ns > w->pending_max_ns[k])
 				w->pending_max_ns[k] = w->scan_max_ns;
 		}
+		hold_max_pending(rs, row->holds);
 	}
 }
 
@@ -285,9 +382,12 @@ void rows_session_start(struct rows *rs, unsigned k, bool baseline)
 {
 	for (uint32_t r = 0; r < rs->n; r++) {
 		struct row_waits *w = rs->v[r].waits;
+		struct row_holds *h = rs->v[r].holds;
 
 		if (w)
 			w->pending_max_ns[k] = baseline ? 0 : w->max_ns;
+		if (h)
+			h->pending_max_ns[k] = baseline ? 0 : h->max_ns;
 	}
 	rs->sessions |= 1u << k;
 }

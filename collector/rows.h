@@ -27,6 +27,15 @@ struct row_waits {
 	uint64_t pending_max_ns[SESSIONS_MAX];	/* not yet sent, per session */
 };
 
+/* The timed holds of a row (hooks.c), once it has any. */
+struct row_holds {
+	uint64_t retired_ns, retired;	/* from tables of exited threads */
+	uint64_t now_ns, now;		/* retired + live tables, last scan */
+	uint64_t scan_max_ns;		/* longest hold the last scan saw */
+	uint64_t max_ns;		/* longest hold since start */
+	uint64_t pending_max_ns[SESSIONS_MAX];	/* not yet sent, per session */
+};
+
 struct row {
 	uint64_t site;
 	uint64_t via;			/* the call site inside lock wrappers
@@ -39,6 +48,7 @@ struct row {
 	uint64_t last_sum;		/* all its counts added, last scan */
 	uint64_t changed_seq;		/* the scan that last changed it */
 	struct row_waits *waits;	/* NULL until it has any */
+	struct row_holds *holds;	/* NULL until it has any */
 };
 
 struct rows {

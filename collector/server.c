@@ -164,12 +164,45 @@ static void deactivate(void)
 	if (!got_active())
 		return;
 	state_set_recording(false);
+	state_set_holders(false);
 	got_restore_all();
 }
 
 static bool dormant(void)
 {
 	return state_injected() && !got_active();
+}
+
+/* Whether a greeted session asks for holders. */
+static bool holders_wanted(void)
+{
+	for (int i = 0; i < SESSIONS_MAX; i++) {
+		if (srv.sessions[i] && srv.sessions[i]->greeted &&
+		    srv.sessions[i]->holders)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Track holders while a session asks, not otherwise: on, the unlock slots
+ * are patched before the hooks start noting holds, so that every timed
+ * hold ends in the hook; off, the hooks stop first. An unlock of a lock
+ * taken before finds no hold in the hook and only calls libc.
+ */
+static void sync_holders(void)
+{
+	bool want = holders_wanted() && !dormant() && state_recording();
+
+	if (want == state_holders())
+		return;
+	if (want) {
+		got_set_holders(true);
+		state_set_holders(true);
+	} else {
+		state_set_holders(false);
+		got_set_holders(false);
+	}
 }
 
 /* Sessions of a qsptop that said hello: a stray connection watches nothing. */
@@ -498,6 +531,7 @@ static void serve_once(void)
 		activate();
 	else if (srv.grace_ns && now >= srv.grace_ns)
 		deactivate();
+	sync_holders();
 	post_wrappers_known();
 	send_baselines();
 	if (scan_due(now)) {

@@ -108,7 +108,15 @@ static void on_detach(void *ctx)
 	session_goodbye(in->s, GOODBYE_DETACH);
 }
 
+static void on_holders(void *ctx, bool on)
+{
+	struct input *in = ctx;
+
+	in->s->holders = on;
+}
+
 static const struct proto_visitor input_visitor = {
+	.holders = on_holders,
 	.client_hello = on_client_hello,
 	.set_interval = on_set_interval,
 	.detach = on_detach,
@@ -240,6 +248,13 @@ static void put_row_counts(struct session *s, struct rows *rs, uint32_t r,
 	}
 	c->row = r;
 	c->c.calls.acquisitions = row->acq_now;
+	c->c.calls.hold_ns = row->holds ? row->holds->now_ns : 0;
+	c->c.calls.holds_timed = row->holds ? row->holds->now : 0;
+	c->max_hold_ns = 0;
+	if (row->holds) {
+		c->max_hold_ns = row->holds->pending_max_ns[s->slot];
+		row->holds->pending_max_ns[s->slot] = 0;
+	}
 	proto_put_counts(&s->out, frame, c);
 }
 

@@ -23,6 +23,7 @@ struct session {
 	bool baseline_sent;		/* its first update is out */
 	bool closing;			/* close once out is written */
 	bool dead;			/* write failed: nothing more is sent */
+	bool holders;			/* wants holders tracked (HOLDERS) */
 	uint32_t interval_ms;
 	uint32_t memory_cap_mb;		/* asked for in CLIENT_HELLO; 0: none */
 	uint64_t due_ns;		/* next update */

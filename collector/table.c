@@ -361,6 +361,34 @@ struct entry *table_entry(struct thread_table *t, uint64_t key, uint64_t object)
 	return e;
 }
 
+struct hold_slot *table_hold_slot(struct thread_table *t, uint64_t key,
+				  uint64_t object)
+{
+	struct hold_table *h = t->holds;
+	uint32_t i;
+
+	if (h == NULL) {
+		h = arena_alloc_table(sizeof(*h));
+		if (h == NULL)
+			return NULL;
+		__atomic_store_n(&t->holds, h, __ATOMIC_RELEASE);
+	}
+	for (i = hash_fast(key ^ object) % HOLD_SLOTS;; i = (i + 1) % HOLD_SLOTS) {
+		struct hold_slot *s = &h->slot[i];
+
+		if (s->key == key && s->object == object)
+			return s;
+		if (s->key == 0)
+			break;
+	}
+	if (h->used >= HOLD_SLOTS_USED)
+		return NULL;
+	h->used++;
+	h->slot[i].object = object;
+	__atomic_store_n(&h->slot[i].key, key, __ATOMIC_RELEASE);
+	return &h->slot[i];
+}
+
 /* A table from the free list, or a new one on the list of all tables. */
 static struct thread_table *take_table(void)
 {
@@ -406,7 +434,9 @@ struct thread_table *table_claim(int (*trylock)(pthread_mutex_t *))
 	if (t == NULL)
 		return NULL;
 	t->sites = new_site_index(SITES_FIRST);
-	t->tid = t->sites ? hold_sentinel(t, trylock) : 0;
+	/* Atomic: a waiter looking for its lock's holder reads it (hooks.c). */
+	__atomic_store_n(&t->tid, t->sites ? hold_sentinel(t, trylock) : 0,
+			 __ATOMIC_RELAXED);
 	if (t->tid == 0) {
 		if (t->sites)
 			arena_free(t->sites, t->sites->bytes);
@@ -446,6 +476,9 @@ void table_recycle(struct thread_table *t)
 	if (si)
 		arena_free(si, si->bytes);
 	t->sites = NULL;
+	arena_free(t->holds, sizeof(*t->holds));
+	t->holds = NULL;
+	memset(t->recent, 0, sizeof(t->recent));
 	t->last_hop.key = 0;
 	t->dropped = 0;
 	t->nested = 0;
@@ -470,4 +503,5 @@ void table_forget_all(void)
 	claim_drops = 0;
 	tls_self.table = NULL;
 	tls_self.depth = 0;
+	tls_self.nheld = 0;
 }

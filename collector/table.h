@@ -125,6 +125,44 @@ struct wrap_hop {
 	uint32_t gen;
 };
 
+/*
+ * The latest acquisition of a lock by a thread, in a slot chosen by the
+ * lock's address: a waiter that reads the lock's owner finds there the site
+ * that holds it. Written by the owner on every acquisition, read by
+ * waiters with no ordering: a torn or stale read only mis-names a holder.
+ */
+#define RECENT_SLOTS 16
+struct held_recent {
+	uint64_t object;
+	uint64_t key;
+};
+
+/*
+ * The timed holds of one (key, object) of a thread (hooks.c): a compact
+ * table apart from the entries, which are for waits, so that a lock that
+ * never waits costs 32 bytes here when its holds are timed, not an entry.
+ * Written by the owner (key last, with release), read by the collector.
+ */
+#define HOLD_SLOTS 127	/* with the header, 8 KiB: one arena class */
+#define HOLD_SLOTS_USED (HOLD_SLOTS * 3 / 4)	/* full past this */
+struct hold_slot {
+	uint64_t key;		/* 0: empty */
+	uint64_t object;	/* as its object slot holds it */
+	uint64_t hold_ns;
+	uint64_t holds;
+	uint64_t max_ns;	/* the longest hold */
+	uint64_t epoch_max_ns;	/* the longest of collector epoch max_epoch */
+	uint32_t max_epoch;
+	uint32_t unused[3];
+};
+
+struct hold_table {
+	uint32_t used;
+	uint32_t unused[15];
+	struct hold_slot slot[HOLD_SLOTS];
+};
+_Static_assert(sizeof(struct hold_table) == 8192, "a hold table is 8 KiB");
+
 struct thread_table {
 	struct lf_node free_link;	/* the free list's; only lfstack.h writes it */
 	pthread_mutex_t sentinel;	/* robust, held for the thread's life */
@@ -140,13 +178,27 @@ struct thread_table {
 	uint32_t unwind_epoch;		/* unwinding budget, see unwind.h */
 	uint32_t unwinds;
 	uint64_t unwind_credit_ns;
+	struct held_recent recent[RECENT_SLOTS];	/* see held_recent */
+	struct hold_table *holds;	/* NULL until a hold is timed; release */
 };
+
+/* A hold being timed (a sampled acquisition): released by an unlock hook. */
+struct held_timed {
+	uint64_t object;	/* the lock's address */
+	struct hold_slot *slot;	/* where its time goes */
+	uint64_t t0;
+};
+#define HELD_TIMED_MAX 4
 
 /* The calling thread's recording state. */
 struct thread_state {
 	struct thread_table *table;	/* NULL until its first lock call */
 	uint32_t depth;			/* nonzero inside the collector */
 	bool never;			/* the collector's own thread */
+	uint8_t nheld;			/* held[] in use */
+	uint32_t sample_left;		/* acquisitions until one is timed */
+	uint32_t sample_seed;		/* the sampling period's randomness */
+	struct held_timed held[HELD_TIMED_MAX];
 };
 
 extern __thread struct thread_state tls_self;
@@ -287,6 +339,13 @@ static inline struct obj_slot *table_slot_of(struct thread_table *t,
  */
 struct entry *table_entry(struct thread_table *t, uint64_t key,
 			  uint64_t object);
+
+/*
+ * The hold slot of (key, object) in the calling thread, added when new;
+ * NULL when there is no room. Owner thread, inside the collector.
+ */
+struct hold_slot *table_hold_slot(struct thread_table *t, uint64_t key,
+				  uint64_t object);
 
 /*
  * Claim a table for the calling thread, holding its sentinel with trylock

@@ -98,6 +98,18 @@ struct stack_use *unwind_use(struct thread_table *t, struct entry *e,
 	return use_for(ss, e, (uint32_t)stack);
 }
 
+struct stack_use *unwind_blame_use(struct thread_table *t, struct entry *e,
+				   uint64_t holder)
+{
+	uint64_t frames[2] = { PROTO_BLAME_MARK, holder };
+	struct stack_store *ss = store_of(t);
+	int stack;
+
+	if (ss == NULL || (stack = intern(ss, frames, 2)) < 0)
+		return NULL;
+	return use_for(ss, e, (uint32_t)stack);
+}
+
 void unwind_free(struct thread_table *t)
 {
 	arena_free(t->stacks, sizeof(*t->stacks));

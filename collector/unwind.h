@@ -63,6 +63,14 @@ struct stack_store {
 struct stack_use *unwind_use(struct thread_table *t, struct entry *e,
 			     uint64_t site);
 
+/*
+ * The counter of entry e's waits spent behind holder (a row key, 0 for
+ * unknown): a use of the pseudo-stack [PROTO_BLAME_MARK, holder], which
+ * costs no unwinding; NULL when the store is full.
+ */
+struct stack_use *unwind_blame_use(struct thread_table *t, struct entry *e,
+				   uint64_t holder);
+
 /* Earn unwinding credit for a wait of ns nanoseconds (owner thread). */
 static inline void unwind_earn(struct thread_table *t, uint64_t ns)
 {

@@ -30,6 +30,10 @@ struct lock_calls {
 	uint64_t timeouts;	/* waits that ended without the lock */
 	uint64_t wait_ns;	/* every wait, timed out or not */
 	uint64_t failed;	/* busy trylocks, timed-out waits */
+	uint64_t hold_ns;	/* time held, of the holds timed (a sample) */
+	uint64_t holds_timed;	/* holds timed: hold_ns covers these */
+	uint64_t caused_wait_ns;	/* front end only: others' waits behind
+					   holds taken here (blame) */
 };
 
 struct lock_counts {
@@ -56,6 +60,9 @@ static inline void lock_calls_add(struct lock_calls *a,
 	a->timeouts += b->timeouts;
 	a->wait_ns += b->wait_ns;
 	a->failed += b->failed;
+	a->hold_ns += b->hold_ns;
+	a->holds_timed += b->holds_timed;
+	a->caused_wait_ns += b->caused_wait_ns;
 }
 
 /* a - b, or 0 if a count went backwards (it never should). */
@@ -73,6 +80,10 @@ static inline void lock_calls_sub(struct lock_calls *a,
 	a->timeouts = lock_counts_sub_sat(a->timeouts, b->timeouts);
 	a->wait_ns = lock_counts_sub_sat(a->wait_ns, b->wait_ns);
 	a->failed = lock_counts_sub_sat(a->failed, b->failed);
+	a->hold_ns = lock_counts_sub_sat(a->hold_ns, b->hold_ns);
+	a->holds_timed = lock_counts_sub_sat(a->holds_timed, b->holds_timed);
+	a->caused_wait_ns = lock_counts_sub_sat(a->caused_wait_ns,
+						b->caused_wait_ns);
 }
 
 /*
@@ -88,20 +99,24 @@ static inline void lock_calls_load(struct lock_calls *out,
 	out->contended = __atomic_load_n(&c->contended, __ATOMIC_RELAXED);
 	out->timeouts = __atomic_load_n(&c->timeouts, __ATOMIC_RELAXED);
 	out->failed = __atomic_load_n(&c->failed, __ATOMIC_RELAXED);
+	out->hold_ns = __atomic_load_n(&c->hold_ns, __ATOMIC_RELAXED);
+	out->holds_timed = __atomic_load_n(&c->holds_timed, __ATOMIC_RELAXED);
+	out->caused_wait_ns = 0;
 }
 
 /* The sum of every count: as each only grows, it changes when any does. */
 static inline uint64_t lock_calls_sum(const struct lock_calls *c)
 {
 	return c->acquisitions + c->contended + c->timeouts + c->wait_ns +
-	       c->failed;
+	       c->failed + c->hold_ns + c->holds_timed + c->caused_wait_ns;
 }
 
 /* Whether no call was counted. */
 static inline bool lock_calls_empty(const struct lock_calls *c)
 {
 	return (c->acquisitions | c->contended | c->timeouts | c->wait_ns |
-		c->failed) == 0;
+		c->failed | c->hold_ns | c->holds_timed |
+		c->caused_wait_ns) == 0;
 }
 
 /* Add b to a. */
@@ -201,6 +216,17 @@ static inline double lock_counts_wait_share(const struct lock_counts *c)
 	uint64_t calls = c->calls.acquisitions + c->calls.timeouts;
 
 	return calls ? (double)lock_counts_waits(c) / (double)calls : 0;
+}
+
+/*
+ * Estimated time held over all acquisitions: the timed holds are a
+ * sample of them (hooks.c), so their average stands for every hold.
+ */
+static inline double lock_calls_hold_est_ns(const struct lock_calls *c)
+{
+	return c->holds_timed ? (double)c->hold_ns / (double)c->holds_timed *
+					(double)c->acquisitions
+			      : 0;
 }
 
 /* Whether any bucket of the histogram holds a wait. */

@@ -11,7 +11,8 @@
 /* COUNTS entry fields present, as the bits of its field mask. */
 enum {
 	HAS_ACQ = 1, HAS_CONTENDED = 2, HAS_WAIT = 4, HAS_FAILED = 8,
-	HAS_MAX = 16, HAS_HIST = 32, HAS_TIMEOUTS = 64, HAS_ALL = 127
+	HAS_MAX = 16, HAS_HIST = 32, HAS_TIMEOUTS = 64, HAS_HOLD = 128,
+	HAS_HOLDS = 256, HAS_MAX_HOLD = 512, HAS_ALL = 1023
 };
 
 /* A bounded reader: every get past the end sets err and yields zeros. */
@@ -257,6 +258,14 @@ void proto_put_detach(struct wbuf *b)
 	end_frame(b, begin_frame(b, MSG_DETACH));
 }
 
+void proto_put_holders(struct wbuf *b, bool on)
+{
+	size_t off = begin_frame(b, MSG_HOLDERS);
+
+	put_u8(b, on ? 1 : 0);
+	end_frame(b, off);
+}
+
 /* Make room for an entry in a run frame of type, opening one if needed. */
 static void open_run(struct wbuf *b, size_t *frame_off, uint16_t type)
 {
@@ -286,13 +295,17 @@ static unsigned counts_fields(const struct proto_counts *m, uint32_t *hist_mask)
 	mask |= m->max_wait_ns ? HAS_MAX : 0;
 	mask |= *hist_mask ? HAS_HIST : 0;
 	mask |= m->c.calls.timeouts ? HAS_TIMEOUTS : 0;
+	mask |= m->c.calls.hold_ns ? HAS_HOLD : 0;
+	mask |= m->c.calls.holds_timed ? HAS_HOLDS : 0;
+	mask |= m->max_hold_ns ? HAS_MAX_HOLD : 0;
 	return mask;
 }
 
 /*
  * A COUNTS entry: varint row id, varint field mask, then each field the
  * mask names as a varint; the histogram as a varint mask of its non-empty
- * buckets and one varint per bucket; then the timeouts (protocol 4). A
+ * buckets and one varint per bucket; then the timeouts (protocol 4), the
+ * time held, the holds timed and the longest hold (protocol 6). A
  * row that never waited costs a few bytes.
  */
 void proto_put_counts(struct wbuf *b, size_t *frame_off,
@@ -303,7 +316,7 @@ void proto_put_counts(struct wbuf *b, size_t *frame_off,
 	uint8_t *p;
 
 	open_run(b, frame_off, MSG_COUNTS);
-	if (!wbuf_reserve(b, (9 + HIST_BUCKETS) * VARINT_MAX))
+	if (!wbuf_reserve(b, (12 + HIST_BUCKETS) * VARINT_MAX))
 		return;
 	p = varint_at(b->data + b->len, m->row);
 	p = varint_at(p, mask);
@@ -326,6 +339,12 @@ void proto_put_counts(struct wbuf *b, size_t *frame_off,
 	}
 	if (mask & HAS_TIMEOUTS)
 		p = varint_at(p, m->c.calls.timeouts);
+	if (mask & HAS_HOLD)
+		p = varint_at(p, m->c.calls.hold_ns);
+	if (mask & HAS_HOLDS)
+		p = varint_at(p, m->c.calls.holds_timed);
+	if (mask & HAS_MAX_HOLD)
+		p = varint_at(p, m->max_hold_ns);
 	b->len = (size_t)(p - b->data);
 }
 
@@ -602,6 +621,9 @@ static void decode_counts(struct rbuf *r, struct proto_counts *m,
 	for (uint32_t b = *hist_mask; b != 0 && !r->err; b &= b - 1)
 		m->c.hist[__builtin_ctz(b)] = get_varint(r);
 	m->c.calls.timeouts = (mask & HAS_TIMEOUTS) ? get_varint(r) : 0;
+	m->c.calls.hold_ns = (mask & HAS_HOLD) ? get_varint(r) : 0;
+	m->c.calls.holds_timed = (mask & HAS_HOLDS) ? get_varint(r) : 0;
+	m->max_hold_ns = (mask & HAS_MAX_HOLD) ? get_varint(r) : 0;
 }
 
 static void decode_stack(struct rbuf *r, struct proto_stack *m)
@@ -671,6 +693,7 @@ union proto_any {
 		const uint8_t *ranges;
 	} wrappers;
 	uint32_t interval_ms;
+	bool holders;
 };
 
 static void decode_one(struct rbuf *r, uint16_t type, union proto_any *m)
@@ -695,6 +718,7 @@ static void decode_one(struct rbuf *r, uint16_t type, union proto_any *m)
 		break;
 	case MSG_SET_INTERVAL: m->interval_ms = get_u32(r); break;
 	case MSG_DETACH: break;
+	case MSG_HOLDERS: m->holders = get_u8(r) != 0; break;
 	}
 }
 
@@ -721,6 +745,7 @@ static void dispatch(uint16_t type, const union proto_any *m,
 			v->set_interval(ctx, m->interval_ms);
 		break;
 	case MSG_DETACH: if (v->detach) v->detach(ctx); break;
+	case MSG_HOLDERS: if (v->holders) v->holders(ctx, m->holders); break;
 	case MSG_WRAPPERS:
 		if (v->wrappers)
 			v->wrappers(ctx, m->wrappers.count, m->wrappers.ranges);
@@ -731,7 +756,7 @@ static void dispatch(uint16_t type, const union proto_any *m,
 static bool known_type(uint16_t type)
 {
 	return (type >= MSG_HELLO && type <= MSG_STACK_ROW) ||
-	       (type >= MSG_CLIENT_HELLO && type <= MSG_WRAPPERS);
+	       (type >= MSG_CLIENT_HELLO && type <= MSG_HOLDERS);
 }
 
 int proto_decode(const struct proto_frame *f, const struct proto_visitor *v,

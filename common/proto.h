@@ -31,8 +31,11 @@
 #include "types.h"
 
 #define PROTO_MAGIC 0x54505351u /* "QSPT" */
-/* 3: the futex lock types; 4: timeouts; 5: timeouts in STACK_COUNTS */
-#define PROTO_VERSION 5
+/*
+ * 3: the futex lock types; 4: timeouts; 5: timeouts in STACK_COUNTS;
+ * 6: hold times in COUNTS, blame stacks (PROTO_BLAME_MARK), HOLDERS
+ */
+#define PROTO_VERSION 6
 #define PROTO_HEADER_SIZE 8
 #define PROTO_MAX_PAYLOAD (1u << 20)
 #define PROTO_STR_MAX 4096
@@ -40,6 +43,17 @@
 #define PROTO_STACK_DEPTH 32
 /* The stack id of contended waits whose stack was not captured (sampled). */
 #define PROTO_NO_STACK 0xffffffffu
+
+/*
+ * A STACK whose first frame is this is no stack: it names the holder a
+ * row's waits were spent behind, frame 1 being the holder's row key (its
+ * call site with the lock type in the top byte; 0: holder unknown). Its
+ * STACK_ROWs and STACK_COUNTS say how long and how often.
+ */
+#define PROTO_BLAME_MARK 1u
+#define PROTO_BLAME_KEY(site, type) ((site) | (uint64_t)(type) << 56)
+#define PROTO_BLAME_SITE(key) ((key) & ((1ull << 56) - 1))
+#define PROTO_BLAME_TYPE(key) ((unsigned)((key) >> 56))
 
 enum proto_type {
 	MSG_HELLO = 1,
@@ -55,6 +69,7 @@ enum proto_type {
 	MSG_SET_INTERVAL = 65,
 	MSG_DETACH = 66,
 	MSG_WRAPPERS = 67,
+	MSG_HOLDERS = 68,	/* u8: track holders (1) or not (0) */
 };
 
 /* Code ranges a WRAPPERS message can carry. */
@@ -115,6 +130,7 @@ struct proto_counts {
 	uint32_t row;
 	struct lock_counts c;
 	uint64_t max_wait_ns;
+	uint64_t max_hold_ns;	/* the longest timed hold, as max_wait_ns */
 };
 
 /*
@@ -126,6 +142,7 @@ struct proto_delta {
 	uint32_t row;
 	struct lock_counts c;
 	uint64_t max_wait_ns;
+	uint64_t max_hold_ns;	/* not a delta either */
 	bool hist_empty;	/* c.hist is empty, and not filled in: skip it */
 };
 
@@ -217,6 +234,8 @@ struct proto_visitor {
 	 * them, read with proto_wrapper_range() from ranges, checked.
 	 */
 	void (*wrappers)(void *ctx, uint32_t count, const uint8_t *ranges);
+	/* The client wants holders tracked (on) or no longer. */
+	void (*holders)(void *ctx, bool on);
 };
 
 /* Range i of a WRAPPERS message (i < its count). */
@@ -244,6 +263,7 @@ void proto_put_tick(struct wbuf *b, const struct proto_tick *m);
 void proto_put_goodbye(struct wbuf *b, const struct proto_goodbye *m);
 void proto_put_set_interval(struct wbuf *b, uint32_t interval_ms);
 void proto_put_detach(struct wbuf *b);
+void proto_put_holders(struct wbuf *b, bool on);
 void proto_put_stack(struct wbuf *b, const struct proto_stack *m);
 void proto_put_stack_row(struct wbuf *b, const struct proto_stack_row *m);
 

@@ -413,6 +413,16 @@ void app_sync_wrappers(struct app *a)
 	a->wrapper_generation = generation;
 }
 
+void app_holders_on(struct app *a)
+{
+	if (a->opt.holders)
+		return;
+	a->opt.holders = true;
+	attach_set_holders(true);
+	for (size_t i = 0; i < app_processes(a); i++)
+		client_send_holders(app_client(a, i), true);
+}
+
 void app_probe_futex(struct app *a)
 {
 	struct unseen_wait w[UNSEEN_KINDS];

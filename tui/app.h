@@ -136,6 +136,12 @@ double app_elapsed_s(const struct app *a);
 void app_sync_wrappers(struct app *a);
 
 /*
+ * Track holders from now on, in every process watched and every one
+ * found later (--holders does it from the start).
+ */
+void app_holders_on(struct app *a);
+
+/*
  * While the target runs, look (at most once a second) for threads in
  * waits that no hook times; the model keeps which and how many were
  * seen. Call after each read.

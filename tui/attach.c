@@ -82,15 +82,25 @@ static void fail(const char *fmt, ...)
 }
 
 static unsigned memory_cap_mb;
+/* Whether collectors are asked to track holders from their hello on. */
+static bool holders;
 /* Whether a launched command keeps the collector across exec. */
 static bool follow_exec = true;
+
+void attach_set_holders(bool on)
+{
+	holders = on;
+}
 
 void attach_set_memory_cap(unsigned mb)
 {
 	memory_cap_mb = mb;
 }
 
-/* Queue our hello and the interval: the collector reads them first. */
+/*
+ * Queue our hello, the interval and whether to track holders: the
+ * collector reads them first (a launched program starts after).
+ */
 static void greet(int fd, unsigned interval_ms)
 {
 	struct proto_client_hello h = { .magic = PROTO_MAGIC,
@@ -103,6 +113,8 @@ static void greet(int fd, unsigned interval_ms)
 		 QSPTOP_VERSION);
 	proto_put_client_hello(&b, &h);
 	proto_put_set_interval(&b, interval_ms);
+	if (holders)
+		proto_put_holders(&b, true);
 	if (b.failed)
 		fail("out of memory");
 	while (off < b.len) {

@@ -62,6 +62,9 @@ int attach_ready(pid_t pid, bool force, char *err, size_t size);
  */
 void attach_set_memory_cap(unsigned mb);
 
+/* Ask every collector connected from now on to track holders. */
+void attach_set_holders(bool on);
+
 /*
  * Whether a launched command keeps the collector across exec (default
  * yes): its descendants get it too, but dormant, as forked children.

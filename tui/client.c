@@ -141,10 +141,33 @@ static void on_counts(void *ctx, const struct proto_counts *m)
 	}
 	d.row = m->row;
 	d.max_wait_ns = m->max_wait_ns;
+	d.max_hold_ns = m->max_hold_ns;
 	d.hist_empty = !lock_counts_advance(&d.c, &c->last[m->row], &m->c);
 	d.row = map_id(&c->row_map, &c->row_map_cap, m->row, &c->ids->rows, false);
 	if (!c->in_baseline)
 		model_apply_delta(c->model, &d);
+}
+
+/*
+ * Whether m is a blame pseudo-stack, which names a holder instead of
+ * frames: noted apart, never a stack of the model.
+ */
+static bool blame_stack(struct client *c, const struct proto_stack *m)
+{
+	uint64_t site;
+
+	if (m->depth != 2 || m->frames[0] != PROTO_BLAME_MARK)
+		return false;
+	if (!hold_index((void **)&c->blame, &c->blame_cap, m->id,
+			STACK_ROW_IDS_MAX, sizeof(*c->blame))) {
+		end(c, TARGET_LOST, "collector sent a stack id out of range");
+		return true;
+	}
+	site = PROTO_BLAME_SITE(m->frames[1]);
+	c->blame[m->id] = (struct blame_def){
+		.is = true, .type = (uint8_t)PROTO_BLAME_TYPE(m->frames[1]),
+		.site = site ? procs_tag(c->proc, site) : 0 };
+	return true;
 }
 
 static void on_stack(void *ctx, const struct proto_stack *m)
@@ -152,6 +175,8 @@ static void on_stack(void *ctx, const struct proto_stack *m)
 	struct client *c = ctx;
 	struct proto_stack st = *m;
 
+	if (blame_stack(c, m))
+		return;
 	st.id = stack_id(c, m->id);
 	for (unsigned i = 0; i < m->depth && i < PROTO_STACK_DEPTH; i++)
 		st.frames[i] = procs_tag(c->proc, m->frames[i]);
@@ -174,6 +199,21 @@ static void on_stack_row(void *ctx, const struct proto_stack_row *m)
 				  .stack = m->stack, .tid = m->tid };
 }
 
+/* The growth of a stack row of a blame pseudo-stack: waits behind a holder. */
+static void on_blame_counts(struct client *c, struct stack_last *l,
+			    const struct proto_stack_counts *m)
+{
+	const struct blame_def *b = &c->blame[l->stack];
+	uint32_t row = map_id(&c->row_map, &c->row_map_cap, l->row,
+			      &c->ids->rows, false);
+	struct wait_counts w = m->w;
+
+	wait_counts_sub(&w, &l->w);
+	l->w = m->w;
+	if (!c->in_baseline && row != NO_MODEL_ID)
+		model_apply_blame(c->model, row, b->site, b->type, &w);
+}
+
 static void on_stack_counts(void *ctx, const struct proto_stack_counts *m)
 {
 	struct client *c = ctx;
@@ -185,6 +225,10 @@ static void on_stack_counts(void *ctx, const struct proto_stack_counts *m)
 		return;
 	}
 	l = &c->stack_last[m->id];
+	if (l->stack < c->blame_cap && c->blame[l->stack].is) {
+		on_blame_counts(c, l, m);
+		return;
+	}
 	d = (struct proto_stack_delta){ .row = map_id(&c->row_map,
 		&c->row_map_cap, l->row, &c->ids->rows, false),
 		.stack = stack_id(c, l->stack), .tid = l->tid, .w = m->w };
@@ -372,6 +416,15 @@ void client_set_interval(struct client *c, unsigned interval_ms)
 	wbuf_free(&b);
 }
 
+void client_send_holders(struct client *c, bool on)
+{
+	struct wbuf b = { 0 };
+
+	proto_put_holders(&b, on);
+	send_frame(c, &b);
+	wbuf_free(&b);
+}
+
 void client_send_wrappers(struct client *c, const uint64_t *ranges, size_t n)
 {
 	struct wbuf b = { 0 };
@@ -401,6 +454,9 @@ void client_close(struct client *c)
 	c->in = NULL;
 	free(c->last);
 	free(c->stack_last);
+	free(c->blame);
+	c->blame = NULL;
+	c->blame_cap = 0;
 	shmobj_free(c->shm);
 	c->shm = NULL;
 	free(c->row_map);

@@ -29,6 +29,13 @@ struct client_ids {
 	uint32_t stacks;	/* the next free model stack id */
 };
 
+/* A blame pseudo-stack (PROTO_BLAME_MARK): the holder it names. */
+struct blame_def {
+	bool is;
+	uint8_t type;
+	uint64_t site;		/* tagged (procs.h); 0: holder unknown */
+};
+
 struct client {
 	int fd;
 	unsigned proc;			/* its process's index (procs.h) */
@@ -58,6 +65,9 @@ struct client {
 	size_t last_cap;
 	struct stack_last *stack_last;	/* by stack row id */
 	size_t stack_last_cap;
+	struct blame_def *blame;	/* by collector stack id: its blame
+					   pseudo-stack's holder, if one */
+	size_t blame_cap;
 	uint64_t origin_ns;		/* collector clock when counting began */
 	uint64_t base_dropped;		/* the tick values of the baseline */
 	uint64_t base_folded;
@@ -92,6 +102,9 @@ bool client_buffered(const struct client *c);
 
 /* Ask the collector for updates every interval_ms. */
 void client_set_interval(struct client *c, unsigned interval_ms);
+
+/* Ask the collector to track holders (on) or to stop. */
+void client_send_holders(struct client *c, bool on);
 
 /*
  * Tell the collector the code ranges (pairs lo, hi) of the lock wrappers

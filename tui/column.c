@@ -117,6 +117,16 @@ static void cell_contended(const struct column *c, const struct view_row *r,
 		format_fixed(buf, size, 100.0 * lock_counts_wait_share(&r->c), 1, "");
 }
 
+static void cell_held_share(const struct column *c, const struct view_row *r,
+			    const struct column_ctx *f, char *buf, size_t size)
+{
+	(void)f;
+	if (r->c.calls.holds_timed == 0)
+		snprintf(buf, size, "-");
+	else
+		format_fixed(buf, size, 100.0 * c->field->value(r), 1, "");
+}
+
 static void cell_trend(const struct column *c, const struct view_row *r,
 		       const struct column_ctx *f, char *buf, size_t size)
 {
@@ -135,6 +145,7 @@ static void (*const cell_of_unit[])(const struct column *c,
 	[UNIT_SITE] = cell_site,
 	[UNIT_WAIT_SHARE] = cell_contended,
 	[UNIT_PID] = cell_pid,
+	[UNIT_HELD_SHARE] = cell_held_share,
 };
 
 /* The columns that show no field, each with its place among the others. */
@@ -164,6 +175,21 @@ static int table_order[COLUMNS_MAX];
 static size_t table_count;
 static bool table_made;
 static bool several_processes;
+static bool culprit_view;
+static bool holders_shown;
+
+/* The holders' columns in the culprit view keep as long as WAIT/s. */
+#define CULPRIT_PRIORITY 9
+
+void column_set_culprits(bool culprits)
+{
+	culprit_view = culprits;
+}
+
+void column_set_holders(bool on)
+{
+	holders_shown = on;
+}
 
 void column_set_several(bool several)
 {
@@ -202,7 +228,7 @@ static struct column column_of_field(const struct field *f)
 				.flex = fc->unit == UNIT_SITE,
 				.priority = fc->priority,
 				.cell = cell_of_unit[fc->unit], .help = fc->help,
-				.several = fc->several };
+				.several = fc->several, .holder = fc->holder };
 }
 
 static void make_table(void)
@@ -259,6 +285,12 @@ void column_keys(char *buf, size_t size, const char *sep)
 	}
 }
 
+/* A column's priority, raised for the holders' columns in the culprit view. */
+static int priority_of(const struct column *c)
+{
+	return c->holder && culprit_view ? CULPRIT_PRIORITY : c->priority;
+}
+
 /* Columns kept at a priority cut, and the width they need with spaces. */
 static int layout_width(bool tui, int min_priority, bool *keep)
 {
@@ -267,8 +299,9 @@ static int layout_width(bool tui, int min_priority, bool *keep)
 	for (size_t i = 0; i < column_count(); i++) {
 		const struct column *c = column_at(i);
 
-		keep[i] = (tui || !c->sparkline) && c->priority >= min_priority &&
-			  (!c->several || several_processes);
+		keep[i] = (tui || !c->sparkline) && priority_of(c) >= min_priority &&
+			  (!c->several || several_processes) &&
+			  (!c->holder || holders_shown);
 		if (keep[i])
 			need += c->width + 1;
 	}

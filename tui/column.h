@@ -45,7 +45,17 @@ struct column {
 		     const struct column_ctx *f, char *buf, size_t size);
 	const char *help;	/* what the column means, for the help screen */
 	bool several;		/* shown only while several processes are */
+	bool holder;		/* kept in the culprit view (field.h) */
 };
+
+/*
+ * The culprit view: the holders' columns (HOLD, HELD%, CAUSED/s), which
+ * narrow screens otherwise drop first, are kept as long as WAIT/s.
+ */
+void column_set_culprits(bool culprits);
+
+/* Whether holders are tracked: the holders' columns show only then. */
+void column_set_holders(bool on);
 
 /* Whether the table holds several processes (their PROC column shows). */
 void column_set_several(bool several);

@@ -175,6 +175,39 @@ static void threads_json(struct jsonw *w, const struct app *a,
 	jsonw_end(w);
 }
 
+/* Sites named in blocked_by and blocking, at most. */
+#define BLAME_SITES_MAX 64
+
+/*
+ * The holder sites the line's waits were spent behind (blocked_by), or
+ * the waiter sites its holds made wait (blocking), heaviest first.
+ */
+static void blame_json(struct jsonw *w, const struct app *a,
+		       const struct view_row *r, bool blocking)
+{
+	struct blame_view v[BLAME_SITES_MAX];
+	size_t n = model_blame(a->model, r, blocking, v, BLAME_SITES_MAX);
+	struct frame_info fi;
+
+	jsonw_array(w, blocking ? "blocking" : "blocked_by");
+	for (size_t i = 0; i < n; i++) {
+		jsonw_object(w, NULL);
+		if (v[i].site) {
+			symbols_resolve(a->symbols, v[i].site, 1, &fi);
+			jsonw_object(w, "site");
+			frame_fields(w, &fi);
+			jsonw_end(w);
+		} else {
+			jsonw_null(w, "site");
+		}
+		jsonw_string(w, "type", lock_type_name(v[i].type));
+		jsonw_number(w, "wait_ns", (double)v[i].w.wait_ns);
+		jsonw_number(w, "count", (double)(v[i].w.count + v[i].w.timeouts));
+		jsonw_end(w);
+	}
+	jsonw_end(w);
+}
+
 /* The collector's memory in the target: what it uses, and its cap. */
 static void memory_json(struct jsonw *w, const struct model_stats *st)
 {
@@ -224,6 +257,8 @@ static void row_json(struct jsonw *w, const struct app *a,
 	jsonw_end(w);
 	stacks_json(w, a, d);
 	threads_json(w, a, d);
+	blame_json(w, a, r, false);
+	blame_json(w, a, r, true);
 	jsonw_end(w);
 }
 
@@ -331,6 +366,7 @@ static void head_json(struct jsonw *w, const struct app *a,
 		jsonw_string(w, "filter", q->filter);
 	types_json(w, q);
 	jsonw_bool(w, "idle_last", !q->mix_idle);
+	jsonw_bool(w, "holders", a->opt.holders);
 	jsonw_number(w, "threads", st->threads_seen);
 	jsonw_number(w, "dropped", (double)st->dropped);
 	jsonw_number(w, "folded", (double)st->folded);

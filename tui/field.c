@@ -57,6 +57,48 @@ double row_pid(const struct view_row *r)
 	return r->procs_mixed ? 0 : (double)procs_pid(r->proc);
 }
 
+double row_avg_hold(const struct view_row *r)
+{
+	const struct lock_calls *c = &r->c.calls;
+
+	return c->holds_timed ? (double)c->hold_ns / (double)c->holds_timed : 0;
+}
+
+/* Time held over every acquisition, estimated from the timed sample. */
+static double value_hold(const struct view_row *r)
+{
+	return lock_calls_hold_est_ns(&r->c.calls);
+}
+
+/* The longest timed hold, never below their average. */
+static double value_max_hold(const struct view_row *r)
+{
+	double avg = row_avg_hold(r);
+
+	return (double)r->max_hold_ns > avg ? (double)r->max_hold_ns : avg;
+}
+
+static double value_holds_timed(const struct view_row *r)
+{
+	return (double)r->c.calls.holds_timed;
+}
+
+/* The share of the time since start or reset the lock was held from here. */
+static double value_held_share(const struct view_row *r)
+{
+	return r->elapsed_s > 0 ? value_hold(r) / (r->elapsed_s * 1e9) : 0;
+}
+
+static double value_caused(const struct view_row *r)
+{
+	return (double)r->c.calls.caused_wait_ns;
+}
+
+static double value_caused_rate(const struct view_row *r)
+{
+	return r->caused_per_s;
+}
+
 /* In the JSON schema's order, the call site first. */
 static const struct field fields[] = {
 	{ .key = "site", .low_first = true, .merge = MERGE_NONE,
@@ -86,6 +128,22 @@ static const struct field fields[] = {
 	{ .key = "wait", .json = "wait_per_s_ns", .value = value_wait_rate,
 	  .column = { "WAIT/s", 8, 9, 40, UNIT_NS,
 		      "time threads waited here per second, last interval" } },
+	{ .key = "hold", .json = "avg_hold_ns", .value = row_avg_hold,
+	  .merge = MERGE_DERIVED,
+	  .column = { "HOLD", 8, 0, 92, UNIT_NS,
+		      "average hold from here (mutexes; a sample of holds is timed)", .holder = true } },
+	{ .json = "hold_ns", .value = value_hold, .merge = MERGE_DERIVED },
+	{ .json = "holds_timed", .value = value_holds_timed },
+	{ .json = "max_hold_ns", .value = value_max_hold, .merge = MERGE_MAX },
+	{ .key = "held", .json = "held_share", .value = value_held_share,
+	  .merge = MERGE_DERIVED,
+	  .column = { "HELD%", 6, 0, 94, UNIT_HELD_SHARE,
+		      "share of the time the lock was held from here", .holder = true } },
+	{ .key = "caused_total", .json = "caused_wait_ns", .value = value_caused },
+	{ .key = "caused", .json = "caused_wait_per_s_ns",
+	  .value = value_caused_rate,
+	  .column = { "CAUSED/s", 8, 0, 96, UNIT_NS,
+		      "others' wait behind holds taken here, per second, last interval", .holder = true } },
 };
 
 #define FIELD_TABLE_COUNT (sizeof(fields) / sizeof(fields[0]))

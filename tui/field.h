@@ -28,6 +28,8 @@ enum field_unit {
 	UNIT_SITE,		/* the call site, a name (left, takes the room) */
 	UNIT_WAIT_SHARE,	/* shown as the share of calls that waited */
 	UNIT_PID,		/* a process id; 0: several or unknown */
+	UNIT_HELD_SHARE,	/* a share of time held, 0 to 1, as a percentage;
+				   "-" while no hold was timed */
 };
 
 /*
@@ -42,6 +44,7 @@ struct field_column {
 	enum field_unit unit;
 	const char *help;	/* its line in the help screen */
 	bool several;		/* shown only while several processes are */
+	bool holder;		/* the holders' numbers: kept in the culprit view */
 };
 
 struct field {
@@ -79,6 +82,9 @@ double row_avg_wait(const struct view_row *r);
 
 /* The process of a line (procs.h): its PID, 0 if several or unknown. */
 double row_pid(const struct view_row *r);
+
+/* The average hold of the timed holds; 0 while none was timed. */
+double row_avg_hold(const struct view_row *r);
 
 /* The longest wait, never below the average: the MAX column's value. */
 double row_max_wait(const struct view_row *r);

@@ -460,6 +460,7 @@ static void attach(struct app *a, bool live, char *log, size_t size)
 	int log_fd = -1;
 
 	attach_set_memory_cap(a->opt.max_memory_mb);
+	attach_set_holders(a->opt.holders);
 	attach_set_follow_exec(!a->opt.no_follow_exec);
 	attach_sweep_sockets();
 	if (a->opt.pid && a->opt.npids == 1) {
@@ -611,6 +612,7 @@ int main(int argc, char **argv)
 		app_find_children(&a, live || a.attach.child);
 	}
 	column_set_several(app_processes(&a) > 1);
+	column_set_holders(a.opt.holders);
 	if (live)
 		live_run(&a, a.opt.theme, &stop_requested);
 	else if (a.outside[0])

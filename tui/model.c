@@ -42,6 +42,7 @@ void model_free(struct model *m)
 	free(m->stacks);
 	free(m->etab);
 	first_stacks_free(m->firsts);
+	blame_free(m->blame);
 	tid_set_free(m->tids);
 	free(m);
 }
@@ -141,6 +142,7 @@ int model_define_row(struct model *m, const struct proto_row *r)
 	row->via = r->via;
 	row_touch(m, r->id);
 	role_touch(m, r->id);
+	blame_row_defined(m, r->id);
 	return 0;
 }
 
@@ -208,6 +210,8 @@ void model_apply_delta(struct model *m, const struct proto_delta *d)
 		role_touch(m, d->row);
 	if (d->max_wait_ns > row->max_wait_ns)
 		row->max_wait_ns = d->max_wait_ns;
+	if (d->max_hold_ns > row->max_hold_ns)
+		row->max_hold_ns = d->max_hold_ns;
 	interval_add(&row->iv, d->c.calls.acquisitions, d->c.calls.wait_ns);
 	row_activate(m, d->row);
 }
@@ -339,6 +343,25 @@ void model_apply_stack_delta(struct model *m, const struct proto_stack_delta *d)
 	interval_add(&e->iv, d->w.count, d->w.wait_ns);
 }
 
+/* ---- Blame ---- */
+
+void model_apply_blame(struct model *m, uint32_t row, uint64_t site,
+		       unsigned type, const struct wait_counts *w)
+{
+	uint32_t holder;
+
+	if (model_row(m, row) == NULL)
+		return;
+	holder = blame_add(m, row, site, type, w);
+	row_touch(m, row);
+	if (holder == NO_ROW || model_row(m, holder) == NULL)
+		return;
+	m->rows[holder].since.calls.caused_wait_ns += w->wait_ns;
+	m->since.calls.caused_wait_ns += w->wait_ns;
+	m->rows[holder].iv.pending.caused_ns += w->wait_ns;
+	row_activate(m, holder);
+}
+
 /* ---- Intervals and reset ---- */
 
 /* Zero the slots of a trend ring from its upto to tick t, not included. */
@@ -407,6 +430,8 @@ void model_tick(struct model *m, const struct proto_tick *t)
 	interval_tick(&m->all);		/* the rows' ticks fill in the last */
 	interval_tick(&m->cond);
 	m->interval_s = 0;
+	if (!m->have_tick)
+		m->span_from_ns = t->monotonic_ns;
 	if (m->have_tick && t->monotonic_ns > m->last_tick_ns)
 		m->interval_s =
 			(double)(t->monotonic_ns - m->last_tick_ns) / 1e9;
@@ -464,6 +489,7 @@ void model_set_origin(struct model *m, uint64_t monotonic_ns)
 		return;
 	m->have_tick = true;
 	m->last_tick_ns = monotonic_ns;
+	m->span_from_ns = monotonic_ns;
 }
 
 void model_reset(struct model *m)
@@ -473,11 +499,14 @@ void model_reset(struct model *m)
 
 		memset(&row->since, 0, sizeof row->since);
 		row->max_wait_ns = 0;
+		row->max_hold_ns = 0;
 		for (uint32_t j = 0; j < row->n_se; j++)
 			memset(&row->se[j].w, 0, sizeof row->se[j].w);
 	}
 	memset(&m->since, 0, sizeof m->since);
 	m->since_cond_wait = 0;
+	blame_reset(m);
+	m->span_from_ns = m->last_tick_ns;
 	m->structure++;
 }
 

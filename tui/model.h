@@ -34,8 +34,11 @@ struct view_row {
 	uint32_t row_id;	/* the heaviest member row */
 	struct lock_counts c;	/* since reset */
 	uint64_t max_wait_ns;	/* since reset */
+	uint64_t max_hold_ns;	/* the longest timed hold, since reset */
 	double wait_per_s;	/* last interval */
 	double acq_per_s;	/* last interval */
+	double caused_per_s;	/* others' waits behind its holds, last interval */
+	double elapsed_s;	/* the span its counts cover */
 	uint64_t trend[TREND_LEN]; /* wait ns of past intervals, oldest first */
 };
 
@@ -123,6 +126,11 @@ struct model_query {
 	bool skip_wrappers;
 	is_wrapper_fn is_wrapper;
 	/*
+	 * The culprit view: sorted by the wait holds caused (holder rows
+	 * first), the holders' columns kept; the header says so.
+	 */
+	bool culprits;
+	/*
 	 * With several processes (procs.h): the site naming the same code
 	 * (module and offset) in the first process that ran it, so that
 	 * their rows of one code and one object join in one line. NULL: each
@@ -200,6 +208,29 @@ void model_apply_stack_delta(struct model *m, const struct proto_stack_delta *d)
 
 /* Take the current totals as the new zero (the TUI's `r`). */
 void model_reset(struct model *m);
+
+/*
+ * Waits of row (since reset) spent behind holders at (site, type): site 0
+ * when the holder was not known. They also count as the caused wait of
+ * the holder's row on the same lock, when the model has it.
+ */
+void model_apply_blame(struct model *m, uint32_t row, uint64_t site,
+		       unsigned type, const struct wait_counts *w);
+
+/* One holder (blocked_by) or waiter (blocking) site of a line, since reset. */
+struct blame_view {
+	uint64_t site;		/* 0: holder unknown */
+	uint32_t type;
+	struct wait_counts w;
+};
+
+/*
+ * Up to max sites, heaviest first: those of the holders the waits of line
+ * v were spent behind, or with blocking those of the waiters its holds
+ * made wait. How many.
+ */
+size_t model_blame(const struct model *m, const struct view_row *v,
+		   bool blocking, struct blame_view *out, size_t max);
 
 /* Build the sorted, filtered, coalesced table; caller frees *rows. */
 size_t model_view(const struct model *m, const struct model_query *q,

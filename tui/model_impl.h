@@ -31,6 +31,7 @@
 struct interval_counts {
 	uint64_t acq;
 	uint64_t wait_ns;
+	uint64_t caused_ns;	/* others' waits behind the row's holds */
 };
 
 /*
@@ -56,7 +57,7 @@ static inline void interval_tick(struct interval *iv)
 {
 	iv->prev = iv->last;
 	iv->last = iv->pending;
-	iv->pending = (struct interval_counts){ 0, 0 };
+	iv->pending = (struct interval_counts){ 0, 0, 0 };
 }
 
 /* Join the last interval to the one before it. */
@@ -64,13 +65,15 @@ static inline void interval_fold(struct interval *iv)
 {
 	iv->last.acq += iv->prev.acq;
 	iv->last.wait_ns += iv->prev.wait_ns;
+	iv->last.caused_ns += iv->prev.caused_ns;
 }
 
 /* Whether the three intervals counted nothing. */
 static inline bool interval_quiet(const struct interval *iv)
 {
-	return (iv->pending.acq | iv->pending.wait_ns | iv->last.acq |
-		iv->last.wait_ns | iv->prev.acq | iv->prev.wait_ns) == 0;
+	return (iv->pending.acq | iv->pending.wait_ns | iv->pending.caused_ns |
+		iv->last.acq | iv->last.wait_ns | iv->last.caused_ns |
+		iv->prev.acq | iv->prev.wait_ns | iv->prev.caused_ns) == 0;
 }
 
 /* Waits of one row through one stack in one thread. */
@@ -112,6 +115,7 @@ struct row {
 				   shown; else 0 */
 	struct interval iv;
 	uint64_t max_wait_ns;	/* since reset */
+	uint64_t max_hold_ns;	/* since reset */
 	struct stack_entry *se;	/* in order of arrival */
 	uint32_t n_se;
 	uint32_t cap_se;
@@ -144,6 +148,7 @@ struct entry_slot {
 
 struct first_stacks;
 struct tid_set;
+struct blame_store;
 
 struct model {
 	struct row *rows;
@@ -193,6 +198,8 @@ struct model {
 	uint64_t unknown_rows;
 	struct first_stacks *firsts; /* per object, the stack that names it */
 	struct tid_set *tids;	/* threads seen waiting */
+	struct blame_store *blame; /* who blocks whom (model_blame.c) */
+	uint64_t span_from_ns;	/* collector clock of the origin or reset */
 	struct unseen_wait unseen[UNSEEN_KINDS];
 	size_t n_unseen;
 };
@@ -203,8 +210,11 @@ struct line {
 	uint64_t object;	/* 0 when it spans several objects */
 	struct lock_calls c;	/* since reset */
 	uint64_t max_wait;
+	uint64_t max_hold;
 	double wait_per_s;	/* last interval */
 	double acq_per_s;
+	double caused_per_s;
+	double elapsed_s;	/* since the origin or reset */
 	uint32_t first;		/* its members: ids[first .. first + n) */
 	uint32_t n;
 	uint32_t row_id;
@@ -329,6 +339,20 @@ static inline int order_cmp(const struct order *a, const struct order *b)
  */
 void first_stack_note(struct model *m, uint64_t object, uint32_t stack);
 void first_stacks_free(struct first_stacks *f);
+
+/* Index a defined row by (site, type, object), where blame finds holders. */
+void blame_row_defined(struct model *m, uint32_t id);
+
+/*
+ * Add waits w of row behind holders at (site, type), site 0 for unknown;
+ * the holder's row on the same object, or NO_ROW when it has none.
+ */
+uint32_t blame_add(struct model *m, uint32_t row, uint64_t site,
+		   uint32_t type, const struct wait_counts *w);
+
+/* Zero every blame count (a reset). */
+void blame_reset(struct model *m);
+void blame_free(struct blame_store *b);
 
 /* Note that thread tid waited (model_take_new_tids() gives it once). */
 void tid_note(struct model *m, uint32_t tid);

@@ -32,6 +32,7 @@ void item_of_row(const struct model *m, const struct model_query *q,
 	it->c = r->since.calls;
 	it->last = r->iv.last;
 	it->max_wait = r->max_wait_ns;
+	it->max_hold = r->max_hold_ns;
 	it->row = id;
 	item_name_row(m, it, id);
 	it->type = r->type;

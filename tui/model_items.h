@@ -17,6 +17,7 @@ struct item {
 	struct lock_calls c;	/* since reset */
 	struct interval_counts last;	/* the last interval */
 	uint64_t max_wait;	/* of every wait it has, since reset */
+	uint64_t max_hold;	/* the longest timed hold, since reset */
 	uint32_t row;		/* the row lending histogram, max and trend;
 				   NO_ROW for a caller only */
 	uint32_t row_id;	/* the row named for the line */

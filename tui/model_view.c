@@ -152,8 +152,13 @@ static void line_add(const struct model *m, struct line *l,
 	l->objects_folded |= it->object == 0;
 	l->wait_per_s += model_rate(m, it->last.wait_ns);
 	l->acq_per_s += model_rate(m, it->last.acq);
+	l->caused_per_s += model_rate(m, it->last.caused_ns);
+	l->elapsed_s = m->last_tick_ns > m->span_from_ns
+		? (double)(m->last_tick_ns - m->span_from_ns) / 1e9 : 0;
 	if (it->max_wait > l->max_wait)
 		l->max_wait = it->max_wait;
+	if (it->max_hold > l->max_hold)
+		l->max_hold = it->max_hold;
 }
 
 /* Count objects or sites; a line of several has none of its own. */
@@ -239,8 +244,11 @@ static void line_numbers(const struct line *l, struct view_row *v)
 	v->row_id = l->row_id;
 	v->c.calls = l->c;
 	v->max_wait_ns = l->max_wait;
+	v->max_hold_ns = l->max_hold;
 	v->wait_per_s = l->wait_per_s;
 	v->acq_per_s = l->acq_per_s;
+	v->caused_per_s = l->caused_per_s;
+	v->elapsed_s = l->elapsed_s;
 }
 
 /*

@@ -18,7 +18,7 @@
 enum { OPT_FOLDED = 0x100, OPT_WRAPPER, OPT_MAX_MEMORY, OPT_FORCE, OPT_MIX_IDLE, OPT_NO_FOLLOW_EXEC,
        OPT_TYPE, OPT_CHILDREN, OPT_NO_CHILDREN, OPT_JOIN_PROCESSES, OPT_IDLE,
        OPT_LOCK, OPT_NO_AUTO_WRAPPERS, OPT_PPROF, OPT_LISTEN, OPT_TOP,
-       OPT_DIFF, OPT_NO_INJECT };
+       OPT_DIFF, OPT_NO_INJECT, OPT_HOLDERS };
 
 static const char usage_text[] =
 	"Usage: qsptop [options] -p PID\n"
@@ -103,8 +103,17 @@ static const char usage_text[] =
 	"                         (default 64); past it rows of one lock fold\n"
 	"                         into rows per call site, then counts are dropped,\n"
 	"                         and the header says so\n"
+	"      --holders          track lock holders from the start (HOLD, HELD%%,\n"
+	"                         CAUSED/s, blocked by); off by default, as it\n"
+	"                         slows every lock and unlock a little; c on the\n"
+	"                         live screen turns it on\n"
 	"  -h, --help             show this help\n"
 	"  -V, --version          show the version\n"
+	"\n"
+	"Holders (mutexes): about one acquisition in 64 per thread is timed until\n"
+	"its unlock; HOLD is their average, HELD%% the time held (HOLD times the\n"
+	"acquisitions) over the time watched, CAUSED/s the wait of other threads\n"
+	"behind holds taken at the row's site; c on the live screen sorts by it.\n"
 	"\n"
 	"Lock wrappers are skipped by default (the key w in the live screen shows\n"
 	"their own rows again). Built in, besides those given with --wrapper:\n";
@@ -124,14 +133,42 @@ static void usage_error(const char *fmt, ...)
 	exit(2);
 }
 
+/*
+ * The sort keys for the help, " | " between them, a line broken before
+ * a key that would pass column 78 and continued at column 25.
+ */
+static void sort_keys_text(char *out, size_t size)
+{
+	char keys[256], *key, *save = NULL;
+	size_t len = 0;
+	int col = 25;
+
+	column_keys(keys, sizeof(keys), " ");
+	out[0] = '\0';
+	for (key = strtok_r(keys, " ", &save); key && len + 64 < size;
+	     key = strtok_r(NULL, " ", &save)) {
+		int w = (int)strlen(key) + (len ? 3 : 0);
+
+		if (len && col + w > 78) {
+			len += (size_t)snprintf(out + len, size - len, " |\n%25s", "");
+			col = 25;
+			w -= 3;
+		} else if (len) {
+			len += (size_t)snprintf(out + len, size - len, " | ");
+		}
+		len += (size_t)snprintf(out + len, size - len, "%s", key);
+		col += w;
+	}
+}
+
 /* The help, then the built-in wrapper patterns, filled to 78 columns. */
 static void print_usage(void)
 {
 	int col = 0;
 
-	char keys[256];
+	char keys[512];
 
-	column_keys(keys, sizeof(keys), " | ");
+	sort_keys_text(keys, sizeof(keys));
 	printf(usage_text, keys);
 	for (size_t i = 0; wrappers_builtin_globs[i]; i++) {
 		int len = (int)strlen(wrappers_builtin_globs[i]);
@@ -279,6 +316,7 @@ static const struct option long_options[] = {
 	  .val = OPT_NO_AUTO_WRAPPERS },
 	{ .name = "force", .has_arg = no_argument, .val = OPT_FORCE },
 	{ .name = "no-inject", .has_arg = no_argument, .val = OPT_NO_INJECT },
+	{ .name = "holders", .has_arg = no_argument, .val = OPT_HOLDERS },
 	{ .name = "children", .has_arg = no_argument, .val = OPT_CHILDREN },
 	{ .name = "no-children", .has_arg = no_argument, .val = OPT_NO_CHILDREN },
 	{ .name = "join-processes", .has_arg = no_argument, .val = OPT_JOIN_PROCESSES },
@@ -334,6 +372,7 @@ static void apply(struct options *o, int c, const char *arg)
 	case OPT_NO_AUTO_WRAPPERS: o->no_auto_wrappers = true; break;
 	case OPT_FORCE: o->force = true; break;
 	case OPT_NO_INJECT: o->no_inject = true; break;
+	case OPT_HOLDERS: o->holders = true; break;
 	case OPT_CHILDREN: o->children = true; break;
 	case OPT_NO_CHILDREN: o->no_children = true; break;
 	case OPT_JOIN_PROCESSES: o->join_processes = true; break;

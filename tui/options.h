@@ -38,6 +38,7 @@ struct options {
 	size_t npids;
 	bool force;		/* --force: -p even under a seccomp filter */
 	bool no_inject;		/* --no-inject: -p from outside only */
+	bool holders;		/* --holders, or c pressed: holders tracked */
 	bool no_children;	/* --no-children */
 	bool join_processes;	/* --join-processes: one line per code and
 				   object across processes */

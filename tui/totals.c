@@ -84,7 +84,7 @@ size_t totals_items(struct totals_text *t, struct line_item *items,
 		{ .text = t->filter, .priority = 9 },
 		{ .text = t->types, .priority = 9 },
 		{ .text = t->threads, .priority = 5 },
-		{ .text = t->sort, .priority = 4 },
+		{ .text = t->sort, .priority = q->culprits ? 9 : 4 },
 		{ .text = t->coalesce, .priority = 3 },
 		{ .text = t->losses, .priority = lost ? 10 : 2 },
 		{ .text = t->wrappers, .priority = 5 },
@@ -104,7 +104,8 @@ size_t totals_items(struct totals_text *t, struct line_item *items,
 	types_text(t->types, sizeof(t->types), q);
 	snprintf(t->threads, sizeof(t->threads), "threads %u seen, %u live",
 		 st->threads_seen, st->threads_live);
-	snprintf(t->sort, sizeof(t->sort), "sort %s %s", q->sort->key, arrow);
+	snprintf(t->sort, sizeof(t->sort), "%ssort %s %s",
+		 q->culprits ? "culprits view, " : "", q->sort->key, arrow);
 	snprintf(t->coalesce, sizeof(t->coalesce), "coalesce %s",
 		 coalesce_name(q->coalesce));
 	losses_text(t->losses, sizeof(t->losses), st);

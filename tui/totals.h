@@ -20,7 +20,7 @@ struct totals_text {
  * The totals line's items, in the order shown, into items[TOTALS_ITEMS]:
  * lock and idle waits per second (role.h), acquisitions, the filter (none when
  * filter is NULL or ""), the types shown, threads, sort (an arrow marks
- * its direction), coalescing and losses, which come first when there are
+ * its direction; "culprits view, " before it in the culprit view), coalescing and losses, which come first when there are
  * some, and the waits no hook times ("unseen waits: 8 threads in
  * pthread_barrier_wait, 2 in raw futex"), when some were seen, and
  * the lock wrappers found ("wrappers: 2 found"), when some were. Returns

@@ -10,6 +10,7 @@
 #include "client.h"
 #include "export.h"
 #include "export_pprof.h"
+#include "field.h"
 #include "lockset.h"
 #include "roles.h"
 #include "options.h"
@@ -306,6 +307,38 @@ static void act_invert(struct ui *ui)
 {
 	ui->app->query.ascending = !ui->app->query.ascending;
 	rebuild(ui);
+}
+
+/*
+ * Victims (the sort before) <-> culprits: the rows by the wait their
+ * holds caused, holder rows first, with the holders' columns kept.
+ */
+static void act_culprits(struct ui *ui)
+{
+	struct model_query *q = &ui->app->query;
+	bool was_on = ui->app->opt.holders;
+
+	app_holders_on(ui->app);
+	column_set_holders(true);
+	q->culprits = !q->culprits;
+	if (q->culprits) {
+		ui->victims_sort = q->sort;
+		ui->victims_ascending = q->ascending;
+		q->sort = field_by_key("caused");
+		q->ascending = false;
+	} else if (ui->victims_sort) {
+		q->sort = ui->victims_sort;
+		q->ascending = ui->victims_ascending;
+	}
+	column_set_culprits(q->culprits);
+	ui->has_sel_key = false;
+	ui->selected = 0;
+	rebuild(ui);
+	ui_message(ui, false, !was_on ?
+		   "holders on (from now): culprits, by the wait their holds caused (c: victims)" :
+		   q->culprits ?
+		   "culprits: by the wait their holds caused (c: victims)" :
+		   "victims: by their own waits (c: culprits)");
 }
 
 static void act_coalesce(struct ui *ui)
@@ -622,6 +655,9 @@ const struct key_binding key_bindings[] = {
 	  .help = "sort by the column to the right", .act = act_sort_right },
 	{ .keys = { 'I' }, .label = "I", .hint = "I invert", .hint_rank = 2,
 	  .help = "invert the sort order", .act = act_invert },
+	{ .keys = { 'c' }, .label = "c", .hint = "c culprits", .hint_rank = 4,
+	  .help = "victims <-> culprits: rows by the wait their holds caused, holders first",
+	  .act = act_culprits },
 	{ .keys = { 'm' }, .label = "m", .hint = "m coalesce", .hint_rank = 4,
 	  .help = "coalesce: none -> site -> object", .act = act_coalesce },
 	{ .keys = { 'p' }, .label = "p",

@@ -55,6 +55,9 @@ struct ui {
 	struct row_key sel_key;
 	bool has_sel_key;
 	bool paused;
+	/* The victims' sort, back when the culprit view (c) ends. */
+	const struct field *victims_sort;
+	bool victims_ascending;
 	enum site_style site_style;
 	int scroll;			/* detail and help screens */
 	char message[256];		/* status line message, until next key */

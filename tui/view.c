@@ -72,15 +72,16 @@ static void draw_title(struct screen *s, const struct ui *ui)
 		{ .text = pid, .priority = 8 },
 		{ .text = state, .priority = 9 },
 		{ .text = every, .priority = 5 },
+		{ .text = a->opt.holders ? "holders on" : NULL, .priority = 6 },
 		{ .text = a->client.hello.command, .priority = 1, .shrink = true },
 		{ .text = NULL, .priority = 7, .right = true }, /* names to come */
 		{ .text = ui->paused ? "PAUSED" : NULL, .priority = 10, .right = true },
 		{ .text = deadlocked(a) ? "DEADLOCK" : NULL, .priority = 11,
 		  .right = true },
 	};
-	struct line_item *paused = &items[6], *deadlock = &items[7];
+	struct line_item *paused = &items[7], *deadlock = &items[8];
 	symbols_progress(a->symbols, format_utf8(), names, sizeof(names));
-	items[5].text = names[0] ? names : NULL;
+	items[6].text = names[0] ? names : NULL;
 	app_state_text(a, state, sizeof(state));
 	snprintf(version, sizeof(version), "qsptop %s", QSPTOP_VERSION);
 	app_pid_text(a, pid, sizeof(pid));
@@ -604,6 +605,46 @@ static int detail_threads(struct screen *s, struct ui *ui,
 	return y;
 }
 
+/* Holder or waiter sites a detail section lists, at most. */
+#define BLAME_SHOWN 8
+
+/*
+ * "blocked by": the holder sites the line's waits were spent behind, or
+ * "blocking": the waiter sites its holds made wait; heaviest first, with
+ * wait, waits and share. Nothing when there are none.
+ */
+static int detail_blame(struct screen *s, struct ui *ui,
+			const struct view_row *r, bool blocking, int y)
+{
+	struct blame_view v[BLAME_SHOWN];
+	size_t n = model_blame(ui->app->model, r, blocking, v, BLAME_SHOWN);
+	uint64_t total = 0;
+	char site[512], wait[32];
+
+	if (n == 0)
+		return y;
+	for (size_t i = 0; i < n; i++)
+		total += v[i].w.wait_ns;
+	screen_puts(s, 1, y++, SLOT_COLUMN, blocking ? "blocking" : "blocked by", -1);
+	screen_printf(s, 3, y++, SLOT_NORMAL, "%-40s %9s %8s %6s",
+		      blocking ? "WAITER SITE" : "HOLDER SITE", "WAIT",
+		      "WAITS", "SHARE");
+	for (size_t i = 0; i < n; i++) {
+		if (v[i].site)
+			site_fit(site, sizeof(site), ui->app->symbols, v[i].site,
+				 false, 40);
+		else
+			snprintf(site, sizeof(site), "holder unknown");
+		format_duration(wait, sizeof(wait), (double)v[i].w.wait_ns);
+		screen_printf(s, 3, y++, SLOT_NORMAL, "%-40s %9s %8" PRIu64
+			      " %5.1f%%", site, wait,
+			      lock_waits(v[i].w.count, v[i].w.timeouts),
+			      total ? 100.0 * (double)v[i].w.wait_ns /
+					      (double)total : 0);
+	}
+	return y + 1;
+}
+
 /* The detail page of the selected row; returns its height. */
 static int detail_page(struct screen *s, struct ui *ui)
 {
@@ -621,6 +662,14 @@ static int detail_page(struct screen *s, struct ui *ui)
 	screen_puts(s, 1, y, SLOT_NORMAL, "trend        ", -1);
 	screen_puts(s, 14, y, SLOT_SPARKLINE, trend, -1);
 	y = detail_histogram(s, &r->c, y + 2);
+	if (ui->app->opt.holders) {
+		y = detail_blame(s, ui, r, false, y);
+		y = detail_blame(s, ui, r, true, y);
+	} else {
+		screen_puts(s, 1, y, SLOT_NORMAL, "holders      off (c, or "
+			    "--holders, tracks them: blocked by, blocking)", -1);
+		y += 2;
+	}
 	y = detail_stacks(s, ui, r, y);
 	return detail_threads(s, ui, r, y);
 }

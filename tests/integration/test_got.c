@@ -61,6 +61,8 @@ static const char *const hooked_names[] = {
 	"pthread_rwlock_wrlock@", "pthread_rwlock_rdlock@",
 	"pthread_cond_timedwait@GLIBC_2.3.2", "sem_wait@",
 };
+/* The slot patched only while holders are tracked (--holders). */
+static const char *const unlock_names[] = { "pthread_mutex_unlock@" };
 static const char *const libc_names[] = {
 	"pthread_mutex_unlock@", "pthread_rwlock_unlock@", "pthread_create@",
 	"pthread_join@", "pthread_cond_timedwait@GLIBC_2.2.5", "sem_post@",
@@ -305,6 +307,11 @@ static bool pred_hooked(const struct view *v, const void *module)
 	return hooked(v, module);
 }
 
+static bool pred_unlock_hooked(const struct view *v, const void *module)
+{
+	return all_in(v, module, unlock_names, 1, "libqsptop.so");
+}
+
 static bool pred_restored(const struct view *v, const void *base)
 {
 	return restored(v, base);
@@ -339,7 +346,8 @@ struct watcher {
 	char out[PATH_MAX + 64], err[PATH_MAX + 64], json[PATH_MAX + 64];
 };
 
-static void watch_start(struct watcher *q, pid_t target, const char *name)
+static void watch_start(struct watcher *q, pid_t target, const char *name,
+			bool holders)
 {
 	char pidstr[16];
 
@@ -351,7 +359,8 @@ static void watch_start(struct watcher *q, pid_t target, const char *name)
 	unlink(q->out);		/* an earlier watcher's tables are not ours */
 	unlink(q->err);
 	q->pid = start((char *[]){ qsptop, "-b", "-d", "0.2", "-j", q->json,
-				   "-p", pidstr, NULL }, q->out, q->err);
+				   "-p", pidstr, holders ? "--holders" : NULL,
+				   NULL }, q->out, q->err);
 }
 
 /* How many tables the watcher has printed. */
@@ -441,27 +450,67 @@ static void check_counts(const cJSON *snap, const char *label, int times,
 	}
 }
 
+/* The sum of a field over every row of a snapshot. */
+static double sum_all(const cJSON *snap, const char *field)
+{
+	const cJSON *row;
+	double sum = 0;
+
+	cJSON_ArrayForEach(row, cJSON_GetObjectItem(snap, "rows"))
+		sum += num_field(row, field);
+	return sum;
+}
+
+/*
+ * Holders are tracked only when asked for: without --holders the unlock
+ * slot stays with libc and no hold is timed; with it, the slot points at
+ * the hook and holds are timed.
+ */
+static void check_holders(struct wl *w, const char *label, bool holders)
+{
+	struct view v;
+
+	if (holders)
+		CHECK(poll_view(w, &v, HOOK_DEADLINE_MS, pred_unlock_hooked, "main"),
+		      "%s: with --holders the unlock slot points at the hook", label);
+	else
+		CHECK(wl_view(w, &v) && none_hooked(&v, unlock_names, 1),
+		      "%s: without --holders the unlock slot stays with libc", label);
+}
+
 /*
  * One attach: qsptop -p connects (patching the GOT if the collector was
  * dormant), the workload works, qsptop sees it all and detaches.
  */
 static cJSON *attach_and_work(struct wl *w, const char *label,
-			      const char *name)
+			      const char *name, bool holders)
 {
 	struct watcher q;
 	struct view v;
 	cJSON *snap;
 	int tables;
 
-	watch_start(&q, w->pid, name);
+	watch_start(&q, w->pid, name, holders);
 	CHECK(watch_wait(&q, 0), "%s: qsptop -p printed no table", label);
 	CHECK(poll_view(w, &v, HOOK_DEADLINE_MS, pred_hooked, "main"),
 	      "%s: with qsptop attached, every lock slot points at a hook", label);
+	check_holders(w, label, holders);
 	CHECK(wl_work(w, ROUNDS), "%s: the workload's own results are right", label);
 	/* The second table after the work is from a scan after it. */
 	tables = watch_tables(&q);
 	CHECK(watch_wait(&q, tables + 1), "%s: qsptop stopped printing", label);
 	snap = watch_stop(&q, label);
+	CHECK(snap == NULL || cJSON_IsTrue(cJSON_GetObjectItem(snap, "holders")) ==
+	      holders, "%s: the snapshot's holders is %s", label,
+	      holders ? "true" : "false");
+	if (snap && holders)
+		CHECK(sum_all(snap, "holds_timed") > 0,
+		      "%s: with --holders holds are timed, got none", label);
+	else if (snap)
+		CHECK(sum_all(snap, "holds_timed") == 0 &&
+		      sum_all(snap, "hold_ns") == 0,
+		      "%s: without --holders no hold is timed, got %.0f",
+		      label, sum_all(snap, "holds_timed"));
 	return snap;
 }
 
@@ -570,7 +619,7 @@ static void check_repatch_and_foreign(struct wl *w, const char *plugin)
 	struct view v;
 	bool mine = false;
 
-	watch_start(&q, w->pid, "foreign");
+	watch_start(&q, w->pid, "foreign", false);
 	CHECK(poll_view(w, &v, HOOK_DEADLINE_MS, pred_hooked, "main"),
 	      "foreign: attached again");
 	CHECK(strcmp(wl_ask(w, "resolve %s", "pthread_mutex_trylock"), "ok 1") == 0,
@@ -644,7 +693,7 @@ static void test_cycle(const char *label, const char *exe, bool extras)
 	}
 
 	snprintf(what, sizeof(what), "%s, first attach", label);
-	snap = attach_and_work(&w, what, "first");
+	snap = attach_and_work(&w, what, "first", false);
 	check_counts(snap, what, 1, extras);
 	cJSON_Delete(snap);
 	CHECK(poll_view(&w, &v, HOOK_DEADLINE_MS, pred_restored, &base),
@@ -657,8 +706,9 @@ static void test_cycle(const char *label, const char *exe, bool extras)
 	free(maps);
 
 	CHECK(wl_work(&w, ROUNDS), "%s: works while the collector is dormant", label);
+	/* The second one with --holders: the unlock slot too, then back. */
 	snprintf(what, sizeof(what), "%s, second attach", label);
-	snap = attach_and_work(&w, what, "second");
+	snap = attach_and_work(&w, what, "second", true);
 	/*
 	 * One attached round: each session starts from its own baseline, so
 	 * neither the first session's counts nor the dormant round show.
@@ -714,7 +764,7 @@ static void measure_costs(const char *exe)
 	wl_ask(&w, "load %s", library);
 	poll_view(&w, &v, HOOK_DEADLINE_MS, pred_hooked, "main");
 	during = bench(&w, 7);
-	watch_start(&q, w.pid, "bench");
+	watch_start(&q, w.pid, "bench", false);
 	watch_wait(&q, 0);
 	cJSON_Delete(watch_stop(&q, "bench"));
 	CHECK(poll_view(&w, &v, HOOK_DEADLINE_MS, pred_restored, &base),

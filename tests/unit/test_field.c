@@ -131,9 +131,9 @@ static void test_json(void)
 	CHECK(cJSON_GetNumberValue(cJSON_GetObjectItem(r, "calls")) == 130,
 	      "first row's calls: expected 130, got %g",
 	      cJSON_GetNumberValue(cJSON_GetObjectItem(r, "calls")));
-	CHECK(strcmp(key_after(r, "wait_per_s_ns"), "calls") == 0,
-	      "after wait_per_s_ns: expected calls, got \"%s\"",
-	      key_after(r, "wait_per_s_ns"));
+	CHECK(strcmp(key_after(r, "caused_wait_per_s_ns"), "calls") == 0,
+	      "after caused_wait_per_s_ns: expected calls, got \"%s\"",
+	      key_after(r, "caused_wait_per_s_ns"));
 	CHECK(strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(doc, "sort")),
 		     "calls") == 0, "the snapshot's sort: expected calls");
 	cJSON_Delete(doc);

@@ -9,6 +9,7 @@
 struct seen {
 	int hellos, client_hellos, modules, rows, counts, ticks, goodbyes;
 	int detaches;
+	int holders_on, holders_off;	/* HOLDERS frames, by their flag */
 	uint32_t interval_ms;
 	struct proto_hello hello;
 	struct proto_client_hello client_hello;
@@ -35,11 +36,13 @@ static void on_tick(void *c, const struct proto_tick *m) { ((struct seen *)c)->t
 static void on_goodbye(void *c, const struct proto_goodbye *m) { ((struct seen *)c)->goodbyes++; ((struct seen *)c)->goodbye = *m; }
 static void on_interval(void *c, uint32_t ms) { ((struct seen *)c)->interval_ms = ms; }
 static void on_detach(void *c) { ((struct seen *)c)->detaches++; }
+static void on_holders(void *c, bool on) { on ? ((struct seen *)c)->holders_on++ : ((struct seen *)c)->holders_off++; }
 
 static bool counts_equal(const struct proto_counts *a,
 			 const struct proto_counts *b)
 {
 	bool same = a->row == b->row && a->max_wait_ns == b->max_wait_ns &&
+		    a->max_hold_ns == b->max_hold_ns &&
 		    memcmp(&a->c.calls, &b->c.calls, sizeof(a->c.calls)) == 0;
 
 	for (unsigned i = 0; i < HIST_BUCKETS; i++)
@@ -84,6 +87,7 @@ static const struct proto_visitor visitor = {
 	.row = on_row, .counts = on_counts, .tick = on_tick, .goodbye = on_goodbye,
 	.set_interval = on_interval, .detach = on_detach, .stack = on_stack,
 	.stack_row = on_stack_row, .stack_counts = on_stack_counts,
+	.holders = on_holders,
 };
 
 /* Split and decode every frame of a buffer; returns frames or -1. */
@@ -162,7 +166,9 @@ static void test_small_messages_round_trip(void)
 	proto_put_goodbye(&b, &bye);
 	proto_put_set_interval(&b, 250);
 	proto_put_detach(&b);
-	CHECK(decode_all(b.data, b.len, &s, err) == 7, "7 frames decode: %s", err);
+	proto_put_holders(&b, true);
+	proto_put_holders(&b, false);
+	CHECK(decode_all(b.data, b.len, &s, err) == 9, "9 frames decode: %s", err);
 	CHECK_STR(s.client_hello.client_version, "0.1.0");
 	CHECK_U64(s.client_hello.memory_cap_mb, 96);
 	CHECK_U64(s.module.base, 0x7f0000001000ull);
@@ -184,6 +190,8 @@ static void test_small_messages_round_trip(void)
 	CHECK_U64(s.goodbye.reason, GOODBYE_DETACH);
 	CHECK_U64(s.interval_ms, 250);
 	CHECK_U64(s.detaches, 1);
+	CHECK_U64(s.holders_on, 1);
+	CHECK_U64(s.holders_off, 1);
 	wbuf_free(&b);
 }
 
@@ -254,6 +262,9 @@ static void test_counts_round_trip_exactly(void)
 		c->c.calls.wait_ns = i % 5 ? of_bits(1 + (i * 7) % 64, i) : 0;
 		c->c.calls.failed = i % 7 == 0 ? of_bits(bits, i + 1) : 0;
 		c->c.calls.timeouts = i % 4 == 1 ? of_bits(bits, i + 2) : 0;
+		c->c.calls.hold_ns = i % 6 == 2 ? of_bits(bits, i + 3) : 0;
+		c->c.calls.holds_timed = i % 6 == 2 ? of_bits(1 + i % 20, i) : 0;
+		c->max_hold_ns = i % 6 == 2 ? of_bits(1 + (i * 5) % 64, i) : 0;
 		c->max_wait_ns = i % 2 ? of_bits(1 + (i * 3) % 64, i) : 0;
 		for (unsigned k = 0; k < HIST_BUCKETS; k++)
 			if ((i + k) % 9 == 0 || k == i % HIST_BUCKETS)
@@ -371,7 +382,7 @@ static const struct bad_case bad_cases[] = {
 	  { 0x51, 0x53, 0x50, 0x54, 1, 0, 0xff, 0xff }, 8 },
 	{ "empty counts frame", MSG_COUNTS, { 0 }, 0 },
 	{ "counts cut inside a varint", MSG_COUNTS, { 1, 1, 0x80 }, 3 },
-	{ "counts with an unknown field", MSG_COUNTS, { 1, 0x80, 0x01, 1 }, 4 },
+	{ "counts with an unknown field", MSG_COUNTS, { 1, 0x80, 0x08, 1 }, 4 },
 	{ "counts cut inside the histogram", MSG_COUNTS, { 1, 32, 3, 1 }, 4 },
 	{ "histogram mask wider than 32 buckets", MSG_COUNTS,
 	  { 1, 32, 0x80, 0x80, 0x80, 0x80, 0x10, 1 }, 8 },

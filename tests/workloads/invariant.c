@@ -115,6 +115,8 @@ struct ctx {
 	sem_t sem;			/* the sem_* calls */
 	sem_t ready;			/* the helper (or companion) is ready */
 	pthread_mutex_t held;		/* mutex_lock: the helper holds it */
+	pthread_mutex_t own;		/* mutex_unlock: the subject's */
+	pthread_mutex_t checked;	/* mutex_unlock: error-checking, unheld */
 	pthread_mutex_t cond_mutex;
 	pthread_cond_t cond;		/* nobody signals it */
 	uint32_t futex_word;		/* nobody wakes it */
@@ -369,6 +371,36 @@ static struct outcome call_mutex_lock(struct ctx *x)
 	return returned(err);
 }
 
+/*
+ * Lock and unlock a mutex of its own many times, 1 ms apart, for MS (the
+ * unlock hook times a sample of the holds), unlocking meanwhile an
+ * error-checking mutex it does not hold: every unlock returns what libc
+ * says (0, EPERM) and leaves errno as it was.
+ */
+static struct outcome call_mutex_unlock(struct ctx *x)
+{
+	struct timespec t = span(1), until = after(CLOCK_MONOTONIC, x->ms), now;
+	int err;
+
+	do {
+		for (int i = 0; i < 100; i++) {
+			pthread_mutex_lock(&x->own);
+			errno = 4321;
+			err = pthread_mutex_unlock(&x->own);
+			if (err != 0 || errno != 4321)
+				return returned(err ? err : -1);
+		}
+		errno = 4321;
+		err = pthread_mutex_unlock(&x->checked);
+		if (err != EPERM || errno != 4321)
+			return returned(err == EPERM ? -1 : err);
+		nanosleep(&t, NULL);
+		clock_gettime(CLOCK_MONOTONIC, &now);
+	} while (now.tv_sec < until.tv_sec ||
+		 (now.tv_sec == until.tv_sec && now.tv_nsec < until.tv_nsec));
+	return returned(0);
+}
+
 static struct outcome call_futex_wait(struct ctx *x)
 {
 	struct timespec t = span(x->ms);
@@ -551,6 +583,7 @@ static const struct call calls[] = {
 	{ "mutex_lock", SYS_futex, call_mutex_lock, .hold = lock_held,
 	  .deliver = unlock_held, .tree = TREE },
 	{ "futex_wait", SYS_futex, call_futex_wait },
+	{ "mutex_unlock", SYS_clock_nanosleep, call_mutex_unlock },
 	{ "plugin_ctor", SYS_clock_nanosleep, call_nanosleep,
 	  .companion = load_plugin },
 	{ "spinner", SYS_clock_nanosleep, call_nanosleep, .companion = spin },
@@ -564,6 +597,7 @@ static bool ctx_init(struct ctx *x, const char *notes)
 {
 	struct epoll_event e = { .events = EPOLLIN };
 	socklen_t len = sizeof(x->addr);
+	pthread_mutexattr_t attr;
 
 	x->notes = open(notes, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
 	x->listener = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -573,6 +607,11 @@ static bool ctx_init(struct ctx *x, const char *notes)
 	sem_init(&x->sem, 0, 0);
 	sem_init(&x->ready, 0, 0);
 	pthread_mutex_init(&x->held, NULL);
+	pthread_mutex_init(&x->own, NULL);
+	pthread_mutexattr_init(&attr);
+	pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_ERRORCHECK);
+	pthread_mutex_init(&x->checked, &attr);
+	pthread_mutexattr_destroy(&attr);
 	pthread_mutex_init(&x->cond_mutex, NULL);
 	pthread_cond_init(&x->cond, NULL);
 	if (x->notes < 0 || pipe2(x->pipe, O_CLOEXEC) < 0 ||

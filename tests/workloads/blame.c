@@ -1,0 +1,364 @@
+/*
+ * Holders and the waits they cause (issue 24), one scene per mode:
+ *
+ *   split     a waiter blocks 10 times behind 40 ms holds taken at
+ *             hold_long, then 10 times behind 4 ms holds at hold_short
+ *   handover  5 times: H1 holds 40 ms (handover_first); H2, waiting
+ *             first, gets it next (handover_second) and holds it 10 ms;
+ *             the waiter (handover_wait), waiting 1 ms later, waits
+ *             behind both
+ *   holds     one thread takes a lock 20,000 times (hold_many), holding
+ *             it ~50 us each time
+ *   share     one thread holds a lock 80% of 3 s (hold_share): 50 us in,
+ *             12.5 us out
+ *   rwlock    5 times: a writer holds an rwlock 40 ms (rw_hold); a
+ *             writer (rw_write_wait) and then a reader (rw_read_wait)
+ *             wait behind it
+ *   live      split again and again, until killed (the screen tests)
+ *
+ *   wl_blame MODE [RESULTS]
+ *
+ * RESULTS gets what the scene measured of itself, "NAME MICROSECONDS"
+ * lines: the waits each waiter saw, the holds each holder made (a loaded
+ * machine stretches sleeps and spins: the tests compare with these).
+ *
+ * Ends itself after 60 s (alarm), whatever happens.
+ */
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_rwlock_t rwlock = PTHREAD_RWLOCK_INITIALIZER;
+/* What the scene measured, in ns: its RESULTS. */
+static uint64_t wait_long_ns, wait_short_ns, wait_both_ns, second_hold_ns,
+	held_ns, loop_ns, rw_write_ns, rw_read_ns;
+static int phase;	/* the holder's step, read by the waiter */
+static int done;	/* the waiter's step, read by the holder */
+
+static uint64_t now_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+static void sleep_us(long us)
+{
+	struct timespec t = { us / 1000000, (us % 1000000) * 1000 };
+
+	while (nanosleep(&t, &t) != 0)
+		;
+}
+
+/* Keep the CPU busy for us microseconds. */
+static void spin_us(long us)
+{
+	uint64_t until = now_ns() + (uint64_t)us * 1000u;
+
+	while (now_ns() < until)
+		;
+}
+
+/* Wait until *flag reaches value. */
+static void wait_for(int *flag, int value)
+{
+	while (__atomic_load_n(flag, __ATOMIC_ACQUIRE) < value)
+		sleep_us(100);
+}
+
+static void step(int *flag)
+{
+	__atomic_add_fetch(flag, 1, __ATOMIC_RELEASE);
+}
+
+static void __attribute__((noinline)) hold_long(void)
+{
+	pthread_mutex_lock(&lock);
+	step(&phase);
+	sleep_us(40000);
+	pthread_mutex_unlock(&lock);
+}
+
+static void __attribute__((noinline)) hold_short(void)
+{
+	pthread_mutex_lock(&lock);
+	step(&phase);
+	sleep_us(4000);
+	pthread_mutex_unlock(&lock);
+}
+
+/* The holder of split: each hold waits for the waiter to be done. */
+static void *split_holder(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < 20; i++) {
+		if (i < 10)
+			hold_long();
+		else
+			hold_short();
+		wait_for(&done, i + 1);
+	}
+	return NULL;
+}
+
+/* Lock and unlock; the time the lock took. */
+static uint64_t __attribute__((noinline)) split_wait(void)
+{
+	uint64_t t0 = now_ns(), t1;
+
+	pthread_mutex_lock(&lock);
+	t1 = now_ns();
+	pthread_mutex_unlock(&lock);
+	return t1 - t0;
+}
+
+static void split(void)
+{
+	pthread_t h;
+
+	__atomic_store_n(&phase, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&done, 0, __ATOMIC_RELEASE);
+	pthread_create(&h, NULL, split_holder, NULL);
+	for (int i = 0; i < 20; i++) {
+		wait_for(&phase, i + 1);
+		*(i < 10 ? &wait_long_ns : &wait_short_ns) += split_wait();
+		step(&done);
+	}
+	pthread_join(h, NULL);
+}
+
+static void __attribute__((noinline)) handover_first(void)
+{
+	pthread_mutex_lock(&lock);
+	step(&phase);
+	sleep_us(40000);
+	pthread_mutex_unlock(&lock);
+}
+
+static void __attribute__((noinline)) handover_second(void)
+{
+	uint64_t t0;
+
+	pthread_mutex_lock(&lock);
+	t0 = now_ns();
+	sleep_us(10000);
+	second_hold_ns += now_ns() - t0;
+	pthread_mutex_unlock(&lock);
+}
+
+static void *handover_h1(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < 5; i++) {
+		handover_first();
+		wait_for(&done, i + 1);
+	}
+	return NULL;
+}
+
+static void *handover_h2(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < 5; i++) {
+		wait_for(&phase, i + 1);
+		handover_second();
+		wait_for(&done, i + 1);
+	}
+	return NULL;
+}
+
+static uint64_t __attribute__((noinline)) handover_wait(void)
+{
+	uint64_t t0 = now_ns(), t1;
+
+	pthread_mutex_lock(&lock);
+	t1 = now_ns();
+	pthread_mutex_unlock(&lock);
+	return t1 - t0;
+}
+
+static void handover(void)
+{
+	pthread_t h1, h2;
+
+	pthread_create(&h1, NULL, handover_h1, NULL);
+	pthread_create(&h2, NULL, handover_h2, NULL);
+	for (int i = 0; i < 5; i++) {
+		wait_for(&phase, i + 1);
+		sleep_us(1000);
+		wait_both_ns += handover_wait();
+		step(&done);
+	}
+	pthread_join(h1, NULL);
+	pthread_join(h2, NULL);
+}
+
+static void __attribute__((noinline)) hold_many(void)
+{
+	uint64_t t0;
+
+	pthread_mutex_lock(&lock);
+	t0 = now_ns();
+	spin_us(50);
+	held_ns += now_ns() - t0;
+	pthread_mutex_unlock(&lock);
+}
+
+static void *holds(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < 20000; i++)
+		hold_many();
+	return NULL;
+}
+
+static void __attribute__((noinline)) hold_share(void)
+{
+	uint64_t t0;
+
+	pthread_mutex_lock(&lock);
+	t0 = now_ns();
+	spin_us(50);
+	held_ns += now_ns() - t0;
+	pthread_mutex_unlock(&lock);
+}
+
+static void *share(void *arg)
+{
+	uint64_t t0 = now_ns(), until = t0 + 3000000000u;
+
+	(void)arg;
+	while (now_ns() < until) {
+		hold_share();
+		spin_us(12);
+	}
+	loop_ns = now_ns() - t0;
+	return NULL;
+}
+
+static void __attribute__((noinline)) rw_hold(void)
+{
+	pthread_rwlock_wrlock(&rwlock);
+	step(&phase);
+	sleep_us(40000);
+	pthread_rwlock_unlock(&rwlock);
+}
+
+static void *rw_holder(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < 5; i++) {
+		rw_hold();
+		wait_for(&done, 2 * (i + 1));
+	}
+	return NULL;
+}
+
+static uint64_t __attribute__((noinline)) rw_write_wait(void)
+{
+	uint64_t t0 = now_ns(), t1;
+
+	pthread_rwlock_wrlock(&rwlock);
+	t1 = now_ns();
+	pthread_rwlock_unlock(&rwlock);
+	return t1 - t0;
+}
+
+static uint64_t __attribute__((noinline)) rw_read_wait(void)
+{
+	uint64_t t0 = now_ns(), t1;
+
+	pthread_rwlock_rdlock(&rwlock);
+	t1 = now_ns();
+	pthread_rwlock_unlock(&rwlock);
+	return t1 - t0;
+}
+
+static void *rw_reader(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < 5; i++) {
+		wait_for(&phase, i + 1);
+		rw_read_ns += rw_read_wait();
+		step(&done);
+	}
+	return NULL;
+}
+
+/* The writer waits 1 ms after the hold began; the reader on its own. */
+static void rwlocks(void)
+{
+	pthread_t h, r;
+
+	pthread_create(&h, NULL, rw_holder, NULL);
+	pthread_create(&r, NULL, rw_reader, NULL);
+	for (int i = 0; i < 5; i++) {
+		wait_for(&phase, i + 1);
+		sleep_us(1000);
+		rw_write_ns += rw_write_wait();
+		step(&done);
+	}
+	pthread_join(h, NULL);
+	pthread_join(r, NULL);
+}
+
+/* Run fn on a thread of its own: the watched program is multi-threaded. */
+static void on_thread(void *(*fn)(void *))
+{
+	pthread_t t;
+
+	pthread_create(&t, NULL, fn, NULL);
+	pthread_join(t, NULL);
+}
+
+static void write_results(const char *path)
+{
+	FILE *f = fopen(path, "w");
+
+	if (f == NULL)
+		return;
+	fprintf(f, "wait_long_us %llu\nwait_short_us %llu\nwait_both_us %llu\n"
+		"second_hold_us %llu\nheld_us %llu\nloop_us %llu\n"
+		"rw_write_us %llu\nrw_read_us %llu\n",
+		(unsigned long long)wait_long_ns / 1000,
+		(unsigned long long)wait_short_ns / 1000,
+		(unsigned long long)wait_both_ns / 1000,
+		(unsigned long long)second_hold_ns / 1000,
+		(unsigned long long)held_ns / 1000,
+		(unsigned long long)loop_ns / 1000,
+		(unsigned long long)rw_write_ns / 1000,
+		(unsigned long long)rw_read_ns / 1000);
+	fclose(f);
+}
+
+int main(int argc, char **argv)
+{
+	const char *mode = argc > 1 ? argv[1] : "";
+
+	alarm(60);
+	if (strcmp(mode, "split") == 0)
+		split();
+	else if (strcmp(mode, "handover") == 0)
+		handover();
+	else if (strcmp(mode, "holds") == 0)
+		on_thread(holds);
+	else if (strcmp(mode, "share") == 0)
+		on_thread(share);
+	else if (strcmp(mode, "rwlock") == 0)
+		rwlocks();
+	else if (strcmp(mode, "live") == 0)
+		for (;;)
+			split();
+	else {
+		fprintf(stderr, "usage: wl_blame split|handover|holds|share|rwlock|live\n");
+		return 2;
+	}
+	if (argc > 2)
+		write_results(argv[2]);
+	return 0;
+}

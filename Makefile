@@ -389,7 +389,7 @@ $(BUILD)/tests/test_frames $(BUILD)/asan/test_frames: $(BUILD)/%/test_frames: \
 
 # The injection tests link the injection modules they test.
 $(BUILD)/tests/test_inject $(BUILD)/tests/test_inject_borrow: \
-	$(call obj,$(wildcard tui/inject*.c) tui/ns.c) \
+	$(call obj,$(wildcard tui/inject*.c) tui/ns.c tui/maps.c) \
 	$(wildcard tui/inject*.h)
 
 # The hooks' own test links them (they take its lock calls) with a stack

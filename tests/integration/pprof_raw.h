@@ -72,4 +72,28 @@ static inline bool pprof_raw(struct pprof_sums *s, long timeout_ms, ...)
 	return true;
 }
 
+/*
+ * The same sums from a JSON snapshot: its stacks' counts and waits, its
+ * rows' acquisitions; *contended (may be NULL) gets the rows' contended.
+ */
+static inline struct pprof_sums snapshot_sums(const cJSON *snap,
+					      double *contended)
+{
+	const cJSON *row, *st;
+	struct pprof_sums s = { 0 };
+	double c = 0;
+
+	cJSON_ArrayForEach(row, cJSON_GetObjectItem(snap, "rows")) {
+		s.acquisitions += num_field(row, "acquisitions");
+		c += num_field(row, "contended");
+		cJSON_ArrayForEach(st, cJSON_GetObjectItem(row, "stacks")) {
+			s.contentions += num_field(st, "count");
+			s.delay += num_field(st, "wait_ns");
+		}
+	}
+	if (contended)
+		*contended = c;
+	return s;
+}
+
 #endif

@@ -48,24 +48,6 @@ static int pprof_tool(const char *flag, const char *flag2,
 	return status;
 }
 
-/* The same sums from the JSON snapshot's rows and stacks. */
-static struct pprof_sums json_sums(const cJSON *snap, double *contended)
-{
-	const cJSON *row, *st;
-	struct pprof_sums s = { 0 };
-
-	*contended = 0;
-	cJSON_ArrayForEach(row, cJSON_GetObjectItem(snap, "rows")) {
-		s.acquisitions += num_field(row, "acquisitions");
-		*contended += num_field(row, "contended");
-		cJSON_ArrayForEach(st, cJSON_GetObjectItem(row, "stacks")) {
-			s.contentions += num_field(st, "count");
-			s.delay += num_field(st, "wait_ns");
-		}
-	}
-	return s;
-}
-
 /*
  * A workload mode under qsptop to its end, --pprof and -j written at the
  * same stop: go tool pprof's sums equal the snapshot's.
@@ -97,7 +79,7 @@ static void test_sums_match_snapshot(const char *mode, const char *coalesce,
 	      "%s: expected go tool pprof -raw to read the profile", mode);
 	CHECK(pprof_tool("-top", "-sample_index=acquisitions", profile, &top) == 0,
 	      "%s: expected go tool pprof -top to read the profile", mode);
-	struct pprof_sums got = pprof_raw_sums(raw), want = json_sums(snap, &contended);
+	struct pprof_sums got = pprof_raw_sums(raw), want = snapshot_sums(snap, &contended);
 
 	CHECK(got.samples > 0, "%s: expected samples in -raw, got none: %.300s",
 	      mode, raw);

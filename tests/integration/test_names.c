@@ -222,9 +222,12 @@ static void test_thread_names(void)
 static void check_filter(const char *program, const char *filter,
 			 const char *shown, const char *with, const char *gone)
 {
+	static int runs;
 	char sock[64], cmd[PATH_MAX * 3], *screen;
 
-	snprintf(sock, sizeof(sock), "qsptop-names-%d", (int)getpid());
+	/* A server of its own each time: one killed may still be going. */
+	snprintf(sock, sizeof(sock), "qsptop-names-%d-%d", (int)getpid(),
+		 ++runs);
 	snprintf(cmd, sizeof(cmd), "%s -d 0.3 -- %s/tests/%s", qsptop, build,
 		 program);
 	tmux_quietly(sock, "new-session", "-d", "-s", "t", "-x", "200", "-y",

@@ -322,6 +322,24 @@ static bool help_line(const char *label, const char *text)
 	return false;
 }
 
+/*
+ * Whether help_line() finds the line on a screen captured again until it
+ * does (10 s, a deadline for a hang): a capture may come in the middle
+ * of a redraw.
+ */
+static bool help_line_shown(const char *label, const char *text)
+{
+	long end = monotonic_ms() + 10000;
+
+	do {
+		capture();
+		if (help_line(label, text))
+			return true;
+		usleep(50000);
+	} while (monotonic_ms() < end);
+	return false;
+}
+
 /* 8: h, ? and F1 show the help; h or Esc go back. */
 static void test_help(void)
 {
@@ -336,7 +354,7 @@ static void test_help(void)
 	keys("h", NULL);
 	SEE("h", "HELP (h or Esc: back)");
 	for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++)
-		CHECK_SCREEN(help_line(lines[i][0], lines[i][1]),
+		CHECK_SCREEN(help_line_shown(lines[i][0], lines[i][1]),
 			     "help: expected a line \"  %s … %s …\"", lines[i][0], lines[i][1]);
 	AT("h", "  q F10", 3);
 	CHECK_SCREEN(strstr(screen, "Rows are hot") == NULL,

@@ -510,6 +510,27 @@ static inline cJSON *watch_exact(pid_t pid, const char *notes, int *status)
 	*status = wait_status(q, 10000);
 	return load_json(json);
 }
+/* How many times needle occurs in text, not overlapping. */
+static inline int text_occurrences(const char *text, const char *needle)
+{
+	int n = 0;
+
+	for (const char *p = text; (p = strstr(p, needle)) != NULL;
+	     p += strlen(needle))
+		n++;
+	return n;
+}
+
+/* The same in the file at path (0 when it cannot be read). */
+static inline int file_occurrences(const char *path, const char *needle)
+{
+	char *text = slurp_file(path, "");
+	int n = text_occurrences(text, needle);
+
+	free(text);
+	return n;
+}
+
 /* tmux -L SOCK ARGS..., NULL-terminated, quietly: its exit status. */
 static inline int tmux_quietly(const char *sock, ...)
 {

@@ -38,25 +38,11 @@ static const char *const outer[] = { "caller_n", "caller_o" };
 /* The callers' counts in the run that found the wrappers; -1 unknown. */
 static double found_counts[N(wrapped)] = { -1, -1, -1, -1, -1, -1 };
 
-/* How often text occurs in the file at path. */
-static int occurrences(const char *path, const char *text)
-{
-	char *s = slurp_file(path, ""), *p = s;
-	int n = 0;
-
-	while ((p = strstr(p, text)) != NULL) {
-		n++;
-		p += strlen(text);
-	}
-	free(s);
-	return n;
-}
-
 /* Wait until text is in the file at path count times; whether it was. */
 static bool wait_occurrences(const char *path, const char *text, int count)
 {
 	for (long end = monotonic_ms() + FIND_TIMEOUT_MS;; usleep(20000)) {
-		if (occurrences(path, text) >= count)
+		if (file_occurrences(path, text) >= count)
 			return true;
 		if (monotonic_ms() >= end)
 			return false;
@@ -88,7 +74,7 @@ static cJSON *run(const char *const *extra, const char *text, const char *out,
 	pid = start(a.v, out, tmp_path("autowrap.err"));
 	CHECK(wait_occurrences(out, text, 3),
 	      "qsptop prints '%s' within %d ms, got %d times", text,
-	      FIND_TIMEOUT_MS, occurrences(out, text));
+	      FIND_TIMEOUT_MS, file_occurrences(out, text));
 	close(open(go, O_WRONLY | O_CREAT, 0644));
 	status = wait_status(pid, RUN_TIMEOUT_MS);
 	CHECK(status == 0, "qsptop exits 0, got %d", status);
@@ -150,7 +136,7 @@ static void test_found(void)
 	CHECK(snap && exact[0], "a snapshot and the workload's result");
 	if (snap == NULL || !exact[0])
 		return;
-	CHECK(cJSON_GetArraySize(found) == 2 && occurrences(out, "3 found") == 0,
+	CHECK(cJSON_GetArraySize(found) == 2 && file_occurrences(out, "3 found") == 0,
 	      "found: JSON wrappers_found lists 2, got %d",
 	      cJSON_GetArraySize(found));
 	for (size_t i = 0; i < N(wrapped); i++) {
@@ -195,7 +181,7 @@ static void test_not_looked_for(void)
 	if (snap == NULL || !exact[0])
 		return;
 	CHECK(cJSON_GetArraySize(cJSON_GetObjectItem(snap, "wrappers_found")) == 0 &&
-	      occurrences(out, "wrappers:") == 0,
+	      file_occurrences(out, "wrappers:") == 0,
 	      "off: no wrapper found, in JSON or the header");
 	for (size_t i = 0; i < N(wrapped); i++)
 		CHECK(acquisitions_of(snap, exact, wrapped[i]) == 0,

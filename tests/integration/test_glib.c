@@ -13,20 +13,6 @@
 
 enum { NO_GLIB = 77, FIND_TIMEOUT_MS = 60000 };
 
-/* How often text occurs in the file at path. */
-static int occurrences(const char *path, const char *text)
-{
-	char *s = slurp_file(path, ""), *p = s;
-	int n = 0;
-
-	while ((p = strstr(p, text)) != NULL) {
-		n++;
-		p += strlen(text);
-	}
-	free(s);
-	return n;
-}
-
 /*
  * Run wl_glib under qsptop, tell it to go on once the header has said
  * "wrappers: 1 found" three times (or the workload has ended: built
@@ -42,12 +28,12 @@ static int run_glib(const char *json, const char *result)
 	long end = monotonic_ms() + FIND_TIMEOUT_MS;
 	int status;
 
-	while (occurrences(out, "wrappers: 1 found") < 3 && monotonic_ms() < end) {
+	while (file_occurrences(out, "wrappers: 1 found") < 3 && monotonic_ms() < end) {
 		if (waitpid(pid, &status, WNOHANG) == pid)
 			return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 		usleep(20000);
 	}
-	CHECK(occurrences(out, "wrappers: 1 found") >= 3, "qsptop's header says "
+	CHECK(file_occurrences(out, "wrappers: 1 found") >= 3, "qsptop's header says "
 	      "'wrappers: 1 found' (g_mutex_lock's slow path) within %d ms",
 	      FIND_TIMEOUT_MS);
 	close(open(go, O_WRONLY | O_CREAT, 0644));

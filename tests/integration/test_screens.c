@@ -170,16 +170,6 @@ static void test_wrapper_stacks(void)
 	quit_session("wrapper session");
 }
 
-/* How many times needle occurs in text. */
-static int occurrences(const char *text, const char *needle)
-{
-	int n = 0;
-
-	for (const char *p = text; p && (p = strstr(p, needle)); p++)
-		n++;
-	return n;
-}
-
 /* The first line of README.md's sample screen that starts with prefix. */
 static void readme_line(const char *prefix, char *out, size_t size)
 {
@@ -236,10 +226,10 @@ static void test_make_demo(void)
 
 	snprintf(build_arg, sizeof(build_arg), "BUILD=%s", build);
 	r = run_capture(argv, 60000, 0);
-	CHECK(r.status == 0 && occurrences(r.out, "CALL SITE") == 5,
+	CHECK(r.status == 0 && text_occurrences(r.out, "CALL SITE") == 5,
 	      "make demo without a terminal: expected exit 0 and 5 tables, got "
 	      "exit %d and %d tables:\n%s%s", r.status,
-	      occurrences(r.out, "CALL SITE"), r.out, r.err);
+	      text_occurrences(r.out, "CALL SITE"), r.out, r.err);
 	run_free(&r);
 
 	session = "demo";

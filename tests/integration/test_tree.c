@@ -51,29 +51,15 @@ static bool wait_finished(int n)
 	return note_lines(notes, "done") + note_lines(notes, "exited") >= n;
 }
 
-/* How many times text occurs in the file at path. */
-static int occurrences(const char *path, const char *text)
-{
-	char *all = slurp_file(path, ""), *p = all;
-	int n = 0;
-
-	while ((p = strstr(p, text)) != NULL) {
-		n++;
-		p += strlen(text);
-	}
-	free(all);
-	return n;
-}
-
 /* Wait until batch output at path has printed n more tables than now. */
 static bool wait_tables(const char *path, int n)
 {
 	long deadline = monotonic_ms() + LINE_TIMEOUT_MS;
-	int want = occurrences(path, "CALL SITE") + n;
+	int want = file_occurrences(path, "CALL SITE") + n;
 
-	while (occurrences(path, "CALL SITE") < want && monotonic_ms() < deadline)
+	while (file_occurrences(path, "CALL SITE") < want && monotonic_ms() < deadline)
 		usleep(20000);
-	return occurrences(path, "CALL SITE") >= want;
+	return file_occurrences(path, "CALL SITE") >= want;
 }
 
 /* The acquisitions of pid's rows whose call site is in function fn. */

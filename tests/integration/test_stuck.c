@@ -325,9 +325,14 @@ static void test_busy(void)
 	after = busy_count(&t, 1);
 	CHECK(ready && before >= 0, "the busy workload answers: %s",
 	      slurp_file(t.out, ""));
-	for (const char *p = r.out; (p = strstr(p, " busy ")) != NULL; p++)
-		listed += strncmp(p + strspn(p, " busy"), "running", 7) == 0 ||
-			  strncmp(p + strspn(p, " busy"), "blocked", 7) == 0;
+	/* The state after the name: spaces skipped, not the letters of busy. */
+	for (const char *p = r.out; (p = strstr(p, " busy ")) != NULL; p++) {
+		const char *state = p + strlen(" busy ");
+
+		state += strspn(state, " ");
+		listed += strncmp(state, "running", 7) == 0 ||
+			  strncmp(state, "blocked", 7) == 0;
+	}
 	CHECK(listed == 4, "the view lists 4 busy threads, running or blocked: %s",
 	      r.out);
 	CHECK(after > before, "the busy process keeps counting across the "

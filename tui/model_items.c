@@ -287,7 +287,9 @@ size_t model_items(const struct model *m, const struct model_query *q,
 		expand_callers(&x, m);
 	else if (x.n_moved > 0)
 		expand_gather(&x);
-	for (size_t i = 0; i < x.n; i++) {
+	if (x.n_wrappers == 0)
+		n = x.n;	/* only a wrapper's remainder can be dropped */
+	for (size_t i = 0; x.n_wrappers > 0 && i < x.n; i++) {
 		if (x.items[i].keep)
 			x.items[n++] = x.items[i];
 	}

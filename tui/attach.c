@@ -69,6 +69,14 @@ static char try_msg[512];
 static void fail(const char *fmt, ...)
 	__attribute__((format(printf, 1, 2), noreturn));
 
+/* End with the message try_msg holds already. */
+static __attribute__((noreturn)) void fail_with_msg(void)
+{
+	if (try_exit)
+		longjmp(*try_exit, 1);
+	fatal("%s", try_msg);
+}
+
 static void fail(const char *fmt, ...)
 {
 	va_list ap;
@@ -76,9 +84,23 @@ static void fail(const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(try_msg, sizeof(try_msg), fmt, ap);
 	va_end(ap);
-	if (try_exit)
-		longjmp(*try_exit, 1);
-	fatal("%s", try_msg);
+	fail_with_msg();
+}
+
+/*
+ * Note why a check refused, for fail_with_msg() once its caller has
+ * closed what it opened: -1.
+ */
+static int refuse(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static int refuse(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(try_msg, sizeof(try_msg), fmt, ap);
+	va_end(ap);
+	return -1;
 }
 
 static unsigned memory_cap_mb;
@@ -339,39 +361,43 @@ struct rendezvous {
  * be a real directory (not a symlink) of the process's user or root,
  * closed to everyone else.
  */
-static void check_socket_dir(const struct rendezvous *r, int dir)
+static int check_socket_dir(const struct rendezvous *r, int dir)
 {
 	struct stat st;
 
 	if (fstat(dir, &st) < 0)
-		fail("refusing %s: cannot check its directory: %s", r->shown,
-		      strerror(errno));
+		return refuse("refusing %s: cannot check its directory: %s",
+			      r->shown, strerror(errno));
 	if (S_ISLNK(st.st_mode))
-		fail("refusing %s: %s is a symbolic link", r->shown, r->dir);
+		return refuse("refusing %s: %s is a symbolic link", r->shown,
+			      r->dir);
 	if (!S_ISDIR(st.st_mode))
-		fail("refusing %s: %s is not a directory", r->shown, r->dir);
+		return refuse("refusing %s: %s is not a directory", r->shown,
+			      r->dir);
 	if (st.st_uid != r->euid && st.st_uid != 0)
-		fail("refusing %s: %s belongs to uid %u, not to the process's "
-		      "user (%u) or root", r->shown, r->dir, (unsigned)st.st_uid,
-		      (unsigned)r->euid);
+		return refuse("refusing %s: %s belongs to uid %u, not to the "
+			      "process's user (%u) or root", r->shown, r->dir,
+			      (unsigned)st.st_uid, (unsigned)r->euid);
 	if (st.st_mode & 077)
-		fail("refusing %s: %s is open to other users (mode %03o)",
-		      r->shown, r->dir, (unsigned)(st.st_mode & 0777));
+		return refuse("refusing %s: %s is open to other users (mode %03o)",
+			      r->shown, r->dir, (unsigned)(st.st_mode & 0777));
+	return 0;
 }
 
 /* Refuse a socket not served by the process itself, as its user. */
-static void check_peer(int fd, const struct rendezvous *r)
+static int check_peer(int fd, const struct rendezvous *r)
 {
 	struct ucred cred;
 	socklen_t len = sizeof(cred);
 
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
-		fail("refusing %s: cannot tell who serves it: %s", r->shown,
-		      strerror(errno));
+		return refuse("refusing %s: cannot tell who serves it: %s",
+			      r->shown, strerror(errno));
 	if (cred.pid != r->pid || cred.uid != r->euid)
-		fail("refusing %s: it is served by PID %d (uid %u), not by "
-		      "PID %d (uid %u)", r->shown, (int)cred.pid,
-		      (unsigned)cred.uid, (int)r->pid, (unsigned)r->euid);
+		return refuse("refusing %s: it is served by PID %d (uid %u), not "
+			      "by PID %d (uid %u)", r->shown, (int)cred.pid,
+			      (unsigned)cred.uid, (int)r->pid, (unsigned)r->euid);
+	return 0;
 }
 
 /*
@@ -396,30 +422,43 @@ static int open_socket_dir(const struct rendezvous *r)
 	return dir;
 }
 
+/* Refuse what is not a socket of the process's user. */
+static int check_socket_file(const struct rendezvous *r, int fd)
+{
+	struct stat st;
+
+	if (fstat(fd, &st) < 0)
+		return refuse("refusing %s: cannot check it: %s", r->shown,
+			      strerror(errno));
+	if (S_ISLNK(st.st_mode))
+		return refuse("refusing %s: it is a symbolic link", r->shown);
+	if (!S_ISSOCK(st.st_mode))
+		return refuse("refusing %s: it is not a socket", r->shown);
+	if (st.st_uid != r->euid)
+		return refuse("refusing %s: it belongs to uid %u, not to the "
+			      "process's user (%u)", r->shown,
+			      (unsigned)st.st_uid, (unsigned)r->euid);
+	return 0;
+}
+
 /*
  * The socket in the directory, as an O_PATH descriptor of its very inode;
- * -1 with errno (ENOENT: nothing listens yet). The name must be a socket
- * of the process's user: a symbolic link there (to a socket of the
- * host's, say) is refused, never followed.
+ * -1 with errno (ENOENT: nothing listens yet), or REFUSED. The name must
+ * be a socket of the process's user: a symbolic link there (to a socket
+ * of the host's, say) is refused, never followed.
  */
+#define REFUSED (-2)
+
 static int open_socket_file(const struct rendezvous *r, int dir)
 {
 	int fd = openat(dir, r->name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-	struct stat st;
 
 	if (fd < 0)
 		return -1;
-	if (fstat(fd, &st) < 0)
-		fail("refusing %s: cannot check it: %s", r->shown,
-		      strerror(errno));
-	if (S_ISLNK(st.st_mode))
-		fail("refusing %s: it is a symbolic link", r->shown);
-	if (!S_ISSOCK(st.st_mode))
-		fail("refusing %s: it is not a socket", r->shown);
-	if (st.st_uid != r->euid)
-		fail("refusing %s: it belongs to uid %u, not to the process's "
-		      "user (%u)", r->shown, (unsigned)st.st_uid,
-		      (unsigned)r->euid);
+	if (check_socket_file(r, fd) < 0) {
+		close(fd);
+		return REFUSED;
+	}
 	return fd;
 }
 
@@ -437,7 +476,7 @@ static int connect_in(const struct rendezvous *r, int dir, int fd)
 	int sock = open_socket_file(r, dir), rc, err;
 
 	if (sock < 0)
-		return -1;
+		return sock;
 	snprintf(addr.sun_path, sizeof(addr.sun_path), "/proc/self/fd/%d",
 		 sock);
 	if (r->become && seteuid(r->euid) < 0)
@@ -454,28 +493,39 @@ static int connect_in(const struct rendezvous *r, int dir, int fd)
 
 /*
  * Connect to the collector of r's process, trusting nothing about the
- * path: the descriptor, or -1 with errno set when nothing listens.
+ * path: the descriptor, or -1 with errno set when nothing listens. A
+ * refusal fails once the descriptors it opened are closed.
  */
 static int try_connect(const struct rendezvous *r)
 {
-	int dir = open_socket_dir(r), fd, err;
+	int dir = open_socket_dir(r), fd = -1, rc, err;
 
 	if (dir < 0)
 		return -1;
-	check_socket_dir(r, dir);
+	if (check_socket_dir(r, dir) < 0)
+		goto refused;
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		fail("cannot create a socket: %s", strerror(errno));
-	if (connect_in(r, dir, fd) == 0) {
-		close(dir);
-		check_peer(fd, r);
-		return fd;
+	if (fd < 0) {
+		refuse("cannot create a socket: %s", strerror(errno));
+		goto refused;
 	}
+	rc = connect_in(r, dir, fd);
+	if (rc == REFUSED)
+		goto refused;
 	err = errno;
-	close(fd);
 	close(dir);
+	if (rc == 0 && check_peer(fd, r) == 0)
+		return fd;
+	close(fd);
+	if (rc == 0)
+		fail_with_msg();	/* check_peer() refused */
 	errno = err;
 	return -1;
+refused:
+	if (fd >= 0)
+		close(fd);
+	close(dir);
+	fail_with_msg();
 }
 
 /* Wait for a freshly injected collector to listen; -1 after the deadline. */

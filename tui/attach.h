@@ -35,7 +35,7 @@ void attach_connect(struct attach *a, pid_t pid, unsigned interval_ms,
 
 /*
  * attach_connect(), but a failure returns -1 with its one line in err
- * (a descriptor opened meanwhile may stay open) instead of ending qsptop.
+ * instead of ending qsptop; a refused socket leaves nothing open.
  */
 int attach_try_connect(struct attach *a, pid_t pid, unsigned interval_ms,
 		       bool force, char *err, size_t size);

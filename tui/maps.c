@@ -43,3 +43,23 @@ int maps_each(pid_t pid, void (*fn)(const struct maps_line *, void *),
 	fclose(f);
 	return 0;
 }
+
+const void *maps_span_find(const void *array, size_t n, size_t stride,
+			   uint64_t address)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		const struct maps_span *s =
+			(const void *)((const char *)array + mid * stride);
+
+		if (address < s->start)
+			hi = mid;
+		else if (address >= s->end)
+			lo = mid + 1;
+		else
+			return s;
+	}
+	return NULL;
+}

@@ -7,6 +7,7 @@
 #define QSPTOP_MAPS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -26,6 +27,19 @@ struct maps_line {
  */
 int maps_each(pid_t pid, void (*fn)(const struct maps_line *, void *),
 	      void *ctx);
+
+/* An address range [start, end), as a mapping spans. */
+struct maps_span {
+	uint64_t start, end;
+};
+
+/*
+ * In an array of n elements of stride bytes, each beginning with its
+ * span, in address order without overlaps: the element whose span holds
+ * address, or NULL (by bisection).
+ */
+const void *maps_span_find(const void *array, size_t n, size_t stride,
+			   uint64_t address);
 
 /* Whether mapping m is executable, and whether it is shared. */
 static inline bool maps_exec(const struct maps_line *m)

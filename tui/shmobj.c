@@ -13,7 +13,7 @@
 
 /* A mapping of /proc/PID/maps. */
 struct mapping {
-	uint64_t start, end;
+	struct maps_span span;	/* first: see maps_span_find() */
 	uint64_t offset;	/* in its file */
 	uint64_t dev, ino;
 	bool shared;
@@ -56,7 +56,7 @@ static void keep_mapping(const struct maps_line *l, void *ctx)
 	struct shmobj *s = ctx;
 
 	s->m = xgrow(s->m, &s->cap, s->n + 1, 64, sizeof(*s->m));
-	s->m[s->n++] = (struct mapping){ l->start, l->end, l->offset, l->dev,
+	s->m[s->n++] = (struct mapping){ { l->start, l->end }, l->offset, l->dev,
 					 l->ino, maps_shared(l) };
 }
 
@@ -69,19 +69,7 @@ static bool read_maps(struct shmobj *s)
 
 static const struct mapping *find(const struct shmobj *s, uint64_t addr)
 {
-	size_t lo = 0, hi = s->n;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (addr < s->m[mid].start)
-			hi = mid;
-		else if (addr >= s->m[mid].end)
-			lo = mid + 1;
-		else
-			return &s->m[mid];
-	}
-	return NULL;
+	return maps_span_find(s->m, s->n, sizeof *s->m, addr);
 }
 
 static size_t slot_of(uint64_t dev, uint64_t ino, uint64_t offset)
@@ -139,6 +127,6 @@ uint64_t shmobj_object(struct shmobj *s, unsigned proc, uint64_t addr)
 		m = find(s, addr);
 	if (m == NULL || !m->shared)
 		return procs_tag(proc, addr);
-	return identify(m->dev, m->ino, m->offset + (addr - m->start),
+	return identify(m->dev, m->ino, m->offset + (addr - m->span.start),
 			procs_tag(proc, addr));
 }

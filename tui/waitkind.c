@@ -16,7 +16,7 @@ enum owner { OWNER_LIBC, OWNER_COLLECTOR, OWNER_PROGRAM };
 
 /* An executable mapping of the process. */
 struct code_range {
-	uint64_t lo, hi;
+	struct maps_span span;	/* first: see maps_span_find() */
 	enum owner owner;
 };
 
@@ -71,8 +71,7 @@ static void add_range(struct waitkind *w, uint64_t lo, uint64_t hi,
 
 	w->ranges = xgrow(w->ranges, &w->cap, w->nranges + 1, 32, sizeof *r);
 	r = &w->ranges[w->nranges++];
-	r->lo = lo;
-	r->hi = hi;
+	r->span = (struct maps_span){ lo, hi };
 	r->owner = owner_of(path);
 	if (r->owner == OWNER_LIBC && strstr(path, "libc.so.6"))
 		w->have_libc = true;
@@ -94,22 +93,10 @@ bool waitkind_maps(struct waitkind *w)
 	return w->have_libc;
 }
 
-/* The mapping holding address, by bisection (maps lists them in order). */
+/* The mapping holding address. */
 static const struct code_range *range_of(const struct waitkind *w, uint64_t a)
 {
-	size_t lo = 0, hi = w->nranges;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (a < w->ranges[mid].lo)
-			hi = mid;
-		else if (a >= w->ranges[mid].hi)
-			lo = mid + 1;
-		else
-			return &w->ranges[mid];
-	}
-	return NULL;
+	return maps_span_find(w->ranges, w->nranges, sizeof *w->ranges, a);
 }
 
 /* Read size bytes of the process at address; how many were read. */

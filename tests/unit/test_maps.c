@@ -35,8 +35,43 @@ static void note(const struct maps_line *l, void *ctx)
 		s->anon_found++;
 }
 
+/* An element that begins with its span, and more after it. */
+struct tagged {
+	struct maps_span span;
+	int tag;
+};
+
+/* maps_span_find() over spans with gaps: inside, edges, gaps, outside. */
+static void test_span_find(void)
+{
+	static const struct tagged t[] = {
+		{ { 0x1000, 0x2000 }, 1 },
+		{ { 0x2000, 0x3000 }, 2 },
+		{ { 0x5000, 0x6000 }, 3 },
+		{ { 0x9000, 0xa000 }, 4 },
+	};
+	static const struct { uint64_t a; int tag; } cases[] = {
+		{ 0, 0 }, { 0xfff, 0 }, { 0x1000, 1 }, { 0x1fff, 1 },
+		{ 0x2000, 2 }, { 0x3000, 0 }, { 0x4fff, 0 }, { 0x5800, 3 },
+		{ 0x9fff, 4 }, { 0xa000, 0 }, { UINT64_MAX, 0 },
+	};
+
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		const struct tagged *got = maps_span_find(t, 4, sizeof t[0],
+							  cases[i].a);
+
+		CHECK((got ? got->tag : 0) == cases[i].tag,
+		      "address %#llx: expected span %d, got %d",
+		      (unsigned long long)cases[i].a, cases[i].tag,
+		      got ? got->tag : 0);
+	}
+	CHECK(maps_span_find(t, 0, sizeof t[0], 0x1000) == NULL,
+	      "no spans: nothing found");
+}
+
 int main(void)
 {
+	test_span_find();
 	void *anon = mmap(NULL, 3 * 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS,
 			  -1, 0);
 	struct seen s = { .anon = (uint64_t)(uintptr_t)anon };

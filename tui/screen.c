@@ -1,4 +1,5 @@
 /* The off-screen cell grid everything is drawn into. */
+#include <langinfo.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -65,9 +66,39 @@ void screen_paint(struct screen *s, int x, int y, int n, enum theme_slot slot)
 		cell_at(s, x + i, y)->slot = (unsigned char)slot;
 }
 
+/*
+ * Whether a byte below 0x80 is always that ASCII character in the
+ * locale's encoding (UTF-8 and the single-byte ones): text then needs no
+ * mbrtowc() for it, which cost a sixth of a batch refresh.
+ */
+static bool ascii_is_itself(void)
+{
+	return MB_CUR_MAX == 1 || strcmp(nl_langinfo(CODESET), "UTF-8") == 0;
+}
+
+/* The character at text, of *n bytes: '?' when it is not one column. */
+static wchar_t char_at(const char *text, size_t *n, mbstate_t *st,
+		       bool ascii)
+{
+	wchar_t wc;
+
+	if (ascii && (unsigned char)*text < 0x80) {
+		*n = 1;
+		return *text < ' ' || *text == 0x7f ? L'?' : (wchar_t)*text;
+	}
+	*n = mbrtowc(&wc, text, MB_CUR_MAX, st);
+	if (*n == (size_t)-1 || *n == (size_t)-2) {
+		*n = 1;
+		memset(st, 0, sizeof(*st));
+		return L'?';
+	}
+	return wc < L' ' || wcwidth(wc) != 1 ? L'?' : wc;
+}
+
 int screen_puts(struct screen *s, int x, int y, enum theme_slot slot,
 		const char *text, int max)
 {
+	bool ascii = ascii_is_itself();
 	mbstate_t st;
 	int col = 0;
 
@@ -75,16 +106,9 @@ int screen_puts(struct screen *s, int x, int y, enum theme_slot slot,
 	if (max < 0)
 		max = s->w - x;
 	while (*text && col < max) {
-		wchar_t wc;
-		size_t n = mbrtowc(&wc, text, MB_CUR_MAX, &st);
+		size_t n;
+		wchar_t wc = char_at(text, &n, &st, ascii);
 
-		if (n == (size_t)-1 || n == (size_t)-2) {
-			wc = L'?';
-			n = 1;
-			memset(&st, 0, sizeof(st));
-		}
-		if (wc < L' ' || wcwidth(wc) != 1)
-			wc = L'?';
 		if (y >= 0 && y < s->h && x + col >= 0 && x + col < s->w) {
 			struct cell *c = cell_at(s, x + col, y);
 
@@ -99,17 +123,15 @@ int screen_puts(struct screen *s, int x, int y, enum theme_slot slot,
 
 int screen_width(const char *text)
 {
+	bool ascii = ascii_is_itself();
 	mbstate_t st;
 	int col = 0;
 
 	memset(&st, 0, sizeof(st));
 	while (*text) {
-		size_t n = mbrtowc(NULL, text, MB_CUR_MAX, &st);
+		size_t n;
 
-		if (n == (size_t)-1 || n == (size_t)-2) {
-			n = 1;
-			memset(&st, 0, sizeof(st));
-		}
+		(void)char_at(text, &n, &st, ascii);
 		col++;
 		text += n;
 	}

@@ -116,6 +116,17 @@ static void outbuf_add(struct outbuf *b, const char *text, size_t n)
 	}
 }
 
+/* Add a cell of len bytes padded by pad spaces, to its right when left. */
+static void outbuf_cell(struct outbuf *b, const char *text, size_t len,
+			size_t pad, bool left)
+{
+	if (!left)
+		outbuf_add(b, NULL, pad);
+	outbuf_add(b, text, len);
+	if (left)
+		outbuf_add(b, NULL, pad);
+}
+
 /*
  * One line of cells, separated by a space, each aligned in its width as
  * printf's %-*s and %*s align it (by bytes), without printf's parsing and
@@ -124,19 +135,30 @@ static void outbuf_add(struct outbuf *b, const char *text, size_t n)
 static void print_cells(FILE *out, const struct column_place *p, size_t n,
 			char cells[][520])
 {
-	struct outbuf b = { .out = out };
+	struct outbuf b;	/* not zeroed: 8 KiB a line, for nothing */
+
+	b.out = out;
+	b.at = 0;
 
 	for (size_t i = 0; i < n; i++) {
 		size_t len = strlen(cells[i]);
 		size_t width = p[i].width > 0 ? (size_t)p[i].width : 0;
 		size_t pad = width > len ? width - len : 0;
+		char *at = b.text + b.at;
 
-		if (!p[i].col->left)
-			outbuf_add(&b, NULL, pad);
-		outbuf_add(&b, cells[i], len);
-		if (p[i].col->left)
-			outbuf_add(&b, NULL, pad);
-		outbuf_add(&b, i + 1 < n ? " " : "\n", 1);
+		if (b.at + pad + len + 1 > sizeof(b.text)) {
+			outbuf_cell(&b, cells[i], len, pad, p[i].col->left);
+		} else {
+			/* The usual case, with room: in place. */
+			memset(at + (p[i].col->left ? len : 0), ' ', pad);
+			memcpy(at + (p[i].col->left ? 0 : pad), cells[i], len);
+			b.at += pad + len;
+		}
+		b.text[b.at++] = i + 1 < n ? ' ' : '\n';	/* room: see above */
+		if (b.at == sizeof(b.text)) {
+			fwrite(b.text, 1, b.at, out);
+			b.at = 0;
+		}
 	}
 	fwrite(b.text, 1, b.at, out);
 }
@@ -146,7 +168,7 @@ static void print_titles(FILE *out, const struct column_place *p, size_t n)
 	char cells[COLUMNS_MAX][520];
 
 	for (size_t i = 0; i < n; i++)
-		snprintf(cells[i], sizeof(cells[i]), "%s", p[i].col->title);
+		format_copy(cells[i], sizeof(cells[i]), p[i].col->title);
 	print_cells(out, p, n, cells);
 }
 
@@ -219,7 +241,8 @@ void batch_print(FILE *out, const struct app *a)
 	struct batch_table b = { .f = { .symbols = a->symbols,
 					.model = a->model,
 					.wrappers = a->wrappers,
-					.site_style = SITE_BOTH } };
+					.site_style = SITE_BOTH,
+					.sites = site_memo_new() } };
 	int width = batch_width(a, out);
 
 	b.ncol = column_layout(width, false, b.place);
@@ -227,6 +250,7 @@ void batch_print(FILE *out, const struct app *a)
 		print_first(out, a, width, &b);
 	else
 		print_all(out, a, width, &b);
+	site_memo_free(b.f.sites);
 	fputc('\n', out);
 	fflush(out);
 }

@@ -4,20 +4,23 @@
  */
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "../common/hash.h"
 #include "column.h"
 #include "format.h"
 #include "names.h"
 #include "procs.h"
 #include "site.h"
+#include "xalloc.h"
 
 static void cell_type(const struct column *c, const struct view_row *r,
 		      const struct column_ctx *f, char *buf, size_t size)
 {
 	(void)c;
 	(void)f;
-	snprintf(buf, size, "%s", lock_type_name(r->type));
+	format_copy(buf, size, lock_type_name(r->type));
 }
 
 /*
@@ -36,7 +39,7 @@ static void cell_object(const struct column *c, const struct view_row *r,
 	else if (r->object == 0)
 		snprintf(buf, size, "[many]");
 	else if (f->symbols == NULL)
-		snprintf(buf, size, "0x%" PRIx64, procs_addr(r->object));
+		format_hex(buf, size, procs_addr(r->object));
 	else
 		switch (names_object(f->symbols, f->wrappers, f->model,
 				     r->object, name, sizeof(name))) {
@@ -48,7 +51,7 @@ static void cell_object(const struct column *c, const struct view_row *r,
 			format_fit_right(buf, size, text, f->width);
 			break;
 		default:
-			snprintf(buf, size, "0x%" PRIx64, procs_addr(r->object));
+			format_hex(buf, size, procs_addr(r->object));
 		}
 }
 
@@ -64,6 +67,56 @@ static void cell_pid(const struct column *c, const struct view_row *r,
 		snprintf(buf, size, "-");
 }
 
+#define SITE_MEMO_SLOTS 64	/* direct-mapped */
+
+struct site_memo {
+	struct {
+		uint64_t site;	/* 0: empty */
+		int width;
+		char text[512];
+	} slot[SITE_MEMO_SLOTS];
+};
+
+struct site_memo *site_memo_new(void)
+{
+	return xcalloc(1, sizeof(struct site_memo));
+}
+
+void site_memo_free(struct site_memo *m)
+{
+	free(m);
+}
+
+/* The text of a site as f's style and width make it. */
+static void site_make(const struct column_ctx *f, uint64_t site, char *buf,
+		      size_t size)
+{
+	if (f->site_style == SITE_LINE)
+		site_line(buf, size, f->symbols, site);
+	else
+		site_fit(buf, size, f->symbols, site,
+			 f->site_style == SITE_BOTH, f->width);
+}
+
+/* The same, from f's memo when it has one. */
+static const char *site_text(const struct column_ctx *f, uint64_t site,
+			     char *buf, size_t size)
+{
+	struct site_memo *m = f->sites;
+	unsigned i = (unsigned)(hash_mix(site) % SITE_MEMO_SLOTS);
+
+	if (m == NULL || site == 0) {
+		site_make(f, site, buf, size);
+		return buf;
+	}
+	if (m->slot[i].site != site || m->slot[i].width != f->width) {
+		site_make(f, site, m->slot[i].text, sizeof(m->slot[i].text));
+		m->slot[i].site = site;
+		m->slot[i].width = f->width;
+	}
+	return m->slot[i].text;
+}
+
 /*
  * The call site; one without a symbol is followed by its nearest named
  * caller (names_caller()): "varnishd+0x65688 ← VSLv".
@@ -73,23 +126,20 @@ static void cell_site(const struct column *c, const struct view_row *r,
 {
 	struct frame_info caller;
 	unsigned depth;
-	char site[512];
+	char own[512];
+	const char *site;
 
 	(void)c;
 	if (r->n_sites > 1) {
 		snprintf(buf, size, "[%u sites]", r->n_sites);
 		return;
 	}
-	if (f->site_style == SITE_LINE)
-		site_line(site, sizeof(site), f->symbols, r->site);
-	else
-		site_fit(site, sizeof(site), f->symbols, r->site,
-			 f->site_style == SITE_BOTH, f->width);
+	site = site_text(f, r->site, own, sizeof(own));
 	if (names_caller(f->symbols, f->model, r, &caller, &depth))
 		snprintf(buf, size, "%s %s %s", site,
 			 format_utf8() ? "\u2190" : "<-", caller.symbol);
 	else
-		snprintf(buf, size, "%s", site);
+		format_copy(buf, size, site);
 }
 
 static void cell_duration(const struct column *c, const struct view_row *r,

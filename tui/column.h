@@ -26,7 +26,16 @@ struct column_ctx {
 	struct wrappers *wrappers;	/* either may be NULL */
 	enum site_style site_style;
 	int width;		/* the cell's columns; 0: no limit */
+	struct site_memo *sites;	/* NULL, or see site_memo_new() */
 };
+
+/*
+ * The call sites' texts made for one table, kept for its other rows (many
+ * rows share a site: one per lock taken there). Only while the symbols,
+ * the style and the widths stay: one table at a time.
+ */
+struct site_memo *site_memo_new(void);
+void site_memo_free(struct site_memo *m);
 
 /*
  * One column of the table: the field it shows (field.h: its value, sort

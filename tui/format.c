@@ -108,10 +108,41 @@ static const char *utf8_tail(const char *s, size_t n)
 	return s;
 }
 
+void format_copy(char *buf, size_t size, const char *s)
+{
+	size_t len;
+
+	if (size == 0)
+		return;
+	len = strnlen(s, size - 1);
+	memcpy(buf, s, len);
+	buf[len] = '\0';
+}
+
+void format_hex(char *buf, size_t size, uint64_t v)
+{
+	char text[19], *p = text + sizeof(text);
+
+	*--p = '\0';
+	do
+		*--p = "0123456789abcdef"[v & 15];
+	while ((v >>= 4) != 0);
+	*--p = 'x';
+	*--p = '0';
+	format_copy(buf, size, p);
+}
+
+/* Whether s fits in width columns: its bytes do, or then its characters. */
+static bool fits(const char *s, int width)
+{
+	return width <= 0 || strlen(s) <= (size_t)width ||
+	       utf8_chars(s) <= (size_t)width;
+}
+
 void format_fit_left(char *buf, size_t size, const char *s, int width)
 {
-	if (width <= 0 || utf8_chars(s) <= (size_t)width) {
-		snprintf(buf, size, "%s", s);
+	if (fits(s, width)) {
+		format_copy(buf, size, s);
 		return;
 	}
 	snprintf(buf, size, "%s%s", utf8 ? "\u2026" : "~",
@@ -122,8 +153,8 @@ void format_fit_right(char *buf, size_t size, const char *s, int width)
 {
 	size_t keep = 0;
 
-	if (width <= 0 || utf8_chars(s) <= (size_t)width) {
-		snprintf(buf, size, "%s", s);
+	if (fits(s, width)) {
+		format_copy(buf, size, s);
 		return;
 	}
 	for (int n = 0; s[keep] && n < width - 1; keep++)

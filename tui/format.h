@@ -26,6 +26,12 @@ void format_count(char *buf, size_t size, double n);
 void format_fixed(char *buf, size_t size, double v, int decimals,
 		  const char *suffix);
 
+/* s cut to size - 1 bytes, as snprintf's "%s" would, without its parsing. */
+void format_copy(char *buf, size_t size, const char *s);
+
+/* "0x" and v in lower-case hex, as printf's "0x%" PRIx64. */
+void format_hex(char *buf, size_t size, uint64_t v);
+
 /* Fit s into width columns, cutting from the left ("…tail") when longer. */
 void format_fit_left(char *buf, size_t size, const char *s, int width);
 

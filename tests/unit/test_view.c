@@ -734,6 +734,31 @@ static void test_numbers_as_printf(void)
 	CHECK_TALLY(&cut, "a short buffer gets the start of the text");
 }
 
+/* Addresses and copies, made without printf, read as printf made them. */
+static void test_hex_and_copy_as_printf(void)
+{
+	static const uint64_t values[] = { 0, 1, 15, 16, 0xdeadbeef,
+					   0x7f939eb114d8, UINT64_MAX };
+	static const char *const texts[] = { "", "a", "pthread_mutex_lock",
+					     "\u2190 caller" };
+	char got[64], want[64];
+
+	for (size_t i = 0; i < sizeof values / sizeof values[0]; i++) {
+		format_hex(got, sizeof(got), values[i]);
+		snprintf(want, sizeof(want), "0x%" PRIx64, values[i]);
+		CHECK_STR(got, want);
+	}
+	format_hex(got, 5, 0xdeadbeef);
+	CHECK_STR(got, "0xde");
+	for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
+		for (size_t size = 1; size < 24; size += 5) {
+			format_copy(got, size, texts[i]);
+			snprintf(want, size, "%s", texts[i]);
+			CHECK_STR(got, want);
+		}
+	}
+}
+
 static void test_screen_buffer(void)
 {
 	struct screen *s = screen_new(10, 2);
@@ -923,6 +948,7 @@ int main(void)
 	test_sizes();
 	test_formatting();
 	test_numbers_as_printf();
+	test_hex_and_copy_as_printf();
 	test_screen_buffer();
 	test_big_table();
 	ui_free(&ui);

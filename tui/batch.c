@@ -222,9 +222,15 @@ static void print_first(FILE *out, const struct app *a, int width,
 static void print_all(FILE *out, const struct app *a, int width,
 		      const struct batch_table *b)
 {
-	struct model_table *t = model_table_new(a->model, &a->query);
-	size_t total = model_table_lines(t), n;
-	struct view_row *rows = xreallocarray(NULL, BATCH_CHUNK, sizeof *rows);
+	struct model_query q = a->query;
+	struct model_table *t;
+	size_t total, n;
+	struct view_row *rows;
+
+	q.numbers_only = true;	/* no histogram, no trend in these lines */
+	t = model_table_new(a->model, &q);
+	total = model_table_lines(t);
+	rows = xreallocarray(NULL, BATCH_CHUNK, sizeof *rows);
 
 	print_header(out, a, width, total, total);
 	print_titles(out, b->place, b->ncol);

@@ -137,6 +137,11 @@ struct model_query {
 	 * process's sites are its own.
 	 */
 	uint64_t (*code)(void *ctx, uint64_t site);
+	/*
+	 * The lines' numbers only, without the histogram and the trend their
+	 * rows lend them (which batch tables show neither of).
+	 */
+	bool numbers_only;
 };
 
 /*

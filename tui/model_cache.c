@@ -66,7 +66,7 @@ static bool same_query(const struct model_query *a,
 	       a->ascending == b->ascending && a->mix_idle == b->mix_idle &&
 	       a->types == b->types && a->skip_wrappers == b->skip_wrappers &&
 	       a->is_wrapper == b->is_wrapper && a->ctx == b->ctx &&
-	       a->code == b->code &&
+	       a->code == b->code && a->numbers_only == b->numbers_only &&
 	       a->site_label == b->site_label && a->row_names == b->row_names;
 }
 
@@ -343,7 +343,7 @@ static void cache_rows(const struct view_cache *c, const struct model *m,
 		const struct order *o = cache_next(c, &i, &j);
 
 		if (k >= from)
-			view_row_single(m, &c->q, o->line, true,
+			view_row_single(m, &c->q, o->line, !c->q.numbers_only,
 					&rows[k - from]);
 	}
 }

@@ -312,7 +312,7 @@ static void view_row_of(struct view_ctx *vc, const struct group *g,
 	for (uint32_t i = 0; i < l.n; i++) {
 		const struct item *it = &vc->items[vc->ids[l.first + i]];
 
-		if (it->row != NO_ROW)
+		if (it->row != NO_ROW && !vc->q->numbers_only)
 			row_lend(vc->m, &vc->m->rows[it->row], v);
 	}
 }

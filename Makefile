@@ -97,6 +97,7 @@ SANITIZE      := -fsanitize=address,undefined -fno-sanitize-recover=all \
 COLLECTOR_UNIT := tests/unit/test_unwind.c tests/unit/test_table.c \
 		 tests/unit/test_rows.c tests/unit/test_session.c
 COLLECTOR_UNIT_SRC := collector/table.c collector/arena.c collector/rows.c \
+		 collector/order.c \
 		 collector/stacks.c collector/unwind.c collector/frames.c \
 		 collector/ehframe.c common/cfi.c collector/modules.c \
 		 collector/session.c collector/ownfd.c common/proto.c
@@ -396,7 +397,7 @@ $(BUILD)/tests/test_inject $(BUILD)/tests/test_inject_borrow: \
 # capture of its own making.
 HOOKS_TEST_SRC := tests/unit/test_hooks.c collector/hooks.c collector/table.c \
 		 collector/arena.c collector/rows.c collector/stacks.c \
-		 collector/unwind.c collector/state.c
+		 collector/unwind.c collector/state.c collector/order.c
 $(BUILD)/tests/test_hooks: $(HOOKS_TEST_SRC) | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $^ -rdynamic -ldl -lpthread

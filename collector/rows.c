@@ -286,6 +286,7 @@ static void scan_table(struct scan *sc, struct thread_table *t)
 	}
 	scan_holds(sc, t);
 	stacks_scan_table(&sc->rs->stacks, t, sc->dead);
+	order_scan_table(&sc->rs->order, &sc->rs->stacks, t, sc->rs->seq);
 	drop(sc, dropped);
 }
 

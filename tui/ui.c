@@ -665,7 +665,7 @@ const struct key_binding key_bindings[] = {
 	  .act = act_processes },
 	{ .keys = { 'H' }, .label = "H", .hint = "H threads", .hint_rank = 0,
 	  .help = "threads view: each thread's state, the lock it waits for and "
-		  "its holder, deadlocks (H again: back)",
+		  "its holder, deadlocks, lock-order warnings (H again: back)",
 	  .act = act_threads },
 	{ .keys = { 'T' }, .label = "T", .hint = "T types", .hint_rank = 6,
 	  .help = "rows shown: all -> locks (the lock role) -> idle (the idle role) -> all",

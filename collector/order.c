@@ -1,6 +1,7 @@
 /* Lock order: threads' nestings, merged, and the pairs seen both ways. */
 #include <string.h>
 
+#include "../common/clock.h"
 #include "../common/hash.h"
 #include "arena.h"
 #include "frames.h"
@@ -54,6 +55,7 @@ void order_note(struct thread_table *t, uint64_t held_key, uint64_t held,
 	e->depth = frames_capture(&t->reader, KEY_SITE(key), e->frames,
 				  ORDER_FRAMES);
 	e->hits = 1;
+	e->t0 = clock_now_ns();
 	__atomic_store_n(&e->then_key, key, __ATOMIC_RELEASE);
 }
 
@@ -71,8 +73,11 @@ static struct order_merged *merged_for(struct order_set *os,
 		m = &os->e[k];
 		if (m->first_key == e->first_key && m->then_key == e->then_key &&
 		    m->first_object == e->first_object &&
-		    m->then_object == e->then_object)
+		    m->then_object == e->then_object) {
+			if (e->t0 < m->t0)
+				m->t0 = e->t0;
 			return m;
+		}
 	}
 	if (os->n >= ORDER_MERGED_MAX ||
 	    !arena_grow((void **)&os->e, &os->cap, os->n, 64, sizeof(*os->e)))
@@ -80,7 +85,7 @@ static struct order_merged *merged_for(struct order_set *os,
 	m = &os->e[os->n++];
 	*m = (struct order_merged){ .first_key = e->first_key,
 		.first_object = e->first_object, .then_key = e->then_key,
-		.then_object = e->then_object,
+		.then_object = e->then_object, .t0 = e->t0,
 		.stack = stacks_define(ss, e->frames, e->depth) };
 	*added = true;
 	return m;
@@ -139,7 +144,8 @@ static void attach(struct order_set *os, struct order_merged *m, int k,
 
 /*
  * A nesting just merged: if its objects were seen the other way round
- * (the first such earlier nesting), both count towards one warning.
+ * (the first such earlier nesting), both count towards one warning,
+ * whose first order is the one seen first.
  */
 static void find_reversal(struct order_set *os, struct order_merged *m,
 			  uint64_t seq)
@@ -151,7 +157,8 @@ static void find_reversal(struct order_set *os, struct order_merged *m,
 		if (r->first_object != m->then_object ||
 		    r->then_object != m->first_object)
 			continue;
-		w = warning_for(os, r, m);
+		w = r->t0 <= m->t0 ? warning_for(os, r, m)
+				   : warning_for(os, m, r);
 		if (w < 0)
 			return;
 		attach(os, r, w, seq);
@@ -168,9 +175,15 @@ static void scan_edge(struct order_set *os, struct stacks *ss,
 	struct order_merged *m;
 	bool added;
 
+	if (e->global == ORDER_NO_ROOM) {
+		os->dropped += grew;
+		e->hits_seen = hits;
+		return;
+	}
 	if (e->global == 0) {
 		m = merged_for(os, ss, e, &added);
 		if (m == NULL) {
+			e->global = ORDER_NO_ROOM;
 			os->dropped += grew;
 			e->hits_seen = hits;
 			return;

@@ -28,6 +28,7 @@
 struct order_merged {
 	uint64_t first_key, first_object, then_key, then_object;
 	uint64_t hits;		/* times seen, over every thread */
+	uint64_t t0;		/* first seen, by any thread */
 	uint32_t stack;		/* global stack id; PROTO_NO_STACK: none */
 	uint32_t warning;	/* the warning it counts towards + 1; 0: none */
 };
@@ -43,7 +44,7 @@ struct order_set {
 	uint32_t n, cap;
 	struct order_warning *w;
 	uint32_t nw, wcap;
-	uint64_t dropped;		/* nestings with no room to merge */
+	uint64_t dropped;		/* nestings seen with no room to merge */
 };
 
 /*

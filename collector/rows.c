@@ -376,7 +376,8 @@ void rows_scan(struct rows *rs)
 	}
 	end_rows(rs);
 	stacks_end_scan(&rs->stacks, rs->seq);
-	rs->dropped = rs->dropped_retired + sc.dropped + table_claim_drops();
+	rs->dropped = rs->dropped_retired + sc.dropped + table_claim_drops() +
+		      rs->order.dropped;
 }
 
 void rows_session_start(struct rows *rs, unsigned k, bool baseline)

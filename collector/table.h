@@ -173,13 +173,16 @@ _Static_assert(sizeof(struct hold_table) == 8192, "a hold table is 8 KiB");
 #define ORDER_EDGES 32
 #define ORDER_EDGES_USED (ORDER_EDGES * 3 / 4)	/* full past this */
 #define ORDER_FRAMES 16
+#define ORDER_NO_ROOM UINT32_MAX
 struct order_edge {
 	uint64_t first_key, first_object;
 	uint64_t then_object;
 	uint64_t then_key;	/* 0: empty */
 	uint64_t hits;		/* times this nesting was seen */
+	uint64_t t0;		/* when first seen (clock_now_ns()) */
 	uint64_t hits_seen;	/* collector only: hits it merged */
-	uint32_t global;	/* collector only: its merged edge + 1 */
+	uint32_t global;	/* collector only: its merged edge + 1;
+				   ORDER_NO_ROOM: none could be had */
 	uint32_t depth;		/* of frames; 0: no stack */
 	uint64_t frames[ORDER_FRAMES];
 };
@@ -189,6 +192,7 @@ struct order_table {
 	uint32_t unused[15];
 	struct order_edge edge[ORDER_EDGES];
 };
+_Static_assert(sizeof(struct order_table) <= 8192, "an order table fits 8 KiB");
 
 struct thread_table {
 	struct lf_node free_link;	/* the free list's; only lfstack.h writes it */

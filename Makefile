@@ -95,7 +95,8 @@ SANITIZE      := -fsanitize=address,undefined -fno-sanitize-recover=all \
 		 -fno-omit-frame-pointer
 # Unit tests of the collector link its own modules, not the front end's.
 COLLECTOR_UNIT := tests/unit/test_unwind.c tests/unit/test_table.c \
-		 tests/unit/test_rows.c tests/unit/test_session.c
+		 tests/unit/test_rows.c tests/unit/test_session.c \
+		 tests/unit/test_order_merge.c
 COLLECTOR_UNIT_SRC := collector/table.c collector/arena.c collector/rows.c \
 		 collector/order.c \
 		 collector/stacks.c collector/unwind.c collector/frames.c \

@@ -122,6 +122,7 @@ static int warning_for(struct order_set *os, const struct order_merged *first,
 		.then_key = first->then_key, .rev_held_key = rev->first_key,
 		.rev_key = rev->then_key };
 	w->m = (struct proto_lock_order){ .id = os->nw, .stack = rev->stack,
+		.then_stack = first->stack,
 		.first_object = first->first_object,
 		.first_site = KEY_SITE(first->first_key),
 		.then_object = first->then_object,

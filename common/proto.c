@@ -396,6 +396,7 @@ void proto_put_lock_order(struct wbuf *b, const struct proto_lock_order *m)
 
 	put_u32(b, m->id);
 	put_u32(b, m->stack);
+	put_u32(b, m->then_stack);
 	put_u64(b, m->first_object);
 	put_u64(b, m->first_site);
 	put_u64(b, m->then_object);
@@ -664,6 +665,7 @@ static void decode_lock_order(struct rbuf *r, struct proto_lock_order *m)
 {
 	m->id = get_u32(r);
 	m->stack = get_u32(r);
+	m->then_stack = get_u32(r);
 	m->first_object = get_u64(r);
 	m->first_site = get_u64(r);
 	m->then_object = get_u64(r);

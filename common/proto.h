@@ -203,13 +203,15 @@ struct proto_stack_delta {
  * A lock-order warning: object first_object taken at first_site, then,
  * while it was held, then_object at then_site; and elsewhere the reverse,
  * then_object held (taken at rev_held_site) while first_object was taken
- * at rev_site, through stack (PROTO_NO_STACK: not captured). count is how
+ * at rev_site, through stack (PROTO_NO_STACK: not captured); then_stack
+ * is the stack of the first order's then_site. count is how
  * often the reversed nesting was seen, cumulative (the nestings are
  * sampled). Sent again, whole, when its count grows.
  */
 struct proto_lock_order {
 	uint32_t id;
 	uint32_t stack;
+	uint32_t then_stack;
 	uint64_t first_object, first_site;
 	uint64_t then_object, then_site;
 	uint64_t rev_held_site, rev_site;

@@ -244,6 +244,7 @@ static void on_lock_order(void *ctx, const struct proto_lock_order *m)
 	struct client *c = ctx;
 	struct lock_order w = {
 		.proc = c->proc, .id = m->id, .stack = stack_id(c, m->stack),
+		.then_stack = stack_id(c, m->then_stack),
 		.first_object = procs_tag(c->proc, m->first_object),
 		.first_site = procs_tag(c->proc, m->first_site),
 		.then_object = procs_tag(c->proc, m->then_object),
@@ -254,6 +255,8 @@ static void on_lock_order(void *ctx, const struct proto_lock_order *m)
 
 	if (w.stack == NO_MODEL_ID)
 		w.stack = PROTO_NO_STACK;
+	if (w.then_stack == NO_MODEL_ID)
+		w.then_stack = PROTO_NO_STACK;
 	model_put_lock_order(c->model, &w);
 }
 

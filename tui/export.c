@@ -468,6 +468,20 @@ static void threads_view_json(struct jsonw *w, const struct app *a)
 		stuck_free(st);
 }
 
+/* A model stack's frames as an array; [] for PROTO_NO_STACK. */
+static void model_stack_json(struct jsonw *w, const struct app *a,
+			     const char *key, uint32_t stack)
+{
+	const uint64_t *frames;
+	size_t depth = stack == PROTO_NO_STACK ? 0 :
+		       model_stack_frames(a->model, stack, &frames);
+
+	jsonw_array(w, key);
+	for (size_t f = 0; f < depth; f++)
+		frame_json(w, NULL, a->symbols, frames[f], 1);
+	jsonw_end(w);
+}
+
 /* One end of a lock-order warning: the lock and where it was taken. */
 static void order_end_json(struct jsonw *w, const struct app *a,
 			   const char *key, uint64_t object, uint64_t site)
@@ -479,7 +493,6 @@ static void order_end_json(struct jsonw *w, const struct app *a,
 	stuck_text_object(name, sizeof(name), a->symbols, object);
 	jsonw_string(w, "object_name", name);
 	frame_json(w, "site", a->symbols, site, 1);
-	jsonw_end(w);
 }
 
 /*
@@ -491,23 +504,19 @@ static void lock_order_json(struct jsonw *w, const struct app *a)
 {
 	const struct lock_order *o;
 	size_t n = model_lock_orders(a->model, &o);
-	const uint64_t *frames;
-	size_t depth;
 
 	jsonw_array(w, "lock_order");
 	for (size_t i = 0; i < n; i++) {
 		jsonw_object(w, NULL);
 		order_end_json(w, a, "first", o[i].first_object, o[i].first_site);
+		jsonw_end(w);
 		order_end_json(w, a, "then", o[i].then_object, o[i].then_site);
+		model_stack_json(w, a, "stack", o[i].then_stack);
+		jsonw_end(w);
 		jsonw_object(w, "reversed_at");
 		frame_json(w, "site", a->symbols, o[i].rev_site, 1);
 		frame_json(w, "holding_site", a->symbols, o[i].rev_held_site, 1);
-		depth = o[i].stack == PROTO_NO_STACK ? 0 :
-			model_stack_frames(a->model, o[i].stack, &frames);
-		jsonw_array(w, "stack");
-		for (size_t f = 0; f < depth; f++)
-			frame_json(w, NULL, a->symbols, frames[f], 1);
-		jsonw_end(w);
+		model_stack_json(w, a, "stack", o[i].stack);
 		jsonw_end(w);
 		jsonw_number(w, "count", (double)o[i].count);
 		jsonw_end(w);

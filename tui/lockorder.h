@@ -15,6 +15,7 @@ struct lock_order {
 	unsigned proc;		/* whose collector sent it */
 	uint32_t id;		/* its id in that collector */
 	uint32_t stack;		/* model stack id; PROTO_NO_STACK: none */
+	uint32_t then_stack;	/* the same, of then_site's acquisition */
 	uint64_t first_object, first_site;	/* sites tagged (procs.h) */
 	uint64_t then_object, then_site;
 	uint64_t rev_held_site, rev_site;

@@ -202,6 +202,7 @@ static void on_lock_order(void *ctx, const struct proto_lock_order *m)
 	mix_u64(t, MSG_LOCK_ORDER);
 	mix_u64(t, m->id);
 	mix_u64(t, m->stack);
+	mix_u64(t, m->then_stack);
 	mix_u64(t, m->first_object ^ m->then_object);
 	mix_u64(t, m->first_site ^ m->then_site);
 	mix_u64(t, m->rev_held_site ^ m->rev_site);

@@ -115,7 +115,7 @@ static void put_stack_counts(struct wbuf *b)
 
 static void put_lock_order(struct wbuf *b)
 {
-	struct proto_lock_order o = { .id = 0, .stack = 0,
+	struct proto_lock_order o = { .id = 0, .stack = 0, .then_stack = 1,
 		.first_object = 0x55d0c0a8e040, .first_site = 0x55d0c0a8a1b3,
 		.then_object = 0x55d0c0a8e080, .then_site = 0x55d0c0a8a1f0,
 		.rev_held_site = 0x55d0c0a8a240, .rev_site = 0x55d0c0a8a260,

@@ -84,6 +84,10 @@ static void test_reversed(void)
 	CHECK(line_of(cJSON_GetArrayItem(stack, 0)) == inner2,
 	      "reversed: the reversed acquisition's stack starts at its site "
 	      "(:%d), got :%d", inner2, line_of(cJSON_GetArrayItem(stack, 0)));
+	CHECK(line_of(cJSON_GetArrayItem(cJSON_GetObjectItem(then, "stack"), 0))
+	      == inner1, "reversed: then's stack starts at its site (:%d), got :%d",
+	      inner1, line_of(cJSON_GetArrayItem(cJSON_GetObjectItem(then,
+							"stack"), 0)));
 	CHECK(num_field(w, "count") >= 1, "reversed: a count, got %.0f",
 	      num_field(w, "count"));
 	cJSON_Delete(snap);

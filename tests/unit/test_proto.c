@@ -417,6 +417,7 @@ static const struct bad_case bad_cases[] = {
 static void test_lock_order_round_trip(void)
 {
 	struct proto_lock_order m = { .id = 7, .stack = PROTO_NO_STACK,
+		.then_stack = 12,
 		.first_object = 0x1000, .first_site = 0x2000,
 		.then_object = 0x3000, .then_site = 0x4000,
 		.rev_held_site = 0x5000, .rev_site = 0x6000,
@@ -429,7 +430,14 @@ static void test_lock_order_round_trip(void)
 	CHECK(decode_all(b.data, b.len, &s, err) == 1, "lock order: one frame (%s)",
 	      err);
 	CHECK_U64(s.lock_orders, 1);
-	CHECK(memcmp(&s.lock_order, &m, sizeof(m)) == 0,
+	CHECK(s.lock_order.id == m.id && s.lock_order.stack == m.stack &&
+	      s.lock_order.then_stack == m.then_stack &&
+	      s.lock_order.first_object == m.first_object &&
+	      s.lock_order.first_site == m.first_site &&
+	      s.lock_order.then_object == m.then_object &&
+	      s.lock_order.then_site == m.then_site &&
+	      s.lock_order.rev_held_site == m.rev_held_site &&
+	      s.lock_order.rev_site == m.rev_site && s.lock_order.count == m.count,
 	      "lock order: every field as sent");
 	wbuf_free(&b);
 }

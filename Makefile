@@ -423,6 +423,13 @@ $(BUILD)/tsan/test_lfstack: tests/unit/test_lfstack.c collector/lfstack.h \
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -fsanitize=thread -O1 -o $@ $< -lpthread
 
+# The lock-order merge while a thread notes, under ThreadSanitizer.
+$(BUILD)/tsan/test_order_merge: tests/unit/test_order_merge.c \
+	$(COLLECTOR_UNIT_SRC) | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -fsanitize=thread -Wno-tsan -O1 -o $@ $^ \
+		$(COLLECTOR_UNIT_LIBS)
+
 # The HTTP endpoint's threads under ThreadSanitizer.
 $(BUILD)/tsan/test_serve: tests/unit/test_serve.c tui/serve.c tui/serve.h \
 	tui/xalloc.c | $(DEPS_STAMP)
@@ -459,7 +466,7 @@ check: $(TEST_DEPS_STAMP) all $(UNIT_BIN) $(ASAN_BIN) $(WORKLOAD_BIN) $(WRAP_BIN
 	$(AUTOWRAP_BIN) \
 	$(INVARIANT_PLUGIN) $(INTEG_BIN) \
 	$(BUILD)/tsan/test_stress $(BUILD)/tsan/test_lfstack $(BUILD)/tsan/test_serve \
-	$(BUILD)/tests/test_bench \
+	$(BUILD)/tsan/test_order_merge $(BUILD)/tests/test_bench \
 	$(FUZZ_TESTS)
 	@FUZZ_SECONDS=$(FUZZ_CHECK_TIME) tests/run $(BUILD)
 

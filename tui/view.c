@@ -82,6 +82,7 @@ static void draw_title(struct screen *s, const struct ui *ui)
 		  .priority = 10, .right = true },
 	};
 	struct line_item *paused = &items[7], *deadlock = &items[8];
+	struct line_item *lock_order = &items[9];
 	symbols_progress(a->symbols, format_utf8(), names, sizeof(names));
 	items[6].text = names[0] ? names : NULL;
 	app_state_text(a, state, sizeof(state));
@@ -93,8 +94,8 @@ static void draw_title(struct screen *s, const struct ui *ui)
 		screen_paint(s, paused->x, 0, paused->width, SLOT_ERROR);
 	if (deadlock->x >= 0)
 		screen_paint(s, deadlock->x, 0, deadlock->width, SLOT_ALARM);
-	if (items[9].x >= 0)
-		screen_paint(s, items[9].x, 0, items[9].width, SLOT_WARM);
+	if (lock_order->x >= 0)
+		screen_paint(s, lock_order->x, 0, lock_order->width, SLOT_WARM);
 }
 
 /*

@@ -95,8 +95,10 @@ SANITIZE      := -fsanitize=address,undefined -fno-sanitize-recover=all \
 		 -fno-omit-frame-pointer
 # Unit tests of the collector link its own modules, not the front end's.
 COLLECTOR_UNIT := tests/unit/test_unwind.c tests/unit/test_table.c \
-		 tests/unit/test_rows.c tests/unit/test_session.c
+		 tests/unit/test_rows.c tests/unit/test_session.c \
+		 tests/unit/test_order_merge.c
 COLLECTOR_UNIT_SRC := collector/table.c collector/arena.c collector/rows.c \
+		 collector/order.c \
 		 collector/stacks.c collector/unwind.c collector/frames.c \
 		 collector/ehframe.c common/cfi.c collector/modules.c \
 		 collector/session.c collector/ownfd.c common/proto.c
@@ -396,7 +398,7 @@ $(BUILD)/tests/test_inject $(BUILD)/tests/test_inject_borrow: \
 # capture of its own making.
 HOOKS_TEST_SRC := tests/unit/test_hooks.c collector/hooks.c collector/table.c \
 		 collector/arena.c collector/rows.c collector/stacks.c \
-		 collector/unwind.c collector/state.c
+		 collector/unwind.c collector/state.c collector/order.c
 $(BUILD)/tests/test_hooks: $(HOOKS_TEST_SRC) | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $^ -rdynamic -ldl -lpthread
@@ -420,6 +422,13 @@ $(BUILD)/tsan/test_lfstack: tests/unit/test_lfstack.c collector/lfstack.h \
 	collector/table.h | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -fsanitize=thread -O1 -o $@ $< -lpthread
+
+# The lock-order merge while a thread notes, under ThreadSanitizer.
+$(BUILD)/tsan/test_order_merge: tests/unit/test_order_merge.c \
+	$(COLLECTOR_UNIT_SRC) | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -fsanitize=thread -Wno-tsan -O1 -o $@ $^ \
+		$(COLLECTOR_UNIT_LIBS)
 
 # The HTTP endpoint's threads under ThreadSanitizer.
 $(BUILD)/tsan/test_serve: tests/unit/test_serve.c tui/serve.c tui/serve.h \
@@ -457,7 +466,7 @@ check: $(TEST_DEPS_STAMP) all $(UNIT_BIN) $(ASAN_BIN) $(WORKLOAD_BIN) $(WRAP_BIN
 	$(AUTOWRAP_BIN) \
 	$(INVARIANT_PLUGIN) $(INTEG_BIN) \
 	$(BUILD)/tsan/test_stress $(BUILD)/tsan/test_lfstack $(BUILD)/tsan/test_serve \
-	$(BUILD)/tests/test_bench \
+	$(BUILD)/tsan/test_order_merge $(BUILD)/tests/test_bench \
 	$(FUZZ_TESTS)
 	@FUZZ_SECONDS=$(FUZZ_CHECK_TIME) tests/run $(BUILD)
 

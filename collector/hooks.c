@@ -33,6 +33,7 @@
 
 #include "../common/clock.h"
 #include "hooks.h"
+#include "order.h"
 #include "state.h"
 #include "table.h"
 #include "unwind.h"
@@ -272,6 +273,37 @@ static inline void hold_countdown(struct thread_table *t, uint64_t key,
 }
 
 /*
+ * This thread takes lock at key while it times holds (held[] not empty):
+ * note each held lock -> lock nesting (order.h). Stale holds, and lock
+ * itself (a recursive mutex), are no nesting.
+ */
+static __attribute__((noinline, cold)) void
+order_after_held(struct thread_table *t, uint64_t key, const void *lock)
+{
+	struct thread_state *s = &tls_self;
+	int saved_errno = errno;
+
+	for (unsigned i = 0; i < s->nheld; i++) {
+		const struct held_timed *h = &s->held[i];
+
+		if (h->object == (uint64_t)(uintptr_t)lock ||
+		    h->t0 < state_holders_since())
+			continue;
+		order_note(t, h->slot->key, h->object, key,
+			   (uint64_t)(uintptr_t)lock);
+	}
+	errno = saved_errno;
+}
+
+/* A blocking acquisition, holders tracked: note what it nests in. */
+static inline void order_check(struct thread_table *t, uint64_t key,
+			       const void *lock)
+{
+	if (unlikely(tls_self.nheld != 0))
+		order_after_held(t, key, lock);
+}
+
+/*
  * Holders tracked (state_holders()): note who holds lock, taken at key,
  * and count a mutex's acquisition towards its next timed hold.
  */
@@ -494,6 +526,7 @@ static void held_after_wait(struct wait *w, uint64_t ns)
 {
 	struct thread_state *s = &tls_self;
 
+	order_check(w->table, w->key, (const void *)(uintptr_t)w->lock);
 	note_recent(w->table, w->key, (const void *)(uintptr_t)w->lock);
 	handover_note(w->lock, w->key, w->t0 + ns);
 	if (KEY_TYPE(w->key) == LOCK_MUTEX && --s->sample_left == 0)
@@ -660,9 +693,11 @@ enum holds {
 			count_free(x_);                                    \
 			if (((holds) == HOLDS_MUTEX ||                     \
 			     (holds) == HOLDS_WRITER) &&                   \
-			    unlikely(state_holders()))                     \
+			    unlikely(state_holders())) {                   \
+				order_check(t_, key_, obj);                \
 				held_note(t_, key_, x_, obj,               \
 					  (holds) == HOLDS_MUTEX);         \
+			}                                                  \
 			leave();                                           \
 			return 0;                                          \
 		}                                                          \

@@ -286,6 +286,7 @@ static void scan_table(struct scan *sc, struct thread_table *t)
 	}
 	scan_holds(sc, t);
 	stacks_scan_table(&sc->rs->stacks, t, sc->dead);
+	order_scan_table(&sc->rs->order, &sc->rs->stacks, t, sc->rs->seq);
 	drop(sc, dropped);
 }
 
@@ -375,7 +376,8 @@ void rows_scan(struct rows *rs)
 	}
 	end_rows(rs);
 	stacks_end_scan(&rs->stacks, rs->seq);
-	rs->dropped = rs->dropped_retired + sc.dropped + table_claim_drops();
+	rs->dropped = rs->dropped_retired + sc.dropped + table_claim_drops() +
+		      rs->order.dropped;
 }
 
 void rows_session_start(struct rows *rs, unsigned k, bool baseline)

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "../common/counts.h"
+#include "order.h"
 #include "stacks.h"
 
 /* Sessions that can be served at once; each keeps its pending maxima here. */
@@ -63,6 +64,7 @@ struct rows {
 	uint64_t dropped_retired;
 	uint64_t folded;		/* events on rows of several objects */
 	struct stacks stacks;		/* per (row, stack, thread) */
+	struct order_set order;		/* lock-order nestings and warnings */
 };
 
 /* Sum every thread table into rs, retiring and recycling dead tables. */

@@ -302,6 +302,17 @@ static void put_stack_counts(struct session *s, const struct stacks *ss)
 	proto_close_run(&s->out, &frame);
 }
 
+/* Send the lock-order warnings new to this session or grown since. */
+static void put_lock_orders(struct session *s, const struct order_set *os)
+{
+	for (uint32_t k = 0; k < os->nw; k++) {
+		if (k < s->orders_sent && os->w[k].changed_seq <= s->sent_seq)
+			continue;
+		proto_put_lock_order(&s->out, &os->w[k].m);
+	}
+	s->orders_sent = os->nw;
+}
+
 /*
  * A session whose previous update is still unwritten is skipped: the next
  * one carries the latest totals, so a slow reader delays counts, never
@@ -323,6 +334,7 @@ void session_update(struct session *s, struct rows *rs,
 	put_counts(s, rs);
 	define_stacks(s, &rs->stacks);
 	put_stack_counts(s, &rs->stacks);
+	put_lock_orders(s, &rs->order);
 	if (baseline)
 		t.flags |= PROTO_TICK_BASELINE;
 	proto_put_tick(&s->out, &t);

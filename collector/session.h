@@ -35,6 +35,7 @@ struct session {
 	uint64_t sent_seq;		/* changes up to this scan are sent */
 	uint32_t rows_defined;
 	uint32_t stacks_defined;
+	uint32_t orders_sent;		/* lock-order warnings sent once */
 	uint32_t stack_rows_defined;
 	size_t modules_sent;
 };

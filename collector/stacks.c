@@ -78,6 +78,19 @@ static uint32_t global_id(struct stacks *ss, const struct thread_stack *s,
 	return k;
 }
 
+uint32_t stacks_define(struct stacks *ss, const uint64_t *frames,
+		       uint32_t depth)
+{
+	struct thread_stack s;
+	uint32_t gid;
+
+	if (depth == 0 || depth > PROTO_STACK_DEPTH)
+		return PROTO_NO_STACK;
+	memcpy(s.frames, frames, depth * sizeof(*frames));
+	gid = global_id(ss, &s, depth);
+	return gid == NO_GLOBAL_ID ? PROTO_NO_STACK : gid;
+}
+
 /* The total for (row, stack, tid), created when new; NULL if full. */
 static struct stack_row *row_for(struct stacks *ss, uint32_t row,
 				 uint32_t stack, uint32_t tid)

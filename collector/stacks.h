@@ -36,6 +36,10 @@ struct stacks {
 	uint32_t index_cap;
 };
 
+/* The global id of a stack of depth frames, defined when new; PROTO_NO_STACK if none. */
+uint32_t stacks_define(struct stacks *ss, const uint64_t *frames,
+		       uint32_t depth);
+
 /* Start a scan: every total goes back to its retired part. */
 void stacks_begin_scan(struct stacks *ss);
 

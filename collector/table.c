@@ -478,6 +478,8 @@ void table_recycle(struct thread_table *t)
 	t->sites = NULL;
 	arena_free(t->holds, sizeof(*t->holds));
 	t->holds = NULL;
+	arena_free(t->order, sizeof(*t->order));
+	t->order = NULL;
 	memset(t->recent, 0, sizeof(t->recent));
 	t->last_hop.key = 0;
 	t->dropped = 0;

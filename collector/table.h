@@ -163,6 +163,37 @@ struct hold_table {
 };
 _Static_assert(sizeof(struct hold_table) == 8192, "a hold table is 8 KiB");
 
+/*
+ * Lock order (order.c): a thread that acquires a lock while it holds a
+ * timed one (held_timed) notes the nesting here, once per (held object
+ * and its key, new object and its key), with the stack of the inner
+ * acquisition the first time. Written by the owner (then_key last, with
+ * release); global and hits_seen are the collector's.
+ */
+#define ORDER_EDGES 32
+#define ORDER_EDGES_USED (ORDER_EDGES * 3 / 4)	/* full past this */
+#define ORDER_FRAMES 16
+#define ORDER_NO_ROOM UINT32_MAX
+struct order_edge {
+	uint64_t first_key, first_object;
+	uint64_t then_object;
+	uint64_t then_key;	/* 0: empty */
+	uint64_t hits;		/* times this nesting was seen */
+	uint64_t t0;		/* when first seen (clock_now_ns()) */
+	uint64_t hits_seen;	/* collector only: hits it merged */
+	uint32_t global;	/* collector only: its merged edge + 1;
+				   ORDER_NO_ROOM: none could be had */
+	uint32_t depth;		/* of frames; 0: no stack */
+	uint64_t frames[ORDER_FRAMES];
+};
+
+struct order_table {
+	uint32_t used;
+	uint32_t unused[15];
+	struct order_edge edge[ORDER_EDGES];
+};
+_Static_assert(sizeof(struct order_table) <= 8192, "an order table fits 8 KiB");
+
 struct thread_table {
 	struct lf_node free_link;	/* the free list's; only lfstack.h writes it */
 	pthread_mutex_t sentinel;	/* robust, held for the thread's life */
@@ -180,6 +211,7 @@ struct thread_table {
 	uint64_t unwind_credit_ns;
 	struct held_recent recent[RECENT_SLOTS];	/* see held_recent */
 	struct hold_table *holds;	/* NULL until a hold is timed; release */
+	struct order_table *order;	/* NULL until a nesting; release */
 };
 
 /* A hold being timed (a sampled acquisition): released by an unlock hook. */

@@ -390,6 +390,23 @@ void proto_put_stack_row(struct wbuf *b, const struct proto_stack_row *m)
 	end_frame(b, off);
 }
 
+void proto_put_lock_order(struct wbuf *b, const struct proto_lock_order *m)
+{
+	size_t off = begin_frame(b, MSG_LOCK_ORDER);
+
+	put_u32(b, m->id);
+	put_u32(b, m->stack);
+	put_u32(b, m->then_stack);
+	put_u64(b, m->first_object);
+	put_u64(b, m->first_site);
+	put_u64(b, m->then_object);
+	put_u64(b, m->then_site);
+	put_u64(b, m->rev_held_site);
+	put_u64(b, m->rev_site);
+	put_u64(b, m->count);
+	end_frame(b, off);
+}
+
 void proto_put_stack(struct wbuf *b, const struct proto_stack *m)
 {
 	size_t off = begin_frame(b, MSG_STACK);
@@ -644,6 +661,20 @@ static void decode_stack_row(struct rbuf *r, struct proto_stack_row *m)
 	m->tid = get_u32(r);
 }
 
+static void decode_lock_order(struct rbuf *r, struct proto_lock_order *m)
+{
+	m->id = get_u32(r);
+	m->stack = get_u32(r);
+	m->then_stack = get_u32(r);
+	m->first_object = get_u64(r);
+	m->first_site = get_u64(r);
+	m->then_object = get_u64(r);
+	m->then_site = get_u64(r);
+	m->rev_held_site = get_u64(r);
+	m->rev_site = get_u64(r);
+	m->count = get_u64(r);
+}
+
 static void decode_stack_counts(struct rbuf *r, struct proto_stack_counts *m)
 {
 	m->id = get_varint32(r);
@@ -688,6 +719,7 @@ union proto_any {
 	struct proto_goodbye goodbye;
 	struct proto_stack stack;
 	struct proto_stack_row stack_row;
+	struct proto_lock_order lock_order;
 	struct {
 		uint32_t count;
 		const uint8_t *ranges;
@@ -707,6 +739,7 @@ static void decode_one(struct rbuf *r, uint16_t type, union proto_any *m)
 	case MSG_GOODBYE: m->goodbye.reason = get_u8(r); break;
 	case MSG_STACK: decode_stack(r, &m->stack); break;
 	case MSG_STACK_ROW: decode_stack_row(r, &m->stack_row); break;
+	case MSG_LOCK_ORDER: decode_lock_order(r, &m->lock_order); break;
 	case MSG_WRAPPERS:
 		m->wrappers.count = get_u32(r);
 		m->wrappers.ranges = r->p + r->off;
@@ -740,6 +773,10 @@ static void dispatch(uint16_t type, const union proto_any *m,
 		if (v->stack_row)
 			v->stack_row(ctx, &m->stack_row);
 		break;
+	case MSG_LOCK_ORDER:
+		if (v->lock_order)
+			v->lock_order(ctx, &m->lock_order);
+		break;
 	case MSG_SET_INTERVAL:
 		if (v->set_interval)
 			v->set_interval(ctx, m->interval_ms);
@@ -755,7 +792,7 @@ static void dispatch(uint16_t type, const union proto_any *m,
 
 static bool known_type(uint16_t type)
 {
-	return (type >= MSG_HELLO && type <= MSG_STACK_ROW) ||
+	return (type >= MSG_HELLO && type <= MSG_LOCK_ORDER) ||
 	       (type >= MSG_CLIENT_HELLO && type <= MSG_HOLDERS);
 }
 

@@ -13,7 +13,8 @@
  *
  * Collector to client, per update: MODULE, ROW, STACK and STACK_ROW
  * definitions for what is new, COUNTS and STACK_COUNTS frames (each a run
- * of varint-coded entries) for what changed, then one TICK that closes the
+ * of varint-coded entries) for what changed, LOCK_ORDER warnings new or
+ * grown, then one TICK that closes the
  * interval. Counts are cumulative since the collector started: a client
  * that falls behind loses nothing, its next update carries the latest
  * totals. The first update of a session is its baseline (the TICK says
@@ -33,7 +34,8 @@
 #define PROTO_MAGIC 0x54505351u /* "QSPT" */
 /*
  * 3: the futex lock types; 4: timeouts; 5: timeouts in STACK_COUNTS;
- * 6: hold times in COUNTS, blame stacks (PROTO_BLAME_MARK), HOLDERS
+ * 6: hold times in COUNTS, blame stacks (PROTO_BLAME_MARK), HOLDERS;
+ * LOCK_ORDER joined later, add-only (older clients skip it)
  */
 #define PROTO_VERSION 6
 #define PROTO_HEADER_SIZE 8
@@ -65,6 +67,7 @@ enum proto_type {
 	MSG_STACK = 7,
 	MSG_STACK_COUNTS = 8,
 	MSG_STACK_ROW = 9,
+	MSG_LOCK_ORDER = 10,
 	MSG_CLIENT_HELLO = 64,
 	MSG_SET_INTERVAL = 65,
 	MSG_DETACH = 66,
@@ -196,6 +199,25 @@ struct proto_stack_delta {
 	struct wait_counts w;
 };
 
+/*
+ * A lock-order warning: object first_object taken at first_site, then,
+ * while it was held, then_object at then_site; and elsewhere the reverse,
+ * then_object held (taken at rev_held_site) while first_object was taken
+ * at rev_site, through stack (PROTO_NO_STACK: not captured); then_stack
+ * is the stack of the first order's then_site. count is how
+ * often the reversed nesting was seen, cumulative (the nestings are
+ * sampled). Sent again, whole, when its count grows.
+ */
+struct proto_lock_order {
+	uint32_t id;
+	uint32_t stack;
+	uint32_t then_stack;
+	uint64_t first_object, first_site;
+	uint64_t then_object, then_site;
+	uint64_t rev_held_site, rev_site;
+	uint64_t count;
+};
+
 struct proto_goodbye {
 	uint8_t reason;
 };
@@ -236,6 +258,7 @@ struct proto_visitor {
 	void (*wrappers)(void *ctx, uint32_t count, const uint8_t *ranges);
 	/* The client wants holders tracked (on) or no longer. */
 	void (*holders)(void *ctx, bool on);
+	void (*lock_order)(void *ctx, const struct proto_lock_order *m);
 };
 
 /* Range i of a WRAPPERS message (i < its count). */
@@ -266,6 +289,7 @@ void proto_put_detach(struct wbuf *b);
 void proto_put_holders(struct wbuf *b, bool on);
 void proto_put_stack(struct wbuf *b, const struct proto_stack *m);
 void proto_put_stack_row(struct wbuf *b, const struct proto_stack_row *m);
+void proto_put_lock_order(struct wbuf *b, const struct proto_lock_order *m);
 
 /* The code ranges [lo, hi) of lock wrappers: count pairs lo, hi (any order). */
 void proto_put_wrappers(struct wbuf *b, const uint64_t *ranges, uint32_t count);

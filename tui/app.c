@@ -584,6 +584,17 @@ void app_state_text(const struct app *a, char *buf, size_t size)
 		snprintf(buf, size, "exited (%s)", a->attach.mode);
 }
 
+const char *app_lock_order_text(const struct app *a, char *buf, size_t size)
+{
+	const struct lock_order *o;
+	size_t n = model_lock_orders(a->model, &o);
+
+	if (n == 0)
+		return NULL;
+	snprintf(buf, size, "LOCK ORDER: %zu", n);
+	return buf;
+}
+
 void app_stats(const struct app *a, struct model_stats *st)
 {
 	model_stats(a->model, st);

@@ -189,6 +189,9 @@ const char *app_state_name(const struct app *a);
  */
 void app_state_text(const struct app *a, char *buf, size_t size);
 
+/* "LOCK ORDER: 2" when pairs were taken in both orders, else NULL. */
+const char *app_lock_order_text(const struct app *a, char *buf, size_t size);
+
 /* The model's totals, with no thread live once the target is gone. */
 void app_stats(const struct app *a, struct model_stats *st);
 

@@ -47,13 +47,15 @@ static void print_items(FILE *out, int width, struct line_item *items,
 static void print_title(FILE *out, const struct app *a, int width,
 			double interval_s)
 {
-	char version[32], pid[64], state[96], every[48];
+	char version[32], pid[64], state[96], every[48], order[32];
 	struct line_item items[] = {
 		{ .text = version, .priority = 3 },
 		{ .text = pid, .priority = 9 },
 		{ .text = a->client.hello.command, .priority = 1, .shrink = true },
 		{ .text = state, .priority = 10 },
 		{ .text = every, .priority = 5 },
+		{ .text = app_lock_order_text(a, order, sizeof(order)),
+		  .priority = 11 },
 	};
 
 	snprintf(version, sizeof(version), "qsptop %s", QSPTOP_VERSION);
@@ -242,6 +244,22 @@ static void print_all(FILE *out, const struct app *a, int width,
 	model_table_free(t);
 }
 
+/* The lock-order warnings below the table, a line each; none: nothing. */
+static void print_lock_orders(FILE *out, const struct app *a)
+{
+	const struct lock_order *o;
+	size_t n = model_lock_orders(a->model, &o);
+	char line[2048];
+
+	if (n)
+		fprintf(out, "\nLOCK ORDER: %zu pair%s taken in both orders\n", n,
+			n == 1 ? "" : "s");
+	for (size_t i = 0; i < n; i++) {
+		lockorder_text(line, sizeof(line), a->symbols, &o[i]);
+		fprintf(out, "  %s\n", line);
+	}
+}
+
 void batch_print(FILE *out, const struct app *a)
 {
 	struct batch_table b = { .f = { .symbols = a->symbols,
@@ -257,6 +275,7 @@ void batch_print(FILE *out, const struct app *a)
 	else
 		print_all(out, a, width, &b);
 	site_memo_free(b.f.sites);
+	print_lock_orders(out, a);
 	fputc('\n', out);
 	fflush(out);
 }

@@ -238,6 +238,28 @@ static void on_stack_counts(void *ctx, const struct proto_stack_counts *m)
 		model_apply_stack_delta(c->model, &d);
 }
 
+/* A lock-order warning, new or grown: sites tagged, its stack mapped. */
+static void on_lock_order(void *ctx, const struct proto_lock_order *m)
+{
+	struct client *c = ctx;
+	struct lock_order w = {
+		.proc = c->proc, .id = m->id, .stack = stack_id(c, m->stack),
+		.then_stack = stack_id(c, m->then_stack),
+		.first_object = procs_tag(c->proc, m->first_object),
+		.first_site = procs_tag(c->proc, m->first_site),
+		.then_object = procs_tag(c->proc, m->then_object),
+		.then_site = procs_tag(c->proc, m->then_site),
+		.rev_held_site = procs_tag(c->proc, m->rev_held_site),
+		.rev_site = procs_tag(c->proc, m->rev_site),
+		.count = m->count };
+
+	if (w.stack == NO_MODEL_ID)
+		w.stack = PROTO_NO_STACK;
+	if (w.then_stack == NO_MODEL_ID)
+		w.then_stack = PROTO_NO_STACK;
+	model_put_lock_order(c->model, &w);
+}
+
 /*
  * The baseline's tick starts the session: what was counted before is
  * subtracted from everything after, and the first interval starts here.
@@ -289,6 +311,7 @@ static const struct proto_visitor visitor = {
 	.stack = on_stack,
 	.stack_row = on_stack_row,
 	.stack_counts = on_stack_counts,
+	.lock_order = on_lock_order,
 };
 
 /*

@@ -468,6 +468,62 @@ static void threads_view_json(struct jsonw *w, const struct app *a)
 		stuck_free(st);
 }
 
+/* A model stack's frames as an array; [] for PROTO_NO_STACK. */
+static void model_stack_json(struct jsonw *w, const struct app *a,
+			     const char *key, uint32_t stack)
+{
+	const uint64_t *frames;
+	size_t depth = stack == PROTO_NO_STACK ? 0 :
+		       model_stack_frames(a->model, stack, &frames);
+
+	jsonw_array(w, key);
+	for (size_t f = 0; f < depth; f++)
+		frame_json(w, NULL, a->symbols, frames[f], 1);
+	jsonw_end(w);
+}
+
+/* One end of a lock-order warning: the lock and where it was taken. */
+static void order_end_json(struct jsonw *w, const struct app *a,
+			   const char *key, uint64_t object, uint64_t site)
+{
+	char name[128];
+
+	jsonw_object(w, key);
+	hex(w, "object", object);
+	stuck_text_object(name, sizeof(name), a->symbols, object);
+	jsonw_string(w, "object_name", name);
+	frame_json(w, "site", a->symbols, site, 1);
+}
+
+/*
+ * "lock_order": each pair of locks taken in both orders, the first order
+ * seen, and where the reverse took the first lock (and the site that
+ * held the second), with its stack when one was captured.
+ */
+static void lock_order_json(struct jsonw *w, const struct app *a)
+{
+	const struct lock_order *o;
+	size_t n = model_lock_orders(a->model, &o);
+
+	jsonw_array(w, "lock_order");
+	for (size_t i = 0; i < n; i++) {
+		jsonw_object(w, NULL);
+		order_end_json(w, a, "first", o[i].first_object, o[i].first_site);
+		jsonw_end(w);
+		order_end_json(w, a, "then", o[i].then_object, o[i].then_site);
+		model_stack_json(w, a, "stack", o[i].then_stack);
+		jsonw_end(w);
+		jsonw_object(w, "reversed_at");
+		frame_json(w, "site", a->symbols, o[i].rev_site, 1);
+		frame_json(w, "holding_site", a->symbols, o[i].rev_held_site, 1);
+		model_stack_json(w, a, "stack", o[i].stack);
+		jsonw_end(w);
+		jsonw_number(w, "count", (double)o[i].count);
+		jsonw_end(w);
+	}
+	jsonw_end(w);
+}
+
 /* Rows of a table built at a time, and rows written before sizing the text. */
 #define PART_ROWS 1024
 #define SAMPLE_ROWS 64
@@ -551,6 +607,7 @@ static char *snapshot_text(const struct app *a, const struct model_query *q,
 	}
 	jsonw_end(&w);
 	threads_view_json(&w, a);
+	lock_order_json(&w, a);
 	jsonw_end(&w);
 	jsonw_raw(&w, "\n");
 	return w.text;

@@ -40,6 +40,7 @@ void model_free(struct model *m)
 	free(m->role_dirty.ids);
 	free(m->waits);
 	free(m->stacks);
+	lockorder_free(&m->lock_orders);
 	free(m->etab);
 	first_stacks_free(m->firsts);
 	blame_free(m->blame);
@@ -559,4 +560,15 @@ int coalesce_parse(const char *name)
 			return i;
 	}
 	return -1;
+}
+
+void model_put_lock_order(struct model *m, const struct lock_order *w)
+{
+	lockorder_put(&m->lock_orders, w);
+}
+
+size_t model_lock_orders(const struct model *m, const struct lock_order **out)
+{
+	*out = m->lock_orders.v;
+	return m->lock_orders.n;
 }

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "../common/proto.h"
+#include "lockorder.h"
 #include "role.h"
 
 #define TREND_LEN 20
@@ -210,6 +211,12 @@ size_t model_stack_frames(const struct model *m, uint32_t id,
 
 /* Add contended waits of a row through a stack in a thread. */
 void model_apply_stack_delta(struct model *m, const struct proto_stack_delta *d);
+
+/* Add or update a lock-order warning (lockorder.h). */
+void model_put_lock_order(struct model *m, const struct lock_order *w);
+
+/* The lock-order warnings, in the order first seen. */
+size_t model_lock_orders(const struct model *m, const struct lock_order **out);
 
 /* Take the current totals as the new zero (the TUI's `r`). */
 void model_reset(struct model *m);

@@ -199,6 +199,7 @@ struct model {
 	struct first_stacks *firsts; /* per object, the stack that names it */
 	struct tid_set *tids;	/* threads seen waiting */
 	struct blame_store *blame; /* who blocks whom (model_blame.c) */
+	struct lockorder lock_orders;	/* pairs taken in both orders */
 	uint64_t span_from_ns;	/* collector clock of the origin or reset */
 	struct unseen_wait unseen[UNSEEN_KINDS];
 	size_t n_unseen;

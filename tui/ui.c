@@ -664,8 +664,8 @@ const struct key_binding key_bindings[] = {
 	  .help = "processes: one line each -> rows of one code and lock joined",
 	  .act = act_processes },
 	{ .keys = { 'H' }, .label = "H", .hint = "H threads", .hint_rank = 0,
-	  .help = "threads view: each thread's state, the lock it waits for and "
-		  "its holder, deadlocks (H again: back)",
+	  .help = "threads view: each thread's state, the lock it waits for, "
+		  "its holder, deadlocks, lock order (H: back)",
 	  .act = act_threads },
 	{ .keys = { 'T' }, .label = "T", .hint = "T types", .hint_rank = 6,
 	  .help = "rows shown: all -> locks (the lock role) -> idle (the idle role) -> all",

@@ -66,7 +66,7 @@ static bool deadlocked(const struct app *a)
 static void draw_title(struct screen *s, const struct ui *ui)
 {
 	const struct app *a = ui->app;
-	char version[32], pid[64], state[160], every[48], names[96];
+	char version[32], pid[64], state[160], every[48], names[96], order[32];
 	struct line_item items[] = {
 		{ .text = version, .priority = 3 },
 		{ .text = pid, .priority = 8 },
@@ -78,8 +78,11 @@ static void draw_title(struct screen *s, const struct ui *ui)
 		{ .text = ui->paused ? "PAUSED" : NULL, .priority = 10, .right = true },
 		{ .text = deadlocked(a) ? "DEADLOCK" : NULL, .priority = 11,
 		  .right = true },
+		{ .text = app_lock_order_text(a, order, sizeof(order)),
+		  .priority = 10, .right = true },
 	};
 	struct line_item *paused = &items[7], *deadlock = &items[8];
+	struct line_item *lock_order = &items[9];
 	symbols_progress(a->symbols, format_utf8(), names, sizeof(names));
 	items[6].text = names[0] ? names : NULL;
 	app_state_text(a, state, sizeof(state));
@@ -91,6 +94,8 @@ static void draw_title(struct screen *s, const struct ui *ui)
 		screen_paint(s, paused->x, 0, paused->width, SLOT_ERROR);
 	if (deadlock->x >= 0)
 		screen_paint(s, deadlock->x, 0, deadlock->width, SLOT_ALARM);
+	if (lock_order->x >= 0)
+		screen_paint(s, lock_order->x, 0, lock_order->width, SLOT_WARM);
 }
 
 /*

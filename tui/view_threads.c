@@ -2,6 +2,7 @@
 #include <string.h>
 
 #include "format.h"
+#include "model.h"
 #include "site.h"
 #include "stuck_text.h"
 #include "view_threads.h"
@@ -96,6 +97,26 @@ static int draw_stacks(struct screen *s, struct ui *ui, int y)
 	return y;
 }
 
+/* The lock-order warnings, each on its own lines; the next line. */
+static int draw_lock_orders(struct screen *s, struct ui *ui, int y)
+{
+	const struct lock_order *o;
+	size_t n = model_lock_orders(ui->app->model, &o);
+	char line[2048];
+
+	if (n == 0)
+		return y;
+	screen_printf(s, 0, ++y, SLOT_WARM,
+		      "LOCK ORDER: %zu pair%s taken in both orders", n,
+		      n == 1 ? "" : "s");
+	y++;
+	for (size_t i = 0; i < n; i++) {
+		lockorder_text(line, sizeof(line), ui->app->symbols, &o[i]);
+		y += draw_broken(s, y, 6, SLOT_NORMAL, line);
+	}
+	return y;
+}
+
 int view_threads_page(struct screen *s, struct ui *ui)
 {
 	const struct stuck *st = ui->app->stuck;
@@ -105,7 +126,7 @@ int view_threads_page(struct screen *s, struct ui *ui)
 	int y = 0;
 
 	if (st == NULL)
-		return 0;
+		return draw_lock_orders(s, ui, -1);
 	if (ui->app->outside[0])
 		y += draw_broken(s, y, 2, SLOT_NORMAL, ui->app->outside) + 1;
 	n = stuck_threads(st, &t);
@@ -113,5 +134,5 @@ int view_threads_page(struct screen *s, struct ui *ui)
 		stuck_text_line(line, sizeof(line), st, ui->app->symbols, &t[i]);
 		y += draw_broken(s, y, STATE_COLUMN, thread_slot(&t[i]), line);
 	}
-	return draw_stacks(s, ui, y);
+	return draw_lock_orders(s, ui, draw_stacks(s, ui, y));
 }

@@ -195,6 +195,20 @@ static void on_stack_counts(void *ctx, const struct proto_stack_counts *m)
 	mix_u64(t, m->w.wait_ns);
 }
 
+static void on_lock_order(void *ctx, const struct proto_lock_order *m)
+{
+	struct trace *t = ctx;
+
+	mix_u64(t, MSG_LOCK_ORDER);
+	mix_u64(t, m->id);
+	mix_u64(t, m->stack);
+	mix_u64(t, m->then_stack);
+	mix_u64(t, m->first_object ^ m->then_object);
+	mix_u64(t, m->first_site ^ m->then_site);
+	mix_u64(t, m->rev_held_site ^ m->rev_site);
+	mix_u64(t, m->count);
+}
+
 static const struct proto_visitor visitor = {
 	.hello = on_hello,
 	.client_hello = on_client_hello,
@@ -208,6 +222,7 @@ static const struct proto_visitor visitor = {
 	.stack = on_stack,
 	.stack_row = on_stack_row,
 	.stack_counts = on_stack_counts,
+	.lock_order = on_lock_order,
 };
 
 /* An error message must be a terminated string within its buffer. */

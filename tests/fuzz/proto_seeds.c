@@ -113,6 +113,20 @@ static void put_stack_counts(struct wbuf *b)
 	proto_close_run(b, &frame);
 }
 
+static void put_lock_order(struct wbuf *b)
+{
+	struct proto_lock_order o = { .id = 0, .stack = 0, .then_stack = 1,
+		.first_object = 0x55d0c0a8e040, .first_site = 0x55d0c0a8a1b3,
+		.then_object = 0x55d0c0a8e080, .then_site = 0x55d0c0a8a1f0,
+		.rev_held_site = 0x55d0c0a8a240, .rev_site = 0x55d0c0a8a260,
+		.count = 3 };
+
+	proto_put_lock_order(b, &o);
+	o.id = 1;
+	o.stack = PROTO_NO_STACK;
+	proto_put_lock_order(b, &o);
+}
+
 static void put_tick(struct wbuf *b)
 {
 	struct proto_tick t = { .seq = 1, .monotonic_ns = 1123456789,
@@ -156,6 +170,7 @@ static const struct {
 	{ "tick", put_tick }, { "goodbye", put_goodbye },
 	{ "client-hello", put_client_hello },
 	{ "set-interval", put_set_interval }, { "detach", put_detach },
+	{ "lock-order", put_lock_order },
 };
 
 int main(int argc, char **argv)
@@ -175,6 +190,7 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < 7; i++)
 		messages[i].put(&b);
 	put_counts(&b);
+	put_lock_order(&b);
 	put_tick(&b);
 	put_goodbye(&b);
 	save(&b, "collector-session");

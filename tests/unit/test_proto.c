@@ -26,6 +26,8 @@ struct seen {
 	struct proto_stack_row stack_row;
 	struct proto_stack_counts stack_count;
 	uint64_t stack_wait_sum;
+	int lock_orders;
+	struct proto_lock_order lock_order;
 };
 
 static void on_hello(void *c, const struct proto_hello *m) { ((struct seen *)c)->hellos++; ((struct seen *)c)->hello = *m; }
@@ -82,12 +84,18 @@ static void on_stack_counts(void *c, const struct proto_stack_counts *m)
 	s->stack_wait_sum += m->w.wait_ns;
 }
 
+static void on_lock_order(void *c, const struct proto_lock_order *m)
+{
+	((struct seen *)c)->lock_orders++;
+	((struct seen *)c)->lock_order = *m;
+}
+
 static const struct proto_visitor visitor = {
 	.hello = on_hello, .client_hello = on_client_hello, .module = on_module,
 	.row = on_row, .counts = on_counts, .tick = on_tick, .goodbye = on_goodbye,
 	.set_interval = on_interval, .detach = on_detach, .stack = on_stack,
 	.stack_row = on_stack_row, .stack_counts = on_stack_counts,
-	.holders = on_holders,
+	.holders = on_holders, .lock_order = on_lock_order,
 };
 
 /* Split and decode every frame of a buffer; returns frames or -1. */
@@ -402,7 +410,37 @@ static const struct bad_case bad_cases[] = {
 	{ "empty stack-counts frame", MSG_STACK_COUNTS, { 0 }, 0 },
 	{ "stack counts cut short", MSG_STACK_COUNTS, { 1, 2 }, 2 },
 	{ "stack row cut short", MSG_STACK_ROW, { 1, 0, 0, 0, 2, 0, 0, 0, 3 }, 9 },
+	{ "lock order cut short", MSG_LOCK_ORDER, { 1, 0, 0, 0, 2, 0, 0, 0, 3 }, 9 },
 };
+
+/* A lock-order warning comes back field for field. */
+static void test_lock_order_round_trip(void)
+{
+	struct proto_lock_order m = { .id = 7, .stack = PROTO_NO_STACK,
+		.then_stack = 12,
+		.first_object = 0x1000, .first_site = 0x2000,
+		.then_object = 0x3000, .then_site = 0x4000,
+		.rev_held_site = 0x5000, .rev_site = 0x6000,
+		.count = 1ull << 40 };
+	struct wbuf b = { 0 };
+	struct seen s = { 0 };
+	char err[128] = "";
+
+	proto_put_lock_order(&b, &m);
+	CHECK(decode_all(b.data, b.len, &s, err) == 1, "lock order: one frame (%s)",
+	      err);
+	CHECK_U64(s.lock_orders, 1);
+	CHECK(s.lock_order.id == m.id && s.lock_order.stack == m.stack &&
+	      s.lock_order.then_stack == m.then_stack &&
+	      s.lock_order.first_object == m.first_object &&
+	      s.lock_order.first_site == m.first_site &&
+	      s.lock_order.then_object == m.then_object &&
+	      s.lock_order.then_site == m.then_site &&
+	      s.lock_order.rev_held_site == m.rev_held_site &&
+	      s.lock_order.rev_site == m.rev_site && s.lock_order.count == m.count,
+	      "lock order: every field as sent");
+	wbuf_free(&b);
+}
 
 static void test_malformed_payloads(void)
 {
@@ -417,7 +455,7 @@ static void test_malformed_payloads(void)
 		CHECK(got == -1, "%s: expected an error, decoded %d frame(s)", c->what, got);
 		CHECK(err[0] != '\0', "%s: error has a message", c->what);
 		CHECK(s.rows + s.counts + s.client_hellos + s.ticks + s.goodbyes +
-		      s.stacks + s.stack_rows + s.stack_counts == 0,
+		      s.stacks + s.stack_rows + s.stack_counts + s.lock_orders == 0,
 		      "%s: no callback ran", c->what);
 	}
 }
@@ -562,6 +600,7 @@ int main(void)
 	test_counts_round_trip_exactly();
 	test_counts_are_compact();
 	test_stacks_round_trip();
+	test_lock_order_round_trip();
 	test_malformed_payloads();
 	test_bad_counts_apply_nothing();
 	test_other_version_hello();

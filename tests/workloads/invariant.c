@@ -117,6 +117,7 @@ struct ctx {
 	pthread_mutex_t held;		/* mutex_lock: the helper holds it */
 	pthread_mutex_t own;		/* mutex_unlock: the subject's */
 	pthread_mutex_t checked;	/* mutex_unlock: error-checking, unheld */
+	pthread_mutex_t nest;		/* mutex_unlock_nested: taken in own */
 	pthread_mutex_t cond_mutex;
 	pthread_cond_t cond;		/* nobody signals it */
 	uint32_t futex_word;		/* nobody wakes it */
@@ -401,6 +402,56 @@ static struct outcome call_mutex_unlock(struct ctx *x)
 	return returned(0);
 }
 
+/* Lock outer then inner; -1 (or the error) unless each returns 0, errno kept. */
+static int nest_once(pthread_mutex_t *outer, pthread_mutex_t *inner)
+{
+	int err;
+
+	errno = 4321;
+	if ((err = pthread_mutex_lock(outer)) != 0 || errno != 4321)
+		return err ? err : -1;
+	if ((err = pthread_mutex_lock(inner)) != 0 || errno != 4321)
+		return err ? err : -1;
+	if ((err = pthread_mutex_unlock(inner)) != 0 || errno != 4321)
+		return err ? err : -1;
+	if ((err = pthread_mutex_unlock(outer)) != 0 || errno != 4321)
+		return err ? err : -1;
+	return 0;
+}
+
+/*
+ * Nest two mutexes in both orders many times, 1 ms apart, for MS (the
+ * lock hook notes the nestings of sampled holds, the lock-order
+ * warnings), and inside them relock an error-checking mutex this thread
+ * holds: every call returns what libc says (0, EDEADLK), errno kept.
+ */
+static struct outcome call_mutex_unlock_nested(struct ctx *x)
+{
+	struct timespec t = span(1), until = after(CLOCK_MONOTONIC, x->ms), now;
+	int err;
+
+	do {
+		for (int i = 0; i < 100; i++) {
+			err = i % 2 ? nest_once(&x->own, &x->nest)
+				    : nest_once(&x->nest, &x->own);
+			if (err)
+				return returned(err);
+		}
+		pthread_mutex_lock(&x->own);
+		pthread_mutex_lock(&x->checked);
+		errno = 4321;
+		err = pthread_mutex_lock(&x->checked);
+		pthread_mutex_unlock(&x->checked);
+		pthread_mutex_unlock(&x->own);
+		if (err != EDEADLK || errno != 4321)
+			return returned(err == EDEADLK ? -1 : err);
+		nanosleep(&t, NULL);
+		clock_gettime(CLOCK_MONOTONIC, &now);
+	} while (now.tv_sec < until.tv_sec ||
+		 (now.tv_sec == until.tv_sec && now.tv_nsec < until.tv_nsec));
+	return returned(0);
+}
+
 static struct outcome call_futex_wait(struct ctx *x)
 {
 	struct timespec t = span(x->ms);
@@ -584,6 +635,7 @@ static const struct call calls[] = {
 	  .deliver = unlock_held, .tree = TREE },
 	{ "futex_wait", SYS_futex, call_futex_wait },
 	{ "mutex_unlock", SYS_clock_nanosleep, call_mutex_unlock },
+	{ "mutex_unlock_nested", SYS_clock_nanosleep, call_mutex_unlock_nested },
 	{ "plugin_ctor", SYS_clock_nanosleep, call_nanosleep,
 	  .companion = load_plugin },
 	{ "spinner", SYS_clock_nanosleep, call_nanosleep, .companion = spin },
@@ -608,6 +660,7 @@ static bool ctx_init(struct ctx *x, const char *notes)
 	sem_init(&x->ready, 0, 0);
 	pthread_mutex_init(&x->held, NULL);
 	pthread_mutex_init(&x->own, NULL);
+	pthread_mutex_init(&x->nest, NULL);
 	pthread_mutexattr_init(&attr);
 	pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_ERRORCHECK);
 	pthread_mutex_init(&x->checked, &attr);

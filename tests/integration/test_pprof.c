@@ -102,6 +102,69 @@ out:
 	run_free(&r);
 }
 
+/* The sum of the rows' caused_wait_ns in a snapshot. */
+static double snapshot_caused(const cJSON *snap)
+{
+	const cJSON *row;
+	double sum = 0;
+
+	cJSON_ArrayForEach(row, cJSON_GetObjectItem(snap, "rows"))
+		sum += num_field(row, "caused_wait_ns");
+	return sum;
+}
+
+/*
+ * --holders, wl_blame's split scene (a waiter behind 40 ms holds at
+ * hold_long, then 4 ms ones at hold_short): the profile's caused
+ * nanoseconds sum to the snapshot's caused_wait_ns exactly, and go tool
+ * pprof -top by caused puts hold_long first, with the rest of the
+ * holder's stack (its caller split_holder), which only the holder
+ * stacks carry.
+ */
+static void test_caused(void)
+{
+	char profile[PATH_MAX], json[PATH_MAX], blame[PATH_MAX + 32], *raw = NULL;
+	char *top = NULL, *first;
+	struct pprof_sums got;
+	struct run r;
+	cJSON *snap;
+
+	strcpy(profile, tmp_path("caused.pb.gz"));
+	strcpy(json, tmp_path("caused.json"));
+	snprintf(blame, sizeof(blame), "%s/tests/wl_blame", build);
+	r = run_capture((char *[]){ qsptop, "-b", "-d", "0.5", "--holders",
+				    "--pprof", profile, "-j", json, "--", blame,
+				    "split", tmp_path("results"), NULL },
+			RUN_TIMEOUT_MS, 0);
+	snap = load_json(json);
+	CHECK(r.status == 0 && snap, "caused: qsptop exited %d: %.300s",
+	      r.status, r.err);
+	if (r.status != 0 || !snap)
+		goto out;
+	CHECK(pprof_tool("-raw", NULL, profile, &raw) == 0,
+	      "caused: expected go tool pprof -raw to read the profile");
+	CHECK(pprof_tool("-top", "-sample_index=caused", profile, &top) == 0,
+	      "caused: expected go tool pprof -top to read the profile");
+	got = pprof_raw_sums(raw);
+	CHECK(snapshot_caused(snap) > 0 && got.caused == snapshot_caused(snap),
+	      "caused: expected caused/nanoseconds to sum to the snapshot's "
+	      "caused_wait_ns %.0f, got %.0f", snapshot_caused(snap), got.caused);
+	first = strstr(top, "flat%");
+	first = first ? strchr(first, '\n') : NULL;
+	CHECK(first && strncmp(strstr(first, "hold_") ? strstr(first, "hold_") : "",
+			       "hold_long", 9) == 0,
+	      "caused: expected hold_long first in -top by caused, got: %.600s",
+	      top);
+	CHECK(strstr(top, "split_holder") != NULL,
+	      "caused: expected the holder's stack (hold_long's caller "
+	      "split_holder) in -top by caused, got: %.600s", top);
+out:
+	cJSON_Delete(snap);
+	free(raw);
+	free(top);
+	run_free(&r);
+}
+
 /* --pprof into a directory that does not exist: one line, nothing run. */
 static void test_unwritable_path(void)
 {
@@ -133,6 +196,7 @@ int main(void)
 		test_sums_match_snapshot("rwlock", "none", "site_read");
 		test_sums_match_snapshot("cond", "none", "consumer");
 		test_sums_match_snapshot("variants", "site", "variant_rwlock_timed");
+		test_caused();
 	}
 	remove_tmp();
 	return check_summary();

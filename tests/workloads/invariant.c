@@ -401,6 +401,76 @@ static struct outcome call_mutex_unlock(struct ctx *x)
 	return returned(0);
 }
 
+/* Lock m, then unlock it: the thread mutex_unlock_waiters starts. */
+static void *lock_once(void *m)
+{
+	if (pthread_mutex_lock(m) == 0)
+		pthread_mutex_unlock(m);
+	return NULL;
+}
+
+/* Whether a thread sleeps on locked m (glibc's lock word reads 2). */
+static bool has_sleeper(pthread_mutex_t *m)
+{
+	return __atomic_load_n(&m->__data.__lock, __ATOMIC_RELAXED) == 2;
+}
+
+/*
+ * Unlock m (recursive: taken twice) while another thread sleeps on it:
+ * the inner unlock keeps it, the outer releases it; both return 0 and
+ * leave errno as it was (the unlock hook unwinds the holder's stack
+ * then). False when one did not.
+ */
+static bool unlock_with_waiter(pthread_mutex_t *m)
+{
+	struct timespec t = span(1);
+	pthread_t waiter;
+	int err, err2;
+
+	pthread_mutex_lock(m);
+	pthread_mutex_lock(m);
+	if (pthread_create(&waiter, NULL, lock_once, m) != 0) {
+		pthread_mutex_unlock(m);
+		pthread_mutex_unlock(m);
+		return false;
+	}
+	for (int i = 0; i < 1000 && !has_sleeper(m); i++)
+		nanosleep(&t, NULL);
+	errno = 4321;
+	err = pthread_mutex_unlock(m);
+	err2 = errno == 4321 ? pthread_mutex_unlock(m) : -1;
+	if (errno != 4321)
+		err2 = -1;
+	pthread_join(waiter, NULL);
+	return err == 0 && err2 == 0;
+}
+
+/*
+ * Unlock a mutex another thread sleeps on, 1 ms apart, for MS (holders
+ * tracked: the unlock hook captures the releasing stack): every unlock
+ * returns what libc says and leaves errno as it was.
+ */
+static struct outcome call_mutex_unlock_waiters(struct ctx *x)
+{
+	struct timespec t = span(1), until = after(CLOCK_MONOTONIC, x->ms), now;
+	pthread_mutexattr_t attr;
+	pthread_mutex_t m;
+	bool ok = true;
+
+	pthread_mutexattr_init(&attr);
+	pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_RECURSIVE);
+	pthread_mutex_init(&m, &attr);
+	pthread_mutexattr_destroy(&attr);
+	do {
+		ok = unlock_with_waiter(&m);
+		nanosleep(&t, NULL);
+		clock_gettime(CLOCK_MONOTONIC, &now);
+	} while (ok && (now.tv_sec < until.tv_sec ||
+			(now.tv_sec == until.tv_sec && now.tv_nsec < until.tv_nsec)));
+	pthread_mutex_destroy(&m);
+	return returned(ok ? 0 : -1);
+}
+
 static struct outcome call_futex_wait(struct ctx *x)
 {
 	struct timespec t = span(x->ms);
@@ -584,6 +654,7 @@ static const struct call calls[] = {
 	  .deliver = unlock_held, .tree = TREE },
 	{ "futex_wait", SYS_futex, call_futex_wait },
 	{ "mutex_unlock", SYS_clock_nanosleep, call_mutex_unlock },
+	{ "mutex_unlock_waiters", SYS_clock_nanosleep, call_mutex_unlock_waiters },
 	{ "plugin_ctor", SYS_clock_nanosleep, call_nanosleep,
 	  .companion = load_plugin },
 	{ "spinner", SYS_clock_nanosleep, call_nanosleep, .companion = spin },

@@ -797,6 +797,59 @@ static char *folded_text(const struct app *a, struct source *src)
 	return t.p;
 }
 
+/*
+ * The caused wait of line r in folded form, by holder stack (root first,
+ * the lock as the leaf); a line with no holder stack captured hangs it
+ * under its call site and [no_holder_stack].
+ */
+static void folded_holders_line(struct text *t, const struct app *a,
+				const struct view_row *r)
+{
+	struct holder_view h[HOLDER_STACKS_MAX];
+	size_t n = model_holder_stacks(a->model, r, h, HOLDER_STACKS_MAX);
+
+	if (r->c.calls.caused_wait_ns == 0)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		if (h[i].caused_ns == 0)
+			continue;
+		for (unsigned j = h[i].depth; j-- > 0;) {
+			folded_frame(t, a->symbols, h[i].frames[j]);
+			if (j > 0)
+				text_printf(t, ";");
+		}
+		folded_lock(t, r);
+		text_printf(t, " %" PRIu64 "\n", h[i].caused_ns);
+	}
+	if (n > 0)
+		return;
+	if (r->n_sites == 1)
+		folded_frame(t, a->symbols, r->site);
+	else
+		text_printf(t, "[%u_call_sites]", r->n_sites);
+	text_printf(t, ";[no_holder_stack]");
+	folded_lock(t, r);
+	text_printf(t, " %" PRIu64 "\n", r->c.calls.caused_wait_ns);
+}
+
+int export_folded_holders(const struct app *a, const struct model_query *q,
+			  const char *path, char *err, size_t errlen)
+{
+	struct text t = { xcalloc(1, 1), 0, 1 };
+	struct view_row *rows = NULL;
+	size_t n;
+	int rc;
+
+	symbols_settle(a->symbols, EXPORT_WAIT_MS);
+	n = model_view(a->model, q, &rows);
+	for (size_t i = 0; i < n; i++)
+		folded_holders_line(&t, a, &rows[i]);
+	free(rows);
+	rc = write_text(path, t.p, err, errlen);
+	free(t.p);
+	return rc;
+}
+
 char *export_rows_folded(const struct app *a, const struct model_query *q,
 			 const struct view_row *rows, size_t n)
 {

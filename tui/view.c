@@ -607,6 +607,41 @@ static int detail_threads(struct screen *s, struct ui *ui,
 
 /* Holder or waiter sites a detail section lists, at most. */
 #define BLAME_SHOWN 8
+/* Frames of a holder's stack shown under its site, at most. */
+#define HOLDER_FRAMES_SHOWN 5
+
+/*
+ * Under a "blocked by" holder site: the stack its holders released the
+ * lock from most often while others waited, innermost first, when one
+ * was captured.
+ */
+static int detail_holder_stack(struct screen *s, struct ui *ui,
+			       const struct view_row *r,
+			       const struct blame_view *b, int y)
+{
+	struct view_row v = { .site = b->site, .type = (enum lock_type)b->type,
+			      .object = r->object };
+	struct holder_view h;
+	char line[512];
+	size_t len;
+
+	if (b->site == 0 || model_holder_stacks(ui->app->model, &v, &h, 1) == 0)
+		return y;
+	len = (size_t)snprintf(line, sizeof(line), "released at");
+	for (unsigned i = 0; i < h.depth && i < HOLDER_FRAMES_SHOWN; i++) {
+		struct frame_info fi;
+		const char *name;
+
+		symbols_resolve(ui->app->symbols, h.frames[i], 1, &fi);
+		name = fi.function ? fi.function : fi.symbol ? fi.symbol : "??";
+		len += (size_t)snprintf(line + len, sizeof(line) - len, "%s%s",
+					i ? " <- " : " ", name);
+		if (len >= sizeof(line))
+			break;
+	}
+	screen_puts(s, 5, y++, SLOT_NORMAL, line, -1);
+	return y;
+}
 
 /*
  * "blocked by": the holder sites the line's waits were spent behind, or
@@ -641,6 +676,8 @@ static int detail_blame(struct screen *s, struct ui *ui,
 			      lock_waits(v[i].w.count, v[i].w.timeouts),
 			      total ? 100.0 * (double)v[i].w.wait_ns /
 					      (double)total : 0);
+		if (!blocking)
+			y = detail_holder_stack(s, ui, r, &v[i], y);
 	}
 	return y + 1;
 }

@@ -194,6 +194,8 @@ static void test_culprits(void)
 		     line_with("hold_short", line_with("HOLDER SITE", 0)) > 0,
 		     "split_wait's details: hold_long and hold_short under "
 		     "HOLDER SITE");
+	SEE("split_wait's details: hold_long's stack",
+	    "released at hold_long <- split_holder");
 	keys("Escape", NULL);
 	quit_session("culprits");
 }

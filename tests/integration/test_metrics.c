@@ -499,6 +499,17 @@ static void check_top(const char *text)
 	      "%.0f, got %d series (%d other):\n%.800s", PHASE_ALL, named, other, text);
 }
 
+/* The sum of the rows' caused_wait_ns in a snapshot. */
+static double snapshot_caused_ns(const cJSON *snap)
+{
+	const cJSON *row;
+	double sum = 0;
+
+	cJSON_ArrayForEach(row, cJSON_GetObjectItem(snap, "rows"))
+		sum += num_field(row, "caused_wait_ns");
+	return sum;
+}
+
 /*
  * The holders' counters (--holders) against the snapshot of the same
  * stop: holds timed and the caused wait exactly, the timed hold time as
@@ -622,6 +633,11 @@ static void test_headless(void)
 	      metric_sum(text, "qsptop_lock_contended_total", NULL, NULL));
 	if (snap)
 		check_hold_counters(text, snap);
+	if (go && snap)
+		CHECK(p1.caused + p2.caused == snapshot_caused_ns(snap),
+		      "the two profiles: expected caused/nanoseconds to sum to "
+		      "the snapshot's caused_wait_ns %.0f, got %.0f",
+		      snapshot_caused_ns(snap), p1.caused + p2.caused);
 	if (go) {
 		CHECK(p2.acquisitions == PHASE_ALL,
 		      "second profile: expected the second phase alone (%.0f "

@@ -278,6 +278,10 @@ static void test_injected(void)
 	      "injected: split_wait's blocked_by names hold_long");
 	CHECK(num_field(row_of(snap, "hold_long"), "caused_wait_ns") > 0,
 	      "injected: hold_long caused wait");
+	CHECK(strcmp(frame_symbol(cJSON_GetObjectItem(cJSON_GetArrayItem(
+		cJSON_GetObjectItem(row_of(snap, "hold_long"), "holder_stacks"),
+		0), "frames"), 1), "split_holder") == 0,
+	      "injected: hold_long's holder stack hold_long <- split_holder");
 	CHECK(kill(pid, 0) == 0, "injected: the process runs on after qsptop");
 	kill(pid, SIGTERM);
 	wait_status(pid, RUN_TIMEOUT_MS);

@@ -733,14 +733,22 @@ EXPORT int pthread_mutex_lock(pthread_mutex_t *m)
 /*
  * Holder stacks ("slow release", as Go's mutex profile charges the
  * releaser). glibc's low-level lock word reads 2 while a thread sleeps on
- * a locked mutex, or has the FUTEX_WAITERS bit of a PI or robust one. An
- * unlock that finds waiters, and actually releases (not a recursive
- * mutex's inner unlock), unwinds its stack after the real unlock, so the
- * critical section is not lengthened, within the unwinding budget, and
- * counts one release on that stack of the row where this thread took the
- * lock. Everything else pays one load of a word the unlock writes anyway.
+ * a locked mutex, or has the FUTEX_WAITERS bit of a PI or robust one
+ * (whose word holds the owner's TID). An unlock that finds waiters, and
+ * actually releases (not a recursive mutex's inner unlock), unwinds its
+ * stack after the real unlock, so the critical section is not
+ * lengthened, within the unwinding budget, and counts one release on
+ * that stack of the row where this thread took the lock. A normal
+ * mutex's word is 1 otherwise: the unlock pays one load of a word it
+ * writes anyway and one test (mutex_maybe_waiters()); PI and robust
+ * mutexes take the slow path, which looks closer (mutex_waiters()).
  */
-static inline bool mutex_waiters(pthread_mutex_t *m)
+static inline bool mutex_maybe_waiters(pthread_mutex_t *m)
+{
+	return (unsigned)__atomic_load_n(&m->__data.__lock, __ATOMIC_RELAXED) > 1;
+}
+
+static bool mutex_waiters(pthread_mutex_t *m)
 {
 	int lock = __atomic_load_n(&m->__data.__lock, __ATOMIC_RELAXED);
 
@@ -772,9 +780,10 @@ static __attribute__((noinline)) void holder_note(const void *lock,
 static __attribute__((noinline, cold)) int unlock_slow(pthread_mutex_t *m,
 						       uint64_t site)
 {
+	bool waiters = mutex_waiters(m);
 	int rc = REAL(mutex_unlock)(m), saved_errno = errno;
 
-	if (rc == 0)
+	if (rc == 0 && waiters)
 		holder_note(m, site);
 	errno = saved_errno;
 	return rc;
@@ -790,7 +799,7 @@ static int hook_mutex_unlock(pthread_mutex_t *m)
 {
 	if (unlikely(tls_self.nheld != 0))
 		hold_end(m);
-	if (unlikely(mutex_waiters(m)))
+	if (unlikely(mutex_maybe_waiters(m)))
 		return unlock_slow(m, CALLER);
 	return REAL(mutex_unlock)(m);
 }

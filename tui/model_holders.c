@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/hash.h"
 #include "idmap.h"
 #include "model_impl.h"
 #include "xalloc.h"
@@ -25,6 +26,7 @@ struct holder_use {
 struct holder_store {
 	struct holder_def *defs;
 	size_t ndefs, defs_cap;
+	struct idmap def_ids;	/* by hash of frames, probing: def + 1 */
 	struct holder_use *uses;
 	size_t nuses, uses_cap;
 	struct idmap index;	/* (row, def) -> use + 1 */
@@ -37,18 +39,34 @@ static struct holder_store *store(struct model *m)
 	return m->holders;
 }
 
+/*
+ * The id of a holder stack, added if new: every thread's, every
+ * connection's same stack is one, so that a collector that defines
+ * stacks again (a new session) does not grow the store.
+ */
 uint32_t model_holder_define(struct model *m, const uint64_t *frames,
 			     unsigned depth)
 {
 	struct holder_store *h = store(m);
 	struct holder_def *d;
+	uint64_t key;
+	uint32_t id;
 
+	depth = depth < PROTO_STACK_DEPTH ? depth : PROTO_STACK_DEPTH;
+	key = hash_frames(frames, depth);
+	for (; (id = idmap_get(&h->def_ids, key)) != 0; key++) {
+		d = &h->defs[id - 1];
+		if (d->depth == depth &&
+		    memcmp(d->frames, frames, depth * sizeof(*frames)) == 0)
+			return id - 1;
+	}
 	h->defs = xgrow(h->defs, &h->defs_cap, h->ndefs + 1, 16,
 			sizeof(*h->defs));
 	d = &h->defs[h->ndefs];
-	d->depth = depth < PROTO_STACK_DEPTH ? depth : PROTO_STACK_DEPTH;
-	memcpy(d->frames, frames, d->depth * sizeof(*frames));
-	return (uint32_t)h->ndefs++;
+	d->depth = depth;
+	memcpy(d->frames, frames, depth * sizeof(*frames));
+	idmap_put(&h->def_ids, key, (uint32_t)++h->ndefs);
+	return (uint32_t)h->ndefs - 1;
 }
 
 void model_apply_holder(struct model *m, uint32_t row, uint32_t def,
@@ -82,6 +100,7 @@ void holders_free(struct holder_store *h)
 		return;
 	free(h->defs);
 	free(h->uses);
+	idmap_free(&h->def_ids);
 	idmap_free(&h->index);
 	free(h);
 }

@@ -166,8 +166,8 @@ static void test_hold_estimate(void)
 /*
  * Holder stacks: releases through two stacks of HOLDER's row (1 and 2)
  * split its caused wait (400 ns) 133 : 267, the rest of the rounding
- * to the heaviest; another row's stack stays its own; a reset zeroes
- * the releases.
+ * to the heaviest; another row's stack stays its own; a stack defined
+ * again is the same; a reset zeroes the releases.
  */
 static void test_holder_stacks(void)
 {
@@ -180,6 +180,7 @@ static void test_holder_stacks(void)
 	size_t n, nh;
 	const struct view_row *h;
 
+	CHECK_U64(model_holder_define(m, a, 2), sa);	/* defined again: one */
 	model_apply_holder(m, 1, sa, 1);
 	model_apply_holder(m, 1, sb, 2);
 	model_apply_holder(m, 2, sa, 5);

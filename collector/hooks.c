@@ -766,6 +766,65 @@ EXPORT int pthread_mutex_lock(pthread_mutex_t *m)
 }
 
 /*
+ * Holder stacks ("slow release", as Go's mutex profile charges the
+ * releaser). glibc's low-level lock word reads 2 while a thread sleeps on
+ * a locked mutex, or has the FUTEX_WAITERS bit of a PI or robust one
+ * (whose word holds the owner's TID). An unlock that finds waiters, and
+ * actually releases (not a recursive mutex's inner unlock), unwinds its
+ * stack after the real unlock, so the critical section is not
+ * lengthened, within the unwinding budget, and counts one release on
+ * that stack of the row where this thread took the lock. A normal
+ * mutex's word is 1 otherwise: the unlock pays one load of a word it
+ * writes anyway and one test (mutex_maybe_waiters()); PI and robust
+ * mutexes take the slow path, which looks closer (mutex_waiters()).
+ */
+static inline bool mutex_maybe_waiters(pthread_mutex_t *m)
+{
+	return (unsigned)__atomic_load_n(&m->__data.__lock, __ATOMIC_RELAXED) > 1;
+}
+
+static bool mutex_waiters(pthread_mutex_t *m)
+{
+	int lock = __atomic_load_n(&m->__data.__lock, __ATOMIC_RELAXED);
+
+	return (lock == 2 || (lock & (int)0x80000000u)) &&
+	       __atomic_load_n(&m->__data.__count, __ATOMIC_RELAXED) <= 1;
+}
+
+/* After releasing lock with waiters: its holder's stack, from site up. */
+static __attribute__((noinline)) void holder_note(const void *lock,
+						  uint64_t site)
+{
+	struct thread_table *t = enter();
+	const struct held_recent *r;
+	struct obj_slot *x;
+	struct entry *e;
+	struct stack_use *u;
+
+	if (t == NULL)
+		return;
+	r = &t->recent[recent_slot(lock)];
+	if (state_holders() && r->object == (uint64_t)(uintptr_t)lock &&
+	    (x = table_slot_of(t, r->key, r->object)) != NULL &&
+	    (e = table_entry(t, r->key, x->object)) != NULL &&
+	    (u = unwind_holder_use(t, e, site)) != NULL)
+		table_add(&u->w.count, 1);
+	leave();
+}
+
+static __attribute__((noinline, cold)) int unlock_slow(pthread_mutex_t *m,
+						       uint64_t site)
+{
+	bool waiters = mutex_waiters(m);
+	int rc = REAL(mutex_unlock)(m), saved_errno = errno;
+
+	if (rc == 0 && waiters)
+		holder_note(m, site);
+	errno = saved_errno;
+	return rc;
+}
+
+/*
  * Reached only through GOT slots patched while holders are tracked (not
  * exported: preloaded, unlock goes straight to libc until then). Passes
  * straight through unless this thread is timing a hold; an unlock of a
@@ -775,6 +834,8 @@ static int hook_mutex_unlock(pthread_mutex_t *m)
 {
 	if (unlikely(tls_self.nheld != 0))
 		hold_end(m);
+	if (unlikely(mutex_maybe_waiters(m)))
+		return unlock_slow(m, CALLER);
 	return REAL(mutex_unlock)(m);
 }
 

@@ -110,6 +110,23 @@ struct stack_use *unwind_blame_use(struct thread_table *t, struct entry *e,
 	return use_for(ss, e, (uint32_t)stack);
 }
 
+struct stack_use *unwind_holder_use(struct thread_table *t, struct entry *e,
+				    uint64_t site)
+{
+	uint64_t frames[PROTO_STACK_DEPTH] = { PROTO_HOLDER_MARK };
+	struct stack_store *ss;
+	uint32_t depth;
+	int stack;
+
+	if (!budget_left(t) || (ss = store_of(t)) == NULL)
+		return NULL;
+	depth = frames_capture(&t->reader, site, frames + 1,
+			       PROTO_STACK_DEPTH - 1);
+	if (depth == 0 || (stack = intern(ss, frames, depth + 1)) < 0)
+		return NULL;
+	return use_for(ss, e, (uint32_t)stack);
+}
+
 void unwind_free(struct thread_table *t)
 {
 	arena_free(t->stacks, sizeof(*t->stacks));

@@ -71,6 +71,15 @@ struct stack_use *unwind_use(struct thread_table *t, struct entry *e,
 struct stack_use *unwind_blame_use(struct thread_table *t, struct entry *e,
 				   uint64_t holder);
 
+/*
+ * The counter of entry e's releases with waiters through the calling
+ * thread's current stack, which starts at site (the unlock's return
+ * address): a use of [PROTO_HOLDER_MARK, frames...], within the same
+ * budget as a wait's stack; NULL when spent, full or not unwound.
+ */
+struct stack_use *unwind_holder_use(struct thread_table *t, struct entry *e,
+				    uint64_t site);
+
 /* Earn unwinding credit for a wait of ns nanoseconds (owner thread). */
 static inline void unwind_earn(struct thread_table *t, uint64_t ns)
 {

@@ -36,8 +36,9 @@
  * 3: the futex lock types; 4: timeouts; 5: timeouts in STACK_COUNTS;
  * 6: hold times in COUNTS, blame stacks (PROTO_BLAME_MARK), HOLDERS;
  * LOCK_ORDER joined later, add-only (older clients skip it)
+ * 7: holder stacks (PROTO_HOLDER_MARK)
  */
-#define PROTO_VERSION 6
+#define PROTO_VERSION 7
 #define PROTO_HEADER_SIZE 8
 #define PROTO_MAX_PAYLOAD (1u << 20)
 #define PROTO_STR_MAX 4096
@@ -53,6 +54,13 @@
  * STACK_ROWs and STACK_COUNTS say how long and how often.
  */
 #define PROTO_BLAME_MARK 1u
+/*
+ * A STACK whose first frame is this is a holder's stack: frames 1.. are
+ * where a thread released its row's lock while others waited for it
+ * (the unlock call's return address first). Its STACK_COUNTS count those
+ * releases (count); they carry no wait.
+ */
+#define PROTO_HOLDER_MARK 2u
 #define PROTO_BLAME_KEY(site, type) ((site) | (uint64_t)(type) << 56)
 #define PROTO_BLAME_SITE(key) ((key) & ((1ull << 56) - 1))
 #define PROTO_BLAME_TYPE(key) ((unsigned)((key) >> 56))

@@ -154,13 +154,21 @@ static void on_counts(void *ctx, const struct proto_counts *m)
  */
 static bool blame_stack(struct client *c, const struct proto_stack *m)
 {
-	uint64_t site;
+	uint64_t site, frames[PROTO_STACK_DEPTH];
 
-	if (m->depth != 2 || m->frames[0] != PROTO_BLAME_MARK)
+	if (m->depth < 2 || (m->frames[0] != PROTO_HOLDER_MARK &&
+			     (m->depth != 2 || m->frames[0] != PROTO_BLAME_MARK)))
 		return false;
 	if (!hold_index((void **)&c->blame, &c->blame_cap, m->id,
 			STACK_ROW_IDS_MAX, sizeof(*c->blame))) {
 		end(c, TARGET_LOST, "collector sent a stack id out of range");
+		return true;
+	}
+	if (m->frames[0] == PROTO_HOLDER_MARK) {
+		for (unsigned i = 1; i < m->depth && i < PROTO_STACK_DEPTH; i++)
+			frames[i - 1] = procs_tag(c->proc, m->frames[i]);
+		c->blame[m->id] = (struct blame_def){ .holder = 1 +
+			model_holder_define(c->model, frames, m->depth - 1) };
 		return true;
 	}
 	site = PROTO_BLAME_SITE(m->frames[1]);
@@ -214,6 +222,21 @@ static void on_blame_counts(struct client *c, struct stack_last *l,
 		model_apply_blame(c->model, row, b->site, b->type, &w);
 }
 
+/* The growth of a stack row of a holder stack: releases with waiters. */
+static void on_holder_counts(struct client *c, struct stack_last *l,
+			     const struct proto_stack_counts *m)
+{
+	uint32_t row = map_id(&c->row_map, &c->row_map_cap, l->row,
+			      &c->ids->rows, false);
+	struct wait_counts w = m->w;
+
+	wait_counts_sub(&w, &l->w);
+	l->w = m->w;
+	if (!c->in_baseline && row != NO_MODEL_ID)
+		model_apply_holder(c->model, row, c->blame[l->stack].holder - 1,
+				   w.count);
+}
+
 static void on_stack_counts(void *ctx, const struct proto_stack_counts *m)
 {
 	struct client *c = ctx;
@@ -225,6 +248,10 @@ static void on_stack_counts(void *ctx, const struct proto_stack_counts *m)
 		return;
 	}
 	l = &c->stack_last[m->id];
+	if (l->stack < c->blame_cap && c->blame[l->stack].holder) {
+		on_holder_counts(c, l, m);
+		return;
+	}
 	if (l->stack < c->blame_cap && c->blame[l->stack].is) {
 		on_blame_counts(c, l, m);
 		return;

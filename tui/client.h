@@ -29,11 +29,15 @@ struct client_ids {
 	uint32_t stacks;	/* the next free model stack id */
 };
 
-/* A blame pseudo-stack (PROTO_BLAME_MARK): the holder it names. */
+/*
+ * A blame pseudo-stack (PROTO_BLAME_MARK): the holder it names; or a
+ * holder stack (PROTO_HOLDER_MARK): its model holder stack id + 1.
+ */
 struct blame_def {
 	bool is;
 	uint8_t type;
 	uint64_t site;		/* tagged (procs.h); 0: holder unknown */
+	uint32_t holder;	/* 0: not a holder stack */
 };
 
 struct client {

@@ -177,6 +177,57 @@ static void threads_json(struct jsonw *w, const struct app *a,
 
 /* Sites named in blocked_by and blocking, at most. */
 #define BLAME_SITES_MAX 64
+/* Holder stacks of a line in the snapshot, at most. */
+#define HOLDER_STACKS_MAX 64
+
+/* Frames innermost first, as an array named name. */
+static void frames_json(struct jsonw *w, const char *name, struct symbols *s,
+			const uint64_t *frames, unsigned depth)
+{
+	jsonw_array(w, name);
+	for (unsigned i = 0; i < depth; i++)
+		frame_json(w, NULL, s, frames[i], 1);
+	jsonw_end(w);
+}
+
+/*
+ * The stack a blocked_by holder released the lock from most often (the
+ * holder's row on the waiter's lock), or null when none was captured.
+ */
+static void holder_stack_json(struct jsonw *w, const struct app *a,
+			      const struct view_row *waiter,
+			      const struct blame_view *b)
+{
+	struct view_row v = { .site = b->site, .type = (uint8_t)b->type,
+			      .object = waiter->object };
+	struct holder_view h;
+
+	if (b->site && model_holder_stacks(a->model, &v, &h, 1) == 1)
+		frames_json(w, "stack", a->symbols, h.frames, h.depth);
+	else
+		jsonw_null(w, "stack");
+}
+
+/*
+ * Where the line's holds were released while others waited: each stack
+ * with its releases and the line's caused wait split by them.
+ */
+static void holder_stacks_json(struct jsonw *w, const struct app *a,
+			       const struct view_row *r)
+{
+	struct holder_view h[HOLDER_STACKS_MAX];
+	size_t n = model_holder_stacks(a->model, r, h, HOLDER_STACKS_MAX);
+
+	jsonw_array(w, "holder_stacks");
+	for (size_t i = 0; i < n; i++) {
+		jsonw_object(w, NULL);
+		jsonw_number(w, "releases", (double)h[i].releases);
+		jsonw_number(w, "caused_wait_ns", (double)h[i].caused_ns);
+		frames_json(w, "frames", a->symbols, h[i].frames, h[i].depth);
+		jsonw_end(w);
+	}
+	jsonw_end(w);
+}
 
 /*
  * The holder sites the line's waits were spent behind (blocked_by), or
@@ -203,6 +254,8 @@ static void blame_json(struct jsonw *w, const struct app *a,
 		jsonw_string(w, "type", lock_type_name(v[i].type));
 		jsonw_number(w, "wait_ns", (double)v[i].w.wait_ns);
 		jsonw_number(w, "count", (double)(v[i].w.count + v[i].w.timeouts));
+		if (!blocking)
+			holder_stack_json(w, a, r, &v[i]);
 		jsonw_end(w);
 	}
 	jsonw_end(w);
@@ -259,6 +312,7 @@ static void row_json(struct jsonw *w, const struct app *a,
 	threads_json(w, a, d);
 	blame_json(w, a, r, false);
 	blame_json(w, a, r, true);
+	holder_stacks_json(w, a, r);
 	jsonw_end(w);
 }
 
@@ -798,6 +852,59 @@ static char *folded_text(const struct app *a, struct source *src)
 					    &l->stacks[j]);
 	}
 	return t.p;
+}
+
+/*
+ * The caused wait of line r in folded form, by holder stack (root first,
+ * the lock as the leaf); a line with no holder stack captured hangs it
+ * under its call site and [no_holder_stack].
+ */
+static void folded_holders_line(struct text *t, const struct app *a,
+				const struct view_row *r)
+{
+	struct holder_view h[HOLDER_STACKS_MAX];
+	size_t n = model_holder_stacks(a->model, r, h, HOLDER_STACKS_MAX);
+
+	if (r->c.calls.caused_wait_ns == 0)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		if (h[i].caused_ns == 0)
+			continue;
+		for (unsigned j = h[i].depth; j-- > 0;) {
+			folded_frame(t, a->symbols, h[i].frames[j]);
+			if (j > 0)
+				text_printf(t, ";");
+		}
+		folded_lock(t, r);
+		text_printf(t, " %" PRIu64 "\n", h[i].caused_ns);
+	}
+	if (n > 0)
+		return;
+	if (r->n_sites == 1)
+		folded_frame(t, a->symbols, r->site);
+	else
+		text_printf(t, "[%u_call_sites]", r->n_sites);
+	text_printf(t, ";[no_holder_stack]");
+	folded_lock(t, r);
+	text_printf(t, " %" PRIu64 "\n", r->c.calls.caused_wait_ns);
+}
+
+int export_folded_holders(const struct app *a, const struct model_query *q,
+			  const char *path, char *err, size_t errlen)
+{
+	struct text t = { xcalloc(1, 1), 0, 1 };
+	struct view_row *rows = NULL;
+	size_t n;
+	int rc;
+
+	symbols_settle(a->symbols, EXPORT_WAIT_MS);
+	n = model_view(a->model, q, &rows);
+	for (size_t i = 0; i < n; i++)
+		folded_holders_line(&t, a, &rows[i]);
+	free(rows);
+	rc = write_text(path, t.p, err, errlen);
+	free(t.p);
+	return rc;
 }
 
 char *export_rows_folded(const struct app *a, const struct model_query *q,

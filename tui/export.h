@@ -33,6 +33,14 @@ char *export_rows_json(const struct app *a, const struct model_query *q,
 int export_folded(const struct app *a, const struct model_query *q,
 		  const char *path, char *err, size_t errlen);
 
+/*
+ * Write the caused wait of the rows q selects in folded form, by holder
+ * stack (where the holds were released while others waited), one line
+ * per stack, the lock as the leaf; -1 with err on failure.
+ */
+int export_folded_holders(const struct app *a, const struct model_query *q,
+			  const char *path, char *err, size_t errlen);
+
 /* The folded stacks (malloc'ed) of the rows q selects. */
 char *export_table_folded(const struct app *a, const struct model_query *q);
 

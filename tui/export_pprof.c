@@ -16,6 +16,9 @@
 #include "procs.h"
 #include "xalloc.h"
 
+/* Holder stacks of a line in a profile, at most. */
+#define HOLDER_STACKS_MAX 256
+
 /* How long a file export may wait for names still to come. */
 #define EXPORT_WAIT_MS 2000
 
@@ -31,15 +34,50 @@ static const char *object_label(const struct app *a, const struct view_row *r,
 	return buf;
 }
 
+/* A sample of line r, its labels set, no value yet. */
+static struct pprof_sample line_sample(const struct app *a,
+				       const struct view_row *r, char *object,
+				       size_t size)
+{
+	return (struct pprof_sample){ .type = lock_type_name(r->type),
+		.role = role_name(r->role),
+		.object = object_label(a, r, object, size),
+		.pid = r->procs_mixed ? 0 : procs_pid(r->proc) };
+}
+
+void export_pprof_caused(struct pprof *p, const struct app *a,
+			 const struct view_row *r, const struct holder_view *h,
+			 size_t n)
+{
+	char object[512], sites[48];
+	struct pprof_sample smp = line_sample(a, r, object, sizeof(object));
+
+	if (r->c.calls.caused_wait_ns == 0)
+		return;
+	snprintf(sites, sizeof(sites), "[%u call sites]", r->n_sites);
+	smp.where = sites;
+	for (size_t i = 0; i < n; i++) {
+		if (h[i].caused_ns == 0)
+			continue;
+		smp.frames = h[i].frames;
+		smp.depth = h[i].depth;
+		smp.value[PPROF_CAUSED] = (int64_t)h[i].caused_ns;
+		pprof_add(p, &smp);
+	}
+	if (n == 0) {
+		smp.frames = &r->site;
+		smp.depth = r->site ? 1 : 0;
+		smp.value[PPROF_CAUSED] = (int64_t)r->c.calls.caused_wait_ns;
+		pprof_add(p, &smp);
+	}
+}
+
 void export_pprof_line(struct pprof *p, const struct app *a,
 		       const struct view_row *r, const struct stack_view *stacks,
 		       size_t n_stacks)
 {
 	char object[512], sites[48];
-	struct pprof_sample smp = { .type = lock_type_name(r->type),
-		.role = role_name(r->role),
-		.object = object_label(a, r, object, sizeof(object)),
-		.pid = r->procs_mixed ? 0 : procs_pid(r->proc) };
+	struct pprof_sample smp = line_sample(a, r, object, sizeof(object));
 	int64_t acquisitions = (int64_t)r->c.calls.acquisitions;
 
 	snprintf(sites, sizeof(sites), "[%u call sites]", r->n_sites);
@@ -82,9 +120,15 @@ uint8_t *export_table_pprof(const struct app *a, const struct model_query *q,
 	struct drill d;
 
 	model_drill(a->model, q, rows, n, &d);
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
+		struct holder_view h[HOLDER_STACKS_MAX];
+		size_t nh = model_holder_stacks(a->model, &rows[i], h,
+						HOLDER_STACKS_MAX);
+
 		export_pprof_line(p, a, &rows[i], d.line[i].stacks,
 				  d.line[i].n_stacks);
+		export_pprof_caused(p, a, &rows[i], h, nh);
+	}
 	model_drill_free(&d);
 	free(rows);
 	return pprof_finish(p, now_ns(), (int64_t)(app_elapsed_s(a) * 1e9), len);

@@ -18,6 +18,15 @@ void export_pprof_line(struct pprof *p, const struct app *a,
 		       const struct view_row *r, const struct stack_view *stacks,
 		       size_t n_stacks);
 
+/*
+ * Add to p the caused wait of line r (holders): at each of its n holder
+ * stacks h the share they carry, or all of it on its call site alone
+ * when none was captured.
+ */
+void export_pprof_caused(struct pprof *p, const struct app *a,
+			 const struct view_row *r, const struct holder_view *h,
+			 size_t n);
+
 /* The gzip'd profile (malloc'ed, *len bytes) of the rows q selects. */
 uint8_t *export_table_pprof(const struct app *a, const struct model_query *q,
 			    size_t *len);

@@ -278,6 +278,12 @@ static int write_outputs(struct app *a, int rc)
 		warning("cannot write the folded stacks: %s", err);
 		rc = rc ? rc : 1;
 	}
+	if (a->opt.folded_holders_path &&
+	    export_folded_holders(a, &a->query, a->opt.folded_holders_path,
+				  err, sizeof(err)) < 0) {
+		warning("cannot write the holders' folded stacks: %s", err);
+		rc = rc ? rc : 1;
+	}
 	if (a->opt.pprof_path &&
 	    export_pprof(a, &a->query, a->opt.pprof_path, err, sizeof(err)) < 0) {
 		warning("cannot write the pprof profile: %s", err);
@@ -528,6 +534,9 @@ static void check_output_paths(const struct options *o)
 		fatal("cannot write the JSON snapshot: %s", err);
 	if (o->folded_path && export_check_path(o->folded_path, err, sizeof(err)) < 0)
 		fatal("cannot write the folded stacks: %s", err);
+	if (o->folded_holders_path &&
+	    export_check_path(o->folded_holders_path, err, sizeof(err)) < 0)
+		fatal("cannot write the holders' folded stacks: %s", err);
 	if (o->pprof_path && export_check_path(o->pprof_path, err, sizeof(err)) < 0)
 		fatal("cannot write the pprof profile: %s", err);
 }

@@ -324,18 +324,39 @@ static void histogram(FILE *f, const struct series *s, size_t n)
 	}
 }
 
-static void wait_total(FILE *f, const struct series *s, size_t n)
+/* One counter family of seconds: a sample per series of the ns at offset. */
+static void seconds_total(FILE *f, const struct series *s, size_t n,
+			  const char *name, const char *help, size_t offset)
 {
-	const char *name = "qsptop_lock_wait_seconds_total";
-
-	family(f, name, "counter", "Time threads waited for a lock.");
+	family(f, name, "counter", help);
 	for (size_t i = 0; i < n; i++) {
+		uint64_t ns;
+
+		memcpy(&ns, (const char *)&s[i].c.calls + offset, sizeof(ns));
 		fputs(name, f);
 		labels(f, &s[i], NULL);
 		fputc(' ', f);
-		seconds(f, s[i].c.calls.wait_ns);
+		seconds(f, ns);
 		fputc('\n', f);
 	}
+}
+
+/*
+ * The holders' counters. The hold time is that of the holds timed (a
+ * sample, hooks.c), not an estimate over every hold: an estimate could
+ * go down as the sample's average moves, a counter must not.
+ */
+static void hold_totals(FILE *f, const struct series *s, size_t n)
+{
+	seconds_total(f, s, n, "qsptop_lock_hold_seconds_total",
+		      "Time the lock was held, of the holds timed (a sample).",
+		      offsetof(struct lock_calls, hold_ns));
+	counter(f, s, n, "qsptop_lock_holds_timed_total",
+		"Holds timed: the sample qsptop_lock_hold_seconds_total covers.",
+		offsetof(struct lock_calls, holds_timed));
+	seconds_total(f, s, n, "qsptop_lock_caused_wait_seconds_total",
+		      "Time other threads waited behind holds taken here.",
+		      offsetof(struct lock_calls, caused_wait_ns));
 }
 
 /* qsptop's own health: the target up, events dropped, collector memory. */
@@ -380,7 +401,10 @@ char *metrics_text(struct metrics *m, const struct app *a,
 	counter(f, s, n, "qsptop_lock_failed_total",
 		"Busy trylocks and timed-out waits.",
 		offsetof(struct lock_calls, failed));
-	wait_total(f, s, n);
+	seconds_total(f, s, n, "qsptop_lock_wait_seconds_total",
+		      "Time threads waited for a lock.",
+		      offsetof(struct lock_calls, wait_ns));
+	hold_totals(f, s, n);
 	histogram(f, s, n);
 	health(f, a);
 	fclose(f);

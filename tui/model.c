@@ -44,6 +44,7 @@ void model_free(struct model *m)
 	free(m->etab);
 	first_stacks_free(m->firsts);
 	blame_free(m->blame);
+	holders_free(m->holders);
 	tid_set_free(m->tids);
 	free(m);
 }
@@ -507,6 +508,7 @@ void model_reset(struct model *m)
 	memset(&m->since, 0, sizeof m->since);
 	m->since_cond_wait = 0;
 	blame_reset(m);
+	holders_reset(m);
 	m->span_from_ns = m->last_tick_ns;
 	m->structure++;
 }

@@ -244,6 +244,30 @@ struct blame_view {
 size_t model_blame(const struct model *m, const struct view_row *v,
 		   bool blocking, struct blame_view *out, size_t max);
 
+/* Define a holder stack (frames after PROTO_HOLDER_MARK); its id. */
+uint32_t model_holder_define(struct model *m, const uint64_t *frames,
+			     unsigned depth);
+
+/* Add releases with waiters of row's lock through holder stack def. */
+void model_apply_holder(struct model *m, uint32_t row, uint32_t def,
+			uint64_t releases);
+
+/* One holder stack of a line, since reset. */
+struct holder_view {
+	const uint64_t *frames;	/* the release's stack, innermost first */
+	unsigned depth;
+	uint64_t releases;	/* releases with waiters through it */
+	uint64_t caused_ns;	/* the line's caused wait, split by releases */
+};
+
+/*
+ * Up to max holder stacks of line v, most releases first, the line's
+ * caused wait split over them in proportion (summing to it exactly when
+ * there is any). How many.
+ */
+size_t model_holder_stacks(const struct model *m, const struct view_row *v,
+			   struct holder_view *out, size_t max);
+
 /* Build the sorted, filtered, coalesced table; caller frees *rows. */
 size_t model_view(const struct model *m, const struct model_query *q,
 		  struct view_row **rows);

@@ -149,6 +149,7 @@ struct entry_slot {
 struct first_stacks;
 struct tid_set;
 struct blame_store;
+struct holder_store;
 
 struct model {
 	struct row *rows;
@@ -200,6 +201,7 @@ struct model {
 	struct tid_set *tids;	/* threads seen waiting */
 	struct blame_store *blame; /* who blocks whom (model_blame.c) */
 	struct lockorder lock_orders;	/* pairs taken in both orders */
+	struct holder_store *holders; /* holder stacks (model_holders.c) */
 	uint64_t span_from_ns;	/* collector clock of the origin or reset */
 	struct unseen_wait unseen[UNSEEN_KINDS];
 	size_t n_unseen;
@@ -354,6 +356,10 @@ uint32_t blame_add(struct model *m, uint32_t row, uint64_t site,
 /* Zero every blame count (a reset). */
 void blame_reset(struct model *m);
 void blame_free(struct blame_store *b);
+
+/* Zero every holder stack's releases (a reset). */
+void holders_reset(struct model *m);
+void holders_free(struct holder_store *h);
 
 /* Note that thread tid waited (model_take_new_tids() gives it once). */
 void tid_note(struct model *m, uint32_t tid);

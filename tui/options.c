@@ -18,7 +18,7 @@
 enum { OPT_FOLDED = 0x100, OPT_WRAPPER, OPT_MAX_MEMORY, OPT_FORCE, OPT_MIX_IDLE, OPT_NO_FOLLOW_EXEC,
        OPT_TYPE, OPT_CHILDREN, OPT_NO_CHILDREN, OPT_JOIN_PROCESSES, OPT_IDLE,
        OPT_LOCK, OPT_NO_AUTO_WRAPPERS, OPT_PPROF, OPT_LISTEN, OPT_TOP,
-       OPT_DIFF, OPT_NO_INJECT, OPT_HOLDERS };
+       OPT_DIFF, OPT_NO_INJECT, OPT_HOLDERS, OPT_FOLDED_HOLDERS };
 
 static const char usage_text[] =
 	"Usage: qsptop [options] -p PID\n"
@@ -73,6 +73,9 @@ static const char usage_text[] =
 	"  -j, --json FILE        write a JSON snapshot when qsptop stops (- = stdout)\n"
 	"      --folded FILE      write the waited-on stacks in folded form when\n"
 	"                         qsptop stops, for flame graphs (- = stdout)\n"
+	"      --folded-holders FILE  write the wait holders caused, by the holder's\n"
+	"                         stack (--holders), in folded form when qsptop\n"
+	"                         stops (- = stdout)\n"
 	"      --pprof FILE       write a gzip'd pprof profile of the waits when\n"
 	"                         qsptop stops (go tool pprof; - = stdout)\n"
 	"                         (with -, batch tables and the command's output\n"
@@ -308,6 +311,8 @@ static const struct option long_options[] = {
 	{ .name = "width", .has_arg = required_argument, .val = 'w' },
 	{ .name = "json", .has_arg = required_argument, .val = 'j' },
 	{ .name = "folded", .has_arg = required_argument, .val = OPT_FOLDED },
+	{ .name = "folded-holders", .has_arg = required_argument,
+	  .val = OPT_FOLDED_HOLDERS },
 	{ .name = "pprof", .has_arg = required_argument, .val = OPT_PPROF },
 	{ .name = "listen", .has_arg = required_argument, .val = OPT_LISTEN },
 	{ .name = "top", .has_arg = required_argument, .val = OPT_TOP },
@@ -364,6 +369,7 @@ static void apply(struct options *o, int c, const char *arg)
 		break;
 	case 'j': o->json_path = arg; break;
 	case OPT_FOLDED: o->folded_path = arg; break;
+	case OPT_FOLDED_HOLDERS: o->folded_holders_path = arg; break;
 	case OPT_PPROF: o->pprof_path = arg; break;
 	case OPT_LISTEN: o->listen = arg; break;
 	case OPT_DIFF: o->diff_old = arg; break;
@@ -408,7 +414,7 @@ static bool is_stdout(const char *path)
 static int stdout_exports(const struct options *o)
 {
 	return is_stdout(o->json_path) + is_stdout(o->folded_path) +
-	       is_stdout(o->pprof_path);
+	       is_stdout(o->folded_holders_path) + is_stdout(o->pprof_path);
 }
 
 void options_parse(struct options *o, int argc, char **argv)
@@ -451,8 +457,8 @@ void options_parse(struct options *o, int argc, char **argv)
 	if (o->command && !o->no_children)
 		o->children = true;
 	if (stdout_exports(o) > 1)
-		usage_error("%s", "only one of --json, --folded and --pprof can "
-			    "write to stdout (-)");
+		usage_error("%s", "only one of --json, --folded and --pprof "
+			    "(or --folded-holders) can write to stdout (-)");
 	if (o->no_tables && !o->batch)
 		usage_error("%s", "-n 0 (no table) needs -b");
 }

@@ -22,6 +22,7 @@ struct options {
 	enum coalesce coalesce;
 	const char *json_path;	/* "-" for stdout */
 	const char *folded_path; /* --folded; "-" for stdout */
+	const char *folded_holders_path; /* --folded-holders; "-": stdout */
 	const char *pprof_path;	/* --pprof; "-" for stdout */
 	const char *listen;	/* --listen [HOST:]PORT, or NULL */
 	size_t top;		/* --top: named series of /metrics */

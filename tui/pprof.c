@@ -367,6 +367,7 @@ uint8_t *pprof_finish(struct pprof *p, int64_t time_ns, int64_t duration_ns,
 	pr.sample_type[pr.n_sample_type++] = value_type(p, "contentions", "count");
 	pr.sample_type[pr.n_sample_type++] = value_type(p, "delay", "nanoseconds");
 	pr.sample_type[pr.n_sample_type++] = value_type(p, "acquisitions", "count");
+	pr.sample_type[pr.n_sample_type++] = value_type(p, "caused", "nanoseconds");
 	pr.period_type = value_type(p, "contentions", "count");
 	pr.period = 1;
 	pr.default_sample_type = string_id(p, "delay");

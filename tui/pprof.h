@@ -16,6 +16,8 @@ enum pprof_value {
 	PPROF_CONTENTIONS,	/* contentions/count: waits that got the lock */
 	PPROF_DELAY,		/* delay/nanoseconds: time waited */
 	PPROF_ACQUISITIONS,	/* acquisitions/count */
+	PPROF_CAUSED,		/* caused/nanoseconds: others' wait behind
+				   holds, at the holder's stack */
 	PPROF_VALUES,
 };
 

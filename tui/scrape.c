@@ -1,7 +1,8 @@
 /*
  * The endpoint's pages. The profile of /debug/pprof/mutex holds what
  * grew since the previous request: the scrape keeps, per (row, stack),
- * the waits as the last profile saw them, and per row its acquisitions.
+ * the waits as the last profile saw them, and per row its acquisitions
+ * and the wait its holds caused.
  */
 #include <microhttpd.h>
 #include <stdlib.h>
@@ -18,12 +19,18 @@
 #include "serve.h"
 #include "xalloc.h"
 
+/* A row's counts as the last profile saw them. */
+struct row_seen {
+	uint64_t acquisitions;
+	uint64_t caused_wait_ns;
+};
+
 struct scrape {
 	struct metrics *metrics;
 	struct wait_counts *waits;	/* as the last profile saw them */
 	size_t nwaits, waits_cap;
 	struct idmap wait_ids;		/* (row_id, stack) -> index + 1 */
-	uint64_t *acq;			/* per row, likewise */
+	struct row_seen *acq;		/* per row, likewise */
 	size_t nacq, acq_cap;
 	struct idmap acq_ids;		/* row_id -> index + 1 */
 	int64_t last_ns;		/* CLOCK_REALTIME of the last profile */
@@ -63,29 +70,33 @@ static struct wait_counts *seen_waits(struct scrape *s, uint64_t key)
 	return &s->waits[s->nwaits - 1];
 }
 
-static uint64_t *seen_acq(struct scrape *s, uint32_t row_id)
+static struct row_seen *seen_acq(struct scrape *s, uint32_t row_id)
 {
 	uint32_t i = idmap_get(&s->acq_ids, row_id);
 
 	if (i)
 		return &s->acq[i - 1];
 	s->acq = xgrow(s->acq, &s->acq_cap, s->nacq + 1, 256, sizeof(*s->acq));
-	s->acq[s->nacq] = 0;
+	s->acq[s->nacq] = (struct row_seen){ 0 };
 	idmap_put(&s->acq_ids, row_id, (uint32_t)++s->nacq);
 	return &s->acq[s->nacq - 1];
 }
 
 /*
- * Line r's stacks (into out) and acquisitions (in *r) as what grew since
- * the last profile, which from now on saw them as they are; how many.
+ * Line r's stacks (into out), acquisitions and caused wait (in *r) as
+ * what grew since the last profile, which from now on saw them as they
+ * are; how many stacks.
  */
 static size_t since_last(struct scrape *s, struct view_row *r,
 			 const struct line_drill *d, struct stack_view *out)
 {
-	uint64_t *acq = seen_acq(s, r->row_id), now = r->c.calls.acquisitions;
+	struct row_seen *seen_row = seen_acq(s, r->row_id), now = {
+		r->c.calls.acquisitions, r->c.calls.caused_wait_ns };
 
-	r->c.calls.acquisitions = now - *acq;
-	*acq = now;
+	r->c.calls.acquisitions = now.acquisitions - seen_row->acquisitions;
+	r->c.calls.caused_wait_ns = lock_counts_sub_sat(now.caused_wait_ns,
+						seen_row->caused_wait_ns);
+	*seen_row = now;
 	for (size_t j = 0; j < d->n_stacks; j++) {
 		struct wait_counts *seen = seen_waits(s,
 			(uint64_t)r->row_id << 32 | d->stacks[j].stack);
@@ -122,6 +133,8 @@ static uint8_t *profile_since(struct scrape *s, struct app *a, size_t *len)
 		size_t n = since_last(s, &v.rows[i], d, st);
 
 		export_pprof_line(p, a, &v.rows[i], st, n);
+		/* The model's holder stacks are since reset: the site alone. */
+		export_pprof_caused(p, a, &v.rows[i], NULL, 0);
 		free(st);
 	}
 	ledger_view_free(&v);

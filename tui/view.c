@@ -612,6 +612,78 @@ static int detail_threads(struct screen *s, struct ui *ui,
 
 /* Holder or waiter sites a detail section lists, at most. */
 #define BLAME_SHOWN 8
+/* Frames of a holder's stack shown under its site, at most. */
+#define HOLDER_FRAMES_SHOWN 5
+
+/* Holder stacks a holding line's details list, at most. */
+#define HOLDER_STACKS_SHOWN 4
+
+/* "fn <- caller <- ...": the first frames of h, innermost first. */
+static void holder_frames(char *buf, size_t size, struct symbols *sym,
+			  const struct holder_view *h)
+{
+	size_t len = 0;
+
+	buf[0] = '\0';
+	for (unsigned i = 0; i < h->depth && i < HOLDER_FRAMES_SHOWN &&
+			     len < size; i++) {
+		struct frame_info fi;
+		const char *name;
+
+		symbols_resolve(sym, h->frames[i], 1, &fi);
+		name = fi.function ? fi.function : fi.symbol ? fi.symbol : "??";
+		len += (size_t)snprintf(buf + len, size - len, "%s%s",
+					i ? " <- " : "", name);
+	}
+}
+
+/*
+ * Under a "blocked by" holder site: the stack its holders released the
+ * lock from most often while others waited, innermost first, when one
+ * was captured.
+ */
+static int detail_holder_stack(struct screen *s, struct ui *ui,
+			       const struct view_row *r,
+			       const struct blame_view *b, int y)
+{
+	struct view_row v = { .site = b->site, .type = (enum lock_type)b->type,
+			      .object = r->object };
+	struct holder_view h;
+	char frames[512];
+
+	if (b->site == 0 || model_holder_stacks(ui->app->model, &v, &h, 1) == 0)
+		return y;
+	holder_frames(frames, sizeof(frames), ui->app->symbols, &h);
+	screen_printf(s, 5, y++, SLOT_NORMAL, "released at %s", frames);
+	return y;
+}
+
+/*
+ * "released while others waited": a holding line's holder stacks, most
+ * releases first, each with its share of the caused wait. Nothing when
+ * none was captured.
+ */
+static int detail_holder_stacks(struct screen *s, struct ui *ui,
+				const struct view_row *r, int y)
+{
+	struct holder_view h[HOLDER_STACKS_SHOWN];
+	size_t n = model_holder_stacks(ui->app->model, r, h,
+				       HOLDER_STACKS_SHOWN);
+	char caused[32], frames[512];
+
+	if (n == 0)
+		return y;
+	screen_puts(s, 1, y++, SLOT_COLUMN, "released while others waited", -1);
+	screen_printf(s, 3, y++, SLOT_NORMAL, "%9s %8s  %s", "CAUSED",
+		      "RELEASES", "STACK");
+	for (size_t i = 0; i < n; i++) {
+		format_duration(caused, sizeof(caused), (double)h[i].caused_ns);
+		holder_frames(frames, sizeof(frames), ui->app->symbols, &h[i]);
+		screen_printf(s, 3, y++, SLOT_NORMAL, "%9s %8" PRIu64 "  %s",
+			      caused, h[i].releases, frames);
+	}
+	return y + 1;
+}
 
 /*
  * "blocked by": the holder sites the line's waits were spent behind, or
@@ -646,6 +718,8 @@ static int detail_blame(struct screen *s, struct ui *ui,
 			      lock_waits(v[i].w.count, v[i].w.timeouts),
 			      total ? 100.0 * (double)v[i].w.wait_ns /
 					      (double)total : 0);
+		if (!blocking)
+			y = detail_holder_stack(s, ui, r, &v[i], y);
 	}
 	return y + 1;
 }
@@ -670,6 +744,7 @@ static int detail_page(struct screen *s, struct ui *ui)
 	if (ui->app->opt.holders) {
 		y = detail_blame(s, ui, r, false, y);
 		y = detail_blame(s, ui, r, true, y);
+		y = detail_holder_stacks(s, ui, r, y);
 	} else {
 		screen_puts(s, 1, y, SLOT_NORMAL, "holders      off (c, or "
 			    "--holders, tracks them: blocked by, blocking)", -1);

@@ -14,25 +14,42 @@
 #include "harness.h"
 
 struct pprof_sums {
-	double contentions, delay, acquisitions;
+	double contentions, delay, acquisitions, caused;
 	int samples;
 };
 
-/* The samples of -raw output: "  C  D  A: loc loc ..." after "Samples:". */
+/* The values of a sample line "  V V V ...: locs", into v; how many (0: none). */
+static inline int pprof_raw_values(const char *p, double v[4])
+{
+	int n = 0;
+	char *end;
+
+	while (n < 4) {
+		v[n] = strtod(p, &end);
+		if (end == p)
+			break;
+		n++;
+		p = end;
+	}
+	return *p == ':' ? n : 0;
+}
+
+/* The samples of -raw output: "  C  D  A  X: loc loc ..." after "Samples:". */
 static inline struct pprof_sums pprof_raw_sums(const char *raw)
 {
 	struct pprof_sums s = { 0 };
 	const char *p = strstr(raw, "\nSamples:\n");
-	double c, d, a;
-	int used;
+	double v[4] = { 0 };
 
 	p = p ? strchr(p + 10, '\n') : NULL;	/* past the header line */
 	while (p && *++p) {
-		if (sscanf(p, " %lf %lf %lf:%n", &c, &d, &a, &used) == 3 &&
-		    used > 0) {
-			s.contentions += c;
-			s.delay += d;
-			s.acquisitions += a;
+		int n = pprof_raw_values(p, v);
+
+		if (n >= 3) {
+			s.contentions += v[0];
+			s.delay += v[1];
+			s.acquisitions += v[2];
+			s.caused += n == 4 ? v[3] : 0;
 			s.samples++;
 		} else if (!isspace((unsigned char)*p)) {
 			break;		/* "Locations" */

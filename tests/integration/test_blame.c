@@ -103,6 +103,44 @@ static void check_blame(const cJSON *row, const char *list, const char *fn,
 	      "got %.0f", list, fn, count, num_field(b, "count"));
 }
 
+/* The symbol of frame i of a frames array, or "". */
+static const char *frame_symbol(const cJSON *frames, int i)
+{
+	const char *sym = str_field(cJSON_GetArrayItem(frames, i), "symbol");
+
+	return sym ? sym : "";
+}
+
+/*
+ * The holder's stack, unwound where hold_long released the lock while
+ * the waiter slept: its row's heaviest holder stack is hold_long called
+ * from split_holder, with its caused wait (all of it: one stack), and
+ * the waiter's blocked_by entry for hold_long shows that stack.
+ */
+static void check_holder_stack(const cJSON *wait, const cJSON *hold)
+{
+	const cJSON *h = cJSON_GetArrayItem(cJSON_GetObjectItem(hold,
+						"holder_stacks"), 0);
+	const cJSON *frames = cJSON_GetObjectItem(h, "frames");
+	const cJSON *b = wait ? blame_of(wait, "blocked_by", "hold_long") : NULL;
+	const cJSON *stack = cJSON_GetObjectItem(b, "stack");
+
+	CHECK(strcmp(frame_symbol(frames, 0), "hold_long") == 0 &&
+	      strcmp(frame_symbol(frames, 1), "split_holder") == 0,
+	      "hold_long's holder_stacks[0]: expected hold_long <- split_holder, "
+	      "got %s <- %s", frame_symbol(frames, 0), frame_symbol(frames, 1));
+	CHECK(num_field(h, "releases") >= 1 && num_field(h, "caused_wait_ns") ==
+	      num_field(hold, "caused_wait_ns"),
+	      "hold_long's holder stack: expected releases and the row's caused "
+	      "wait %.0f, got %.0f releases, %.0f ns",
+	      num_field(hold, "caused_wait_ns"), num_field(h, "releases"),
+	      num_field(h, "caused_wait_ns"));
+	CHECK(strcmp(frame_symbol(stack, 1), "split_holder") == 0,
+	      "split_wait's blocked_by hold_long: expected the holder's stack "
+	      "(hold_long <- split_holder), got %s <- %s",
+	      frame_symbol(stack, 0), frame_symbol(stack, 1));
+}
+
 /*
  * 10 waits behind 40 ms holds at hold_long, 10 behind 4 ms holds at
  * hold_short: the waiter's row names both with their waits (~400 and
@@ -124,6 +162,7 @@ static void test_split(void)
 	      "hold_long's caused_wait_ns: expected %.1f ms within 15%%, got "
 	      "%.1f ms", long_ms, num_field(hold, "caused_wait_ns") / 1e6);
 	check_blame(hold, "blocking", "split_wait", long_ms, 0.15, 10);
+	check_holder_stack(wait, hold);
 	cJSON_Delete(snap);
 }
 
@@ -239,6 +278,10 @@ static void test_injected(void)
 	      "injected: split_wait's blocked_by names hold_long");
 	CHECK(num_field(row_of(snap, "hold_long"), "caused_wait_ns") > 0,
 	      "injected: hold_long caused wait");
+	CHECK(strcmp(frame_symbol(cJSON_GetObjectItem(cJSON_GetArrayItem(
+		cJSON_GetObjectItem(row_of(snap, "hold_long"), "holder_stacks"),
+		0), "frames"), 1), "split_holder") == 0,
+	      "injected: hold_long's holder stack hold_long <- split_holder");
 	CHECK(kill(pid, 0) == 0, "injected: the process runs on after qsptop");
 	kill(pid, SIGTERM);
 	wait_status(pid, RUN_TIMEOUT_MS);

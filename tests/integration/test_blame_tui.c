@@ -181,6 +181,12 @@ static void test_culprits(void)
 	SEE("hold_long's details: the waiter", "WAITER SITE");
 	CHECK_SCREEN(line_with("split_wait", line_with("WAITER SITE", 0)) > 0,
 		     "hold_long's details: split_wait under WAITER SITE");
+	SEE("hold_long's details: its holder stacks",
+	    "released while others waited");
+	CHECK_SCREEN(line_with("hold_long <- split_holder",
+			       line_with("RELEASES", 0)) > 0,
+		     "hold_long's details: its stack hold_long <- split_holder "
+		     "under RELEASES");
 	keys("Escape", NULL);
 	SEE("back to the table", "CALL SITE");
 	keys("c", NULL);
@@ -194,6 +200,8 @@ static void test_culprits(void)
 		     line_with("hold_short", line_with("HOLDER SITE", 0)) > 0,
 		     "split_wait's details: hold_long and hold_short under "
 		     "HOLDER SITE");
+	SEE("split_wait's details: hold_long's stack",
+	    "released at hold_long <- split_holder");
 	keys("Escape", NULL);
 	quit_session("culprits");
 }

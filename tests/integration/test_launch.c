@@ -526,7 +526,8 @@ static void test_usage_and_errors(void)
 	struct run r = run_argv(help);
 	static const char *const flags[] = { "-p, --pid", "-d, --delay",
 		"-n, --iterations", "-b, --batch", "-o, --sort", "-m, --coalesce",
-		"-j, --json", "--folded FILE", "--wrapper GLOB", "std::mutex::lock*",
+		"-j, --json", "--folded FILE", "--folded-holders FILE",
+		"--wrapper GLOB", "std::mutex::lock*",
 		"qemu_mutex_lock_impl", "-h, --help", "-V, --version", "-- CMD" };
 	struct check_tally documented = { 0 };
 

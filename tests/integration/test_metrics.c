@@ -13,6 +13,7 @@
  * what qsptop serves can be compared exactly with what it writes.
  */
 #include <arpa/inet.h>
+#include <math.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -498,6 +499,54 @@ static void check_top(const char *text)
 	      "%.0f, got %d series (%d other):\n%.800s", PHASE_ALL, named, other, text);
 }
 
+/* The sum of the rows' caused_wait_ns in a snapshot. */
+static double snapshot_caused_ns(const cJSON *snap)
+{
+	const cJSON *row;
+	double sum = 0;
+
+	cJSON_ArrayForEach(row, cJSON_GetObjectItem(snap, "rows"))
+		sum += num_field(row, "caused_wait_ns");
+	return sum;
+}
+
+/*
+ * The holders' counters (--holders) against the snapshot of the same
+ * stop: holds timed and the caused wait exactly, the timed hold time as
+ * each row's average hold times its holds timed (the snapshot gives no
+ * more), to the nanosecond per row.
+ */
+static void check_hold_counters(const char *text, const cJSON *snap)
+{
+	double timed = 0, hold_ns = 0, caused = 0;
+	int rows = 0;
+	const cJSON *row;
+
+	cJSON_ArrayForEach(row, cJSON_GetObjectItem(snap, "rows")) {
+		timed += num_field(row, "holds_timed");
+		hold_ns += num_field(row, "avg_hold_ns") * num_field(row, "holds_timed");
+		caused += num_field(row, "caused_wait_ns");
+		rows++;
+	}
+	/* The phases' few waits may all be behind holders not named: caused may be 0. */
+	CHECK(timed > 0, "--holders: expected timed holds in the snapshot, got "
+	      "none (%d rows)", rows);
+	CHECK(metric_sum(text, "qsptop_lock_holds_timed_total", NULL, NULL) == timed,
+	      "/metrics: expected qsptop_lock_holds_timed_total %.0f (the "
+	      "snapshot's holds_timed), got %.0f", timed,
+	      metric_sum(text, "qsptop_lock_holds_timed_total", NULL, NULL));
+	CHECK(fabs(metric_sum(text, "qsptop_lock_caused_wait_seconds_total", NULL,
+			      NULL) * 1e9 - caused) < 1,
+	      "/metrics: expected qsptop_lock_caused_wait_seconds_total %.9f s "
+	      "(the snapshot's caused_wait_ns), got %.9f", caused / 1e9,
+	      metric_sum(text, "qsptop_lock_caused_wait_seconds_total", NULL, NULL));
+	CHECK(fabs(metric_sum(text, "qsptop_lock_hold_seconds_total", NULL,
+			      NULL) * 1e9 - hold_ns) <= rows,
+	      "/metrics: expected qsptop_lock_hold_seconds_total %.9f s (the "
+	      "snapshot's timed holds), got %.9f", hold_ns / 1e9,
+	      metric_sum(text, "qsptop_lock_hold_seconds_total", NULL, NULL));
+}
+
 /* Prometheus reads what qsptop serves: counts, rate(), the histogram. */
 static void check_prometheus(int prom, double want)
 {
@@ -520,7 +569,7 @@ static void test_headless(void)
 	strcpy(expect, tmp_path("expect-headless"));
 	snprintf(where, sizeof(where), "%d", port);
 	q = start((char *[]){ qsptop, "-b", "-n", "0", "-d", "0.2", "--top", "1",
-			      "--listen", where, "-j", json, "--", workload,
+			      "--holders", "--listen", where, "-j", json, "--", workload,
 			      "phases", expect, NULL },
 		  tmp_path("headless.out"), tmp_path("headless.err"));
 	CHECK(file_has_text(expect, "phase 1", WAIT_MS), "headless: no phase 1");
@@ -582,6 +631,13 @@ static void test_headless(void)
 	      snap_sums.contentions,
 	      metric_sum(text, "qsptop_lock_acquisitions_total", NULL, NULL),
 	      metric_sum(text, "qsptop_lock_contended_total", NULL, NULL));
+	if (snap)
+		check_hold_counters(text, snap);
+	if (go && snap)
+		CHECK(p1.caused + p2.caused == snapshot_caused_ns(snap),
+		      "the two profiles: expected caused/nanoseconds to sum to "
+		      "the snapshot's caused_wait_ns %.0f, got %.0f",
+		      snapshot_caused_ns(snap), p1.caused + p2.caused);
 	if (go) {
 		CHECK(p2.acquisitions == PHASE_ALL,
 		      "second profile: expected the second phase alone (%.0f "

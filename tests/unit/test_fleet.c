@@ -216,12 +216,15 @@ static void test_profile_of_rows(void)
 	p = decode(data, len);
 	CHECK(p != NULL, "expected a gzip'd profile.proto");
 	if (p) {
-		CHECK(p->n_sample_type == 3 &&
+		CHECK(p->n_sample_type == 4 &&
 		      strcmp(str(p, p->sample_type[0]->type), "contentions") == 0 &&
 		      strcmp(str(p, p->sample_type[1]->unit), "nanoseconds") == 0 &&
 		      strcmp(str(p, p->sample_type[2]->type), "acquisitions") == 0 &&
+		      strcmp(str(p, p->sample_type[3]->type), "caused") == 0 &&
+		      strcmp(str(p, p->sample_type[3]->unit), "nanoseconds") == 0 &&
 		      strcmp(p->string_table[0], "") == 0,
-		      "expected contentions/count, delay/nanoseconds, acquisitions/count");
+		      "expected contentions/count, delay/nanoseconds, "
+		      "acquisitions/count, caused/nanoseconds");
 		CHECK(p->n_sample == 3 && total(p, 0) == 6 && total(p, 1) == 600 &&
 		      total(p, 2) == 100,
 		      "expected 3 samples of 6 contentions, 600 ns, 100 acquisitions; "

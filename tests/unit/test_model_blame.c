@@ -4,7 +4,8 @@
  * lock, per interval too; lines coalesced by object sum them; a reset
  * zeroes them; a holder not known, or without a row, is kept on the
  * waiter's side only. Hold times travel in the counts and estimate the
- * time held; the longest hold is kept since reset.
+ * time held; the longest hold is kept since reset. Holder stacks split
+ * a holder row's caused wait by their releases, exactly.
  */
 #include "model_fixture.h"
 
@@ -162,6 +163,47 @@ static void test_hold_estimate(void)
 	model_free(m);
 }
 
+/*
+ * Holder stacks: releases through two stacks of HOLDER's row (1 and 2)
+ * split its caused wait (400 ns) 133 : 267, the rest of the rounding
+ * to the heaviest; another row's stack stays its own; a stack defined
+ * again is the same; a reset zeroes the releases.
+ */
+static void test_holder_stacks(void)
+{
+	static const uint64_t a[] = { 0x1001, 0x2001 }, b[] = { 0x1002 };
+	struct model *m = fixture();
+	uint32_t sa = model_holder_define(m, a, 2);
+	uint32_t sb = model_holder_define(m, b, 1);
+	struct holder_view hv[4];
+	struct view_row *v;
+	size_t n, nh;
+	const struct view_row *h;
+
+	CHECK_U64(model_holder_define(m, a, 2), sa);	/* defined again: one */
+	model_apply_holder(m, 1, sa, 1);
+	model_apply_holder(m, 1, sb, 2);
+	model_apply_holder(m, 2, sa, 5);
+	n = view(m, COALESCE_NONE, SORT_WAIT, false, NULL, &v);
+	h = line_of(v, n, HOLDER, LOCK);
+	nh = h ? model_holder_stacks(m, h, hv, 4) : 0;
+	CHECK_U64(nh, 2);
+	if (nh == 2) {
+		CHECK(hv[0].depth == 1 && hv[0].frames[0] == 0x1002,
+		      "the stack of most releases first");
+		CHECK_U64(hv[0].releases, 2);
+		CHECK_U64(hv[0].caused_ns, 267);
+		CHECK_U64(hv[1].caused_ns, 133);
+	}
+	free(v);
+	model_reset(m);
+	n = view(m, COALESCE_NONE, SORT_WAIT, false, NULL, &v);
+	h = line_of(v, n, HOLDER, LOCK);
+	CHECK_U64(h ? model_holder_stacks(m, h, hv, 4) : 9, 0);
+	free(v);
+	model_free(m);
+}
+
 int main(void)
 {
 	test_caused_on_holder_rows();
@@ -169,5 +211,6 @@ int main(void)
 	test_coalesced();
 	test_reset_and_unknown();
 	test_hold_estimate();
+	test_holder_stacks();
 	return fixture_summary();
 }

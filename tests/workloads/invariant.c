@@ -452,6 +452,91 @@ static struct outcome call_mutex_unlock_nested(struct ctx *x)
 	return returned(0);
 }
 
+/* Lock m, then unlock it: the thread mutex_unlock_waiters starts. */
+static void *lock_once(void *m)
+{
+	if (pthread_mutex_lock(m) == 0)
+		pthread_mutex_unlock(m);
+	return NULL;
+}
+
+/*
+ * Whether a thread sleeps on locked m: glibc's lock word reads 2, or
+ * has FUTEX_WAITERS beside the owner's TID (a robust mutex).
+ */
+static bool has_sleeper(pthread_mutex_t *m)
+{
+	int lock = __atomic_load_n(&m->__data.__lock, __ATOMIC_RELAXED);
+
+	return lock == 2 || (lock & (int)0x80000000u);
+}
+
+/*
+ * Unlock m, taken times times (a recursive mutex twice), while another
+ * thread sleeps on it: the inner unlock keeps it, the outer releases
+ * it; each returns 0 and leaves errno as it was (the unlock hook
+ * unwinds the holder's stack then). False when one did not.
+ */
+static bool unlock_with_waiter(pthread_mutex_t *m, int times)
+{
+	struct timespec t = span(1);
+	pthread_t waiter;
+	bool ok = true;
+
+	for (int i = 0; i < times; i++)
+		pthread_mutex_lock(m);
+	if (pthread_create(&waiter, NULL, lock_once, m) != 0) {
+		for (int i = 0; i < times; i++)
+			pthread_mutex_unlock(m);
+		return false;
+	}
+	for (int i = 0; i < 1000 && !has_sleeper(m); i++)
+		nanosleep(&t, NULL);
+	for (int i = 0; i < times; i++) {
+		errno = 4321;
+		ok &= pthread_mutex_unlock(m) == 0 && errno == 4321;
+	}
+	pthread_join(waiter, NULL);
+	return ok;
+}
+
+/* A mutex of type and robustness (PTHREAD_MUTEX_ROBUST or _STALLED). */
+static void mutex_of(pthread_mutex_t *m, int type, int robust)
+{
+	pthread_mutexattr_t attr;
+
+	pthread_mutexattr_init(&attr);
+	pthread_mutexattr_settype(&attr, type);
+	pthread_mutexattr_setrobust(&attr, robust);
+	pthread_mutex_init(m, &attr);
+	pthread_mutexattr_destroy(&attr);
+}
+
+/*
+ * Unlock a mutex another thread sleeps on, 1 ms apart, for MS (holders
+ * tracked: the unlock hook captures the releasing stack), a recursive
+ * one and a robust one in turn: every unlock returns what libc says and
+ * leaves errno as it was.
+ */
+static struct outcome call_mutex_unlock_waiters(struct ctx *x)
+{
+	struct timespec t = span(1), until = after(CLOCK_MONOTONIC, x->ms), now;
+	pthread_mutex_t m, robust;
+	bool ok = true;
+
+	mutex_of(&m, PTHREAD_MUTEX_RECURSIVE, PTHREAD_MUTEX_STALLED);
+	mutex_of(&robust, PTHREAD_MUTEX_NORMAL, PTHREAD_MUTEX_ROBUST);
+	do {
+		ok = unlock_with_waiter(&m, 2) && unlock_with_waiter(&robust, 1);
+		nanosleep(&t, NULL);
+		clock_gettime(CLOCK_MONOTONIC, &now);
+	} while (ok && (now.tv_sec < until.tv_sec ||
+			(now.tv_sec == until.tv_sec && now.tv_nsec < until.tv_nsec)));
+	pthread_mutex_destroy(&m);
+	pthread_mutex_destroy(&robust);
+	return returned(ok ? 0 : -1);
+}
+
 static struct outcome call_futex_wait(struct ctx *x)
 {
 	struct timespec t = span(x->ms);
@@ -636,6 +721,7 @@ static const struct call calls[] = {
 	{ "futex_wait", SYS_futex, call_futex_wait },
 	{ "mutex_unlock", SYS_clock_nanosleep, call_mutex_unlock },
 	{ "mutex_unlock_nested", SYS_clock_nanosleep, call_mutex_unlock_nested },
+	{ "mutex_unlock_waiters", SYS_clock_nanosleep, call_mutex_unlock_waiters },
 	{ "plugin_ctor", SYS_clock_nanosleep, call_nanosleep,
 	  .companion = load_plugin },
 	{ "spinner", SYS_clock_nanosleep, call_nanosleep, .companion = spin },

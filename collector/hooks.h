@@ -24,8 +24,10 @@ struct real_functions {
 				  const struct timespec *);
 	int (*rwlock_clockwrlock)(pthread_rwlock_t *, clockid_t,
 				  const struct timespec *);
+	int (*rwlock_unlock)(pthread_rwlock_t *);
 	int (*spin_lock)(pthread_spinlock_t *);
 	int (*spin_trylock)(pthread_spinlock_t *);
+	int (*spin_unlock)(pthread_spinlock_t *);
 	int (*cond_wait)(pthread_cond_t *, pthread_mutex_t *);
 	int (*cond_timedwait)(pthread_cond_t *, pthread_mutex_t *,
 			      const struct timespec *);

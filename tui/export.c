@@ -200,7 +200,10 @@ static void blame_json(struct jsonw *w, const struct app *a,
 		} else {
 			jsonw_null(w, "site");
 		}
-		jsonw_string(w, "type", lock_type_name(v[i].type));
+		if (v[i].site)
+			jsonw_string(w, "type", lock_type_name(v[i].type));
+		else
+			jsonw_null(w, "type");	/* no holder row */
 		jsonw_number(w, "wait_ns", (double)v[i].w.wait_ns);
 		jsonw_number(w, "count", (double)(v[i].w.count + v[i].w.timeouts));
 		jsonw_end(w);

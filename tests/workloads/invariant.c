@@ -117,6 +117,8 @@ struct ctx {
 	pthread_mutex_t held;		/* mutex_lock: the helper holds it */
 	pthread_mutex_t own;		/* mutex_unlock: the subject's */
 	pthread_mutex_t checked;	/* mutex_unlock: error-checking, unheld */
+	pthread_rwlock_t own_rw;	/* rwlock_unlock: the subject's */
+	pthread_spinlock_t own_spin;	/* spin_unlock: the subject's */
 	pthread_mutex_t cond_mutex;
 	pthread_cond_t cond;		/* nobody signals it */
 	uint32_t futex_word;		/* nobody wakes it */
@@ -401,6 +403,61 @@ static struct outcome call_mutex_unlock(struct ctx *x)
 	return returned(0);
 }
 
+/* Whether now is still before until. */
+static bool before(const struct timespec *until)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return now.tv_sec < until->tv_sec ||
+	       (now.tv_sec == until->tv_sec && now.tv_nsec < until->tv_nsec);
+}
+
+/*
+ * Read-lock, write-lock and unlock an rwlock of its own many times, 1 ms
+ * apart, for MS (the unlock hook forgets each hold): every unlock returns
+ * 0 and leaves errno as it was.
+ */
+static struct outcome call_rwlock_unlock(struct ctx *x)
+{
+	struct timespec t = span(1), until = after(CLOCK_MONOTONIC, x->ms);
+	int err;
+
+	do {
+		for (int i = 0; i < 100; i++) {
+			if (i % 2)
+				pthread_rwlock_rdlock(&x->own_rw);
+			else
+				pthread_rwlock_wrlock(&x->own_rw);
+			errno = 4321;
+			err = pthread_rwlock_unlock(&x->own_rw);
+			if (err != 0 || errno != 4321)
+				return returned(err ? err : -1);
+		}
+		nanosleep(&t, NULL);
+	} while (before(&until));
+	return returned(0);
+}
+
+/* The same with a spinlock of its own. */
+static struct outcome call_spin_unlock(struct ctx *x)
+{
+	struct timespec t = span(1), until = after(CLOCK_MONOTONIC, x->ms);
+	int err;
+
+	do {
+		for (int i = 0; i < 100; i++) {
+			pthread_spin_lock(&x->own_spin);
+			errno = 4321;
+			err = pthread_spin_unlock(&x->own_spin);
+			if (err != 0 || errno != 4321)
+				return returned(err ? err : -1);
+		}
+		nanosleep(&t, NULL);
+	} while (before(&until));
+	return returned(0);
+}
+
 static struct outcome call_futex_wait(struct ctx *x)
 {
 	struct timespec t = span(x->ms);
@@ -584,6 +641,8 @@ static const struct call calls[] = {
 	  .deliver = unlock_held, .tree = TREE },
 	{ "futex_wait", SYS_futex, call_futex_wait },
 	{ "mutex_unlock", SYS_clock_nanosleep, call_mutex_unlock },
+	{ "rwlock_unlock", SYS_clock_nanosleep, call_rwlock_unlock },
+	{ "spin_unlock", SYS_clock_nanosleep, call_spin_unlock },
 	{ "plugin_ctor", SYS_clock_nanosleep, call_nanosleep,
 	  .companion = load_plugin },
 	{ "spinner", SYS_clock_nanosleep, call_nanosleep, .companion = spin },
@@ -608,6 +667,8 @@ static bool ctx_init(struct ctx *x, const char *notes)
 	sem_init(&x->ready, 0, 0);
 	pthread_mutex_init(&x->held, NULL);
 	pthread_mutex_init(&x->own, NULL);
+	pthread_rwlock_init(&x->own_rw, NULL);
+	pthread_spin_init(&x->own_spin, PTHREAD_PROCESS_PRIVATE);
 	pthread_mutexattr_init(&attr);
 	pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_ERRORCHECK);
 	pthread_mutex_init(&x->checked, &attr);

@@ -1,0 +1,418 @@
+/*
+ * Holders of the other primitives (issue 24), one scene per mode; each
+ * repeats 5 times a hold of ~40 ms that one waiter blocks behind:
+ *
+ *   nested     nest_outer takes lock A, then nest_inner takes B and
+ *              holds both; nest_wait waits for B
+ *   recursive  rec_outer takes a recursive mutex, rec_inner takes it
+ *              again and lets go; rec_wait waits behind rec_outer's hold
+ *   readers    two threads hold an rwlock for reading at rd_hold;
+ *              rd_wait_writer waits to write
+ *   condvar    cv_holder takes a mutex, cv_wait returns from
+ *              pthread_cond_wait with it and holds it 40 ms; cv_victim
+ *              waits for that mutex
+ *   spin       spin_hold holds a spinlock; spin_wait spins for it
+ *   futex      futex_waiter sleeps in futex(FUTEX_WAIT) until
+ *              futex_waker wakes it, 40 ms later
+ *   semaphore  sem_waiter waits until sem_poster posts, 40 ms later
+ *   exited     exit_hold's thread holds a mutex, lets go and exits;
+ *              exit_wait waited behind it
+ *
+ *   wl_prims MODE [RESULTS]
+ *
+ * RESULTS gets "wait_us MICROSECONDS": the waits the waiter timed.
+ * Ends itself after 60 s (alarm), whatever happens.
+ */
+#include <linux/futex.h>
+#include <pthread.h>
+#include <semaphore.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+enum { ROUNDS = 5, HOLD_US = 40000 };
+
+static pthread_mutex_t lock_a = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t lock_b = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t rec;	/* recursive, made in main() */
+static pthread_rwlock_t rw = PTHREAD_RWLOCK_INITIALIZER;
+static pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
+static pthread_spinlock_t spin;
+static sem_t sem;
+static int futex_word;
+static int ready;	/* the holder's or waker's side: what it has done */
+static int done;	/* the waiter's rounds done */
+static uint64_t wait_ns;	/* what the waiter timed */
+
+static uint64_t now_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+static void sleep_us(long us)
+{
+	struct timespec t = { us / 1000000, (us % 1000000) * 1000 };
+
+	while (nanosleep(&t, &t) != 0)
+		;
+}
+
+/* Wait until *flag reaches value. */
+static void wait_for(int *flag, int value)
+{
+	while (__atomic_load_n(flag, __ATOMIC_ACQUIRE) < value)
+		sleep_us(100);
+}
+
+static void step(int *flag)
+{
+	__atomic_add_fetch(flag, 1, __ATOMIC_RELEASE);
+}
+
+/* Run the holder on a thread, and the waiter here, ROUNDS times. */
+static void scene(void *(*holder)(void *), uint64_t (*waiter)(void))
+{
+	pthread_t h;
+
+	pthread_create(&h, NULL, holder, NULL);
+	for (int i = 0; i < ROUNDS; i++) {
+		wait_for(&ready, i + 1);
+		sleep_us(1000);
+		wait_ns += waiter();
+		step(&done);
+	}
+	pthread_join(h, NULL);
+}
+
+/* Lock m and let go: the time the lock took (in the caller's frame). */
+#define TIMED_LOCK(m)                                                      \
+	({                                                                 \
+		uint64_t t0_ = now_ns(), t1_;                              \
+		pthread_mutex_lock(m);                                     \
+		t1_ = now_ns();                                            \
+		pthread_mutex_unlock(m);                                   \
+		t1_ - t0_;                                                 \
+	})
+
+static void __attribute__((noinline)) nest_inner(void)
+{
+	pthread_mutex_lock(&lock_b);
+	step(&ready);
+	sleep_us(HOLD_US);
+	pthread_mutex_unlock(&lock_b);
+}
+
+static void __attribute__((noinline)) nest_outer(void)
+{
+	pthread_mutex_lock(&lock_a);
+	nest_inner();
+	pthread_mutex_unlock(&lock_a);
+}
+
+static void *nest_holder(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < ROUNDS; i++) {
+		nest_outer();
+		wait_for(&done, i + 1);
+	}
+	return NULL;
+}
+
+static uint64_t __attribute__((noinline)) nest_wait(void)
+{
+	return TIMED_LOCK(&lock_b);
+}
+
+static void __attribute__((noinline)) rec_inner(void)
+{
+	pthread_mutex_lock(&rec);
+	pthread_mutex_unlock(&rec);
+}
+
+static void __attribute__((noinline)) rec_outer(void)
+{
+	pthread_mutex_lock(&rec);
+	rec_inner();
+	step(&ready);
+	sleep_us(HOLD_US);
+	pthread_mutex_unlock(&rec);
+}
+
+static void *rec_holder(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < ROUNDS; i++) {
+		rec_outer();
+		wait_for(&done, i + 1);
+	}
+	return NULL;
+}
+
+static uint64_t __attribute__((noinline)) rec_wait(void)
+{
+	return TIMED_LOCK(&rec);
+}
+
+static int readers_in;	/* readers holding the rwlock in this round */
+
+static void __attribute__((noinline)) rd_hold(int round)
+{
+	pthread_rwlock_rdlock(&rw);
+	if (__atomic_add_fetch(&readers_in, 1, __ATOMIC_ACQ_REL) == 2 * round)
+		step(&ready);
+	sleep_us(HOLD_US);
+	pthread_rwlock_unlock(&rw);
+}
+
+static void *rd_holder(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < ROUNDS; i++) {
+		wait_for(&done, i);
+		rd_hold(i + 1);
+		wait_for(&done, i + 1);
+	}
+	return NULL;
+}
+
+/* Two readers: the holder scene() starts makes the second. */
+static void *rd_holders(void *arg)
+{
+	pthread_t other;
+
+	pthread_create(&other, NULL, rd_holder, NULL);
+	rd_holder(arg);
+	pthread_join(other, NULL);
+	return NULL;
+}
+
+static uint64_t __attribute__((noinline)) rd_wait_writer(void)
+{
+	uint64_t t0 = now_ns(), t1;
+
+	pthread_rwlock_wrlock(&rw);
+	t1 = now_ns();
+	pthread_rwlock_unlock(&rw);
+	return t1 - t0;
+}
+
+static pthread_mutex_t cv_mutex = PTHREAD_MUTEX_INITIALIZER;
+static int cv_signalled;
+
+/* Wait for the signal; back with the mutex, hold it 40 ms. */
+static void __attribute__((noinline)) cv_wait(void)
+{
+	while (!cv_signalled)
+		pthread_cond_wait(&cond, &cv_mutex);
+	cv_signalled = 0;
+	step(&ready);
+	sleep_us(HOLD_US);
+}
+
+/* The mutex is taken here, before the wait: not the hold's site. */
+static void *cv_holder(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < ROUNDS; i++) {
+		pthread_mutex_lock(&cv_mutex);
+		cv_wait();
+		pthread_mutex_unlock(&cv_mutex);
+		wait_for(&done, i + 1);
+	}
+	return NULL;
+}
+
+/* A thread of its own signals each round. */
+static void *cv_signaller(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < ROUNDS; i++) {
+		wait_for(&done, i);
+		sleep_us(2000);
+		pthread_mutex_lock(&cv_mutex);
+		cv_signalled = 1;
+		pthread_cond_signal(&cond);
+		pthread_mutex_unlock(&cv_mutex);
+	}
+	return NULL;
+}
+
+static uint64_t __attribute__((noinline)) cv_victim(void)
+{
+	return TIMED_LOCK(&cv_mutex);
+}
+
+static void __attribute__((noinline)) spin_hold(void)
+{
+	pthread_spin_lock(&spin);
+	step(&ready);
+	sleep_us(HOLD_US);
+	pthread_spin_unlock(&spin);
+}
+
+static void *spin_holder(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < ROUNDS; i++) {
+		spin_hold();
+		wait_for(&done, i + 1);
+	}
+	return NULL;
+}
+
+static uint64_t __attribute__((noinline)) spin_wait(void)
+{
+	uint64_t t0 = now_ns(), t1;
+
+	pthread_spin_lock(&spin);
+	t1 = now_ns();
+	pthread_spin_unlock(&spin);
+	return t1 - t0;
+}
+
+/* Wake the waiter 40 ms after it is ready to sleep. */
+static void __attribute__((noinline)) futex_waker(void)
+{
+	sleep_us(HOLD_US);
+	__atomic_store_n(&futex_word, 1, __ATOMIC_RELEASE);
+	syscall(SYS_futex, &futex_word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
+static void *futex_wakes(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < ROUNDS; i++) {
+		wait_for(&done, i);
+		step(&ready);
+		futex_waker();
+	}
+	return NULL;
+}
+
+static uint64_t __attribute__((noinline)) futex_waiter(void)
+{
+	uint64_t t0 = now_ns();
+
+	while (__atomic_load_n(&futex_word, __ATOMIC_ACQUIRE) == 0)
+		syscall(SYS_futex, &futex_word, FUTEX_WAIT_PRIVATE, 0, NULL,
+			NULL, 0);
+	__atomic_store_n(&futex_word, 0, __ATOMIC_RELEASE);
+	return now_ns() - t0;
+}
+
+static void __attribute__((noinline)) sem_poster(void)
+{
+	sleep_us(HOLD_US);
+	sem_post(&sem);
+}
+
+static void *sem_posts(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < ROUNDS; i++) {
+		wait_for(&done, i);
+		step(&ready);
+		sem_poster();
+	}
+	return NULL;
+}
+
+static uint64_t __attribute__((noinline)) sem_waiter(void)
+{
+	uint64_t t0 = now_ns();
+
+	sem_wait(&sem);
+	return now_ns() - t0;
+}
+
+static void __attribute__((noinline)) exit_hold(void)
+{
+	pthread_mutex_lock(&lock_a);
+	step(&ready);
+	sleep_us(HOLD_US);
+	pthread_mutex_unlock(&lock_a);
+}
+
+/* A thread a round, gone once it let go. */
+static void *exit_holder(void *arg)
+{
+	(void)arg;
+	exit_hold();
+	return NULL;
+}
+
+static void *exit_holders(void *arg)
+{
+	for (int i = 0; i < ROUNDS; i++) {
+		pthread_t t;
+
+		pthread_create(&t, NULL, exit_holder, arg);
+		pthread_join(t, NULL);
+		wait_for(&done, i + 1);
+	}
+	return NULL;
+}
+
+static uint64_t __attribute__((noinline)) exit_wait(void)
+{
+	return TIMED_LOCK(&lock_a);
+}
+
+static void run(const char *mode)
+{
+	pthread_t helper;
+
+	if (strcmp(mode, "nested") == 0)
+		scene(nest_holder, nest_wait);
+	else if (strcmp(mode, "recursive") == 0)
+		scene(rec_holder, rec_wait);
+	else if (strcmp(mode, "readers") == 0)
+		scene(rd_holders, rd_wait_writer);
+	else if (strcmp(mode, "condvar") == 0) {
+		pthread_create(&helper, NULL, cv_signaller, NULL);
+		scene(cv_holder, cv_victim);
+		pthread_join(helper, NULL);
+	} else if (strcmp(mode, "spin") == 0)
+		scene(spin_holder, spin_wait);
+	else if (strcmp(mode, "futex") == 0)
+		scene(futex_wakes, futex_waiter);
+	else if (strcmp(mode, "semaphore") == 0)
+		scene(sem_posts, sem_waiter);
+	else if (strcmp(mode, "exited") == 0)
+		scene(exit_holders, exit_wait);
+	else {
+		fprintf(stderr, "usage: wl_prims nested|recursive|readers|"
+			"condvar|spin|futex|semaphore|exited [RESULTS]\n");
+		_exit(2);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	pthread_mutexattr_t a;
+
+	alarm(60);
+	pthread_mutexattr_init(&a);
+	pthread_mutexattr_settype(&a, PTHREAD_MUTEX_RECURSIVE);
+	pthread_mutex_init(&rec, &a);
+	pthread_spin_init(&spin, PTHREAD_PROCESS_PRIVATE);
+	sem_init(&sem, 0, 0);
+	run(argc > 1 ? argv[1] : "");
+	if (argc > 2) {
+		FILE *f = fopen(argv[2], "w");
+
+		if (f) {
+			fprintf(f, "wait_us %llu\n",
+				(unsigned long long)wait_ns / 1000);
+			fclose(f);
+		}
+	}
+	return 0;
+}

@@ -71,14 +71,12 @@ static const cJSON *blocked_by(const cJSON *row, const char *fn)
 }
 
 /*
- * Run MODE: the row at waiter names holder (NULL: "holder unknown") in
- * its blocked_by, with the ROUNDS waits the waiter timed.
+ * Check that the row at waiter names holder (NULL: "holder unknown") in
+ * its blocked_by, with want ms in ROUNDS waits.
  */
-static void check_scene(const char *mode, const char *waiter,
-			const char *holder)
+static void check_blocked(const char *mode, const cJSON *snap,
+			  const char *waiter, const char *holder, double want)
 {
-	double want;
-	cJSON *snap = run_scene(mode, &want);
 	const cJSON *row = row_of(snap, waiter);
 	const cJSON *b = blocked_by(row, holder);
 	const char *name = holder ? holder : "holder unknown";
@@ -95,6 +93,28 @@ static void check_scene(const char *mode, const char *waiter,
 	CHECK(num_field(b, "count") == ROUNDS,
 	      "%s: %s behind %s: expected %d waits, got %.0f", mode, waiter,
 	      name, ROUNDS, num_field(b, "count"));
+}
+
+/* Run MODE: the waiter's waits are all spent behind holder. */
+static void check_scene(const char *mode, const char *waiter,
+			const char *holder)
+{
+	double want;
+	cJSON *snap = run_scene(mode, &want);
+
+	check_blocked(mode, snap, waiter, holder, want);
+	cJSON_Delete(snap);
+}
+
+/* A writer behind readers at two sites: half its wait behind each. */
+static void check_readers(void)
+{
+	double want;
+	cJSON *snap = run_scene("readers", &want);
+
+	check_blocked("readers", snap, "rd_wait_writer", "rd_hold", want / 2);
+	check_blocked("readers", snap, "rd_wait_writer", "rd_hold_too",
+		      want / 2);
 	cJSON_Delete(snap);
 }
 
@@ -106,8 +126,8 @@ int main(void)
 	check_scene("nested", "nest_wait", "nest_inner");
 	/* A recursive mutex: the outermost acquisition's site. */
 	check_scene("recursive", "rec_wait", "rec_outer");
-	/* A writer behind readers: the readers' site. */
-	check_scene("readers", "rd_wait_writer", "rd_hold");
+	/* A writer behind readers: the readers' sites. */
+	check_readers();
 	/* A mutex held again after pthread_cond_wait: the wait's site. */
 	check_scene("condvar", "cv_victim", "cv_wait");
 	/* A spinlock: its holder, found among the threads' notes. */

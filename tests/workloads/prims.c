@@ -6,8 +6,8 @@
  *              holds both; nest_wait waits for B
  *   recursive  rec_outer takes a recursive mutex, rec_inner takes it
  *              again and lets go; rec_wait waits behind rec_outer's hold
- *   readers    two threads hold an rwlock for reading at rd_hold;
- *              rd_wait_writer waits to write
+ *   readers    two threads hold an rwlock for reading, at rd_hold and
+ *              rd_hold_too; rd_wait_writer waits to write
  *   condvar    cv_holder takes a mutex, cv_wait returns from
  *              pthread_cond_wait with it and holds it 40 ms; cv_victim
  *              waits for that mutex
@@ -162,33 +162,53 @@ static uint64_t __attribute__((noinline)) rec_wait(void)
 
 static int readers_in;	/* readers holding the rwlock in this round */
 
+/* The hold's second reader is in, or the first with the other in. */
+static void readers_step(int round)
+{
+	if (__atomic_add_fetch(&readers_in, 1, __ATOMIC_ACQ_REL) == 2 * round)
+		step(&ready);
+}
+
 static void __attribute__((noinline)) rd_hold(int round)
 {
 	pthread_rwlock_rdlock(&rw);
-	if (__atomic_add_fetch(&readers_in, 1, __ATOMIC_ACQ_REL) == 2 * round)
-		step(&ready);
+	readers_step(round);
 	sleep_us(HOLD_US);
 	pthread_rwlock_unlock(&rw);
 }
 
-static void *rd_holder(void *arg)
+static void __attribute__((noinline)) rd_hold_too(int round)
 {
-	(void)arg;
+	pthread_rwlock_rdlock(&rw);
+	readers_step(round);
+	sleep_us(HOLD_US);
+	pthread_rwlock_unlock(&rw);
+}
+
+static void rd_rounds(void (*hold)(int))
+{
 	for (int i = 0; i < ROUNDS; i++) {
 		wait_for(&done, i);
-		rd_hold(i + 1);
+		hold(i + 1);
 		wait_for(&done, i + 1);
 	}
+}
+
+static void *rd_other(void *arg)
+{
+	(void)arg;
+	rd_rounds(rd_hold_too);
 	return NULL;
 }
 
-/* Two readers: the holder scene() starts makes the second. */
+/* Two readers at two sites: the holder scene() starts makes the second. */
 static void *rd_holders(void *arg)
 {
 	pthread_t other;
 
-	pthread_create(&other, NULL, rd_holder, NULL);
-	rd_holder(arg);
+	(void)arg;
+	pthread_create(&other, NULL, rd_other, NULL);
+	rd_rounds(rd_hold);
 	pthread_join(other, NULL);
 	return NULL;
 }

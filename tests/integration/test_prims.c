@@ -118,6 +118,44 @@ static void check_readers(void)
 	cJSON_Delete(snap);
 }
 
+/*
+ * Loaded into a running process (-p), the unlock and syscall() slots
+ * patched: readers, a spinlock's holder, a futex's waker and a condvar
+ * wait's site are named as in a launched one; after the detach the
+ * process runs on.
+ */
+static void check_injected(void)
+{
+	static const char *const pairs[][2] = {
+		{ "rd_wait_writer", "rd_hold" }, { "spin_wait", "spin_hold" },
+		{ "futex_waiter", "futex_waker" }, { "cv_victim", "cv_wait" },
+	};
+	char *json = tmp_path("injected.json"), pidstr[16];
+	pid_t pid = start((char *[]){ workload, "live", NULL },
+			  tmp_path("live.out"), tmp_path("live.err"));
+	struct args a = { 0 };
+	struct run r;
+	cJSON *snap;
+
+	snprintf(pidstr, sizeof(pidstr), "%d", (int)pid);
+	CHECK(wait_threads(pid, 2, RUN_TIMEOUT_MS), "injected: the scenes run");
+	args_add(&a, qsptop, "-b", "-d", "0.5", "-n", "6", "-w", "200", "-j",
+		 json, "--holders", "-p", pidstr, NULL);
+	r = run_capture(a.v, RUN_TIMEOUT_MS, 0);
+	CHECK(r.status == 0, "injected: qsptop exits 0, got %d: %s", r.status,
+	      r.err);
+	run_free(&r);
+	snap = load_json(json);
+	for (size_t i = 0; i < sizeof(pairs) / sizeof(pairs[0]); i++)
+		CHECK(blocked_by(row_of(snap, pairs[i][0]), pairs[i][1]),
+		      "injected: %s's blocked_by names %s", pairs[i][0],
+		      pairs[i][1]);
+	CHECK(kill(pid, 0) == 0, "injected: the process runs on after qsptop");
+	kill(pid, SIGTERM);
+	wait_status(pid, RUN_TIMEOUT_MS);
+	cJSON_Delete(snap);
+}
+
 int main(void)
 {
 	find_paths("/tmp/qsptop-prims-XXXXXX", "wl_prims");
@@ -138,6 +176,7 @@ int main(void)
 	check_scene("semaphore", "sem_waiter", NULL);
 	/* A holder that has since exited keeps the blame. */
 	check_scene("exited", "exit_wait", "exit_hold");
+	check_injected();
 	remove_tmp();
 	return check_summary();
 }

@@ -17,6 +17,8 @@
  *   semaphore  sem_waiter waits until sem_poster posts, 40 ms later
  *   exited     exit_hold's thread holds a mutex, lets go and exits;
  *              exit_wait waited behind it
+ *   live       readers, spin, futex and condvar again and again, until
+ *              killed (qsptop -p)
  *
  *   wl_prims MODE [RESULTS]
  *
@@ -385,11 +387,31 @@ static uint64_t __attribute__((noinline)) exit_wait(void)
 	return TIMED_LOCK(&lock_a);
 }
 
+static void run(const char *mode);
+
+/* The scenes of live, each from a fresh start. */
+static void live(void)
+{
+	static const char *const scenes[] = { "readers", "spin", "futex",
+					      "condvar" };
+
+	for (;;) {
+		for (unsigned i = 0; i < sizeof(scenes) / sizeof(scenes[0]); i++) {
+			__atomic_store_n(&ready, 0, __ATOMIC_RELEASE);
+			__atomic_store_n(&done, 0, __ATOMIC_RELEASE);
+			__atomic_store_n(&readers_in, 0, __ATOMIC_RELEASE);
+			run(scenes[i]);
+		}
+	}
+}
+
 static void run(const char *mode)
 {
 	pthread_t helper;
 
-	if (strcmp(mode, "nested") == 0)
+	if (strcmp(mode, "live") == 0)
+		live();
+	else if (strcmp(mode, "nested") == 0)
 		scene(nest_holder, nest_wait);
 	else if (strcmp(mode, "recursive") == 0)
 		scene(rec_holder, rec_wait);
@@ -409,7 +431,7 @@ static void run(const char *mode)
 		scene(exit_holders, exit_wait);
 	else {
 		fprintf(stderr, "usage: wl_prims nested|recursive|readers|"
-			"condvar|spin|futex|semaphore|exited [RESULTS]\n");
+			"condvar|spin|futex|semaphore|exited|live [RESULTS]\n");
 		_exit(2);
 	}
 }

@@ -921,7 +921,8 @@ EXPORT int pthread_mutex_lock(pthread_mutex_t *m)
  */
 static int hook_mutex_unlock(pthread_mutex_t *m)
 {
-	if (unlikely(tls_self.nheld != 0))
+	/* A recursive mutex let go but not yet released: the hold goes on. */
+	if (unlikely(tls_self.nheld != 0) && !mutex_relocked(m))
 		hold_end(m);
 	return REAL(mutex_unlock)(m);
 }

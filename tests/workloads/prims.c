@@ -17,6 +17,9 @@
  *   semaphore  sem_waiter waits until sem_poster posts, 40 ms later
  *   exited     exit_hold's thread holds a mutex, lets go and exits;
  *              exit_wait waited behind it
+ *   rechold    rec_hold takes a recursive mutex 2,000 times, takes it
+ *              again and lets go at once, and holds it ~50 us in all;
+ *              RESULTS gets "held_us" too
  *   live       readers, spin, futex and condvar again and again, until
  *              killed (qsptop -p)
  *
@@ -48,6 +51,7 @@ static int futex_word;
 static int ready;	/* the holder's or waker's side: what it has done */
 static int done;	/* the waiter's rounds done */
 static uint64_t wait_ns;	/* what the waiter timed */
+static uint64_t held_ns;	/* what rechold held */
 
 static uint64_t now_ns(void)
 {
@@ -145,6 +149,35 @@ static void __attribute__((noinline)) rec_outer(void)
 	step(&ready);
 	sleep_us(HOLD_US);
 	pthread_mutex_unlock(&rec);
+}
+
+/* Keep the CPU busy for us microseconds. */
+static void spin_us(long us)
+{
+	uint64_t until = now_ns() + (uint64_t)us * 1000u;
+
+	while (now_ns() < until)
+		;
+}
+
+static void __attribute__((noinline)) rec_hold(void)
+{
+	uint64_t t0;
+
+	pthread_mutex_lock(&rec);
+	t0 = now_ns();
+	rec_inner();
+	spin_us(50);
+	held_ns += now_ns() - t0;
+	pthread_mutex_unlock(&rec);
+}
+
+static void *rec_holds(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < 2000; i++)
+		rec_hold();
+	return NULL;
 }
 
 static void *rec_holder(void *arg)
@@ -429,9 +462,14 @@ static void run(const char *mode)
 		scene(sem_posts, sem_waiter);
 	else if (strcmp(mode, "exited") == 0)
 		scene(exit_holders, exit_wait);
+	else if (strcmp(mode, "rechold") == 0) {
+		pthread_create(&helper, NULL, rec_holds, NULL);
+		pthread_join(helper, NULL);
+	}
 	else {
 		fprintf(stderr, "usage: wl_prims nested|recursive|readers|"
-			"condvar|spin|futex|semaphore|exited|live [RESULTS]\n");
+			"condvar|spin|futex|semaphore|exited|rechold|live "
+			"[RESULTS]\n");
 		_exit(2);
 	}
 }
@@ -451,8 +489,9 @@ int main(int argc, char **argv)
 		FILE *f = fopen(argv[2], "w");
 
 		if (f) {
-			fprintf(f, "wait_us %llu\n",
-				(unsigned long long)wait_ns / 1000);
+			fprintf(f, "wait_us %llu\nheld_us %llu\n",
+				(unsigned long long)wait_ns / 1000,
+				(unsigned long long)held_ns / 1000);
 			fclose(f);
 		}
 	}

@@ -420,9 +420,10 @@ static struct handover_log *handover_log_of(uint64_t lock)
 }
 
 /*
- * The latest FUTEX_WAKE calls on a futex word, made while holders are
- * tracked: the waker's row key, and when it was about to wake. Any
- * number of threads may write one at once: a race only mis-names.
+ * The latest FUTEX_WAKE calls on a futex word, and posts to a semaphore
+ * that had waiters, made while holders are tracked: the waker's row key,
+ * and when it was about to wake. Any number of threads may write one at
+ * once: a race only mis-names.
  */
 static struct handover_log wake_logs[HANDOVER_LOGS];
 
@@ -609,16 +610,24 @@ static void blame_begin_rwlock(struct wait *w, pthread_rwlock_t *l)
 }
 
 /*
- * After a futex wait that began at w->t0: the wake noted since then is
- * what it waited for; none noted, "holder unknown".
+ * After a futex or semaphore wait that began at w->t0: the wake (or
+ * post) noted since then is what it waited for; none noted, "holder
+ * unknown".
  */
-static void blame_futex(struct wait *w, uint64_t word)
+static void blame_waker(struct wait *w, uint64_t word)
 {
 	w->lock = word;
 	if (w->entry == NULL)
 		return;
 	w->seg[0] = (struct blame_seg){ waker_of(word, w->t0), w->t0 };
 	w->nseg = 1;
+}
+
+/* Note that key is about to wake word's waiters. */
+static void waker_note(uint64_t word, uint64_t key)
+{
+	log_note(&wake_logs[hash_fast(word) % HANDOVER_LOGS], word, key,
+		 clock_now_ns());
 }
 
 /* Before a futex wake of word, holders tracked: note who wakes it, and when. */
@@ -633,8 +642,7 @@ static __attribute__((noinline)) void futex_wake_note(uint64_t word,
 	if (t == NULL)
 		return;
 	slot_for(t, &key, (const void *)(uintptr_t)word, cfa);
-	log_note(&wake_logs[hash_fast(word) % HANDOVER_LOGS], word, key,
-		 clock_now_ns());
+	waker_note(word, key);
 	leave();
 	errno = saved_errno;
 }
@@ -1172,16 +1180,41 @@ static void sem_cancelled(void *arg)
 		}                                                          \
 		errno = err_;                                              \
 		wait_begin(&w_, t_, key_, x_);                             \
-		if (state_holders())                                       \
-			blame_begin(&w_, s, 0);	/* "holder unknown" */     \
 		pthread_cleanup_push(sem_cancelled, &w_);                  \
 		rc_ = wait_call;                                           \
 		pthread_cleanup_pop(0);                                    \
 		err_ = errno;                                              \
+		if (state_holders())                                       \
+			blame_waker(&w_, (uint64_t)(uintptr_t)(s));        \
 		wait_end(&w_, rc_ == 0 ? 0 : err_);                        \
 		errno = err_;                                              \
 		return rc_;                                                \
 	} while (0)
+
+/* Whether threads wait on s: glibc counts them in its word's upper half. */
+static inline bool sem_waiters(sem_t *s)
+{
+	return __atomic_load_n((const uint64_t *)(const void *)s,
+			       __ATOMIC_RELAXED) >> 32 != 0;
+}
+
+/*
+ * sem_post, reached only while holders are tracked (as the unlock hooks):
+ * a post to a semaphore that has waiters notes its call site (not moved
+ * past lock wrappers) in the wake log, where the waiter it wakes finds
+ * it (blame_waker()). A post is what ends a semaphore wait, as a wake
+ * ends a futex wait: the poster is the waiter's holder.
+ */
+static int hook_sem_post(sem_t *s)
+{
+	if (sem_waiters(s)) {
+		int saved_errno = errno;
+
+		waker_note((uint64_t)(uintptr_t)s, KEY(CALLER, LOCK_SEMAPHORE));
+		errno = saved_errno;
+	}
+	return REAL(sem_post)(s);
+}
 
 EXPORT int sem_wait(sem_t *s)
 {
@@ -1326,7 +1359,7 @@ futex_wait(long number, const long a[6], uint64_t object, uint64_t site,
 	ret = real_syscall(number, a);
 	err = ret == -1 ? errno : saved_errno;
 	if (state_holders())
-		blame_futex(&w, object);
+		blame_waker(&w, object);
 	wait_end(&w, futex_outcome(ret, err));
 	errno = err;
 	return ret;
@@ -1436,6 +1469,8 @@ static const struct hooked hooked[] = {
 	  (void **)&real.rwlock_unlock, true },
 	{ "pthread_spin_unlock", NULL, (void *)hook_spin_unlock,
 	  (void **)&real.spin_unlock, true },
+	{ "sem_post", NULL, (void *)hook_sem_post, (void **)&real.sem_post,
+	  true },
 	HOOK(mutex_timedlock, pthread_mutex_timedlock, NULL),
 	HOOK(mutex_clocklock, pthread_mutex_clocklock, NULL),
 	HOOK(rwlock_rdlock, pthread_rwlock_rdlock, NULL),

@@ -36,6 +36,7 @@ struct real_functions {
 	long (*syscall)(long, ...);
 	int (*sem_wait)(sem_t *);
 	int (*sem_trywait)(sem_t *);
+	int (*sem_post)(sem_t *);
 	int (*sem_timedwait)(sem_t *, const struct timespec *);
 	int (*sem_clockwait)(sem_t *, clockid_t, const struct timespec *);
 	/*

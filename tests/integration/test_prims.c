@@ -195,8 +195,10 @@ int main(void)
 	check_scene("spin", "spin_wait", "spin_hold");
 	/* A futex sleep: the site whose FUTEX_WAKE woke it. */
 	check_scene("futex", "futex_waiter", "futex_waker");
-	/* A semaphore: no holder to name. */
-	check_scene("semaphore", "sem_waiter", NULL);
+	/* A semaphore: the site whose sem_post woke it. */
+	check_scene("semaphore", "sem_waiter", "sem_poster");
+	/* A semaphore wait that timed out: nobody to name. */
+	check_scene("semtimeout", "sem_waiter_timed", NULL);
 	/* A holder that has since exited keeps the blame. */
 	check_scene("exited", "exit_wait", "exit_hold");
 	check_recursive_holds();

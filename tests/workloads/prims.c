@@ -15,9 +15,10 @@
  *   futex      futex_waiter sleeps in futex(FUTEX_WAIT) until
  *              futex_waker wakes it, 40 ms later
  *   semaphore  sem_waiter waits until sem_poster posts, 40 ms later
+ *   semtimeout sem_waiter_timed waits 40 ms for a post that never comes
  *   exited     exit_hold's thread holds a mutex, lets go and exits;
  *              exit_wait waited behind it
- *   rechold    rec_hold takes a recursive mutex 2,000 times, takes it
+ *   rechold    rec_hold takes a recursive mutex 20,000 times, takes it
  *              again and lets go at once, and holds it ~50 us in all;
  *              RESULTS gets "held_us" too
  *   live       readers, spin, futex and condvar again and again, until
@@ -28,6 +29,7 @@
  * RESULTS gets "wait_us MICROSECONDS": the waits the waiter timed.
  * Ends itself after 60 s (alarm), whatever happens.
  */
+#include <errno.h>
 #include <linux/futex.h>
 #include <pthread.h>
 #include <semaphore.h>
@@ -175,7 +177,7 @@ static void __attribute__((noinline)) rec_hold(void)
 static void *rec_holds(void *arg)
 {
 	(void)arg;
-	for (int i = 0; i < 2000; i++)
+	for (int i = 0; i < 20000; i++)
 		rec_hold();
 	return NULL;
 }
@@ -387,6 +389,33 @@ static uint64_t __attribute__((noinline)) sem_waiter(void)
 	return now_ns() - t0;
 }
 
+/* Nobody posts: each round only lets the waiter start. */
+static void *sem_nobody(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < ROUNDS; i++) {
+		wait_for(&done, i);
+		step(&ready);
+	}
+	return NULL;
+}
+
+static uint64_t __attribute__((noinline)) sem_waiter_timed(void)
+{
+	uint64_t t0 = now_ns();
+	struct timespec t;
+
+	clock_gettime(CLOCK_REALTIME, &t);
+	t.tv_nsec += HOLD_US * 1000L;
+	if (t.tv_nsec >= 1000000000L) {
+		t.tv_sec++;
+		t.tv_nsec -= 1000000000L;
+	}
+	while (sem_timedwait(&sem, &t) != 0 && errno == EINTR)
+		;
+	return now_ns() - t0;
+}
+
 static void __attribute__((noinline)) exit_hold(void)
 {
 	pthread_mutex_lock(&lock_a);
@@ -460,6 +489,8 @@ static void run(const char *mode)
 		scene(futex_wakes, futex_waiter);
 	else if (strcmp(mode, "semaphore") == 0)
 		scene(sem_posts, sem_waiter);
+	else if (strcmp(mode, "semtimeout") == 0)
+		scene(sem_nobody, sem_waiter_timed);
 	else if (strcmp(mode, "exited") == 0)
 		scene(exit_holders, exit_wait);
 	else if (strcmp(mode, "rechold") == 0) {
@@ -468,7 +499,8 @@ static void run(const char *mode)
 	}
 	else {
 		fprintf(stderr, "usage: wl_prims nested|recursive|readers|"
-			"condvar|spin|futex|semaphore|exited|rechold|live "
+			"condvar|spin|futex|semaphore|semtimeout|exited|"
+			"rechold|live "
 			"[RESULTS]\n");
 		_exit(2);
 	}

@@ -581,9 +581,9 @@ static uint32_t holders_noted(const void *lock, const struct thread_table *self,
 /*
  * Before a wait on a lock with no owner word (a spinlock, an rwlock that
  * readers hold): the holders noted, the first segment shared between
- * them; none noted, "holder unknown".
+ * them; none noted, the holder none (0: "holder unknown").
  */
-static void blame_begin_noted(struct wait *w, const void *lock)
+static void blame_begin_noted(struct wait *w, const void *lock, uint64_t none)
 {
 	uint64_t keys[BLAME_SEGS];
 	uint32_t n;
@@ -592,13 +592,16 @@ static void blame_begin_noted(struct wait *w, const void *lock)
 	if (w->entry == NULL)
 		return;
 	n = holders_noted(lock, w->table, keys, BLAME_SEGS);
-	w->seg[0] = (struct blame_seg){ n ? keys[0] : 0, w->t0 };
+	w->seg[0] = (struct blame_seg){ n ? keys[0] : none, w->t0 };
 	w->nseg = 1;
 	w->nco = n ? n - 1 : 0;
 	memcpy(w->co, keys + 1, w->nco * sizeof(keys[0]));
 }
 
-/* An rwlock: its writer, whose TID glibc keeps; else its readers noted. */
+/*
+ * An rwlock: its writer, whose TID glibc keeps; else its readers noted;
+ * none noted, "readers" (a key of no site, of type rwlock-read).
+ */
 static void blame_begin_rwlock(struct wait *w, pthread_rwlock_t *l)
 {
 	uint32_t tid = rwlock_writer(l);
@@ -606,7 +609,7 @@ static void blame_begin_rwlock(struct wait *w, pthread_rwlock_t *l)
 	if (tid != 0)
 		blame_begin(w, l, tid);
 	else
-		blame_begin_noted(w, l);
+		blame_begin_noted(w, l, KEY(0, LOCK_RWLOCK_READ));
 }
 
 /*
@@ -869,7 +872,7 @@ static inline bool spin_held_peek(pthread_spinlock_t *l)
 			blame_begin(&w_, obj,                              \
 				    mutex_owner((pthread_mutex_t *)(obj)));\
 		else if ((holds) == HOLDS_SPIN)                            \
-			blame_begin_noted(&w_, obj);                       \
+			blame_begin_noted(&w_, obj, 0);                    \
 		else                                                       \
 			blame_begin_rwlock(&w_, (pthread_rwlock_t *)(obj));\
 		rc_ = wait_call;                                           \

@@ -200,10 +200,11 @@ static void blame_json(struct jsonw *w, const struct app *a,
 		} else {
 			jsonw_null(w, "site");
 		}
-		if (v[i].site)
+		/* No site: unknown, but for readers of unknown sites. */
+		if (v[i].site || v[i].type == LOCK_RWLOCK_READ)
 			jsonw_string(w, "type", lock_type_name(v[i].type));
 		else
-			jsonw_null(w, "type");	/* no holder row */
+			jsonw_null(w, "type");
 		jsonw_number(w, "wait_ns", (double)v[i].w.wait_ns);
 		jsonw_number(w, "count", (double)(v[i].w.count + v[i].w.timeouts));
 		jsonw_end(w);

@@ -58,7 +58,12 @@ static const cJSON *row_of(const cJSON *snap, const char *fn)
 	return NULL;
 }
 
-/* The blocked_by entry naming fn (NULL: the holder-unknown one). */
+/*
+ * The blocked_by entry naming fn; NULL: the holder-unknown one, READERS:
+ * the one of readers whose sites are unknown.
+ */
+static const char READERS[] = "readers";
+
 static const cJSON *blocked_by(const cJSON *row, const char *fn)
 {
 	const cJSON *b;
@@ -66,8 +71,13 @@ static const cJSON *blocked_by(const cJSON *row, const char *fn)
 	cJSON_ArrayForEach(b, cJSON_GetObjectItem(row, "blocked_by")) {
 		const cJSON *site = cJSON_GetObjectItem(b, "site");
 		const char *sym = str_field(site, "symbol");
+		const char *type = str_field(b, "type");
 
-		if (fn == NULL ? cJSON_IsNull(site) : sym && strcmp(sym, fn) == 0)
+		if (fn == NULL || fn == READERS ?
+			    cJSON_IsNull(site) &&
+				    (fn == READERS) == (type != NULL &&
+							strcmp(type, "rwlock-read") == 0) :
+			    sym && strcmp(sym, fn) == 0)
 			return b;
 	}
 	return NULL;
@@ -124,7 +134,10 @@ static void check_readers(void)
 /*
  * A recursive mutex held ~50 us at a time, taken again and let go inside
  * each hold: the timed holds end at the outermost unlock, so hold_ns
- * estimates the time held (within 25%, as a mutex's).
+ * estimates the time held. A timed hold that ended at the inner unlock
+ * read ~0.4% of it; a sample of ~80 holds on a loaded machine (a few
+ * preempted holds make much of the time held) may be off by a lot, so
+ * the check is within a factor of 4.
  */
 static void check_recursive_holds(void)
 {
@@ -135,9 +148,9 @@ static void check_recursive_holds(void)
 
 	CHECK(row != NULL && num_field(row, "holds_timed") > 0,
 	      "rechold: a row at rec_hold with timed holds");
-	CHECK(fabs(ms - held_ms) <= held_ms * 0.25,
-	      "rechold: hold_ns expected %.1f ms within 25%%, got %.1f ms",
-	      held_ms, ms);
+	CHECK(ms >= held_ms / 4 && ms <= held_ms * 4,
+	      "rechold: hold_ns expected %.1f ms within a factor of 4, got "
+	      "%.1f ms", held_ms, ms);
 	cJSON_Delete(snap);
 }
 
@@ -189,6 +202,8 @@ int main(void)
 	check_scene("recursive", "rec_wait", "rec_outer");
 	/* A writer behind readers: the readers' sites. */
 	check_readers();
+	/* Readers none of whom was noted: "readers", of no known site. */
+	check_scene("unnoted", "rd_wait_unnoted", READERS);
 	/* A mutex held again after pthread_cond_wait: the wait's site. */
 	check_scene("condvar", "cv_victim", "cv_wait");
 	/* A spinlock: its holder, found among the threads' notes. */

@@ -8,6 +8,9 @@
  *              again and lets go; rec_wait waits behind rec_outer's hold
  *   readers    two threads hold an rwlock for reading, at rd_hold and
  *              rd_hold_too; rd_wait_writer waits to write
+ *   unnoted    rd_try_hold holds an rwlock for reading, taken with
+ *              tryrdlock (which notes no holder); rd_wait_unnoted waits
+ *              to write
  *   condvar    cv_holder takes a mutex, cv_wait returns from
  *              pthread_cond_wait with it and holds it 40 ms; cv_victim
  *              waits for that mutex
@@ -18,7 +21,7 @@
  *   semtimeout sem_waiter_timed waits 40 ms for a post that never comes
  *   exited     exit_hold's thread holds a mutex, lets go and exits;
  *              exit_wait waited behind it
- *   rechold    rec_hold takes a recursive mutex 20,000 times, takes it
+ *   rechold    rec_hold takes a recursive mutex 5,000 times, takes it
  *              again and lets go at once, and holds it ~50 us in all;
  *              RESULTS gets "held_us" too
  *   live       readers, spin, futex and condvar again and again, until
@@ -26,10 +29,14 @@
  *
  *   wl_prims MODE [RESULTS]
  *
- * RESULTS gets "wait_us MICROSECONDS": the waits the waiter timed.
+ * RESULTS gets "wait_us MICROSECONDS": the waits the waiter timed. A
+ * hold lasts until the waiter sleeps in futex(2) (a spinning one: has
+ * begun to spin), so that every round has its wait on a loaded machine.
  * Ends itself after 60 s (alarm), whatever happens.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
 #include <linux/futex.h>
 #include <pthread.h>
 #include <semaphore.h>
@@ -83,6 +90,33 @@ static void step(int *flag)
 	__atomic_add_fetch(flag, 1, __ATOMIC_RELEASE);
 }
 
+/* Whether main, which runs the waiters, sleeps in futex(2): blocked. */
+static bool waiter_blocked(void)
+{
+	char path[64], text[8] = "";
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", (int)getpid());
+	fd = open(path, O_RDONLY);
+	if (fd < 0)
+		return true;
+	n = read(fd, text, sizeof(text) - 1);
+	close(fd);
+	return n >= 4 && strncmp(text, "202 ", 4) == 0;
+}
+
+/*
+ * Hold for HOLD_US, then on until the waiter blocks (on a loaded machine
+ * it may come late), 2 s at most.
+ */
+static void hold(void)
+{
+	sleep_us(HOLD_US);
+	for (int i = 0; i < 20000 && !waiter_blocked(); i++)
+		sleep_us(100);
+}
+
 /* Run the holder on a thread, and the waiter here, ROUNDS times. */
 static void scene(void *(*holder)(void *), uint64_t (*waiter)(void))
 {
@@ -112,7 +146,7 @@ static void __attribute__((noinline)) nest_inner(void)
 {
 	pthread_mutex_lock(&lock_b);
 	step(&ready);
-	sleep_us(HOLD_US);
+	hold();
 	pthread_mutex_unlock(&lock_b);
 }
 
@@ -149,7 +183,7 @@ static void __attribute__((noinline)) rec_outer(void)
 	pthread_mutex_lock(&rec);
 	rec_inner();
 	step(&ready);
-	sleep_us(HOLD_US);
+	hold();
 	pthread_mutex_unlock(&rec);
 }
 
@@ -177,7 +211,7 @@ static void __attribute__((noinline)) rec_hold(void)
 static void *rec_holds(void *arg)
 {
 	(void)arg;
-	for (int i = 0; i < 20000; i++)
+	for (int i = 0; i < 5000; i++)
 		rec_hold();
 	return NULL;
 }
@@ -210,7 +244,7 @@ static void __attribute__((noinline)) rd_hold(int round)
 {
 	pthread_rwlock_rdlock(&rw);
 	readers_step(round);
-	sleep_us(HOLD_US);
+	hold();
 	pthread_rwlock_unlock(&rw);
 }
 
@@ -218,7 +252,7 @@ static void __attribute__((noinline)) rd_hold_too(int round)
 {
 	pthread_rwlock_rdlock(&rw);
 	readers_step(round);
-	sleep_us(HOLD_US);
+	hold();
 	pthread_rwlock_unlock(&rw);
 }
 
@@ -260,6 +294,35 @@ static uint64_t __attribute__((noinline)) rd_wait_writer(void)
 	return t1 - t0;
 }
 
+static void __attribute__((noinline)) rd_try_hold(void)
+{
+	while (pthread_rwlock_tryrdlock(&rw) != 0)
+		sleep_us(100);
+	step(&ready);
+	hold();
+	pthread_rwlock_unlock(&rw);
+}
+
+static void *rd_try_holder(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < ROUNDS; i++) {
+		rd_try_hold();
+		wait_for(&done, i + 1);
+	}
+	return NULL;
+}
+
+static uint64_t __attribute__((noinline)) rd_wait_unnoted(void)
+{
+	uint64_t t0 = now_ns(), t1;
+
+	pthread_rwlock_wrlock(&rw);
+	t1 = now_ns();
+	pthread_rwlock_unlock(&rw);
+	return t1 - t0;
+}
+
 static pthread_mutex_t cv_mutex = PTHREAD_MUTEX_INITIALIZER;
 static int cv_signalled;
 
@@ -270,7 +333,7 @@ static void __attribute__((noinline)) cv_wait(void)
 		pthread_cond_wait(&cond, &cv_mutex);
 	cv_signalled = 0;
 	step(&ready);
-	sleep_us(HOLD_US);
+	hold();
 }
 
 /* The mutex is taken here, before the wait: not the hold's site. */
@@ -306,11 +369,16 @@ static uint64_t __attribute__((noinline)) cv_victim(void)
 	return TIMED_LOCK(&cv_mutex);
 }
 
+static int spinning;	/* the spin waiter is about to spin */
+
 static void __attribute__((noinline)) spin_hold(void)
 {
 	pthread_spin_lock(&spin);
 	step(&ready);
 	sleep_us(HOLD_US);
+	wait_for(&spinning, 1);
+	sleep_us(1000);
+	__atomic_store_n(&spinning, 0, __ATOMIC_RELEASE);
 	pthread_spin_unlock(&spin);
 }
 
@@ -328,6 +396,7 @@ static uint64_t __attribute__((noinline)) spin_wait(void)
 {
 	uint64_t t0 = now_ns(), t1;
 
+	step(&spinning);
 	pthread_spin_lock(&spin);
 	t1 = now_ns();
 	pthread_spin_unlock(&spin);
@@ -337,7 +406,7 @@ static uint64_t __attribute__((noinline)) spin_wait(void)
 /* Wake the waiter 40 ms after it is ready to sleep. */
 static void __attribute__((noinline)) futex_waker(void)
 {
-	sleep_us(HOLD_US);
+	hold();
 	__atomic_store_n(&futex_word, 1, __ATOMIC_RELEASE);
 	syscall(SYS_futex, &futex_word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 }
@@ -366,7 +435,7 @@ static uint64_t __attribute__((noinline)) futex_waiter(void)
 
 static void __attribute__((noinline)) sem_poster(void)
 {
-	sleep_us(HOLD_US);
+	hold();
 	sem_post(&sem);
 }
 
@@ -420,7 +489,7 @@ static void __attribute__((noinline)) exit_hold(void)
 {
 	pthread_mutex_lock(&lock_a);
 	step(&ready);
-	sleep_us(HOLD_US);
+	hold();
 	pthread_mutex_unlock(&lock_a);
 }
 
@@ -479,6 +548,8 @@ static void run(const char *mode)
 		scene(rec_holder, rec_wait);
 	else if (strcmp(mode, "readers") == 0)
 		scene(rd_holders, rd_wait_writer);
+	else if (strcmp(mode, "unnoted") == 0)
+		scene(rd_try_holder, rd_wait_unnoted);
 	else if (strcmp(mode, "condvar") == 0) {
 		pthread_create(&helper, NULL, cv_signaller, NULL);
 		scene(cv_holder, cv_victim);
@@ -499,7 +570,7 @@ static void run(const char *mode)
 	}
 	else {
 		fprintf(stderr, "usage: wl_prims nested|recursive|readers|"
-			"condvar|spin|futex|semaphore|semtimeout|exited|"
+			"unnoted|condvar|spin|futex|semaphore|semtimeout|exited|"
 			"rechold|live "
 			"[RESULTS]\n");
 		_exit(2);

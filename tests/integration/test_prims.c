@@ -154,11 +154,22 @@ static void check_recursive_holds(void)
 	cJSON_Delete(snap);
 }
 
+/* Wait until the file at path holds n lines "cycle"; whether it did. */
+static bool wait_cycles(const char *path, int n)
+{
+	for (long end = monotonic_ms() + RUN_TIMEOUT_MS;
+	     file_occurrences(path, "cycle\n") < n; usleep(10000))
+		if (monotonic_ms() >= end)
+			return false;
+	return true;
+}
+
 /*
  * Loaded into a running process (-p), the unlock and syscall() slots
  * patched: readers, a spinlock's holder, a futex's waker and a condvar
  * wait's site are named as in a launched one; after the detach the
- * process runs on.
+ * process runs on. qsptop watches until the scenes went round twice
+ * after its first refresh, and writes its snapshot when told to stop.
  */
 static void check_injected(void)
 {
@@ -167,20 +178,30 @@ static void check_injected(void)
 		{ "futex_waiter", "futex_waker" }, { "cv_victim", "cv_wait" },
 	};
 	char *json = tmp_path("injected.json"), pidstr[16];
-	pid_t pid = start((char *[]){ workload, "live", NULL },
-			  tmp_path("live.out"), tmp_path("live.err"));
+	char *live_out = tmp_path("live.out"), *q_out = tmp_path("q.out");
+	pid_t pid = start((char *[]){ workload, "live", NULL }, live_out,
+			  tmp_path("live.err"));
 	struct args a = { 0 };
-	struct run r;
+	pid_t q;
+	int status;
+	char *err;
 	cJSON *snap;
 
 	snprintf(pidstr, sizeof(pidstr), "%d", (int)pid);
 	CHECK(wait_threads(pid, 2, RUN_TIMEOUT_MS), "injected: the scenes run");
-	args_add(&a, qsptop, "-b", "-d", "0.5", "-n", "6", "-w", "200", "-j",
-		 json, "--holders", "-p", pidstr, NULL);
-	r = run_capture(a.v, RUN_TIMEOUT_MS, 0);
-	CHECK(r.status == 0, "injected: qsptop exits 0, got %d: %s", r.status,
-	      r.err);
-	run_free(&r);
+	args_add(&a, qsptop, "-b", "-d", "0.2", "-w", "200", "-j", json,
+		 "--holders", "-p", pidstr, NULL);
+	q = start(a.v, q_out, tmp_path("q.err"));
+	CHECK(file_has_text(q_out, "qsptop ", RUN_TIMEOUT_MS),
+	      "injected: qsptop refreshes");
+	CHECK(wait_cycles(live_out, file_occurrences(live_out, "cycle\n") + 2),
+	      "injected: the scenes go round twice");
+	kill(q, SIGTERM);
+	status = wait_status(q, RUN_TIMEOUT_MS);
+	err = slurp_file(tmp_path("q.err"), "");
+	CHECK(status == 0, "injected: qsptop exits 0 on SIGTERM, got %d: %s",
+	      status, err);
+	free(err);
 	snap = load_json(json);
 	for (size_t i = 0; i < sizeof(pairs) / sizeof(pairs[0]); i++)
 		CHECK(blocked_by(row_of(snap, pairs[i][0]), pairs[i][1]),

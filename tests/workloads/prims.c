@@ -25,7 +25,8 @@
  *              again and lets go at once, and holds it ~50 us in all;
  *              RESULTS gets "held_us" too
  *   live       readers, spin, futex and condvar again and again, until
- *              killed (qsptop -p)
+ *              killed (qsptop -p); prints "cycle" after each round of
+ *              the four
  *
  *   wl_prims MODE [RESULTS]
  *
@@ -533,6 +534,8 @@ static void live(void)
 			__atomic_store_n(&readers_in, 0, __ATOMIC_RELEASE);
 			run(scenes[i]);
 		}
+		printf("cycle\n");
+		fflush(stdout);
 	}
 }
 

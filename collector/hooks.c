@@ -190,7 +190,9 @@ struct wait {
 		uint64_t holder;	/* the holder's row key; 0: unknown */
 		uint64_t t0;		/* since when */
 	} seg[BLAME_SEGS];
-	uint64_t lock;		/* the mutex's address (mutex waits only) */
+	uint64_t lock;		/* the lock's address (blame_begin()) */
+	uint32_t nco;		/* readers sharing the first segment's hold */
+	uint64_t co[BLAME_SEGS - 1];	/* their row keys, beside seg[0]'s */
 };
 
 /*
@@ -272,6 +274,26 @@ static inline void hold_countdown(struct thread_table *t, uint64_t key,
 		hold_begin(t, key, x, lock);
 }
 
+/* What a hook learns of holders (see blame_begin()). */
+enum holds {
+	HOLDS_NONE,
+	HOLDS_MUTEX,	/* notes its holder, times a sample, blames the owner */
+	HOLDS_WRITER,	/* an rwlock writer: notes, blames the writer */
+	HOLDS_READER,	/* an rwlock reader: notes, blames the writer */
+	HOLDS_SPIN,	/* a spinlock: notes, blames the thread noted */
+};
+
+/*
+ * Whether a mutex this thread just took was already its own: a recursive
+ * mutex's count, 0 for the other kinds, is above 1 when taken again.
+ */
+static inline bool mutex_relocked(const void *lock)
+{
+	const pthread_mutex_t *m = lock;
+
+	return __atomic_load_n(&m->__data.__count, __ATOMIC_RELAXED) > 1;
+}
+
 /*
  * This thread takes lock at key while it times holds (held[] not empty):
  * note each held lock -> lock nesting (order.h). Stale holds, and lock
@@ -305,14 +327,37 @@ static inline void order_check(struct thread_table *t, uint64_t key,
 
 /*
  * Holders tracked (state_holders()): note who holds lock, taken at key,
- * and count a mutex's acquisition towards its next timed hold.
+ * and count a mutex's acquisition towards its next timed hold. A
+ * recursive mutex taken again keeps its outermost acquisition's note.
  */
 static inline void held_note(struct thread_table *t, uint64_t key,
-			     struct obj_slot *x, const void *lock, bool mutex)
+			     struct obj_slot *x, const void *lock,
+			     enum holds holds)
 {
+	if (holds == HOLDS_MUTEX && unlikely(mutex_relocked(lock)))
+		return;
 	note_recent(t, key, lock);
-	if (mutex)
+	if (holds == HOLDS_MUTEX)
 		hold_countdown(t, key, x, lock);
+}
+
+/*
+ * An rwlock or spinlock is being released (their unlock hooks, patched
+ * while holders are tracked): forget this thread's note of it, so that a
+ * waiter looking for its holders among the notes (holders_noted()) does
+ * not find a thread that let go.
+ */
+static inline void forget_recent(const void *lock)
+{
+	struct thread_table *t = tls_self.table;
+	struct held_recent *r;
+
+	if (t == NULL)
+		return;
+	r = &t->recent[recent_slot(lock)];
+	if (__atomic_load_n(&r->object, __ATOMIC_RELAXED) ==
+	    (uint64_t)(uintptr_t)lock)
+		__atomic_store_n(&r->object, 0, __ATOMIC_RELAXED);
 }
 
 /* The longest hold, and that of the collector's epoch, as note_max(). */
@@ -406,10 +451,18 @@ static struct handover_log *handover_log_of(uint64_t lock)
 	return &handover_logs[hash_fast(lock) % HANDOVER_LOGS];
 }
 
-/* Note that this thread took lock at key after a wait that ended at. */
-static void handover_note(uint64_t lock, uint64_t key, uint64_t at)
+/*
+ * The latest FUTEX_WAKE calls on a futex word, and posts to a semaphore
+ * that had waiters, made while holders are tracked: the waker's row key,
+ * and when it was about to wake. Any number of threads may write one at
+ * once: a race only mis-names.
+ */
+static struct handover_log wake_logs[HANDOVER_LOGS];
+
+/* Note in l that key holds (or wakes) lock since at. */
+static void log_note(struct handover_log *l, uint64_t lock, uint64_t key,
+		     uint64_t at)
 {
-	struct handover_log *l = handover_log_of(lock);
 	uint32_t i;
 
 	if (__atomic_load_n(&l->lock, __ATOMIC_RELAXED) != lock) {
@@ -420,6 +473,34 @@ static void handover_note(uint64_t lock, uint64_t key, uint64_t at)
 	i = __atomic_fetch_add(&l->next, 1, __ATOMIC_RELAXED) % HANDOVER_DEPTH;
 	__atomic_store_n(&l->h[i].holder, key, __ATOMIC_RELAXED);
 	__atomic_store_n(&l->h[i].at, at, __ATOMIC_RELAXED);
+}
+
+/* Note that this thread took lock at key after a wait that ended at. */
+static void handover_note(uint64_t lock, uint64_t key, uint64_t at)
+{
+	log_note(handover_log_of(lock), lock, key, at);
+}
+
+/*
+ * The row key of the first wake of the futex word noted after since (the
+ * one that woke a wait begun then, most likely); 0: none noted.
+ */
+static uint64_t waker_of(uint64_t word, uint64_t since)
+{
+	struct handover_log *l = &wake_logs[hash_fast(word) % HANDOVER_LOGS];
+	uint64_t best = UINT64_MAX, holder = 0;
+
+	if (__atomic_load_n(&l->lock, __ATOMIC_RELAXED) != word)
+		return 0;
+	for (unsigned i = 0; i < HANDOVER_DEPTH; i++) {
+		uint64_t at = __atomic_load_n(&l->h[i].at, __ATOMIC_RELAXED);
+
+		if (at >= since && at < best) {
+			best = at;
+			holder = __atomic_load_n(&l->h[i].holder, __ATOMIC_RELAXED);
+		}
+	}
+	return holder;
 }
 
 /*
@@ -499,6 +580,120 @@ static void blame_begin(struct wait *w, const void *lock, uint32_t tid)
 	w->nseg = 1;
 }
 
+/*
+ * The row keys, each once, of other live threads whose notes say they
+ * hold lock: at most max. For the locks that keep no owner (an rwlock's
+ * readers, a spinlock), whose unlock hooks forget the note.
+ */
+static uint32_t holders_noted(const void *lock, const struct thread_table *self,
+			      uint64_t *keys, uint32_t max)
+{
+	uint32_t n = 0;
+
+	for (struct thread_table *t = table_first(); t && n < max;
+	     t = t->all_next) {
+		const struct held_recent *r = &t->recent[recent_slot(lock)];
+		uint64_t key;
+		uint32_t i;
+
+		if (t == self ||
+		    __atomic_load_n(&t->state, __ATOMIC_RELAXED) != TABLE_LIVE ||
+		    __atomic_load_n(&r->object, __ATOMIC_RELAXED) !=
+			    (uint64_t)(uintptr_t)lock)
+			continue;
+		key = __atomic_load_n(&r->key, __ATOMIC_RELAXED);
+		for (i = 0; i < n && keys[i] != key; i++)
+			;
+		if (key != 0 && i == n)
+			keys[n++] = key;
+	}
+	return n;
+}
+
+/*
+ * Before a wait on a lock with no owner word (a spinlock, an rwlock that
+ * readers hold): the holders noted, the first segment shared between
+ * them; none noted, the holder none (0: "holder unknown").
+ */
+static void blame_begin_noted(struct wait *w, const void *lock, uint64_t none)
+{
+	uint64_t keys[BLAME_SEGS];
+	uint32_t n;
+
+	w->lock = (uint64_t)(uintptr_t)lock;
+	if (w->entry == NULL)
+		return;
+	n = holders_noted(lock, w->table, keys, BLAME_SEGS);
+	w->seg[0] = (struct blame_seg){ n ? keys[0] : none, w->t0 };
+	w->nseg = 1;
+	w->nco = n ? n - 1 : 0;
+	memcpy(w->co, keys + 1, w->nco * sizeof(keys[0]));
+}
+
+/*
+ * An rwlock: its writer, whose TID glibc keeps; else its readers noted;
+ * none noted, "readers" (a key of no site, of type rwlock-read).
+ */
+static void blame_begin_rwlock(struct wait *w, pthread_rwlock_t *l)
+{
+	uint32_t tid = rwlock_writer(l);
+
+	if (tid != 0)
+		blame_begin(w, l, tid);
+	else
+		blame_begin_noted(w, l, KEY(0, LOCK_RWLOCK_READ));
+}
+
+/*
+ * After a futex or semaphore wait that began at w->t0: the wake (or
+ * post) noted since then is what it waited for; none noted, "holder
+ * unknown".
+ */
+static void blame_waker(struct wait *w, uint64_t word)
+{
+	w->lock = word;
+	if (w->entry == NULL)
+		return;
+	w->seg[0] = (struct blame_seg){ waker_of(word, w->t0), w->t0 };
+	w->nseg = 1;
+}
+
+/* Note that key is about to wake word's waiters. */
+static void waker_note(uint64_t word, uint64_t key)
+{
+	log_note(&wake_logs[hash_fast(word) % HANDOVER_LOGS], word, key,
+		 clock_now_ns());
+}
+
+/* Before a futex wake of word, holders tracked: note who wakes it, and when. */
+static __attribute__((noinline)) void futex_wake_note(uint64_t word,
+						      uint64_t site,
+						      uint64_t cfa)
+{
+	int saved_errno = errno;
+	struct thread_table *t = enter();
+	uint64_t key = KEY(site, LOCK_FUTEX_WAKE);
+
+	if (t == NULL)
+		return;
+	slot_for(t, &key, (const void *)(uintptr_t)word, cfa);
+	waker_note(word, key);
+	leave();
+	errno = saved_errno;
+}
+
+/* One holder's part ns of the wait w, on its blame pseudo-stack. */
+static void blame_add(struct wait *w, uint64_t holder, uint64_t ns,
+		      int acquired)
+{
+	struct stack_use *u = unwind_blame_use(w->table, w->entry, holder);
+
+	if (u == NULL)
+		return;
+	table_add(acquired ? &u->w.count : &u->w.timeouts, 1);
+	table_add(&u->w.wait_ns, ns);
+}
+
 /* After the wait of ns: each holder's part, on its blame pseudo-stack. */
 static void blame_end(struct wait *w, uint64_t ns, int acquired)
 {
@@ -508,19 +703,26 @@ static void blame_end(struct wait *w, uint64_t ns, int acquired)
 	for (uint32_t i = 0; i < w->nseg; i++) {
 		uint64_t from = w->seg[i].t0;
 		uint64_t to = i + 1 < w->nseg ? w->seg[i + 1].t0 : end;
-		struct stack_use *u = unwind_blame_use(w->table, w->entry,
-						       w->seg[i].holder);
+		uint32_t share = i == 0 ? 1 + w->nco : 1;
+		uint64_t part = (to > from ? to - from : 0) / share;
 
-		if (u == NULL)
-			continue;
-		table_add(acquired ? &u->w.count : &u->w.timeouts, 1);
-		table_add(&u->w.wait_ns, to > from ? to - from : 0);
+		blame_add(w, w->seg[i].holder, part, acquired);
+		for (uint32_t j = 0; i == 0 && j < w->nco; j++)
+			blame_add(w, w->co[j], part, acquired);
 	}
 }
 
+/* Whether a wait of this type ends holding a lock that notes its holder. */
+static bool type_holds(uint32_t type)
+{
+	return type == LOCK_MUTEX || type == LOCK_RWLOCK_WRITE ||
+	       type == LOCK_RWLOCK_READ || type == LOCK_SPIN;
+}
+
 /*
- * After a mutex or rwlock-write wait that ended with the lock: this
- * thread holds it now (a mutex's hold may be timed).
+ * After a wait that ended with a lock of type_holds(): this thread holds
+ * it now (a mutex's hold may be timed); but for a reader, which shares
+ * it, a handover.
  */
 static void held_after_wait(struct wait *w, uint64_t ns)
 {
@@ -528,7 +730,8 @@ static void held_after_wait(struct wait *w, uint64_t ns)
 
 	order_check(w->table, w->key, (const void *)(uintptr_t)w->lock);
 	note_recent(w->table, w->key, (const void *)(uintptr_t)w->lock);
-	handover_note(w->lock, w->key, w->t0 + ns);
+	if (KEY_TYPE(w->key) != LOCK_RWLOCK_READ)
+		handover_note(w->lock, w->key, w->t0 + ns);
 	if (KEY_TYPE(w->key) == LOCK_MUTEX && --s->sample_left == 0)
 		hold_begin(w->table, w->key,
 			   table_slot_of(w->table, w->key, w->object),
@@ -558,6 +761,7 @@ wait_begin(struct wait *w, struct thread_table *t, uint64_t key,
 	w->entry = x ? table_entry(t, key, w->object) : NULL;
 	w->use = NULL;
 	w->nseg = 0;
+	w->nco = 0;
 	w->lock = 0;
 	if (w->entry)
 		w->use = unwind_use(t, w->entry, KEY_SITE(key));
@@ -611,8 +815,7 @@ static __attribute__((noinline)) void wait_end(struct wait *w, int rc)
 	if (w->nseg)
 		blame_end(w, ns, acquired);
 	if (acquired && w->lock && state_holders() &&
-	    (KEY_TYPE(w->key) == LOCK_MUTEX ||
-				    KEY_TYPE(w->key) == LOCK_RWLOCK_WRITE))
+	    type_holds(KEY_TYPE(w->key)))
 		held_after_wait(w, ns);
 	unguard(s);
 }
@@ -663,14 +866,6 @@ static inline bool spin_held_peek(pthread_spinlock_t *l)
 	TRY_THEN_WAIT_HOLD(HOLDS_NONE, held_peek, try_call, wait_call,     \
 			   pass_call, obj, type)
 
-/* What a hook learns of holders (see blame_begin()). */
-enum holds {
-	HOLDS_NONE,
-	HOLDS_MUTEX,	/* notes its holder, times a sample, blames the owner */
-	HOLDS_WRITER,	/* an rwlock writer: notes, blames the writer */
-	HOLDS_READER,	/* an rwlock reader: blames the writer */
-};
-
 /*
  * The same, with holds: an acquisition of a mutex or a write lock notes
  * who holds the lock, a sample of a mutex's times the hold, and a wait
@@ -691,12 +886,12 @@ enum holds {
 		rc_ = (held_peek) ? EBUSY : try_call;                      \
 		if (likely(rc_ == 0)) {                                    \
 			count_free(x_);                                    \
-			if (((holds) == HOLDS_MUTEX ||                     \
-			     (holds) == HOLDS_WRITER) &&                   \
+			if ((holds) != HOLDS_NONE &&                       \
 			    unlikely(state_holders())) {                   \
-				order_check(t_, key_, obj);                \
-				held_note(t_, key_, x_, obj,               \
-					  (holds) == HOLDS_MUTEX);         \
+				if ((holds) == HOLDS_MUTEX ||              \
+				    (holds) == HOLDS_WRITER)               \
+					order_check(t_, key_, obj);        \
+				held_note(t_, key_, x_, obj, holds);       \
 			}                                                  \
 			leave();                                           \
 			return 0;                                          \
@@ -713,9 +908,10 @@ enum holds {
 		else if ((holds) == HOLDS_MUTEX)                           \
 			blame_begin(&w_, obj,                              \
 				    mutex_owner((pthread_mutex_t *)(obj)));\
+		else if ((holds) == HOLDS_SPIN)                            \
+			blame_begin_noted(&w_, obj, 0);                    \
 		else                                                       \
-			blame_begin(&w_, obj,                              \
-				    rwlock_writer((pthread_rwlock_t *)(obj)));\
+			blame_begin_rwlock(&w_, (pthread_rwlock_t *)(obj));\
 		rc_ = wait_call;                                           \
 		wait_end(&w_, rc_);                                        \
 		return rc_;                                                \
@@ -832,7 +1028,8 @@ static __attribute__((noinline, cold)) int unlock_slow(pthread_mutex_t *m,
  */
 static int hook_mutex_unlock(pthread_mutex_t *m)
 {
-	if (unlikely(tls_self.nheld != 0))
+	/* A recursive mutex let go but not yet released: the hold goes on. */
+	if (unlikely(tls_self.nheld != 0) && !mutex_relocked(m))
 		hold_end(m);
 	if (unlikely(mutex_maybe_waiters(m)))
 		return unlock_slow(m, CALLER);
@@ -853,7 +1050,7 @@ EXPORT int pthread_mutex_trylock(pthread_mutex_t *m)
 	if (rc == 0 || rc == EOWNERDEAD) {
 		count_free(x);
 		if (unlikely(state_holders()))
-			held_note(t, key, x, m, true);
+			held_note(t, key, x, m, HOLDS_MUTEX);
 	} else if (rc == EBUSY) {
 		count_busy(t, key, x);
 	}
@@ -950,9 +1147,26 @@ EXPORT int pthread_rwlock_clockwrlock(pthread_rwlock_t *l, clockid_t clock,
 
 EXPORT int pthread_spin_lock(pthread_spinlock_t *l)
 {
-	TRY_THEN_WAIT(spin_held_peek(l), REAL(spin_trylock)(l),
-		      REAL(spin_lock)(l),
-		      REAL(spin_lock)(l), (const void *)l, LOCK_SPIN);
+	TRY_THEN_WAIT_HOLD(HOLDS_SPIN, spin_held_peek(l), REAL(spin_trylock)(l),
+			   REAL(spin_lock)(l), REAL(spin_lock)(l),
+			   (const void *)l, LOCK_SPIN);
+}
+
+/*
+ * The rwlock and spinlock unlock hooks: as hook_mutex_unlock(), reached
+ * only while holders are tracked; each forgets its thread's note of the
+ * lock (forget_recent()) and calls libc.
+ */
+static int hook_rwlock_unlock(pthread_rwlock_t *l)
+{
+	forget_recent(l);
+	return REAL(rwlock_unlock)(l);
+}
+
+static int hook_spin_unlock(pthread_spinlock_t *l)
+{
+	forget_recent((const void *)l);
+	return REAL(spin_unlock)(l);
 }
 
 EXPORT int pthread_spin_trylock(pthread_spinlock_t *l)
@@ -1003,6 +1217,9 @@ static void cond_cancelled(void *arg)
 		rc_ = wait_call;                                           \
 		pthread_cleanup_pop(0);                                    \
 		wait_end(&w_, rc_);                                        \
+		if (unlikely(state_holders()) &&                           \
+		    (rc_ == 0 || rc_ == ETIMEDOUT))                        \
+			note_recent(t_, key_, m);                          \
 		return rc_;                                                \
 	} while (0)
 
@@ -1068,10 +1285,37 @@ static void sem_cancelled(void *arg)
 		rc_ = wait_call;                                           \
 		pthread_cleanup_pop(0);                                    \
 		err_ = errno;                                              \
+		if (state_holders())                                       \
+			blame_waker(&w_, (uint64_t)(uintptr_t)(s));        \
 		wait_end(&w_, rc_ == 0 ? 0 : err_);                        \
 		errno = err_;                                              \
 		return rc_;                                                \
 	} while (0)
+
+/* Whether threads wait on s: glibc counts them in its word's upper half. */
+static inline bool sem_waiters(sem_t *s)
+{
+	return __atomic_load_n((const uint64_t *)(const void *)s,
+			       __ATOMIC_RELAXED) >> 32 != 0;
+}
+
+/*
+ * sem_post, reached only while holders are tracked (as the unlock hooks):
+ * a post to a semaphore that has waiters notes its call site (not moved
+ * past lock wrappers) in the wake log, where the waiter it wakes finds
+ * it (blame_waker()). A post is what ends a semaphore wait, as a wake
+ * ends a futex wait: the poster is the waiter's holder.
+ */
+static int hook_sem_post(sem_t *s)
+{
+	if (sem_waiters(s)) {
+		int saved_errno = errno;
+
+		waker_note((uint64_t)(uintptr_t)s, KEY(CALLER, LOCK_SEMAPHORE));
+		errno = saved_errno;
+	}
+	return REAL(sem_post)(s);
+}
 
 EXPORT int sem_wait(sem_t *s)
 {
@@ -1215,6 +1459,8 @@ futex_wait(long number, const long a[6], uint64_t object, uint64_t site,
 	wait_begin(&w, t, key, x);
 	ret = real_syscall(number, a);
 	err = ret == -1 ? errno : saved_errno;
+	if (state_holders())
+		blame_waker(&w, object);
 	wait_end(&w, futex_outcome(ret, err));
 	errno = err;
 	return ret;
@@ -1255,6 +1501,8 @@ futex_call(long number, const long a[6], uint64_t site, uint64_t cfa)
 		return real_syscall(number, a);
 	if (role == FUTEX_WAITS)
 		return futex_wait(number, a, object, site, cfa);
+	if (state_holders())
+		futex_wake_note(object, site, cfa);
 	ret = real_syscall(number, a);
 	if (ret > 0)
 		futex_woke(object, site, cfa);
@@ -1318,6 +1566,12 @@ static const struct hooked hooked[] = {
 	HOOK(mutex_trylock, pthread_mutex_trylock, NULL),
 	{ "pthread_mutex_unlock", NULL, (void *)hook_mutex_unlock,
 	  (void **)&real.mutex_unlock, true },
+	{ "pthread_rwlock_unlock", NULL, (void *)hook_rwlock_unlock,
+	  (void **)&real.rwlock_unlock, true },
+	{ "pthread_spin_unlock", NULL, (void *)hook_spin_unlock,
+	  (void **)&real.spin_unlock, true },
+	{ "sem_post", NULL, (void *)hook_sem_post, (void **)&real.sem_post,
+	  true },
 	HOOK(mutex_timedlock, pthread_mutex_timedlock, NULL),
 	HOOK(mutex_clocklock, pthread_mutex_clocklock, NULL),
 	HOOK(rwlock_rdlock, pthread_rwlock_rdlock, NULL),

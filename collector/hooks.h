@@ -24,8 +24,10 @@ struct real_functions {
 				  const struct timespec *);
 	int (*rwlock_clockwrlock)(pthread_rwlock_t *, clockid_t,
 				  const struct timespec *);
+	int (*rwlock_unlock)(pthread_rwlock_t *);
 	int (*spin_lock)(pthread_spinlock_t *);
 	int (*spin_trylock)(pthread_spinlock_t *);
+	int (*spin_unlock)(pthread_spinlock_t *);
 	int (*cond_wait)(pthread_cond_t *, pthread_mutex_t *);
 	int (*cond_timedwait)(pthread_cond_t *, pthread_mutex_t *,
 			      const struct timespec *);
@@ -34,6 +36,7 @@ struct real_functions {
 	long (*syscall)(long, ...);
 	int (*sem_wait)(sem_t *);
 	int (*sem_trywait)(sem_t *);
+	int (*sem_post)(sem_t *);
 	int (*sem_timedwait)(sem_t *, const struct timespec *);
 	int (*sem_clockwait)(sem_t *, clockid_t, const struct timespec *);
 	/*

@@ -251,7 +251,11 @@ static void blame_json(struct jsonw *w, const struct app *a,
 		} else {
 			jsonw_null(w, "site");
 		}
-		jsonw_string(w, "type", lock_type_name(v[i].type));
+		/* No site: unknown, but for readers of unknown sites. */
+		if (v[i].site || v[i].type == LOCK_RWLOCK_READ)
+			jsonw_string(w, "type", lock_type_name(v[i].type));
+		else
+			jsonw_null(w, "type");
 		jsonw_number(w, "wait_ns", (double)v[i].w.wait_ns);
 		jsonw_number(w, "count", (double)(v[i].w.count + v[i].w.timeouts));
 		if (!blocking)

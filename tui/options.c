@@ -118,6 +118,10 @@ static const char usage_text[] =
 	"its unlock; HOLD is their average, HELD%% the time held (HOLD times the\n"
 	"acquisitions) over the time watched, CAUSED/s the wait of other threads\n"
 	"behind holds taken at the row's site; c on the live screen sorts by it.\n"
+	"A wait is blocked by the site where its holder took the lock: a mutex's\n"
+	"owner or an rwlock's writer (kept by glibc), the readers or a spinlock's\n"
+	"holder (noted at acquisition), the FUTEX_WAKE or sem_post that ended a\n"
+	"futex or semaphore wait; else \"readers\" or \"holder unknown\".\n"
 	"\n"
 	"Lock wrappers are skipped by default (the key w in the live screen shows\n"
 	"their own rows again). Built in, besides those given with --wrapper:\n";

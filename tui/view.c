@@ -711,7 +711,9 @@ static int detail_blame(struct screen *s, struct ui *ui,
 			site_fit(site, sizeof(site), ui->app->symbols, v[i].site,
 				 false, 40);
 		else
-			snprintf(site, sizeof(site), "holder unknown");
+			snprintf(site, sizeof(site), "%s",
+				 v[i].type == LOCK_RWLOCK_READ ? "readers"
+							       : "holder unknown");
 		format_duration(wait, sizeof(wait), (double)v[i].w.wait_ns);
 		screen_printf(s, 3, y++, SLOT_NORMAL, "%-40s %9s %8" PRIu64
 			      " %5.1f%%", site, wait,

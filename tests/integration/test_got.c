@@ -61,8 +61,10 @@ static const char *const hooked_names[] = {
 	"pthread_rwlock_wrlock@", "pthread_rwlock_rdlock@",
 	"pthread_cond_timedwait@GLIBC_2.3.2", "sem_wait@",
 };
-/* The slot patched only while holders are tracked (--holders). */
-static const char *const unlock_names[] = { "pthread_mutex_unlock@" };
+/* The slots patched only while holders are tracked (--holders). */
+static const char *const unlock_names[] = { "pthread_mutex_unlock@",
+					    "pthread_rwlock_unlock@",
+					    "sem_post@" };
 static const char *const libc_names[] = {
 	"pthread_mutex_unlock@", "pthread_rwlock_unlock@", "pthread_create@",
 	"pthread_join@", "pthread_cond_timedwait@GLIBC_2.2.5", "sem_post@",
@@ -309,7 +311,7 @@ static bool pred_hooked(const struct view *v, const void *module)
 
 static bool pred_unlock_hooked(const struct view *v, const void *module)
 {
-	return all_in(v, module, unlock_names, 1, "libqsptop.so");
+	return all_in(v, module, unlock_names, 3, "libqsptop.so");
 }
 
 static bool pred_restored(const struct view *v, const void *base)
@@ -472,10 +474,10 @@ static void check_holders(struct wl *w, const char *label, bool holders)
 
 	if (holders)
 		CHECK(poll_view(w, &v, HOOK_DEADLINE_MS, pred_unlock_hooked, "main"),
-		      "%s: with --holders the unlock slot points at the hook", label);
+		      "%s: with --holders the unlock and post slots point at the hooks", label);
 	else
-		CHECK(wl_view(w, &v) && none_hooked(&v, unlock_names, 1),
-		      "%s: without --holders the unlock slot stays with libc", label);
+		CHECK(wl_view(w, &v) && none_hooked(&v, unlock_names, 3),
+		      "%s: without --holders the unlock and post slots stay with libc", label);
 }
 
 /*

@@ -11,8 +11,9 @@
  * forking server) is watched with qsptop -p PARENT --children: a watched
  * run's qsptop goes on until it watches every process of the tree (or
  * TREE_WATCH_MS), then gets SIGTERM; its first must have watched them all,
- * a worker forked while it watched (CALL-tree-late) too. The unlock cases
- * are watched with --holders (the unlock hook is patched only then).
+ * a worker forked while it watched (CALL-tree-late) too. The unlock and
+ * sem_post cases are watched with --holders (their hooks are patched
+ * only then).
  *
  *   test_invariance [PATTERN...]   only the cases matching a pattern
  *                                  (fnmatch(3)), e.g. sleep-main or 'poll*'
@@ -158,8 +159,8 @@ static pid_t start_qsptop(const struct trial *t, pid_t pid, int which,
 	trial_file(err, n, t, suffix);
 	json_file(json, sizeof(json), t, which);
 	args_add(&a, qsptop, "-p", pidtext, "-b", "-d", "0.2", NULL);
-	/* The unlock hook is in only while holders are tracked. */
-	if (strstr(t->name, "unlock"))
+	/* The unlock and post hooks are in only while holders are tracked. */
+	if (strstr(t->name, "unlock") || strstr(t->name, "sem_post"))
 		args_add(&a, "--holders", NULL);
 	if (t->processes)
 		args_add(&a, "--children", "-j", json, NULL);

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "../../tui/format.h"
+#include "../../tui/model_impl.h"
 #include "../../tui/site.h"
 #include "../../tui/screen.h"
 #include "../../tui/ui.h"
@@ -594,6 +595,33 @@ static void check_wrapper_toggle(void)
 	app.wrappers = NULL;
 }
 
+/*
+ * blocked by: a holder of no site is "readers" when of type rwlock-read
+ * (a writer behind readers none of whom was noted), else "holder
+ * unknown"; heaviest first.
+ */
+static void check_unknown_holders(void)
+{
+	struct wait_counts w = { .count = 2, .wait_ns = SEC / 10 };
+	int by, readers, unknown;
+
+	blame_add(app.model, 0, 0, LOCK_RWLOCK_READ, &w);
+	w.wait_ns = SEC / 20;
+	blame_add(app.model, 0, 0, LOCK_MUTEX, &w);
+	app.opt.holders = true;
+	ui_key(&ui, K_HOME);
+	ui_key(&ui, K_ENTER);
+	draw(120, 80);
+	by = find("blocked by");
+	readers = find("readers");
+	unknown = find("holder unknown");
+	CHECK_SCREEN(by > 0 && readers > by && unknown > readers,
+		     "blocked by: \"readers\" (100ms), then \"holder unknown\" "
+		     "(50.0ms)");
+	ui_key(&ui, K_ESC);
+	app.opt.holders = false;
+}
+
 /* The detail screen shows what STACK and STACK_DELTA messages said. */
 static void test_stacks(void)
 {
@@ -602,6 +630,7 @@ static void test_stacks(void)
 	check_stack_scroll();
 	check_folded();
 	check_wrapper_toggle();
+	check_unknown_holders();
 }
 
 static void test_sizes(void)

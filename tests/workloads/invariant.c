@@ -118,6 +118,10 @@ struct ctx {
 	pthread_mutex_t own;		/* mutex_unlock: the subject's */
 	pthread_mutex_t checked;	/* mutex_unlock: error-checking, unheld */
 	pthread_mutex_t nest;		/* mutex_unlock_nested: taken in own */
+	pthread_rwlock_t own_rw;	/* rwlock_unlock: the subject's */
+	pthread_spinlock_t own_spin;	/* spin_unlock: the subject's */
+	sem_t posted;			/* sem_post: a thread waits on it */
+	sem_t full;			/* sem_post: at SEM_VALUE_MAX */
 	pthread_mutex_t cond_mutex;
 	pthread_cond_t cond;		/* nobody signals it */
 	uint32_t futex_word;		/* nobody wakes it */
@@ -537,6 +541,108 @@ static struct outcome call_mutex_unlock_waiters(struct ctx *x)
 	return returned(ok ? 0 : -1);
 }
 
+/* Whether now is still before until. */
+static bool before(const struct timespec *until)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return now.tv_sec < until->tv_sec ||
+	       (now.tv_sec == until->tv_sec && now.tv_nsec < until->tv_nsec);
+}
+
+/*
+ * Read-lock, write-lock and unlock an rwlock of its own many times, 1 ms
+ * apart, for MS (the unlock hook forgets each hold): every unlock returns
+ * 0 and leaves errno as it was.
+ */
+static struct outcome call_rwlock_unlock(struct ctx *x)
+{
+	struct timespec t = span(1), until = after(CLOCK_MONOTONIC, x->ms);
+	int err;
+
+	do {
+		for (int i = 0; i < 100; i++) {
+			if (i % 2)
+				pthread_rwlock_rdlock(&x->own_rw);
+			else
+				pthread_rwlock_wrlock(&x->own_rw);
+			errno = 4321;
+			err = pthread_rwlock_unlock(&x->own_rw);
+			if (err != 0 || errno != 4321)
+				return returned(err ? err : -1);
+		}
+		nanosleep(&t, NULL);
+	} while (before(&until));
+	return returned(0);
+}
+
+/* The same with a spinlock of its own. */
+static struct outcome call_spin_unlock(struct ctx *x)
+{
+	struct timespec t = span(1), until = after(CLOCK_MONOTONIC, x->ms);
+	int err;
+
+	do {
+		for (int i = 0; i < 100; i++) {
+			pthread_spin_lock(&x->own_spin);
+			errno = 4321;
+			err = pthread_spin_unlock(&x->own_spin);
+			if (err != 0 || errno != 4321)
+				return returned(err ? err : -1);
+		}
+		nanosleep(&t, NULL);
+	} while (before(&until));
+	return returned(0);
+}
+
+/* Take every post to x->posted, until a post finds x->stop set. */
+static void *take_posts(void *arg)
+{
+	struct ctx *x = arg;
+
+	while (!atomic_load(&x->stop))
+		while (sem_wait(&x->posted) != 0)
+			;
+	return NULL;
+}
+
+/*
+ * Post, 1 ms apart for MS, to a semaphore another thread waits on (the
+ * sem_post hook notes such posts), and to one that is full: every post
+ * returns what libc says (0, or -1 and EOVERFLOW) and leaves errno as
+ * it was on success.
+ */
+static struct outcome call_sem_post(struct ctx *x)
+{
+	struct timespec t = span(1), until = after(CLOCK_MONOTONIC, x->ms);
+	struct outcome out = returned(0);
+	pthread_t taker;
+	int rc;
+
+	atomic_store(&x->stop, false);
+	pthread_create(&taker, NULL, take_posts, x);
+	do {
+		errno = 4321;
+		rc = sem_post(&x->posted);
+		if (rc != 0 || errno != 4321) {
+			out = returned(rc ? errno : -1);
+			break;
+		}
+		errno = 4321;
+		rc = sem_post(&x->full);
+		if (rc != -1 || errno != EOVERFLOW) {
+			out = returned(rc == -1 ? errno : -1);
+			break;
+		}
+		nanosleep(&t, NULL);
+	} while (before(&until));
+	atomic_store(&x->stop, true);
+	sem_post(&x->posted);
+	pthread_join(taker, NULL);
+	return out;
+}
+
 static struct outcome call_futex_wait(struct ctx *x)
 {
 	struct timespec t = span(x->ms);
@@ -722,6 +828,9 @@ static const struct call calls[] = {
 	{ "mutex_unlock", SYS_clock_nanosleep, call_mutex_unlock },
 	{ "mutex_unlock_nested", SYS_clock_nanosleep, call_mutex_unlock_nested },
 	{ "mutex_unlock_waiters", SYS_clock_nanosleep, call_mutex_unlock_waiters },
+	{ "rwlock_unlock", SYS_clock_nanosleep, call_rwlock_unlock },
+	{ "spin_unlock", SYS_clock_nanosleep, call_spin_unlock },
+	{ "sem_post", SYS_clock_nanosleep, call_sem_post },
 	{ "plugin_ctor", SYS_clock_nanosleep, call_nanosleep,
 	  .companion = load_plugin },
 	{ "spinner", SYS_clock_nanosleep, call_nanosleep, .companion = spin },
@@ -747,6 +856,10 @@ static bool ctx_init(struct ctx *x, const char *notes)
 	pthread_mutex_init(&x->held, NULL);
 	pthread_mutex_init(&x->own, NULL);
 	pthread_mutex_init(&x->nest, NULL);
+	pthread_rwlock_init(&x->own_rw, NULL);
+	pthread_spin_init(&x->own_spin, PTHREAD_PROCESS_PRIVATE);
+	sem_init(&x->posted, 0, 0);
+	sem_init(&x->full, 0, SEM_VALUE_MAX);
 	pthread_mutexattr_init(&attr);
 	pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_ERRORCHECK);
 	pthread_mutex_init(&x->checked, &attr);

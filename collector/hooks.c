@@ -190,6 +190,7 @@ struct wait {
 		uint64_t t0;		/* since when */
 	} seg[BLAME_SEGS];
 	uint64_t lock;		/* the mutex's address (mutex waits only) */
+	bool published;		/* in the table's waiting (wait_publish()) */
 };
 
 /*
@@ -503,6 +504,50 @@ static void held_after_wait(struct wait *w, uint64_t ns)
 }
 
 /*
+ * Show the wait in progress in the thread's table (struct wait_now): a
+ * few stores. A wait inside another (a signal handler's, while its
+ * thread waits) leaves the outer one shown.
+ */
+static void wait_publish(struct wait *w, struct thread_table *t)
+{
+	struct wait_now *n = &t->waiting;
+
+	w->published = __atomic_load_n(&n->t0, __ATOMIC_RELAXED) == 0;
+	if (!w->published)
+		return;
+	__atomic_store_n(&n->key, w->key, __ATOMIC_RELAXED);
+	__atomic_store_n(&n->object, w->object, __ATOMIC_RELAXED);
+	__atomic_store_n(&n->holder, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&n->t0, w->t0, __ATOMIC_RELEASE);
+}
+
+/* The wait shown is waiting for the thread tid (0: unknown). */
+static inline void wait_holder(struct wait *w, uint32_t tid)
+{
+	if (w->published)
+		__atomic_store_n(&w->table->waiting.holder, tid,
+				 __ATOMIC_RELAXED);
+}
+
+/* The wait shown has ended: first, before its counts grow. */
+static inline void wait_unpublish(struct wait *w)
+{
+	if (w->published)
+		__atomic_store_n(&w->table->waiting.t0, 0, __ATOMIC_RELEASE);
+}
+
+/*
+ * Before a wait blocks, the lock's owner is tid: shown in the wait in
+ * progress always, and its first holder when holders are tracked.
+ */
+static void wait_owner(struct wait *w, const void *lock, uint32_t tid)
+{
+	wait_holder(w, tid);
+	if (state_holders())
+		blame_begin(w, lock, tid);
+}
+
+/*
  * Before blocking, inside the collector: find the entry and the stack's
  * counter. The clock starts first, so the time spent unwinding is time
  * waited. For a lock, unwinding here costs this thread time it would
@@ -526,8 +571,11 @@ wait_begin(struct wait *w, struct thread_table *t, uint64_t key,
 	w->use = NULL;
 	w->nseg = 0;
 	w->lock = 0;
-	if (w->entry)
+	w->published = false;
+	if (w->entry) {
+		wait_publish(w, t);
 		w->use = unwind_use(t, w->entry, KEY_SITE(key));
+	}
 	else if (x)
 		table_add(&t->dropped, 1);
 	errno = saved_errno;
@@ -550,6 +598,8 @@ static __attribute__((noinline)) void wait_end(struct wait *w, int rc)
 
 	if (e == NULL)
 		return;
+	wait_unpublish(w);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	guard(s);
 	/*
 	 * The wait's time last: the collector reads it first, so a wait
@@ -673,14 +723,14 @@ enum holds {
 			return rc_;                                        \
 		}                                                          \
 		wait_begin(&w_, t_, key_, x_);                             \
-		if ((holds) == HOLDS_NONE || !state_holders())             \
+		if ((holds) == HOLDS_NONE)                                 \
 			;                                                  \
 		else if ((holds) == HOLDS_MUTEX)                           \
-			blame_begin(&w_, obj,                              \
-				    mutex_owner((pthread_mutex_t *)(obj)));\
+			wait_owner(&w_, obj,                               \
+				   mutex_owner((pthread_mutex_t *)(obj))); \
 		else                                                       \
-			blame_begin(&w_, obj,                              \
-				    rwlock_writer((pthread_rwlock_t *)(obj)));\
+			wait_owner(&w_, obj,                               \
+				   rwlock_writer((pthread_rwlock_t *)(obj)));\
 		rc_ = wait_call;                                           \
 		wait_end(&w_, rc_);                                        \
 		return rc_;                                                \

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "../common/counts.h"
+#include "../common/proto.h"
 #include "stacks.h"
 
 /* Sessions that can be served at once; each keeps its pending maxima here. */
@@ -63,6 +64,9 @@ struct rows {
 	uint64_t dropped_retired;
 	uint64_t folded;		/* events on rows of several objects */
 	struct stacks stacks;		/* per (row, stack, thread) */
+	/* The waits in progress at the last scan (struct wait_now). */
+	struct proto_wait waits[PROTO_WAITS_MAX];
+	uint32_t n_waits;
 };
 
 /* Sum every thread table into rs, retiring and recycling dead tables. */

@@ -323,6 +323,8 @@ void session_update(struct session *s, struct rows *rs,
 	put_counts(s, rs);
 	define_stacks(s, &rs->stacks);
 	put_stack_counts(s, &rs->stacks);
+	for (uint32_t i = 0; i < rs->n_waits; i++)
+		proto_put_wait(&s->out, &rs->waits[i]);
 	if (baseline)
 		t.flags |= PROTO_TICK_BASELINE;
 	proto_put_tick(&s->out, &t);

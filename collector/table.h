@@ -138,6 +138,20 @@ struct held_recent {
 };
 
 /*
+ * The wait a thread is blocked in now, for the collector to send before
+ * it ends (hooks.c, wait_begin()). The owner stores key, object and
+ * holder, then t0 with release; it clears t0 first when the wait ends,
+ * before the wait's counts grow, and the collector reads the counts
+ * before this: a wait is never counted both ended and in progress.
+ */
+struct wait_now {
+	uint64_t t0;		/* clock_now_ns() at its start; 0: none */
+	uint64_t key;		/* the row key it counts on */
+	uint64_t object;	/* as its object slot holds it */
+	uint64_t holder;	/* the lock's holder TID; 0: unknown */
+};
+
+/*
  * The timed holds of one (key, object) of a thread (hooks.c): a compact
  * table apart from the entries, which are for waits, so that a lock that
  * never waits costs 32 bytes here when its holds are timed, not an entry.
@@ -180,6 +194,7 @@ struct thread_table {
 	uint64_t unwind_credit_ns;
 	struct held_recent recent[RECENT_SLOTS];	/* see held_recent */
 	struct hold_table *holds;	/* NULL until a hold is timed; release */
+	struct wait_now waiting;	/* see wait_now */
 };
 
 /* A hold being timed (a sampled acquisition): released by an unlock hook. */

@@ -390,6 +390,17 @@ void proto_put_stack_row(struct wbuf *b, const struct proto_stack_row *m)
 	end_frame(b, off);
 }
 
+void proto_put_wait(struct wbuf *b, const struct proto_wait *m)
+{
+	size_t off = begin_frame(b, MSG_WAIT);
+
+	put_u32(b, m->tid);
+	put_u32(b, m->row);
+	put_u64(b, m->blocked_ns);
+	put_u32(b, m->holder);
+	end_frame(b, off);
+}
+
 void proto_put_stack(struct wbuf *b, const struct proto_stack *m)
 {
 	size_t off = begin_frame(b, MSG_STACK);
@@ -644,6 +655,14 @@ static void decode_stack_row(struct rbuf *r, struct proto_stack_row *m)
 	m->tid = get_u32(r);
 }
 
+static void decode_wait(struct rbuf *r, struct proto_wait *m)
+{
+	m->tid = get_u32(r);
+	m->row = get_u32(r);
+	m->blocked_ns = get_u64(r);
+	m->holder = get_u32(r);
+}
+
 static void decode_stack_counts(struct rbuf *r, struct proto_stack_counts *m)
 {
 	m->id = get_varint32(r);
@@ -688,6 +707,7 @@ union proto_any {
 	struct proto_goodbye goodbye;
 	struct proto_stack stack;
 	struct proto_stack_row stack_row;
+	struct proto_wait wait;
 	struct {
 		uint32_t count;
 		const uint8_t *ranges;
@@ -707,6 +727,7 @@ static void decode_one(struct rbuf *r, uint16_t type, union proto_any *m)
 	case MSG_GOODBYE: m->goodbye.reason = get_u8(r); break;
 	case MSG_STACK: decode_stack(r, &m->stack); break;
 	case MSG_STACK_ROW: decode_stack_row(r, &m->stack_row); break;
+	case MSG_WAIT: decode_wait(r, &m->wait); break;
 	case MSG_WRAPPERS:
 		m->wrappers.count = get_u32(r);
 		m->wrappers.ranges = r->p + r->off;
@@ -740,6 +761,7 @@ static void dispatch(uint16_t type, const union proto_any *m,
 		if (v->stack_row)
 			v->stack_row(ctx, &m->stack_row);
 		break;
+	case MSG_WAIT: if (v->wait) v->wait(ctx, &m->wait); break;
 	case MSG_SET_INTERVAL:
 		if (v->set_interval)
 			v->set_interval(ctx, m->interval_ms);
@@ -755,7 +777,7 @@ static void dispatch(uint16_t type, const union proto_any *m,
 
 static bool known_type(uint16_t type)
 {
-	return (type >= MSG_HELLO && type <= MSG_STACK_ROW) ||
+	return (type >= MSG_HELLO && type <= MSG_WAIT) ||
 	       (type >= MSG_CLIENT_HELLO && type <= MSG_HOLDERS);
 }
 

@@ -33,7 +33,8 @@
 #define PROTO_MAGIC 0x54505351u /* "QSPT" */
 /*
  * 3: the futex lock types; 4: timeouts; 5: timeouts in STACK_COUNTS;
- * 6: hold times in COUNTS, blame stacks (PROTO_BLAME_MARK), HOLDERS
+ * 6: hold times in COUNTS, blame stacks (PROTO_BLAME_MARK), HOLDERS;
+ * WAIT frames (add-only: older peers skip them)
  */
 #define PROTO_VERSION 6
 #define PROTO_HEADER_SIZE 8
@@ -65,6 +66,7 @@ enum proto_type {
 	MSG_STACK = 7,
 	MSG_STACK_COUNTS = 8,
 	MSG_STACK_ROW = 9,
+	MSG_WAIT = 10,
 	MSG_CLIENT_HELLO = 64,
 	MSG_SET_INTERVAL = 65,
 	MSG_DETACH = 66,
@@ -196,6 +198,18 @@ struct proto_stack_delta {
 	struct wait_counts w;
 };
 
+/*
+ * A wait in progress at the update's scan: each update carries all of
+ * them (at most PROTO_WAITS_MAX) before its TICK, which ends the set.
+ */
+#define PROTO_WAITS_MAX 256
+struct proto_wait {
+	uint32_t tid;
+	uint32_t row;		/* the row it will count on */
+	uint64_t blocked_ns;	/* since it began, at the scan */
+	uint32_t holder;	/* the lock's owner TID; 0: unknown */
+};
+
 struct proto_goodbye {
 	uint8_t reason;
 };
@@ -236,6 +250,7 @@ struct proto_visitor {
 	void (*wrappers)(void *ctx, uint32_t count, const uint8_t *ranges);
 	/* The client wants holders tracked (on) or no longer. */
 	void (*holders)(void *ctx, bool on);
+	void (*wait)(void *ctx, const struct proto_wait *m);
 };
 
 /* Range i of a WRAPPERS message (i < its count). */
@@ -266,6 +281,7 @@ void proto_put_detach(struct wbuf *b);
 void proto_put_holders(struct wbuf *b, bool on);
 void proto_put_stack(struct wbuf *b, const struct proto_stack *m);
 void proto_put_stack_row(struct wbuf *b, const struct proto_stack_row *m);
+void proto_put_wait(struct wbuf *b, const struct proto_wait *m);
 
 /* The code ranges [lo, hi) of lock wrappers: count pairs lo, hi (any order). */
 void proto_put_wrappers(struct wbuf *b, const uint64_t *ranges, uint32_t count);

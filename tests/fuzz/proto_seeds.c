@@ -113,6 +113,16 @@ static void put_stack_counts(struct wbuf *b)
 	proto_close_run(b, &frame);
 }
 
+static void put_waits(struct wbuf *b)
+{
+	struct proto_wait w = { .tid = 4243, .row = 0,
+				.blocked_ns = 3000000000ull, .holder = 4244 };
+
+	proto_put_wait(b, &w);
+	w = (struct proto_wait){ .tid = 4245, .row = 1, .blocked_ns = 1 };
+	proto_put_wait(b, &w);
+}
+
 static void put_tick(struct wbuf *b)
 {
 	struct proto_tick t = { .seq = 1, .monotonic_ns = 1123456789,
@@ -153,7 +163,7 @@ static const struct {
 	{ "hello", put_hello }, { "modules", put_modules },
 	{ "rows", put_rows }, { "stacks", put_stacks },
 	{ "counts", put_counts }, { "stack-counts", put_stack_counts },
-	{ "tick", put_tick }, { "goodbye", put_goodbye },
+	{ "waits", put_waits }, { "tick", put_tick }, { "goodbye", put_goodbye },
 	{ "client-hello", put_client_hello },
 	{ "set-interval", put_set_interval }, { "detach", put_detach },
 };
@@ -172,7 +182,7 @@ int main(int argc, char **argv)
 		save(&b, messages[i].name);
 	}
 	/* A collector's session: hello, definitions, two intervals, goodbye. */
-	for (size_t i = 0; i < 7; i++)
+	for (size_t i = 0; i < 8; i++)
 		messages[i].put(&b);
 	put_counts(&b);
 	put_tick(&b);

@@ -26,6 +26,8 @@ struct seen {
 	struct proto_stack_row stack_row;
 	struct proto_stack_counts stack_count;
 	uint64_t stack_wait_sum;
+	int waits;
+	struct proto_wait wait;
 };
 
 static void on_hello(void *c, const struct proto_hello *m) { ((struct seen *)c)->hellos++; ((struct seen *)c)->hello = *m; }
@@ -36,6 +38,7 @@ static void on_tick(void *c, const struct proto_tick *m) { ((struct seen *)c)->t
 static void on_goodbye(void *c, const struct proto_goodbye *m) { ((struct seen *)c)->goodbyes++; ((struct seen *)c)->goodbye = *m; }
 static void on_interval(void *c, uint32_t ms) { ((struct seen *)c)->interval_ms = ms; }
 static void on_detach(void *c) { ((struct seen *)c)->detaches++; }
+static void on_wait(void *c, const struct proto_wait *m) { ((struct seen *)c)->waits++; ((struct seen *)c)->wait = *m; }
 static void on_holders(void *c, bool on) { on ? ((struct seen *)c)->holders_on++ : ((struct seen *)c)->holders_off++; }
 
 static bool counts_equal(const struct proto_counts *a,
@@ -87,7 +90,7 @@ static const struct proto_visitor visitor = {
 	.row = on_row, .counts = on_counts, .tick = on_tick, .goodbye = on_goodbye,
 	.set_interval = on_interval, .detach = on_detach, .stack = on_stack,
 	.stack_row = on_stack_row, .stack_counts = on_stack_counts,
-	.holders = on_holders,
+	.holders = on_holders, .wait = on_wait,
 };
 
 /* Split and decode every frame of a buffer; returns frames or -1. */
@@ -402,6 +405,7 @@ static const struct bad_case bad_cases[] = {
 	{ "empty stack-counts frame", MSG_STACK_COUNTS, { 0 }, 0 },
 	{ "stack counts cut short", MSG_STACK_COUNTS, { 1, 2 }, 2 },
 	{ "stack row cut short", MSG_STACK_ROW, { 1, 0, 0, 0, 2, 0, 0, 0, 3 }, 9 },
+	{ "wait cut short", MSG_WAIT, { 1, 0, 0, 0, 2, 0, 0, 0, 3 }, 9 },
 };
 
 static void test_malformed_payloads(void)
@@ -417,7 +421,7 @@ static void test_malformed_payloads(void)
 		CHECK(got == -1, "%s: expected an error, decoded %d frame(s)", c->what, got);
 		CHECK(err[0] != '\0', "%s: error has a message", c->what);
 		CHECK(s.rows + s.counts + s.client_hellos + s.ticks + s.goodbyes +
-		      s.stacks + s.stack_rows + s.stack_counts == 0,
+		      s.stacks + s.stack_rows + s.stack_counts + s.waits == 0,
 		      "%s: no callback ran", c->what);
 	}
 }
@@ -513,6 +517,26 @@ static void test_split_headers(void)
 	CHECK(proto_split(buf, 8, &f, err, sizeof(err)) == -1, "unknown flags refused");
 }
 
+/* A wait in progress crosses whole: who, where, how long, behind whom. */
+static void test_wait_round_trip(void)
+{
+	struct proto_wait w = { .tid = 4243, .row = 7,
+				.blocked_ns = 3000000001ull, .holder = 4244 };
+	struct wbuf b = { 0 };
+	struct seen s = { 0 };
+	char err[128] = "";
+
+	proto_put_wait(&b, &w);
+	CHECK(decode_all(b.data, b.len, &s, err) == 1, "a wait decodes: %s", err);
+	CHECK(s.waits == 1 && s.wait.tid == 4243 && s.wait.row == 7 &&
+	      s.wait.blocked_ns == 3000000001ull && s.wait.holder == 4244,
+	      "wait round-trips: expected tid 4243 row 7 3000000001 ns holder "
+	      "4244, got %d frame(s), tid %u row %u %llu ns holder %u", s.waits,
+	      s.wait.tid, s.wait.row, (unsigned long long)s.wait.blocked_ns,
+	      s.wait.holder);
+	wbuf_free(&b);
+}
+
 static void test_unknown_type_is_skipped(void)
 {
 	uint8_t buf[32];
@@ -568,6 +592,7 @@ int main(void)
 	test_wrappers_round_trip();
 	test_split_headers();
 	test_unknown_type_is_skipped();
+	test_wait_round_trip();
 	test_random_bytes();
 	return check_summary();
 }

@@ -238,6 +238,37 @@ static void on_stack_counts(void *ctx, const struct proto_stack_counts *m)
 		model_apply_stack_delta(c->model, &d);
 }
 
+/* A wait in progress: kept for this update's set, which its tick ends. */
+static void on_wait(void *ctx, const struct proto_wait *m)
+{
+	struct client *c = ctx;
+	uint32_t row = map_id(&c->row_map, &c->row_map_cap, m->row,
+			      &c->ids->rows, false);
+
+	if (row == NO_MODEL_ID || c->n_waits_in >= PROTO_WAITS_MAX)
+		return;
+	c->waits_in = xgrow(c->waits_in, &c->waits_in_cap, c->n_waits_in + 1,
+			    16, sizeof(*c->waits_in));
+	c->waits_in[c->n_waits_in++] = (struct model_wait){ .tid = m->tid,
+		.row = row, .blocked_ns = m->blocked_ns, .holder = m->holder };
+}
+
+/* The update's waits in progress are whole: they replace the last. */
+static void waits_done(struct client *c)
+{
+	struct model_wait *w = c->waits;
+	size_t cap = c->waits_cap;
+
+	c->waits = c->waits_in;
+	c->waits_cap = c->waits_in_cap;
+	c->n_waits = c->n_waits_in;
+	c->waits_in = w;
+	c->waits_in_cap = cap;
+	c->n_waits_in = 0;
+	if (c->clock && c->sum_tick == NULL)
+		model_set_waits(c->model, c->waits, c->n_waits);
+}
+
 /*
  * The baseline's tick starts the session: what was counted before is
  * subtracted from everything after, and the first interval starts here.
@@ -247,6 +278,7 @@ static void on_tick(void *ctx, const struct proto_tick *m)
 	struct client *c = ctx;
 	struct proto_tick t = *m;
 
+	waits_done(c);
 	if (c->in_baseline || (m->flags & PROTO_TICK_BASELINE)) {
 		c->in_baseline = false;
 		c->base_dropped = m->dropped;
@@ -289,6 +321,7 @@ static const struct proto_visitor visitor = {
 	.stack = on_stack,
 	.stack_row = on_stack_row,
 	.stack_counts = on_stack_counts,
+	.wait = on_wait,
 };
 
 /*
@@ -455,6 +488,8 @@ void client_close(struct client *c)
 	free(c->last);
 	free(c->stack_last);
 	free(c->blame);
+	free(c->waits_in);
+	free(c->waits);
 	c->blame = NULL;
 	c->blame_cap = 0;
 	shmobj_free(c->shm);

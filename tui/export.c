@@ -458,8 +458,8 @@ static void threads_view_json(struct jsonw *w, const struct app *a)
 
 	if (st == NULL) {
 		st = stuck_new(a->attach.pid, false);
-		if (a->attach.pid > 0)
-			stuck_sample(st, a->symbols);
+		if (a->attach.pid > 0 && stuck_sample(st, a->symbols))
+			app_stuck_waits(a, st);
 	}
 	if (a->outside[0])
 		jsonw_string(w, "outside", a->outside);

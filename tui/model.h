@@ -206,6 +206,27 @@ size_t model_stack_frames(const struct model *m, uint32_t id,
 /* Add contended waits of a row through a stack in a thread. */
 void model_apply_stack_delta(struct model *m, const struct proto_stack_delta *d);
 
+/* A wait in progress, as the collector saw it at its last update. */
+struct model_wait {
+	uint32_t tid;
+	uint32_t row;		/* the model's row id */
+	uint64_t blocked_ns;	/* so far */
+	uint32_t holder;	/* the lock's owner TID; 0: unknown */
+};
+
+/*
+ * The waits in progress now, replacing the last update's: lines count
+ * them (model_waits.c) until their real counts arrive.
+ */
+void model_set_waits(struct model *m, const struct model_wait *w, size_t n);
+
+/* The waits in progress at the last update. */
+size_t model_waits(const struct model *m, const struct model_wait **out);
+
+/* The type, site and object (0: several) of row id; false if undefined. */
+bool model_row_key(const struct model *m, uint32_t id, enum lock_type *type,
+		   uint64_t *site, uint64_t *object);
+
 /* Take the current totals as the new zero (the TUI's `r`). */
 void model_reset(struct model *m);
 

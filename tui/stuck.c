@@ -378,6 +378,39 @@ bool stuck_sample(struct stuck *s, struct symbols *symbols)
 	return true;
 }
 
+/* Thread t is blocked as w says. */
+static void take_wait(struct stuck_thread *t, const struct stuck_wait *w,
+		      int64_t now)
+{
+	t->state = STUCK_LOCK;
+	t->type = w->type;
+	t->object = w->object;
+	t->stack[0] = w->site;
+	t->depth = 1;
+	t->since_ms = now - (int64_t)(w->blocked_ns / 1000000);
+	t->holder_ns = w->holder;
+	t->holder = 0;
+	t->holder_exited = false;
+	t->readers_hold = false;
+}
+
+void stuck_add_waits(struct stuck *s, const struct stuck_wait *w, size_t n)
+{
+	int64_t now = clock_now_ms();
+
+	for (size_t i = 0; i < n; i++) {
+		struct stuck_thread *t = (struct stuck_thread *)stuck_find(s, w[i].tid);
+
+		if (t == NULL)
+			continue;
+		take_wait(t, &w[i], now);
+		find_holder(s, t);
+	}
+	for (size_t i = 0; i < s->n; i++)
+		s->t[i].deadlock = -1;
+	find_cycles(s);
+}
+
 size_t stuck_threads(const struct stuck *s, const struct stuck_thread **out)
 {
 	*out = s->t;

@@ -1,0 +1,136 @@
+/*
+ * Waits in progress, through the real program on wl_waits (issue 25,
+ * collector side): a thread blocked for seconds shows in the snapshot
+ * taken during its wait, both in its row (the wait so far counts) and in
+ * "waiting" with its holder; once waits end, each counts once.
+ */
+#include <cJSON.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../unit/check.h"
+#include "harness.h"
+
+enum { RUN_TIMEOUT_MS = 120000 };
+
+static char *results;	/* the workload's TIDs: result_number() */
+
+/* qsptop -b --json over wl_waits MODE, with extra options; its snapshot. */
+static cJSON *run_waits(const char *mode, char *const *opts)
+{
+	char *json = tmp_path("waits.json");
+	struct args a = { 0 };
+	struct run r;
+	cJSON *snap;
+
+	results = tmp_path("results");
+	args_add(&a, qsptop, "-b", "-w", "200", "-j", json, NULL);
+	args_add_all(&a, opts);
+	args_add(&a, "--", workload, (char *)mode, results, NULL);
+	unlink(json);
+	unlink(results);
+	r = run_capture(a.v, RUN_TIMEOUT_MS, 0);
+	CHECK(r.status == 0, "%s: qsptop exits 0, got %d: %s", mode, r.status,
+	      r.err);
+	run_free(&r);
+	snap = load_json(json);
+	CHECK(snap != NULL, "%s: a JSON snapshot", mode);
+	return snap;
+}
+
+/* The row at fn's call site, or NULL. */
+static const cJSON *row_of(const cJSON *snap, const char *fn)
+{
+	const cJSON *row;
+
+	cJSON_ArrayForEach(row, cJSON_GetObjectItem(snap, "rows")) {
+		const char *sym = str_field(cJSON_GetObjectItem(row, "site"),
+					    "symbol");
+
+		if (sym && strcmp(sym, fn) == 0)
+			return row;
+	}
+	return NULL;
+}
+
+/* The entry of "waiting" for thread tid, or NULL. */
+static const cJSON *waiting_of(const cJSON *snap, long tid)
+{
+	const cJSON *w;
+
+	cJSON_ArrayForEach(w, cJSON_GetObjectItem(snap, "waiting"))
+		if ((long)num_field(w, "tid") == tid)
+			return w;
+	return NULL;
+}
+
+/*
+ * A snapshot taken while a thread has been blocked for seconds: its row
+ * counts the wait so far, and "waiting" lists it behind its holder.
+ */
+static void test_wait_in_progress(void)
+{
+	cJSON *snap = run_waits("sleep", (char *[]){ "-d", "1", "-n", "4", NULL });
+	const cJSON *row = row_of(snap, "waiter_blocks"), *w;
+	long waiter = result_number(results, "waiter");
+	long holder = result_number(results, "holder");
+	const char *sym, *state;
+
+	CHECK(row != NULL, "sleep: a row at waiter_blocks");
+	CHECK(num_field(row, "wait_ns") >= 2e9,
+	      "sleep: the row counts the wait so far: expected >= 2 s, got %.0f ns",
+	      num_field(row, "wait_ns"));
+	CHECK(num_field(row, "contended") == 1,
+	      "sleep: the wait in progress is one contended acquisition, got %.0f",
+	      num_field(row, "contended"));
+	w = waiting_of(snap, waiter);
+	CHECK(w != NULL, "sleep: \"waiting\" lists the waiter %ld", waiter);
+	sym = str_field(cJSON_GetObjectItem(w, "site"), "symbol");
+	CHECK(sym && strcmp(sym, "waiter_blocks") == 0,
+	      "sleep: the waiter is blocked at waiter_blocks, got %s",
+	      sym ? sym : "none");
+	CHECK(str_field(w, "type") && strcmp(str_field(w, "type"), "mutex") == 0,
+	      "sleep: on a mutex, got %s", str_field(w, "type") ?
+	      str_field(w, "type") : "none");
+	CHECK(num_field(w, "blocked_ns") >= 2e9,
+	      "sleep: blocked for >= 2 s, got %.0f ns", num_field(w, "blocked_ns"));
+	CHECK((long)num_field(w, "held_by") == holder,
+	      "sleep: held by the holder %ld, got %.0f", holder,
+	      num_field(w, "held_by"));
+	state = str_field(w, "holder_state");
+	CHECK(state && strcmp(state, "syscall:pause") == 0,
+	      "sleep: the holder is in pause(), got %s", state ? state : "none");
+	cJSON_Delete(snap);
+}
+
+/* Waits that ended count once each: no estimate is left over. */
+static void test_ended_waits_count_once(void)
+{
+	cJSON *snap = run_waits("compute", (char *[]){ "-d", "0.1", NULL });
+	const cJSON *row = row_of(snap, "waiter_blocks");
+
+	CHECK(row != NULL, "compute: a row at waiter_blocks");
+	CHECK(num_field(row, "contended") == 5,
+	      "compute: 5 waits count 5 times, got %.0f",
+	      num_field(row, "contended"));
+	CHECK(num_field(row, "wait_ns") >= num_field(row, "max_wait_ns") &&
+	      num_field(row, "wait_ns") <= 5 * num_field(row, "max_wait_ns"),
+	      "compute: the wait is at most 5 times the longest: %.0f, max %.0f",
+	      num_field(row, "wait_ns"), num_field(row, "max_wait_ns"));
+	CHECK(cJSON_GetArraySize(cJSON_GetObjectItem(snap, "waiting")) == 0,
+	      "compute: nothing waits at the end");
+	cJSON_Delete(snap);
+}
+
+int main(void)
+{
+	find_paths("/tmp/qsptop-waits-XXXXXX", "wl_waits");
+	signal(SIGPIPE, SIG_IGN);
+	test_wait_in_progress();
+	test_ended_waits_count_once();
+	remove_tmp();
+	return check_summary();
+}

@@ -219,16 +219,6 @@ static uint32_t sample_period(struct thread_state *s)
 	return HOLD_SAMPLE_MEAN / 2 + x % HOLD_SAMPLE_MEAN;
 }
 
-/*
- * The slot of a lock in a thread's recent[]: its address over 8, no hash
- * (a multiply here cost every acquisition; locks in an array, 40 bytes
- * apart, still take 16 slots in turn).
- */
-static inline unsigned recent_slot(const void *lock)
-{
-	return (unsigned)((uintptr_t)lock >> 3) & (RECENT_SLOTS - 1);
-}
-
 /* Note that this thread took lock at key: where a waiter finds its holder. */
 static inline void note_recent(struct thread_table *t, uint64_t key,
 			       const void *lock)

@@ -219,6 +219,13 @@ static uint32_t row_of_key(const struct thread_table *t, uint64_t key,
 	}
 }
 
+uint32_t rows_of_key(struct rows *rs, uint64_t key, uint64_t object)
+{
+	if (object == OBJECT_FOLDED)
+		object = 0;
+	return row_id(rs, KEY_SITE(key), object, KEY_TYPE(key));
+}
+
 /*
  * A slot's longest holds into its row: that of the epoch this scan
  * closes (or the next one), as scan_entry() takes a wait's.

@@ -138,6 +138,16 @@ struct held_recent {
 };
 
 /*
+ * The slot of a lock in a thread's recent[]: its address over 8, no hash
+ * (a multiply here cost every acquisition; locks in an array, 40 bytes
+ * apart, still take 16 slots in turn).
+ */
+static inline unsigned recent_slot(const void *lock)
+{
+	return (unsigned)((uintptr_t)lock >> 3) & (RECENT_SLOTS - 1);
+}
+
+/*
  * The wait a thread is blocked in now, for the collector to send before
  * it ends (hooks.c, wait_begin()). The owner stores key, object and
  * holder, then t0 with release; it clears t0 first when the wait ends,

@@ -34,7 +34,7 @@
 /*
  * 3: the futex lock types; 4: timeouts; 5: timeouts in STACK_COUNTS;
  * 6: hold times in COUNTS, blame stacks (PROTO_BLAME_MARK), HOLDERS;
- * WAIT frames (add-only: older peers skip them)
+ * WAIT and WHILE_HELD frames (add-only: older peers skip them)
  */
 #define PROTO_VERSION 6
 #define PROTO_HEADER_SIZE 8
@@ -67,6 +67,7 @@ enum proto_type {
 	MSG_STACK_COUNTS = 8,
 	MSG_STACK_ROW = 9,
 	MSG_WAIT = 10,
+	MSG_WHILE_HELD = 11,
 	MSG_CLIENT_HELLO = 64,
 	MSG_SET_INTERVAL = 65,
 	MSG_DETACH = 66,
@@ -210,6 +211,27 @@ struct proto_wait {
 	uint32_t holder;	/* the lock's owner TID; 0: unknown */
 };
 
+/*
+ * What the holders of a row's locks did while others waited, summed over
+ * the waits (a sample's time counts once per waiter), since the
+ * collector started: cumulative, as COUNTS are.
+ */
+#define PROTO_HELD_SYSCALLS 8	/* system calls named, at most */
+#define PROTO_HELD_OTHER_CALL 0xffffffffu	/* nr of the calls past them */
+struct proto_while_held {
+	uint32_t row;		/* the holder's row */
+	uint64_t running_ns;	/* on a CPU */
+	uint64_t runnable_ns;	/* runnable, waiting for a CPU */
+	uint64_t lock_wait_ns;	/* in a lock wait of its own */
+	uint64_t exited_ns;	/* gone */
+	uint32_t lock_row;	/* the row of that lock wait, + 1; 0: none */
+	uint8_t nsys;
+	struct {
+		uint32_t nr;	/* system call number, or PROTO_HELD_OTHER_CALL */
+		uint64_t ns;
+	} sys[PROTO_HELD_SYSCALLS];
+};
+
 struct proto_goodbye {
 	uint8_t reason;
 };
@@ -251,6 +273,7 @@ struct proto_visitor {
 	/* The client wants holders tracked (on) or no longer. */
 	void (*holders)(void *ctx, bool on);
 	void (*wait)(void *ctx, const struct proto_wait *m);
+	void (*while_held)(void *ctx, const struct proto_while_held *m);
 };
 
 /* Range i of a WRAPPERS message (i < its count). */
@@ -282,6 +305,7 @@ void proto_put_holders(struct wbuf *b, bool on);
 void proto_put_stack(struct wbuf *b, const struct proto_stack *m);
 void proto_put_stack_row(struct wbuf *b, const struct proto_stack_row *m);
 void proto_put_wait(struct wbuf *b, const struct proto_wait *m);
+void proto_put_while_held(struct wbuf *b, const struct proto_while_held *m);
 
 /* The code ranges [lo, hi) of lock wrappers: count pairs lo, hi (any order). */
 void proto_put_wrappers(struct wbuf *b, const uint64_t *ranges, uint32_t count);

@@ -123,6 +123,16 @@ static void put_waits(struct wbuf *b)
 	proto_put_wait(b, &w);
 }
 
+static void put_while_held(struct wbuf *b)
+{
+	struct proto_while_held h = { .row = 1, .running_ns = 5000000,
+		.runnable_ns = 100000, .lock_wait_ns = 2000000,
+		.exited_ns = 0, .lock_row = 3, .nsys = 2,
+		.sys = { { 0, 40000000 }, { PROTO_HELD_OTHER_CALL, 10 } } };
+
+	proto_put_while_held(b, &h);
+}
+
 static void put_tick(struct wbuf *b)
 {
 	struct proto_tick t = { .seq = 1, .monotonic_ns = 1123456789,
@@ -163,7 +173,8 @@ static const struct {
 	{ "hello", put_hello }, { "modules", put_modules },
 	{ "rows", put_rows }, { "stacks", put_stacks },
 	{ "counts", put_counts }, { "stack-counts", put_stack_counts },
-	{ "waits", put_waits }, { "tick", put_tick }, { "goodbye", put_goodbye },
+	{ "waits", put_waits }, { "while-held", put_while_held },
+	{ "tick", put_tick }, { "goodbye", put_goodbye },
 	{ "client-hello", put_client_hello },
 	{ "set-interval", put_set_interval }, { "detach", put_detach },
 };
@@ -182,7 +193,7 @@ int main(int argc, char **argv)
 		save(&b, messages[i].name);
 	}
 	/* A collector's session: hello, definitions, two intervals, goodbye. */
-	for (size_t i = 0; i < 8; i++)
+	for (size_t i = 0; i < 9; i++)
 		messages[i].put(&b);
 	put_counts(&b);
 	put_tick(&b);

@@ -35,7 +35,9 @@ void model_free(struct model *m)
 	for (size_t i = 0; i < m->cap; i++) {
 		free(m->rows[i].se);
 		free(m->rows[i].inprog);
+		free(m->rows[i].held);
 	}
+	free(m->held_rows);
 	free(m->rows);
 	free(m->waits_now);
 	free(m->inprog_rows);
@@ -516,6 +518,7 @@ void model_reset(struct model *m)
 	memset(&m->since, 0, sizeof m->since);
 	m->since_cond_wait = 0;
 	blame_reset(m);
+	model_held_reset(m);
 	m->span_from_ns = m->last_tick_ns;
 	m->structure++;
 }

@@ -129,6 +129,7 @@ struct row {
 	uint8_t role_from;	/* enum role_from */
 	uint32_t role_gen;	/* the rules' generation it was judged by */
 	struct row_inprog *inprog;	/* waits in progress; NULL: none lately */
+	struct held_view *held;	/* while held, since reset; NULL: none */
 	/*
 	 * Since reset. Last, so that a scan of the rows reads its calls
 	 * but, for the rows that never waited, never its histogram.
@@ -206,6 +207,9 @@ struct model {
 	struct model_wait *waits_now;	/* in progress at the last update */
 	size_t n_waits_now;
 	size_t waits_now_cap;
+	uint32_t *held_rows;	/* rows with a held_view */
+	size_t n_held_rows;
+	size_t held_rows_cap;
 	uint32_t *inprog_rows;	/* rows with a row_inprog */
 	size_t n_inprog_rows;
 	size_t inprog_rows_cap;
@@ -226,6 +230,9 @@ struct row_inprog {
 
 /* Note that row id changed, for the views that follow changes (model.c). */
 void model_row_touch(struct model *m, uint32_t id);
+
+/* Forget what holders did (a reset). */
+void model_held_reset(struct model *m);
 
 /* The last interval joins the one before: so do the waits' times. */
 void model_inprog_fold(struct model *m);

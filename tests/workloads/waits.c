@@ -30,6 +30,7 @@ static int pipe_fd[2];
 static const char *mode;
 static int held_round;		/* rounds the holder has begun holding */
 static int second_round;	/* rounds the third thread holds second in */
+static int worked_round;	/* rounds the holder has done its work in */
 static int waiter_tid, holder_tid;
 
 static void sleep_ms(long ms)
@@ -112,6 +113,7 @@ static __attribute__((noinline)) void holder_holds(int round)
 	pthread_mutex_lock(&lock);
 	store(&held_round, round);
 	holder_works();
+	store(&worked_round, round);
 	pthread_mutex_unlock(&lock);
 }
 
@@ -155,7 +157,7 @@ static void *third(void *arg)
 		until(&held_round, round);
 		sleep_ms(HOLD_MS);
 		pthread_mutex_unlock(&second);
-		sleep_ms(20);
+		until(&worked_round, round);	/* it got second: a new round */
 	}
 	return NULL;
 }

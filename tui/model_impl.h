@@ -242,7 +242,8 @@ void model_inprog_stats(const struct model *m, struct model_stats *s);
 
 /* Add the waits in progress on row r to an item's numbers. */
 struct item;
-void model_inprog_item(const struct row *r, struct item *it);
+void model_inprog_item(const struct model *m, const struct row *r,
+		       struct item *it);
 
 /* A line of a view before it is built: its members and its numbers. */
 struct line {

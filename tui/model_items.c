@@ -38,7 +38,7 @@ void item_of_row(const struct model *m, const struct model_query *q,
 	it->type = r->type;
 	it->keep = true;
 	if (r->inprog)
-		model_inprog_item(r, it);
+		model_inprog_item(m, r, it);
 }
 
 /* Add the waits of an entry to an item: contended acquisitions, timeouts. */

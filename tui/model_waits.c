@@ -134,14 +134,29 @@ void model_inprog_stats(const struct model *m, struct model_stats *s)
 				       m->cond.last.wait_ns, ns[0], prev[0]);
 }
 
-void model_inprog_item(const struct row *r, struct item *it)
+/*
+ * What waits in progress at a row can add to its last interval: at most
+ * the interval per wait (one begun before counting began is older).
+ */
+static uint64_t inprog_cap(const struct model *m, const struct row_inprog *p)
+{
+	return m->interval_s > 0 ? (uint64_t)(m->interval_s * 1e9) * p->n :
+				   UINT64_MAX;
+}
+
+void model_inprog_item(const struct model *m, const struct row *r,
+		       struct item *it)
 {
 	const struct row_inprog *p = r->inprog;
+	uint64_t grown = p->ns > p->prev_ns ? p->ns - p->prev_ns : 0;
+	uint64_t cap = inprog_cap(m, p);
 	uint64_t last = it->last.wait_ns + p->ns;
 
 	it->c.wait_ns += p->ns;
 	it->c.contended += p->n;
 	it->c.acquisitions += p->n;
+	if (grown > cap)
+		last -= grown - cap;
 	it->last.wait_ns = last > p->prev_ns ? last - p->prev_ns : 0;
 	if (p->max_ns > it->max_wait)
 		it->max_wait = p->max_ns;

@@ -18,12 +18,27 @@ struct held_row {
 	struct proto_while_held m;
 };
 
-/* A wait followed: since when it is counted, and its holder's row + 1. */
+enum held_state { HELD_RUNNING, HELD_SYSCALL, HELD_LOCK, HELD_EXITED };
+
+/* What a holder does now. */
+struct look {
+	enum held_state state;
+	double running;		/* HELD_RUNNING: the part on a CPU */
+	uint32_t nr;		/* HELD_SYSCALL */
+	uint32_t lock_row;	/* HELD_LOCK: its wait's row + 1 */
+};
+
+/*
+ * A wait followed: since when it is counted, its holder's row + 1, and
+ * what the holder did at the last look (the wait's end counts as that).
+ */
 struct waiter {
 	uint32_t tid;
 	uint32_t holder_row;
 	uint64_t t0;
 	uint64_t last;
+	struct look look;
+	bool looked;		/* look is set */
 	bool seen;		/* in the current look */
 };
 
@@ -42,16 +57,6 @@ struct held_by {
 	uint32_t nw;
 	struct holder_times h[HELD_WAITERS];
 	uint32_t next_h;
-};
-
-enum held_state { HELD_RUNNING, HELD_SYSCALL, HELD_LOCK, HELD_EXITED };
-
-/* What a holder does now. */
-struct look {
-	enum held_state state;
-	double running;		/* HELD_RUNNING: the part on a CPU */
-	uint32_t nr;		/* HELD_SYSCALL */
-	uint32_t lock_row;	/* HELD_LOCK: its wait's row + 1 */
 };
 
 /* Read /proc/self/task/TID/NAME into buf; its length, or -1. */
@@ -231,8 +236,29 @@ static struct waiter *waiter_of(struct held_by *hb, uint32_t tid, uint64_t t0)
 	return &hb->w[hb->nw++];
 }
 
+/*
+ * A wait the current look did not see has ended: its time since the
+ * last look, up to its end (as its thread noted it), counts as what the
+ * holder did then.
+ */
+static void finish(struct held_by *hb, const struct rows *rs,
+		   const struct waiter *w)
+{
+	struct thread_table *t = table_of(w->tid);
+	struct held_row *h;
+	uint64_t end;
+
+	if (t == NULL || !w->looked || w->holder_row == 0 ||
+	    w->holder_row > rs->n ||
+	    __atomic_load_n(&t->waiting.ended_t0, __ATOMIC_ACQUIRE) != w->t0)
+		return;
+	end = __atomic_load_n(&t->waiting.ended_at, __ATOMIC_RELAXED);
+	if (end > w->last && (h = held_row(hb, w->holder_row - 1)) != NULL)
+		charge(h, &w->look, end - w->last, rs->seq + 1);
+}
+
 /* Forget the waits the current look did not see: they ended. */
-static void drop_ended(struct held_by *hb)
+static void drop_ended(struct held_by *hb, const struct rows *rs)
 {
 	uint32_t k = 0;
 
@@ -240,6 +266,8 @@ static void drop_ended(struct held_by *hb)
 		if (hb->w[i].seen) {
 			hb->w[i].seen = false;
 			hb->w[k++] = hb->w[i];
+		} else {
+			finish(hb, rs, &hb->w[i]);
 		}
 	}
 	hb->nw = k;
@@ -273,6 +301,8 @@ static bool follow(struct held_by *hb, struct rows *rs,
 	l = look_at(hb, rs, holder, now);
 	charge(h, &l, now - w->last, rs->seq + 1);
 	w->last = now;
+	w->look = l;
+	w->looked = true;
 	return true;
 }
 
@@ -288,7 +318,7 @@ bool heldby_sample(struct rows *rs, uint64_t now)
 		    !table_thread_gone(t))
 			any |= follow(hb, rs, t, now);
 	}
-	drop_ended(hb);
+	drop_ended(hb, rs);
 	return any;
 }
 

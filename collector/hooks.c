@@ -519,11 +519,16 @@ static inline void wait_holder(struct wait *w, uint32_t tid)
 				 __ATOMIC_RELAXED);
 }
 
-/* The wait shown has ended: first, before its counts grow. */
-static inline void wait_unpublish(struct wait *w)
+/* The wait shown has ended at end: first, before its counts grow. */
+static inline void wait_unpublish(struct wait *w, uint64_t end)
 {
-	if (w->published)
-		__atomic_store_n(&w->table->waiting.t0, 0, __ATOMIC_RELEASE);
+	struct wait_now *n = &w->table->waiting;
+
+	if (!w->published)
+		return;
+	__atomic_store_n(&n->ended_at, end, __ATOMIC_RELAXED);
+	__atomic_store_n(&n->ended_t0, w->t0, __ATOMIC_RELEASE);
+	__atomic_store_n(&n->t0, 0, __ATOMIC_RELEASE);
 }
 
 /*
@@ -588,7 +593,7 @@ static __attribute__((noinline)) void wait_end(struct wait *w, int rc)
 
 	if (e == NULL)
 		return;
-	wait_unpublish(w);
+	wait_unpublish(w, w->t0 + ns);
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	guard(s);
 	/*

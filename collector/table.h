@@ -159,6 +159,8 @@ struct wait_now {
 	uint64_t key;		/* the row key it counts on */
 	uint64_t object;	/* as its object slot holds it */
 	uint64_t holder;	/* the lock's holder TID; 0: unknown */
+	uint64_t ended_at;	/* when the last wait shown ended */
+	uint64_t ended_t0;	/* its t0 (written after ended_at, release) */
 };
 
 /*

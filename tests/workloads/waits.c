@@ -13,7 +13,10 @@
  *   wl_waits MODE [RESULTS]
  *
  * RESULTS gets "NAME NUMBER" lines: the TIDs of the waiter and the
- * holder, written before the first wait. Ends itself after 60 s (alarm).
+ * holder, written before the first wait, then (at the end) work_us, the
+ * time the holder spent in its work with the lock held, all rounds: a
+ * loaded machine stretches it, and the tests compare with it. Ends
+ * itself after 60 s (alarm).
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -32,6 +35,7 @@ static int held_round;		/* rounds the holder has begun holding */
 static int second_round;	/* rounds the third thread holds second in */
 static int worked_round;	/* rounds the holder has done its work in */
 static int waiter_tid, holder_tid;
+static long work_us;		/* the holder's work, all rounds */
 
 static void sleep_ms(long ms)
 {
@@ -41,12 +45,17 @@ static void sleep_ms(long ms)
 		;
 }
 
-static long now_ms(void)
+static long now_us(void)
 {
 	struct timespec t;
 
 	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec * 1000 + t.tv_nsec / 1000000;
+	return t.tv_sec * 1000000 + t.tv_nsec / 1000;
+}
+
+static long now_ms(void)
+{
+	return now_us() / 1000;
 }
 
 /* Busy for ms milliseconds. */
@@ -110,9 +119,13 @@ static __attribute__((noinline)) void holder_works(void)
 /* The holder's critical section: the row waiter_blocks() waits behind. */
 static __attribute__((noinline)) void holder_holds(int round)
 {
+	long began;
+
 	pthread_mutex_lock(&lock);
 	store(&held_round, round);
+	began = now_us();
 	holder_works();
+	work_us += now_us() - began;
 	store(&worked_round, round);
 	pthread_mutex_unlock(&lock);
 }
@@ -162,13 +175,16 @@ static void *third(void *arg)
 	return NULL;
 }
 
-static void write_results(const char *path)
+static void write_results(const char *path, const char *how)
 {
-	FILE *f = path ? fopen(path, "w") : NULL;
+	FILE *f = path ? fopen(path, how) : NULL;
 
 	if (f == NULL)
 		return;
-	fprintf(f, "waiter %d\nholder %d\n", waiter_tid, holder_tid);
+	if (how[0] == 'w')
+		fprintf(f, "waiter %d\nholder %d\n", waiter_tid, holder_tid);
+	else
+		fprintf(f, "work_us %ld\n", work_us);
 	fclose(f);
 }
 
@@ -203,12 +219,13 @@ int main(int argc, char **argv)
 	pthread_create(&w, NULL, waiter, NULL);
 	until(&waiter_tid, 1);
 	until(&holder_tid, 1);
-	write_results(argc > 2 ? argv[2] : NULL);
+	write_results(argc > 2 ? argv[2] : NULL, "w");
 	if (strcmp(mode, "read") == 0)
 		feed();
 	pthread_join(w, NULL);
 	pthread_join(h, NULL);
 	if (strcmp(mode, "lock") == 0)
 		pthread_join(t, NULL);
+	write_results(argc > 2 ? argv[2] : NULL, "a");
 	return 0;
 }

@@ -378,6 +378,27 @@ bool stuck_sample(struct stuck *s, struct symbols *symbols)
 	return true;
 }
 
+/*
+ * The stack the look from outside read, from the call site site on (its
+ * frames past the hooks, whose own frames hold copies of the site: the
+ * last one starts the caller's part); the site alone when it has none.
+ */
+static void keep_stack_from(struct stuck_thread *t, uint64_t site)
+{
+	unsigned from = t->depth;
+
+	for (unsigned i = 0; i < t->depth; i++)
+		if (t->stack[i] == site)
+			from = i;
+	if (from == t->depth) {
+		t->stack[0] = site;
+		t->depth = 1;
+		return;
+	}
+	memmove(t->stack, t->stack + from, (t->depth - from) * sizeof(t->stack[0]));
+	t->depth -= from;
+}
+
 /* Thread t is blocked as w says. */
 static void take_wait(struct stuck_thread *t, const struct stuck_wait *w,
 		      int64_t now)
@@ -385,8 +406,7 @@ static void take_wait(struct stuck_thread *t, const struct stuck_wait *w,
 	t->state = STUCK_LOCK;
 	t->type = w->type;
 	t->object = w->object;
-	t->stack[0] = w->site;
-	t->depth = 1;
+	keep_stack_from(t, w->site);
 	t->since_ms = now - (int64_t)(w->blocked_ns / 1000000);
 	t->holder_ns = w->holder;
 	t->holder = 0;

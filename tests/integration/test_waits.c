@@ -105,6 +105,11 @@ static void test_wait_in_progress(void)
 	CHECK((long)num_field(w, "held_by") == holder,
 	      "sleep: held by the holder %ld, got %.0f", holder,
 	      num_field(w, "held_by"));
+	sym = str_field(cJSON_GetArrayItem(cJSON_GetObjectItem(w, "stack"), 1),
+			"symbol");
+	CHECK(sym && strcmp(sym, "waiter") == 0,
+	      "sleep: the waiter's stack goes on to its caller, waiter, got %s",
+	      sym ? sym : "none");
 	state = str_field(w, "holder_state");
 	CHECK(state && strcmp(state, "syscall:pause") == 0,
 	      "sleep: the holder is in pause(), got %s", state ? state : "none");

@@ -101,6 +101,20 @@ size_t model_waits(const struct model *m, const struct model_wait **out)
 	return m->n_waits_now;
 }
 
+/*
+ * The waits' time at the update before, as the rate subtracts it: at
+ * least their time now less the interval per wait, so that a wait begun
+ * before counting began (older than one interval) adds one interval.
+ */
+static uint64_t inprog_prev(const struct model *m, const struct row_inprog *p)
+{
+	uint64_t cap = m->interval_s > 0 ?
+		       (uint64_t)(m->interval_s * 1e9) * p->n : UINT64_MAX;
+
+	return p->ns > p->prev_ns && p->ns - p->prev_ns > cap ?
+	       p->ns - cap : p->prev_ns;
+}
+
 /* A total's gain over the last interval, less what ended: never below 0. */
 static double rate_with(const struct model *m, uint64_t last, uint64_t ns,
 			uint64_t prev_ns)
@@ -117,7 +131,7 @@ void model_inprog_stats(const struct model *m, struct model_stats *s)
 		int idle = r->role == ROLE_IDLE;
 
 		ns[idle] += r->inprog->ns;
-		prev[idle] += r->inprog->prev_ns;
+		prev[idle] += inprog_prev(m, r->inprog);
 		n += r->inprog->n;
 	}
 	if (m->n_inprog_rows == 0)
@@ -134,30 +148,16 @@ void model_inprog_stats(const struct model *m, struct model_stats *s)
 				       m->cond.last.wait_ns, ns[0], prev[0]);
 }
 
-/*
- * What waits in progress at a row can add to its last interval: at most
- * the interval per wait (one begun before counting began is older).
- */
-static uint64_t inprog_cap(const struct model *m, const struct row_inprog *p)
-{
-	return m->interval_s > 0 ? (uint64_t)(m->interval_s * 1e9) * p->n :
-				   UINT64_MAX;
-}
-
 void model_inprog_item(const struct model *m, const struct row *r,
 		       struct item *it)
 {
 	const struct row_inprog *p = r->inprog;
-	uint64_t grown = p->ns > p->prev_ns ? p->ns - p->prev_ns : 0;
-	uint64_t cap = inprog_cap(m, p);
-	uint64_t last = it->last.wait_ns + p->ns;
+	uint64_t last = it->last.wait_ns + p->ns, prev = inprog_prev(m, p);
 
 	it->c.wait_ns += p->ns;
 	it->c.contended += p->n;
 	it->c.acquisitions += p->n;
-	if (grown > cap)
-		last -= grown - cap;
-	it->last.wait_ns = last > p->prev_ns ? last - p->prev_ns : 0;
+	it->last.wait_ns = last > prev ? last - prev : 0;
 	if (p->max_ns > it->max_wait)
 		it->max_wait = p->max_ns;
 }

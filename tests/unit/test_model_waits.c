@@ -93,6 +93,24 @@ static void test_fold(void)
 	model_free(m);
 }
 
+/* A wait older than counting adds one interval per interval, not its age. */
+static void test_old_wait_rate(void)
+{
+	struct model *m = model_new();
+	struct view_row r;
+
+	def(m, 0, LOCK_MUTEX, SITE, LOCK);
+	tick(m, 0);
+	tick(m, S);
+	waits(m, 5 * S);
+	tick(m, 2 * S);
+	r = line(m);
+	CHECK(r.c.calls.wait_ns == 5 * S && near(r.wait_per_s, 1e9),
+	      "a wait of 5 s seen first: expected 5 s at 1 s/s, got %" PRIu64
+	      " ns at %.0f/s", r.c.calls.wait_ns, r.wait_per_s);
+	model_free(m);
+}
+
 /* While held sums over a line's rows; a reset zeroes it. */
 static void test_while_held(void)
 {
@@ -127,6 +145,7 @@ int main(void)
 {
 	test_estimate_then_real();
 	test_fold();
+	test_old_wait_rate();
 	test_while_held();
 	return fixture_summary();
 }

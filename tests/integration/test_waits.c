@@ -127,6 +127,30 @@ static double hist_sum(const cJSON *row)
 	return n;
 }
 
+/* Batch lists under the table a thread blocked for seconds, with its holder. */
+static void test_batch_lists_long_waits(void)
+{
+	char *res = tmp_path("results"), held[64];
+	struct run r;
+	const char *line;
+
+	unlink(res);
+	r = run_capture((char *[]){ qsptop, "-b", "-d", "1", "-n", "3", "-w",
+				    "200", "--", workload, "sleep", res, NULL },
+			RUN_TIMEOUT_MS, 0);
+	snprintf(held, sizeof(held), "held by %ld in pause()",
+		 result_number(res, "holder"));
+	line = strstr(r.out, "blocked on locks:");
+	line = line ? strstr(line, "at waiter_blocks") : NULL;
+	CHECK(line != NULL, "batch: expected \"blocked on locks:\" then the "
+	      "waiter at waiter_blocks, got:\n%s", r.out);
+	CHECK(line && strstr(line, held) &&
+	      strchr(line, '\n') > strstr(line, held),
+	      "batch: expected the waiter's line to say \"%s\", got:\n%s",
+	      held, r.out);
+	run_free(&r);
+}
+
 /*
  * Waits that ended count once each: no estimate is left over. (A loaded
  * machine may let a round's waiter come late, after the hold: 1 to 5.)
@@ -294,6 +318,7 @@ int main(void)
 	signal(SIGPIPE, SIG_IGN);
 	test_wait_in_progress();
 	test_ended_waits_count_once();
+	test_batch_lists_long_waits();
 	test_held_in_read();
 	test_held_computing();
 	test_held_in_lock_wait();

@@ -101,7 +101,8 @@ COLLECTOR_UNIT_SRC := collector/table.c collector/arena.c collector/rows.c \
 		 collector/order.c \
 		 collector/stacks.c collector/unwind.c collector/frames.c \
 		 collector/ehframe.c common/cfi.c collector/modules.c \
-		 collector/session.c collector/ownfd.c common/proto.c
+		 collector/session.c collector/ownfd.c common/proto.c \
+		 collector/heldby.c
 ASAN_BIN      := $(patsubst tests/unit/%.c,$(BUILD)/asan/%,$(UNIT_SRC))
 # The front end and common/ as archives for the unit tests, built once
 # plainly and once under the sanitizers; the screen stays out.

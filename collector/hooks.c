@@ -193,6 +193,7 @@ struct wait {
 	uint64_t lock;		/* the lock's address (blame_begin()) */
 	uint32_t nco;		/* readers sharing the first segment's hold */
 	uint64_t co[BLAME_SEGS - 1];	/* their row keys, beside seg[0]'s */
+	bool published;		/* in the table's waiting (wait_publish()) */
 };
 
 /*
@@ -219,16 +220,6 @@ static uint32_t sample_period(struct thread_state *s)
 	x ^= x << 5;
 	s->sample_seed = x;
 	return HOLD_SAMPLE_MEAN / 2 + x % HOLD_SAMPLE_MEAN;
-}
-
-/*
- * The slot of a lock in a thread's recent[]: its address over 8, no hash
- * (a multiply here cost every acquisition; locks in an array, 40 bytes
- * apart, still take 16 slots in turn).
- */
-static inline unsigned recent_slot(const void *lock)
-{
-	return (unsigned)((uintptr_t)lock >> 3) & (RECENT_SLOTS - 1);
 }
 
 /* Note that this thread took lock at key: where a waiter finds its holder. */
@@ -739,6 +730,70 @@ static void held_after_wait(struct wait *w, uint64_t ns)
 }
 
 /*
+ * Show the wait in progress in the thread's table (struct wait_now): a
+ * few stores. A wait inside another (a signal handler's, while its
+ * thread waits) leaves the outer one shown.
+ */
+static void wait_publish(struct wait *w, struct thread_table *t)
+{
+	struct wait_now *n = &t->waiting;
+
+	w->published = __atomic_load_n(&n->t0, __ATOMIC_RELAXED) == 0;
+	if (!w->published)
+		return;
+	__atomic_store_n(&n->key, w->key, __ATOMIC_RELAXED);
+	__atomic_store_n(&n->object, w->object, __ATOMIC_RELAXED);
+	__atomic_store_n(&n->holder, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&n->t0, w->t0, __ATOMIC_RELEASE);
+}
+
+/* The wait shown is waiting for the thread tid (0: unknown). */
+static inline void wait_holder(struct wait *w, uint32_t tid)
+{
+	if (w->published)
+		__atomic_store_n(&w->table->waiting.holder, tid,
+				 __ATOMIC_RELAXED);
+}
+
+/* The wait shown has ended at end: first, before its counts grow. */
+static inline void wait_unpublish(struct wait *w, uint64_t end)
+{
+	struct wait_now *n = &w->table->waiting;
+
+	if (!w->published)
+		return;
+	__atomic_store_n(&n->ended_at, end, __ATOMIC_RELAXED);
+	__atomic_store_n(&n->ended_t0, w->t0, __ATOMIC_RELEASE);
+	__atomic_store_n(&n->t0, 0, __ATOMIC_RELEASE);
+}
+
+/*
+ * Before a wait blocks, the lock's owner is tid: shown in the wait in
+ * progress always, and its first holder when holders are tracked.
+ */
+static void wait_owner(struct wait *w, const void *lock, uint32_t tid)
+{
+	wait_holder(w, tid);
+	if (state_holders())
+		blame_begin(w, lock, tid);
+}
+
+/* The same for a spinlock, which keeps no owner: its holders' notes. */
+static void wait_spin_owner(struct wait *w, const void *lock)
+{
+	if (state_holders())
+		blame_begin_noted(w, lock, 0);
+}
+
+/* The same for an rwlock: its writer, else its readers' notes. */
+static void wait_rwlock_owner(struct wait *w, pthread_rwlock_t *l)
+{
+	wait_holder(w, rwlock_writer(l));
+	if (state_holders())
+		blame_begin_rwlock(w, l);
+}
+
+/*
  * Before blocking, inside the collector: find the entry and the stack's
  * counter. The clock starts first, so the time spent unwinding is time
  * waited. For a lock, unwinding here costs this thread time it would
@@ -763,8 +818,11 @@ wait_begin(struct wait *w, struct thread_table *t, uint64_t key,
 	w->nseg = 0;
 	w->nco = 0;
 	w->lock = 0;
-	if (w->entry)
+	w->published = false;
+	if (w->entry) {
+		wait_publish(w, t);
 		w->use = unwind_use(t, w->entry, KEY_SITE(key));
+	}
 	else if (x)
 		table_add(&t->dropped, 1);
 	errno = saved_errno;
@@ -787,6 +845,8 @@ static __attribute__((noinline)) void wait_end(struct wait *w, int rc)
 
 	if (e == NULL)
 		return;
+	wait_unpublish(w, w->t0 + ns);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	guard(s);
 	/*
 	 * The wait's time last: the collector reads it first, so a wait
@@ -903,15 +963,15 @@ static inline bool spin_held_peek(pthread_spinlock_t *l)
 			return rc_;                                        \
 		}                                                          \
 		wait_begin(&w_, t_, key_, x_);                             \
-		if ((holds) == HOLDS_NONE || !state_holders())             \
+		if ((holds) == HOLDS_NONE)                                 \
 			;                                                  \
 		else if ((holds) == HOLDS_MUTEX)                           \
-			blame_begin(&w_, obj,                              \
-				    mutex_owner((pthread_mutex_t *)(obj)));\
+			wait_owner(&w_, obj,                               \
+				   mutex_owner((pthread_mutex_t *)(obj))); \
 		else if ((holds) == HOLDS_SPIN)                            \
-			blame_begin_noted(&w_, obj, 0);                    \
+			wait_spin_owner(&w_, obj);                         \
 		else                                                       \
-			blame_begin_rwlock(&w_, (pthread_rwlock_t *)(obj));\
+			wait_rwlock_owner(&w_, (pthread_rwlock_t *)(obj)); \
 		rc_ = wait_call;                                           \
 		wait_end(&w_, rc_);                                        \
 		return rc_;                                                \

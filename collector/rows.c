@@ -1,6 +1,7 @@
 /* Summing the thread tables into rows. */
 #include <string.h>
 
+#include "../common/clock.h"
 #include "arena.h"
 #include "rows.h"
 #include "table.h"
@@ -218,6 +219,13 @@ static uint32_t row_of_key(const struct thread_table *t, uint64_t key,
 	}
 }
 
+uint32_t rows_of_key(struct rows *rs, uint64_t key, uint64_t object)
+{
+	if (object == OBJECT_FOLDED)
+		object = 0;
+	return row_id(rs, KEY_SITE(key), object, KEY_TYPE(key));
+}
+
 /*
  * A slot's longest holds into its row: that of the epoch this scan
  * closes (or the next one), as scan_entry() takes a wait's.
@@ -269,6 +277,36 @@ static void scan_holds(struct scan *sc, struct thread_table *t)
 	}
 }
 
+/*
+ * Note the wait t's thread is blocked in, if any. Read after its counts:
+ * the thread clears t0 before they grow (struct wait_now), so a wait
+ * that ends meanwhile counts once, ended, or not at all this scan. A
+ * wait whose row this scan did not see yet shows from the next one.
+ */
+static void scan_wait(struct rows *rs, const struct thread_table *t,
+		      uint64_t now)
+{
+	const struct wait_now *n = &t->waiting;
+	uint64_t t0 = __atomic_load_n(&n->t0, __ATOMIC_ACQUIRE);
+	uint64_t key, object, holder;
+	uint32_t r;
+
+	if (t0 == 0 || rs->n_waits == PROTO_WAITS_MAX)
+		return;
+	key = __atomic_load_n(&n->key, __ATOMIC_RELAXED);
+	object = __atomic_load_n(&n->object, __ATOMIC_RELAXED);
+	holder = __atomic_load_n(&n->holder, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	if (__atomic_load_n(&n->t0, __ATOMIC_RELAXED) != t0)
+		return;		/* another wait meanwhile: the next scan */
+	r = row_of_key(t, key, object);
+	if (r == 0 || r > rs->n)
+		return;
+	rs->waits[rs->n_waits++] = (struct proto_wait){
+		.tid = t->tid, .row = r - 1, .holder = (uint32_t)holder,
+		.blocked_ns = now > t0 ? now - t0 : 0 };
+}
+
 /* Add a whole table; a dead one is retired and recycled. */
 static void scan_table(struct scan *sc, struct thread_table *t)
 {
@@ -288,6 +326,8 @@ static void scan_table(struct scan *sc, struct thread_table *t)
 	stacks_scan_table(&sc->rs->stacks, t, sc->dead);
 	order_scan_table(&sc->rs->order, &sc->rs->stacks, t, sc->rs->seq);
 	drop(sc, dropped);
+	if (!sc->dead)
+		scan_wait(sc->rs, t, clock_now_ns());
 }
 
 /* Every row back to its retired part. */
@@ -360,6 +400,7 @@ void rows_scan(struct rows *rs)
 	begin_rows(rs);
 	stacks_begin_scan(&rs->stacks);
 	rs->threads_live = 0;
+	rs->n_waits = 0;
 	for (struct thread_table *t = table_first(); t; t = t->all_next) {
 		if (__atomic_load_n(&t->state, __ATOMIC_ACQUIRE) != TABLE_LIVE)
 			continue;

@@ -11,6 +11,7 @@
 
 #include "../common/counts.h"
 #include "order.h"
+#include "../common/proto.h"
 #include "stacks.h"
 
 /* Sessions that can be served at once; each keeps its pending maxima here. */
@@ -65,7 +66,17 @@ struct rows {
 	uint64_t folded;		/* events on rows of several objects */
 	struct stacks stacks;		/* per (row, stack, thread) */
 	struct order_set order;		/* lock-order nestings and warnings */
+	/* The waits in progress at the last scan (struct wait_now). */
+	struct proto_wait waits[PROTO_WAITS_MAX];
+	uint32_t n_waits;
+	struct held_by *held;		/* what holders did (heldby.h) */
 };
+
+/*
+ * The row id + 1 of a table key and object (as a slot holds it), made
+ * when new, as a scan would; 0 when it cannot be had. Collector thread.
+ */
+uint32_t rows_of_key(struct rows *rs, uint64_t key, uint64_t object);
 
 /* Sum every thread table into rs, retiring and recycling dead tables. */
 void rows_scan(struct rows *rs);

@@ -28,6 +28,7 @@
 #include "arena.h"
 #include "frames.h"
 #include "got.h"
+#include "heldby.h"
 #include "hooks.h"
 #include "modules.h"
 #include "ownfd.h"
@@ -69,6 +70,7 @@ static struct server {
 	uint64_t scan_cost_ns;		/* how long the last scan took */
 	uint32_t threads_at_scan;	/* threads seen at the last scan */
 	uint64_t grace_ns;		/* injected: go dormant then; 0: never */
+	uint64_t heldby_ns;		/* next look at holders; 0: none */
 } srv = { .listen = OWN_FD_NONE, .wake_in = OWN_FD_NONE,
 	   .wake_out = OWN_FD_NONE, .launch = OWN_FD_NONE,
 	   .launch_shared = OWN_FD_NONE };
@@ -412,6 +414,22 @@ static uint64_t next_idle_scan(void)
 	return srv.last_scan_ns + (churn > CHURN_SCAN_NS ? churn : CHURN_SCAN_NS);
 }
 
+/* Between looks at holders while no wait with a holder is known. */
+#define HELDBY_IDLE_NS (20ull * 1000000)
+
+/* While holders are tracked, look at what they do (heldby.h) when due. */
+static void sample_holders(uint64_t now)
+{
+	if (!state_holders() || dormant()) {
+		srv.heldby_ns = 0;
+		return;
+	}
+	if (now < srv.heldby_ns)
+		return;
+	srv.heldby_ns = now + (heldby_sample(&srv.rows, now) ?
+			       HELDBY_PERIOD_NS : HELDBY_IDLE_NS);
+}
+
 /* When the next scan is due: the earliest session, or the idle rescan. */
 static int poll_timeout_ms(uint64_t now)
 {
@@ -421,6 +439,8 @@ static int poll_timeout_ms(uint64_t now)
 		next = now + IDLE_SCAN_NS;
 	if (srv.grace_ns && srv.grace_ns < next)
 		next = srv.grace_ns;
+	if (srv.heldby_ns && srv.heldby_ns < next)
+		next = srv.heldby_ns;
 
 	for (int i = 0; i < SESSIONS_MAX; i++) {
 		const struct session *s = srv.sessions[i];
@@ -538,6 +558,7 @@ static void serve_once(void)
 		scan(now);
 		update_sessions(now, false);
 	}
+	sample_holders(clock_now_ns());
 }
 
 /* Write everything queued, blocking up to a deadline. */

@@ -7,6 +7,7 @@
 
 #include "arena.h"
 #include "frames.h"
+#include "heldby.h"
 #include "session.h"
 
 #define IN_MAX (64 * 1024)
@@ -335,6 +336,9 @@ void session_update(struct session *s, struct rows *rs,
 	define_stacks(s, &rs->stacks);
 	put_stack_counts(s, &rs->stacks);
 	put_lock_orders(s, &rs->order);
+	for (uint32_t i = 0; i < rs->n_waits; i++)
+		proto_put_wait(&s->out, &rs->waits[i]);
+	heldby_send(rs, &s->out, s->sent_seq);
 	if (baseline)
 		t.flags |= PROTO_TICK_BASELINE;
 	proto_put_tick(&s->out, &t);

@@ -481,6 +481,7 @@ void table_recycle(struct thread_table *t)
 	arena_free(t->order, sizeof(*t->order));
 	t->order = NULL;
 	memset(t->recent, 0, sizeof(t->recent));
+	memset(&t->waiting, 0, sizeof(t->waiting));
 	t->last_hop.key = 0;
 	t->dropped = 0;
 	t->nested = 0;

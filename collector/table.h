@@ -138,6 +138,32 @@ struct held_recent {
 };
 
 /*
+ * The slot of a lock in a thread's recent[]: its address over 8, no hash
+ * (a multiply here cost every acquisition; locks in an array, 40 bytes
+ * apart, still take 16 slots in turn).
+ */
+static inline unsigned recent_slot(const void *lock)
+{
+	return (unsigned)((uintptr_t)lock >> 3) & (RECENT_SLOTS - 1);
+}
+
+/*
+ * The wait a thread is blocked in now, for the collector to send before
+ * it ends (hooks.c, wait_begin()). The owner stores key, object and
+ * holder, then t0 with release; it clears t0 first when the wait ends,
+ * before the wait's counts grow, and the collector reads the counts
+ * before this: a wait is never counted both ended and in progress.
+ */
+struct wait_now {
+	uint64_t t0;		/* clock_now_ns() at its start; 0: none */
+	uint64_t key;		/* the row key it counts on */
+	uint64_t object;	/* as its object slot holds it */
+	uint64_t holder;	/* the lock's holder TID; 0: unknown */
+	uint64_t ended_at;	/* when the last wait shown ended */
+	uint64_t ended_t0;	/* its t0 (written after ended_at, release) */
+};
+
+/*
  * The timed holds of one (key, object) of a thread (hooks.c): a compact
  * table apart from the entries, which are for waits, so that a lock that
  * never waits costs 32 bytes here when its holds are timed, not an entry.
@@ -212,6 +238,7 @@ struct thread_table {
 	struct held_recent recent[RECENT_SLOTS];	/* see held_recent */
 	struct hold_table *holds;	/* NULL until a hold is timed; release */
 	struct order_table *order;	/* NULL until a nesting; release */
+	struct wait_now waiting;	/* see wait_now */
 };
 
 /* A hold being timed (a sampled acquisition): released by an unlock hook. */

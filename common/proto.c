@@ -407,6 +407,36 @@ void proto_put_lock_order(struct wbuf *b, const struct proto_lock_order *m)
 	end_frame(b, off);
 }
 
+void proto_put_wait(struct wbuf *b, const struct proto_wait *m)
+{
+	size_t off = begin_frame(b, MSG_WAIT);
+
+	put_u32(b, m->tid);
+	put_u32(b, m->row);
+	put_u64(b, m->blocked_ns);
+	put_u32(b, m->holder);
+	end_frame(b, off);
+}
+
+void proto_put_while_held(struct wbuf *b, const struct proto_while_held *m)
+{
+	size_t off = begin_frame(b, MSG_WHILE_HELD);
+	uint8_t nsys = m->nsys > PROTO_HELD_SYSCALLS ? PROTO_HELD_SYSCALLS : m->nsys;
+
+	put_u32(b, m->row);
+	put_u64(b, m->running_ns);
+	put_u64(b, m->runnable_ns);
+	put_u64(b, m->lock_wait_ns);
+	put_u64(b, m->exited_ns);
+	put_u32(b, m->lock_row);
+	put_u8(b, nsys);
+	for (unsigned i = 0; i < nsys; i++) {
+		put_u32(b, m->sys[i].nr);
+		put_u64(b, m->sys[i].ns);
+	}
+	end_frame(b, off);
+}
+
 void proto_put_stack(struct wbuf *b, const struct proto_stack *m)
 {
 	size_t off = begin_frame(b, MSG_STACK);
@@ -675,6 +705,33 @@ static void decode_lock_order(struct rbuf *r, struct proto_lock_order *m)
 	m->count = get_u64(r);
 }
 
+static void decode_wait(struct rbuf *r, struct proto_wait *m)
+{
+	m->tid = get_u32(r);
+	m->row = get_u32(r);
+	m->blocked_ns = get_u64(r);
+	m->holder = get_u32(r);
+}
+
+static void decode_while_held(struct rbuf *r, struct proto_while_held *m)
+{
+	m->row = get_u32(r);
+	m->running_ns = get_u64(r);
+	m->runnable_ns = get_u64(r);
+	m->lock_wait_ns = get_u64(r);
+	m->exited_ns = get_u64(r);
+	m->lock_row = get_u32(r);
+	m->nsys = get_u8(r);
+	if (m->nsys > PROTO_HELD_SYSCALLS) {
+		r->err = true;
+		return;
+	}
+	for (unsigned i = 0; i < m->nsys; i++) {
+		m->sys[i].nr = get_u32(r);
+		m->sys[i].ns = get_u64(r);
+	}
+}
+
 static void decode_stack_counts(struct rbuf *r, struct proto_stack_counts *m)
 {
 	m->id = get_varint32(r);
@@ -720,6 +777,8 @@ union proto_any {
 	struct proto_stack stack;
 	struct proto_stack_row stack_row;
 	struct proto_lock_order lock_order;
+	struct proto_wait wait;
+	struct proto_while_held while_held;
 	struct {
 		uint32_t count;
 		const uint8_t *ranges;
@@ -740,6 +799,8 @@ static void decode_one(struct rbuf *r, uint16_t type, union proto_any *m)
 	case MSG_STACK: decode_stack(r, &m->stack); break;
 	case MSG_STACK_ROW: decode_stack_row(r, &m->stack_row); break;
 	case MSG_LOCK_ORDER: decode_lock_order(r, &m->lock_order); break;
+	case MSG_WAIT: decode_wait(r, &m->wait); break;
+	case MSG_WHILE_HELD: decode_while_held(r, &m->while_held); break;
 	case MSG_WRAPPERS:
 		m->wrappers.count = get_u32(r);
 		m->wrappers.ranges = r->p + r->off;
@@ -777,6 +838,11 @@ static void dispatch(uint16_t type, const union proto_any *m,
 		if (v->lock_order)
 			v->lock_order(ctx, &m->lock_order);
 		break;
+	case MSG_WAIT: if (v->wait) v->wait(ctx, &m->wait); break;
+	case MSG_WHILE_HELD:
+		if (v->while_held)
+			v->while_held(ctx, &m->while_held);
+		break;
 	case MSG_SET_INTERVAL:
 		if (v->set_interval)
 			v->set_interval(ctx, m->interval_ms);
@@ -792,7 +858,7 @@ static void dispatch(uint16_t type, const union proto_any *m,
 
 static bool known_type(uint16_t type)
 {
-	return (type >= MSG_HELLO && type <= MSG_LOCK_ORDER) ||
+	return (type >= MSG_HELLO && type <= MSG_WHILE_HELD) ||
 	       (type >= MSG_CLIENT_HELLO && type <= MSG_HOLDERS);
 }
 

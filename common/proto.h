@@ -37,6 +37,7 @@
  * 6: hold times in COUNTS, blame stacks (PROTO_BLAME_MARK), HOLDERS;
  * LOCK_ORDER joined later, add-only (older clients skip it)
  * 7: holder stacks (PROTO_HOLDER_MARK)
+ * WAIT and WHILE_HELD frames (add-only: older peers skip them)
  */
 #define PROTO_VERSION 7
 #define PROTO_HEADER_SIZE 8
@@ -76,6 +77,8 @@ enum proto_type {
 	MSG_STACK_COUNTS = 8,
 	MSG_STACK_ROW = 9,
 	MSG_LOCK_ORDER = 10,
+	MSG_WAIT = 11,
+	MSG_WHILE_HELD = 12,
 	MSG_CLIENT_HELLO = 64,
 	MSG_SET_INTERVAL = 65,
 	MSG_DETACH = 66,
@@ -226,6 +229,39 @@ struct proto_lock_order {
 	uint64_t count;
 };
 
+/*
+ * A wait in progress at the update's scan: each update carries all of
+ * them (at most PROTO_WAITS_MAX) before its TICK, which ends the set.
+ */
+#define PROTO_WAITS_MAX 256
+struct proto_wait {
+	uint32_t tid;
+	uint32_t row;		/* the row it will count on */
+	uint64_t blocked_ns;	/* since it began, at the scan */
+	uint32_t holder;	/* the lock's owner TID; 0: unknown */
+};
+
+/*
+ * What the holders of a row's locks did while others waited, summed over
+ * the waits (a sample's time counts once per waiter), since the
+ * collector started: cumulative, as COUNTS are.
+ */
+#define PROTO_HELD_SYSCALLS 8	/* system calls named, at most */
+#define PROTO_HELD_OTHER_CALL 0xffffffffu	/* nr of the calls past them */
+struct proto_while_held {
+	uint32_t row;		/* the holder's row */
+	uint64_t running_ns;	/* on a CPU */
+	uint64_t runnable_ns;	/* runnable, waiting for a CPU */
+	uint64_t lock_wait_ns;	/* in a lock wait of its own */
+	uint64_t exited_ns;	/* gone */
+	uint32_t lock_row;	/* the row of that lock wait, + 1; 0: none */
+	uint8_t nsys;
+	struct {
+		uint32_t nr;	/* system call number, or PROTO_HELD_OTHER_CALL */
+		uint64_t ns;
+	} sys[PROTO_HELD_SYSCALLS];
+};
+
 struct proto_goodbye {
 	uint8_t reason;
 };
@@ -267,6 +303,8 @@ struct proto_visitor {
 	/* The client wants holders tracked (on) or no longer. */
 	void (*holders)(void *ctx, bool on);
 	void (*lock_order)(void *ctx, const struct proto_lock_order *m);
+	void (*wait)(void *ctx, const struct proto_wait *m);
+	void (*while_held)(void *ctx, const struct proto_while_held *m);
 };
 
 /* Range i of a WRAPPERS message (i < its count). */
@@ -298,6 +336,8 @@ void proto_put_holders(struct wbuf *b, bool on);
 void proto_put_stack(struct wbuf *b, const struct proto_stack *m);
 void proto_put_stack_row(struct wbuf *b, const struct proto_stack_row *m);
 void proto_put_lock_order(struct wbuf *b, const struct proto_lock_order *m);
+void proto_put_wait(struct wbuf *b, const struct proto_wait *m);
+void proto_put_while_held(struct wbuf *b, const struct proto_while_held *m);
 
 /* The code ranges [lo, hi) of lock wrappers: count pairs lo, hi (any order). */
 void proto_put_wrappers(struct wbuf *b, const uint64_t *ranges, uint32_t count);

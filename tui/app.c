@@ -67,11 +67,34 @@ static const struct client *clock_client(const struct app *a)
 	return &a->client;
 }
 
-/* Add the other connections' last totals to the clock's tick. */
+/* Every live connection's waits in progress, for the table. */
+static void sum_waits(struct app *a)
+{
+	struct model_wait *all = NULL;
+	size_t n = 0, cap = 0;
+
+	for (size_t i = 0; i < app_processes(a); i++) {
+		const struct client *c = app_client(a, i);
+
+		if (c->fd < 0 || c->n_waits == 0)
+			continue;
+		all = xgrow(all, &cap, n + c->n_waits, 16, sizeof(*all));
+		memcpy(all + n, c->waits, c->n_waits * sizeof(*all));
+		n += c->n_waits;
+	}
+	model_set_waits(a->model, all, n);
+	free(all);
+}
+
+/*
+ * Add the other connections' last totals to the clock's tick; every
+ * connection's waits in progress go to the table.
+ */
 static void sum_tick(void *ctx, struct proto_tick *t)
 {
 	struct app *a = ctx;
 
+	sum_waits(a);
 	for (size_t i = 0; i < app_processes(a); i++) {
 		const struct client *c = app_client(a, i);
 
@@ -601,4 +624,25 @@ void app_stats(const struct app *a, struct model_stats *st)
 	st->wrappers_found = autowrap_count(a->autowrap);
 	if (target_exited(a) && !peer_running(a))
 		st->threads_live = 0;
+}
+
+void app_stuck_waits(const struct app *a, struct stuck *st)
+{
+	const struct model_wait *w;
+	size_t n = model_waits(a->model, &w), k = 0;
+	struct stuck_wait *sw = xcalloc(n ? n : 1, sizeof(*sw));
+
+	for (size_t i = 0; i < n; i++) {
+		enum lock_type type;
+		uint64_t site, object;
+
+		if (!model_row_key(a->model, w[i].row, &type, &site, &object))
+			continue;
+		sw[k++] = (struct stuck_wait){ .tid = (pid_t)w[i].tid,
+			.type = lock_type_name(type), .object = object,
+			.site = site, .blocked_ns = w[i].blocked_ns,
+			.holder = (pid_t)w[i].holder };
+	}
+	stuck_add_waits(st, sw, k);
+	free(sw);
 }

@@ -195,4 +195,7 @@ const char *app_lock_order_text(const struct app *a, char *buf, size_t size);
 /* The model's totals, with no thread live once the target is gone. */
 void app_stats(const struct app *a, struct model_stats *st);
 
+/* Add the collector's waits in progress to a sample of the threads view. */
+void app_stuck_waits(const struct app *a, struct stuck *st);
+
 #endif

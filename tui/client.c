@@ -287,6 +287,82 @@ static void on_lock_order(void *ctx, const struct proto_lock_order *m)
 	model_put_lock_order(c->model, &w);
 }
 
+/* A wait in progress: kept for this update's set, which its tick ends. */
+static void on_wait(void *ctx, const struct proto_wait *m)
+{
+	struct client *c = ctx;
+	uint32_t row = map_id(&c->row_map, &c->row_map_cap, m->row,
+			      &c->ids->rows, false);
+
+	if (row == NO_MODEL_ID || c->n_waits_in >= PROTO_WAITS_MAX)
+		return;
+	c->waits_in = xgrow(c->waits_in, &c->waits_in_cap, c->n_waits_in + 1,
+			    16, sizeof(*c->waits_in));
+	c->waits_in[c->n_waits_in++] = (struct model_wait){ .tid = m->tid,
+		.row = row, .blocked_ns = m->blocked_ns, .holder = m->holder };
+}
+
+/* The calls' time in t but not in last (both cumulative). */
+static void held_calls_sub(struct proto_while_held *d,
+			   const struct proto_while_held *t,
+			   const struct proto_while_held *last)
+{
+	d->nsys = t->nsys;
+	for (unsigned i = 0; i < t->nsys; i++) {
+		uint64_t before = 0;
+
+		for (unsigned k = 0; k < last->nsys; k++)
+			if (last->sys[k].nr == t->sys[i].nr)
+				before = last->sys[k].ns;
+		d->sys[i].nr = t->sys[i].nr;
+		d->sys[i].ns = lock_counts_sub_sat(t->sys[i].ns, before);
+	}
+}
+
+/* What the holders at a row did: the growth since its last totals. */
+static void on_while_held(void *ctx, const struct proto_while_held *m)
+{
+	struct client *c = ctx;
+	struct proto_while_held d = { 0 }, *last;
+	uint32_t row, lock_row = 0;
+
+	if (!hold_index((void **)&c->held_last, &c->held_last_cap, m->row,
+			ROW_IDS_MAX, sizeof(*c->held_last))) {
+		end(c, TARGET_LOST, "collector sent a row id out of range");
+		return;
+	}
+	last = &c->held_last[m->row];
+	d.running_ns = lock_counts_sub_sat(m->running_ns, last->running_ns);
+	d.runnable_ns = lock_counts_sub_sat(m->runnable_ns, last->runnable_ns);
+	d.lock_wait_ns = lock_counts_sub_sat(m->lock_wait_ns, last->lock_wait_ns);
+	d.exited_ns = lock_counts_sub_sat(m->exited_ns, last->exited_ns);
+	held_calls_sub(&d, m, last);
+	*last = *m;
+	row = map_id(&c->row_map, &c->row_map_cap, m->row, &c->ids->rows, false);
+	if (m->lock_row)
+		lock_row = map_id(&c->row_map, &c->row_map_cap, m->lock_row - 1,
+				  &c->ids->rows, false) + 1;
+	/* An unmapped lock row maps to NO_MODEL_ID, + 1 is 0: none. */
+	if (!c->in_baseline && row != NO_MODEL_ID)
+		model_apply_while_held(c->model, row, &d, lock_row);
+}
+
+/* The update's waits in progress are whole: they replace the last. */
+static void waits_done(struct client *c)
+{
+	struct model_wait *w = c->waits;
+	size_t cap = c->waits_cap;
+
+	c->waits = c->waits_in;
+	c->waits_cap = c->waits_in_cap;
+	c->n_waits = c->n_waits_in;
+	c->waits_in = w;
+	c->waits_in_cap = cap;
+	c->n_waits_in = 0;
+	if (c->clock && c->sum_tick == NULL)
+		model_set_waits(c->model, c->waits, c->n_waits);
+}
+
 /*
  * The baseline's tick starts the session: what was counted before is
  * subtracted from everything after, and the first interval starts here.
@@ -296,6 +372,7 @@ static void on_tick(void *ctx, const struct proto_tick *m)
 	struct client *c = ctx;
 	struct proto_tick t = *m;
 
+	waits_done(c);
 	if (c->in_baseline || (m->flags & PROTO_TICK_BASELINE)) {
 		c->in_baseline = false;
 		c->base_dropped = m->dropped;
@@ -339,6 +416,8 @@ static const struct proto_visitor visitor = {
 	.stack_row = on_stack_row,
 	.stack_counts = on_stack_counts,
 	.lock_order = on_lock_order,
+	.wait = on_wait,
+	.while_held = on_while_held,
 };
 
 /*
@@ -505,6 +584,9 @@ void client_close(struct client *c)
 	free(c->last);
 	free(c->stack_last);
 	free(c->blame);
+	free(c->waits_in);
+	free(c->held_last);
+	free(c->waits);
 	c->blame = NULL;
 	c->blame_cap = 0;
 	shmobj_free(c->shm);

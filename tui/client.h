@@ -59,6 +59,11 @@ struct client {
 	void (*sum_tick)(void *ctx, struct proto_tick *t);
 	void *sum_ctx;
 	struct proto_tick tick;		/* the last one, less the baseline */
+	struct proto_while_held *held_last;	/* by row id: last totals */
+	size_t held_last_cap;
+	/* Waits in progress: of the update being read, of the last whole one. */
+	struct model_wait *waits_in, *waits;
+	size_t n_waits_in, waits_in_cap, n_waits, waits_cap;
 	struct model *model;
 	struct symbols *symbols;
 	struct proto_hello hello;

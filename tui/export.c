@@ -17,6 +17,7 @@
 #include "../common/clock.h"
 #include "export.h"
 #include "field.h"
+#include "inject_thread.h"
 #include "jsonw.h"
 #include "lockset.h"
 #include "names.h"
@@ -288,6 +289,53 @@ static void numbers_json(struct jsonw *w, const struct view_row *r)
 	}
 }
 
+/* The lock the holders waited for meanwhile: its row's site and object. */
+static void held_lock_json(struct jsonw *w, const struct app *a, uint32_t id)
+{
+	enum lock_type type;
+	uint64_t site, object;
+	struct frame_info fi;
+
+	if (id == 0 || !model_row_key(a->model, id - 1, &type, &site, &object)) {
+		jsonw_null(w, "lock_wait_site");
+		return;
+	}
+	symbols_resolve(a->symbols, site, 1, &fi);
+	jsonw_object(w, "lock_wait_site");
+	frame_fields(w, &fi);
+	jsonw_end(w);
+	jsonw_string(w, "lock_wait_type", lock_type_name(type));
+	if (object)
+		hex(w, "lock_wait_object", object);
+	else
+		jsonw_null(w, "lock_wait_object");
+}
+
+/* What the holders at the line's sites did while others waited. */
+static void while_held_json(struct jsonw *w, const struct app *a,
+			    const struct view_row *r)
+{
+	struct held_view h;
+
+	if (!model_while_held(a->model, r, &h)) {
+		jsonw_null(w, "while_held");
+		return;
+	}
+	jsonw_object(w, "while_held");
+	jsonw_number(w, "running_ns", (double)h.running_ns);
+	jsonw_number(w, "runnable_ns", (double)h.runnable_ns);
+	jsonw_object(w, "syscalls");
+	for (size_t i = 0; i < h.nsys; i++)
+		jsonw_number(w, h.sys[i].nr == PROTO_HELD_OTHER_CALL ? "other" :
+			     inject_syscall_name(h.sys[i].nr),
+			     (double)h.sys[i].ns);
+	jsonw_end(w);
+	jsonw_number(w, "lock_wait_ns", (double)h.lock_wait_ns);
+	held_lock_json(w, a, h.lock_row);
+	jsonw_number(w, "exited_ns", (double)h.exited_ns);
+	jsonw_end(w);
+}
+
 static void row_json(struct jsonw *w, const struct app *a,
 		     const struct view_row *r, const struct line_drill *d)
 {
@@ -317,6 +365,7 @@ static void row_json(struct jsonw *w, const struct app *a,
 	blame_json(w, a, r, false);
 	blame_json(w, a, r, true);
 	holder_stacks_json(w, a, r);
+	while_held_json(w, a, r);
 	jsonw_end(w);
 }
 
@@ -516,8 +565,8 @@ static void threads_view_json(struct jsonw *w, const struct app *a)
 
 	if (st == NULL) {
 		st = stuck_new(a->attach.pid, false);
-		if (a->attach.pid > 0)
-			stuck_sample(st, a->symbols);
+		if (a->attach.pid > 0 && stuck_sample(st, a->symbols))
+			app_stuck_waits(a, st);
 	}
 	if (a->outside[0])
 		jsonw_string(w, "outside", a->outside);

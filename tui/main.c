@@ -292,11 +292,27 @@ static int write_outputs(struct app *a, int rc)
 	return rc;
 }
 
+/*
+ * The threads view of a command qsptop is about to end, for the snapshot:
+ * its waits as they are now, not after the end.
+ */
+static void sample_threads_before_end(struct app *a)
+{
+	if (a->opt.json_path == NULL || a->outside[0])
+		return;
+	if (a->stuck == NULL)
+		a->stuck = stuck_new(a->attach.pid, false);
+	if (stuck_sample(a->stuck, a->symbols))
+		app_stuck_waits(a, a->stuck);
+}
+
 static int finish(struct app *a)
 {
 	bool stopped_early = a->client.state == TARGET_RUNNING;
 	int rc;
 
+	if (a->attach.child && stopped_early)
+		sample_threads_before_end(a);
 	if (a->attach.child) {
 		if (a->client.state == TARGET_LOST && a->client.error[0] &&
 		    strncmp(a->client.error, "the collector closed", 20) != 0)

@@ -359,6 +359,65 @@ static void hold_totals(FILE *f, const struct series *s, size_t n)
 		      offsetof(struct lock_calls, caused_wait_ns));
 }
 
+/* The series key of a wait in progress, as group_rows() makes them. */
+static char *wait_key(const struct app *a, const struct model_wait *w,
+		      const char **type)
+{
+	enum lock_type t;
+	uint64_t site, object;
+	char key[1200], *text;
+
+	if (!model_row_key(a->model, w->row, &t, &site, &object))
+		return NULL;
+	*type = lock_type_name(t);
+	text = site_text(a->symbols, site);
+	snprintf(key, sizeof(key), "%s\n%s\n%d", text, *type,
+		 (int)procs_pid(procs_of(site)));
+	free(text);
+	return xstrdup(key);
+}
+
+/* Whether key is that of a named series (not "other"). */
+static bool named_series(const struct series *s, size_t n, const char *key)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(s[i].key, key) == 0)
+			return strcmp(key, "other") != 0;
+	return false;
+}
+
+/* Threads in a lock wait now, per series (a wait counts before it ends). */
+static void waiting_threads(FILE *f, const struct app *a,
+			    const struct series *s, size_t n)
+{
+	const char *name = "qsptop_lock_waiting_threads";
+	const struct model_wait *w;
+	size_t nw = model_waits(a->model, &w);
+	char **keys = xcalloc(nw ? nw : 1, sizeof(*keys));
+	const char **types = xcalloc(nw ? nw : 1, sizeof(*types));
+
+	for (size_t k = 0; k < nw; k++)
+		keys[k] = wait_key(a, &w[k], &types[k]);
+	family(f, name, "gauge", "Threads blocked on a lock now.");
+	for (size_t i = 0; i < n; i++) {
+		bool other = strcmp(s[i].key, "other") == 0;
+		unsigned count = 0;
+
+		for (size_t k = 0; k < nw; k++)
+			count += keys[k] && (other ?
+				 strcmp(types[k], s[i].type) == 0 &&
+				 !named_series(s, n, keys[k]) :
+				 strcmp(keys[k], s[i].key) == 0);
+		fputs(name, f);
+		labels(f, &s[i], NULL);
+		fprintf(f, " %u\n", count);
+	}
+	for (size_t k = 0; k < nw; k++)
+		free(keys[k]);
+	free(keys);
+	free(types);
+}
+
 /* qsptop's own health: the target up, events dropped, collector memory. */
 static void health(FILE *f, const struct app *a)
 {
@@ -406,6 +465,7 @@ char *metrics_text(struct metrics *m, const struct app *a,
 		      offsetof(struct lock_calls, wait_ns));
 	hold_totals(f, s, n);
 	histogram(f, s, n);
+	waiting_threads(f, a, s, n);
 	health(f, a);
 	fclose(f);
 	for (size_t i = 0; i < n; i++) {

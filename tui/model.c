@@ -32,9 +32,15 @@ void model_free(struct model *m)
 {
 	if (m == NULL)
 		return;
-	for (size_t i = 0; i < m->cap; i++)
+	for (size_t i = 0; i < m->cap; i++) {
 		free(m->rows[i].se);
+		free(m->rows[i].inprog);
+		free(m->rows[i].held);
+	}
+	free(m->held_rows);
 	free(m->rows);
+	free(m->waits_now);
+	free(m->inprog_rows);
 	free(m->active);
 	free(m->touched.ids);
 	free(m->role_dirty.ids);
@@ -106,6 +112,11 @@ static void role_touch(struct model *m, uint32_t id)
 static void row_touch(struct model *m, uint32_t id)
 {
 	id_list_add(&m->touched, &m->rows[id].touched_in, id);
+}
+
+void model_row_touch(struct model *m, uint32_t id)
+{
+	row_touch(m, id);
 }
 
 /*
@@ -482,6 +493,7 @@ void model_fold_last_interval(struct model *m)
 	m->interval_s += m->prev_interval_s;
 	interval_fold(&m->all);
 	interval_fold(&m->cond);
+	model_inprog_fold(m);
 	m->ticks--;
 }
 
@@ -509,6 +521,7 @@ void model_reset(struct model *m)
 	m->since_cond_wait = 0;
 	blame_reset(m);
 	holders_reset(m);
+	model_held_reset(m);
 	m->span_from_ns = m->last_tick_ns;
 	m->structure++;
 }
@@ -540,6 +553,7 @@ void model_stats(const struct model *m, struct model_stats *s)
 					   m->cond.last.wait_ns);
 	s->cond_wait_ns = m->since_cond_wait;
 	s->lock_wait_ns = m->since.calls.wait_ns - m->since_cond_wait;
+	model_inprog_stats(m, s);
 }
 
 void model_note_unseen(struct model *m, const struct unseen_wait *w, size_t n)

@@ -217,6 +217,48 @@ void model_put_lock_order(struct model *m, const struct lock_order *w);
 
 /* The lock-order warnings, in the order first seen. */
 size_t model_lock_orders(const struct model *m, const struct lock_order **out);
+/* A wait in progress, as the collector saw it at its last update. */
+struct model_wait {
+	uint32_t tid;
+	uint32_t row;		/* the model's row id */
+	uint64_t blocked_ns;	/* so far */
+	uint32_t holder;	/* the lock's owner TID; 0: unknown */
+};
+
+/*
+ * The waits in progress now, replacing the last update's: lines count
+ * them (model_waits.c) until their real counts arrive.
+ */
+void model_set_waits(struct model *m, const struct model_wait *w, size_t n);
+
+/* The waits in progress at the last update. */
+size_t model_waits(const struct model *m, const struct model_wait **out);
+
+/* What the holders at a line's sites did while others waited (since reset). */
+struct held_view {
+	uint64_t running_ns;	/* on a CPU */
+	uint64_t runnable_ns;	/* runnable, waiting for a CPU */
+	uint64_t lock_wait_ns;	/* waiting for another lock */
+	uint64_t exited_ns;	/* gone */
+	uint32_t lock_row;	/* the row of that other lock + 1; 0: none */
+	size_t nsys;
+	struct held_call {
+		uint32_t nr;	/* PROTO_HELD_OTHER_CALL: the calls not named */
+		uint64_t ns;
+	} sys[2 * PROTO_HELD_SYSCALLS];	/* heaviest first */
+};
+
+/* Add what the holders at row did (growth since the last report). */
+void model_apply_while_held(struct model *m, uint32_t row,
+			    const struct proto_while_held *d, uint32_t lock_row);
+
+/* The sum over the rows of line v; false when it has none. */
+bool model_while_held(const struct model *m, const struct view_row *v,
+		      struct held_view *out);
+
+/* The type, site and object (0: several) of row id; false if undefined. */
+bool model_row_key(const struct model *m, uint32_t id, enum lock_type *type,
+		   uint64_t *site, uint64_t *object);
 
 /* Take the current totals as the new zero (the TUI's `r`). */
 void model_reset(struct model *m);

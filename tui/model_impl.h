@@ -128,6 +128,8 @@ struct row {
 	uint8_t role;		/* enum role */
 	uint8_t role_from;	/* enum role_from */
 	uint32_t role_gen;	/* the rules' generation it was judged by */
+	struct row_inprog *inprog;	/* waits in progress; NULL: none lately */
+	struct held_view *held;	/* while held, since reset; NULL: none */
 	/*
 	 * Since reset. Last, so that a scan of the rows reads its calls
 	 * but, for the rows that never waited, never its histogram.
@@ -205,7 +207,46 @@ struct model {
 	uint64_t span_from_ns;	/* collector clock of the origin or reset */
 	struct unseen_wait unseen[UNSEEN_KINDS];
 	size_t n_unseen;
+	struct model_wait *waits_now;	/* in progress at the last update */
+	size_t n_waits_now;
+	size_t waits_now_cap;
+	uint32_t *held_rows;	/* rows with a held_view */
+	size_t n_held_rows;
+	size_t held_rows_cap;
+	uint32_t *inprog_rows;	/* rows with a row_inprog */
+	size_t n_inprog_rows;
+	size_t inprog_rows_cap;
 };
+
+/*
+ * The waits in progress on a row (model_waits.c): their time so far at
+ * this update and the last, so that a line's wait counts them and its
+ * rate counts what they grew by.
+ */
+struct row_inprog {
+	uint64_t ns;		/* at the last update */
+	uint64_t prev_ns;	/* at the one before */
+	uint64_t prev2_ns;	/* and the one before that (a fold joins it) */
+	uint64_t max_ns;	/* the longest one now */
+	uint32_t n;		/* how many now */
+};
+
+/* Note that row id changed, for the views that follow changes (model.c). */
+void model_row_touch(struct model *m, uint32_t id);
+
+/* Forget what holders did (a reset). */
+void model_held_reset(struct model *m);
+
+/* The last interval joins the one before: so do the waits' times. */
+void model_inprog_fold(struct model *m);
+
+/* Add the waits in progress to the header's totals and rates. */
+void model_inprog_stats(const struct model *m, struct model_stats *s);
+
+/* Add the waits in progress on row r to an item's numbers. */
+struct item;
+void model_inprog_item(const struct model *m, const struct row *r,
+		       struct item *it);
 
 /* A line of a view before it is built: its members and its numbers. */
 struct line {

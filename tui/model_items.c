@@ -37,6 +37,8 @@ void item_of_row(const struct model *m, const struct model_query *q,
 	item_name_row(m, it, id);
 	it->type = r->type;
 	it->keep = true;
+	if (r->inprog)
+		model_inprog_item(m, r, it);
 }
 
 /* Add the waits of an entry to an item: contended acquisitions, timeouts. */

@@ -378,6 +378,59 @@ bool stuck_sample(struct stuck *s, struct symbols *symbols)
 	return true;
 }
 
+/*
+ * The stack the look from outside read, from the call site site on (its
+ * frames past the hooks, whose own frames hold copies of the site: the
+ * last one starts the caller's part); the site alone when it has none.
+ */
+static void keep_stack_from(struct stuck_thread *t, uint64_t site)
+{
+	unsigned from = t->depth;
+
+	for (unsigned i = 0; i < t->depth; i++)
+		if (t->stack[i] == site)
+			from = i;
+	if (from == t->depth) {
+		t->stack[0] = site;
+		t->depth = 1;
+		return;
+	}
+	memmove(t->stack, t->stack + from, (t->depth - from) * sizeof(t->stack[0]));
+	t->depth -= from;
+}
+
+/* Thread t is blocked as w says. */
+static void take_wait(struct stuck_thread *t, const struct stuck_wait *w,
+		      int64_t now)
+{
+	t->state = STUCK_LOCK;
+	t->type = w->type;
+	t->object = w->object;
+	keep_stack_from(t, w->site);
+	t->since_ms = now - (int64_t)(w->blocked_ns / 1000000);
+	t->holder_ns = w->holder;
+	t->holder = 0;
+	t->holder_exited = false;
+	t->readers_hold = false;
+}
+
+void stuck_add_waits(struct stuck *s, const struct stuck_wait *w, size_t n)
+{
+	int64_t now = clock_now_ms();
+
+	for (size_t i = 0; i < n; i++) {
+		struct stuck_thread *t = (struct stuck_thread *)stuck_find(s, w[i].tid);
+
+		if (t == NULL)
+			continue;
+		take_wait(t, &w[i], now);
+		find_holder(s, t);
+	}
+	for (size_t i = 0; i < s->n; i++)
+		s->t[i].deadlock = -1;
+	find_cycles(s);
+}
+
 size_t stuck_threads(const struct stuck *s, const struct stuck_thread **out)
 {
 	*out = s->t;

@@ -68,6 +68,23 @@ void stuck_free(struct stuck *s);
 /* Look at every thread now. False when the process is gone. */
 bool stuck_sample(struct stuck *s, struct symbols *symbols);
 
+/* A lock wait the collector reports (it knows what /proc cannot say). */
+struct stuck_wait {
+	pid_t tid;
+	const char *type;	/* lock_type_name() */
+	uint64_t object;	/* 0: not known */
+	uint64_t site;
+	uint64_t blocked_ns;
+	pid_t holder;		/* the lock's owner TID; 0: unknown */
+};
+
+/*
+ * Take the collector's waits in progress into the last sample: each of
+ * those threads is blocked on that lock, at that site, behind that
+ * holder; deadlocks are found again.
+ */
+void stuck_add_waits(struct stuck *s, const struct stuck_wait *w, size_t n);
+
 /* The threads of the last sample, by TID. */
 size_t stuck_threads(const struct stuck *s, const struct stuck_thread **out);
 

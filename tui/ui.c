@@ -221,6 +221,8 @@ bool ui_sample_threads(struct ui *ui, bool now)
 	ui->threads_ms = ms;
 	if (!stuck_sample(a->stuck, a->symbols))
 		ui_message(ui, true, "threads: PID %d is gone", (int)a->attach.pid);
+	else if (!a->outside[0])
+		app_stuck_waits(a, a->stuck);
 	return true;
 }
 

@@ -17,6 +17,7 @@
 #include "stuck_text.h"
 #include "totals.h"
 #include "view.h"
+#include "view_held.h"
 #include "view_threads.h"
 #include "xalloc.h"
 
@@ -747,6 +748,7 @@ static int detail_page(struct screen *s, struct ui *ui)
 		y = detail_blame(s, ui, r, false, y);
 		y = detail_blame(s, ui, r, true, y);
 		y = detail_holder_stacks(s, ui, r, y);
+		y = view_held_detail(s, ui, r, y);
 	} else {
 		screen_puts(s, 1, y, SLOT_NORMAL, "holders      off (c, or "
 			    "--holders, tracks them: blocked by, blocking)", -1);

@@ -127,6 +127,26 @@ static void put_lock_order(struct wbuf *b)
 	proto_put_lock_order(b, &o);
 }
 
+static void put_waits(struct wbuf *b)
+{
+	struct proto_wait w = { .tid = 4243, .row = 0,
+				.blocked_ns = 3000000000ull, .holder = 4244 };
+
+	proto_put_wait(b, &w);
+	w = (struct proto_wait){ .tid = 4245, .row = 1, .blocked_ns = 1 };
+	proto_put_wait(b, &w);
+}
+
+static void put_while_held(struct wbuf *b)
+{
+	struct proto_while_held h = { .row = 1, .running_ns = 5000000,
+		.runnable_ns = 100000, .lock_wait_ns = 2000000,
+		.exited_ns = 0, .lock_row = 3, .nsys = 2,
+		.sys = { { 0, 40000000 }, { PROTO_HELD_OTHER_CALL, 10 } } };
+
+	proto_put_while_held(b, &h);
+}
+
 static void put_tick(struct wbuf *b)
 {
 	struct proto_tick t = { .seq = 1, .monotonic_ns = 1123456789,
@@ -167,6 +187,7 @@ static const struct {
 	{ "hello", put_hello }, { "modules", put_modules },
 	{ "rows", put_rows }, { "stacks", put_stacks },
 	{ "counts", put_counts }, { "stack-counts", put_stack_counts },
+	{ "waits", put_waits }, { "while-held", put_while_held },
 	{ "tick", put_tick }, { "goodbye", put_goodbye },
 	{ "client-hello", put_client_hello },
 	{ "set-interval", put_set_interval }, { "detach", put_detach },
@@ -187,7 +208,7 @@ int main(int argc, char **argv)
 		save(&b, messages[i].name);
 	}
 	/* A collector's session: hello, definitions, two intervals, goodbye. */
-	for (size_t i = 0; i < 7; i++)
+	for (size_t i = 0; i < 9; i++)
 		messages[i].put(&b);
 	put_counts(&b);
 	put_lock_order(&b);

@@ -184,6 +184,24 @@ static void test_handover(void)
 	cJSON_Delete(snap);
 }
 
+/*
+ * The standard error (ms) of a sampled estimate of the time held: a mean
+ * of timed holds scaled to all of them, from the spread the scene
+ * measured. On a quiet machine 50 us holds barely spread; on a loaded one
+ * a hold preempted for milliseconds, timed or not, moves the estimate
+ * further than the targets' 25% (the estimator is right, the scene is
+ * not regular): the checks then allow four standard errors.
+ */
+static double hold_se_ms(double held_ms, double timed)
+{
+	double n = (double)result_number(results, "holds_made");
+	double mean = held_ms * 1000 / n;	/* us */
+	double var = (double)result_number(results, "held_sq_us2") / n -
+		     mean * mean;
+
+	return timed > 0 && var > 0 ? n * sqrt(var / timed) / 1000 : 0;
+}
+
 /* 20,000 holds of 50 us: a sample is timed, and estimates 1 s in all. */
 static void test_hold_time(void)
 {
@@ -192,12 +210,14 @@ static void test_hold_time(void)
 	double timed = num_field(row, "holds_timed");
 	double ms = num_field(row, "hold_ns") / 1e6;
 	double held = result_ms("held_us");
+	double within = fmax(0.25 * held, 4 * hold_se_ms(held, timed));
 
 	CHECK(row != NULL, "holds: a row at hold_many");
 	CHECK(timed > 0 && timed < 20000,
 	      "holds: expected a sample of the 20000 holds timed, got %.0f", timed);
-	CHECK(near(ms, held, 0.25),
-	      "holds: hold_ns expected %.1f ms within 25%%, got %.1f ms", held, ms);
+	CHECK(fabs(ms - held) <= within,
+	      "holds: hold_ns expected %.1f ms within %.1f ms (25%% or four "
+	      "standard errors of its sample), got %.1f ms", held, within, ms);
 	CHECK(num_field(row, "max_hold_ns") >= num_field(row, "avg_hold_ns") &&
 	      num_field(row, "max_hold_ns") >= 50000 &&
 	      num_field(row, "max_hold_ns") <= result_ms("held_us") * 1e6,
@@ -218,12 +238,16 @@ static void test_held_share(void)
 	cJSON *snap = run_blame("share");
 	const cJSON *row = row_of(snap, "hold_share");
 	double share = num_field(row, "held_share");
-	double want = result_ms("held_us") / (num_field(snap, "elapsed_s") * 1000);
+	double span_ms = num_field(snap, "elapsed_s") * 1000;
+	double want = result_ms("held_us") / span_ms;
+	double within = fmax(0.05, 4 * hold_se_ms(result_ms("held_us"),
+				num_field(row, "holds_timed")) / span_ms);
 
 	CHECK(row != NULL, "share: a row at hold_share");
-	CHECK(fabs(share - want) <= 0.05,
-	      "share: held_share expected %.3f (the scene's), within 0.05, "
-	      "got %.3f", want, share);
+	CHECK(fabs(share - want) <= within,
+	      "share: held_share expected %.3f (the scene's), within %.3f "
+	      "(0.05, or four standard errors of its sample), got %.3f", want,
+	      within, share);
 	cJSON_Delete(snap);
 }
 

@@ -28,6 +28,10 @@ struct seen {
 	uint64_t stack_wait_sum;
 	int lock_orders;
 	struct proto_lock_order lock_order;
+	int waits;
+	struct proto_wait wait;
+	int helds;
+	struct proto_while_held held;
 };
 
 static void on_hello(void *c, const struct proto_hello *m) { ((struct seen *)c)->hellos++; ((struct seen *)c)->hello = *m; }
@@ -38,6 +42,8 @@ static void on_tick(void *c, const struct proto_tick *m) { ((struct seen *)c)->t
 static void on_goodbye(void *c, const struct proto_goodbye *m) { ((struct seen *)c)->goodbyes++; ((struct seen *)c)->goodbye = *m; }
 static void on_interval(void *c, uint32_t ms) { ((struct seen *)c)->interval_ms = ms; }
 static void on_detach(void *c) { ((struct seen *)c)->detaches++; }
+static void on_wait(void *c, const struct proto_wait *m) { ((struct seen *)c)->waits++; ((struct seen *)c)->wait = *m; }
+static void on_while_held(void *c, const struct proto_while_held *m) { ((struct seen *)c)->helds++; ((struct seen *)c)->held = *m; }
 static void on_holders(void *c, bool on) { on ? ((struct seen *)c)->holders_on++ : ((struct seen *)c)->holders_off++; }
 
 static bool counts_equal(const struct proto_counts *a,
@@ -96,6 +102,7 @@ static const struct proto_visitor visitor = {
 	.set_interval = on_interval, .detach = on_detach, .stack = on_stack,
 	.stack_row = on_stack_row, .stack_counts = on_stack_counts,
 	.holders = on_holders, .lock_order = on_lock_order,
+	.wait = on_wait, .while_held = on_while_held,
 };
 
 /* Split and decode every frame of a buffer; returns frames or -1. */
@@ -411,6 +418,8 @@ static const struct bad_case bad_cases[] = {
 	{ "stack counts cut short", MSG_STACK_COUNTS, { 1, 2 }, 2 },
 	{ "stack row cut short", MSG_STACK_ROW, { 1, 0, 0, 0, 2, 0, 0, 0, 3 }, 9 },
 	{ "lock order cut short", MSG_LOCK_ORDER, { 1, 0, 0, 0, 2, 0, 0, 0, 3 }, 9 },
+	{ "wait cut short", MSG_WAIT, { 1, 0, 0, 0, 2, 0, 0, 0, 3 }, 9 },
+	{ "while-held naming 9 calls", MSG_WHILE_HELD, { 1, [40] = 9 }, 41 },
 };
 
 /* A lock-order warning comes back field for field. */
@@ -455,7 +464,8 @@ static void test_malformed_payloads(void)
 		CHECK(got == -1, "%s: expected an error, decoded %d frame(s)", c->what, got);
 		CHECK(err[0] != '\0', "%s: error has a message", c->what);
 		CHECK(s.rows + s.counts + s.client_hellos + s.ticks + s.goodbyes +
-		      s.stacks + s.stack_rows + s.stack_counts + s.lock_orders == 0,
+		      s.stacks + s.stack_rows + s.stack_counts + s.lock_orders +
+		      s.waits + s.helds == 0,
 		      "%s: no callback ran", c->what);
 	}
 }
@@ -551,6 +561,51 @@ static void test_split_headers(void)
 	CHECK(proto_split(buf, 8, &f, err, sizeof(err)) == -1, "unknown flags refused");
 }
 
+/* A wait in progress crosses whole: who, where, how long, behind whom. */
+static void test_wait_round_trip(void)
+{
+	struct proto_wait w = { .tid = 4243, .row = 7,
+				.blocked_ns = 3000000001ull, .holder = 4244 };
+	struct wbuf b = { 0 };
+	struct seen s = { 0 };
+	char err[128] = "";
+
+	proto_put_wait(&b, &w);
+	CHECK(decode_all(b.data, b.len, &s, err) == 1, "a wait decodes: %s", err);
+	CHECK(s.waits == 1 && s.wait.tid == 4243 && s.wait.row == 7 &&
+	      s.wait.blocked_ns == 3000000001ull && s.wait.holder == 4244,
+	      "wait round-trips: expected tid 4243 row 7 3000000001 ns holder "
+	      "4244, got %d frame(s), tid %u row %u %llu ns holder %u", s.waits,
+	      s.wait.tid, s.wait.row, (unsigned long long)s.wait.blocked_ns,
+	      s.wait.holder);
+	wbuf_free(&b);
+}
+
+/* What holders did crosses whole, its system calls too. */
+static void test_while_held_round_trip(void)
+{
+	struct proto_while_held h = { .row = 3, .running_ns = 11,
+		.runnable_ns = 12, .lock_wait_ns = 13, .exited_ns = 14,
+		.lock_row = 5, .nsys = 2,
+		.sys = { { 0, 990 }, { PROTO_HELD_OTHER_CALL, 7 } } };
+	struct wbuf b = { 0 };
+	struct seen s = { 0 };
+	char err[128] = "";
+
+	proto_put_while_held(&b, &h);
+	CHECK(decode_all(b.data, b.len, &s, err) == 1, "while-held decodes: %s",
+	      err);
+	CHECK(s.helds == 1 && s.held.row == 3 && s.held.running_ns == 11 &&
+	      s.held.runnable_ns == 12 && s.held.lock_wait_ns == 13 &&
+	      s.held.exited_ns == 14 && s.held.lock_row == 5 &&
+	      s.held.nsys == 2 && s.held.sys[0].nr == 0 &&
+	      s.held.sys[0].ns == 990 &&
+	      s.held.sys[1].nr == PROTO_HELD_OTHER_CALL && s.held.sys[1].ns == 7,
+	      "while-held round-trips: got %d frame(s), row %u, %u calls",
+	      s.helds, s.held.row, s.held.nsys);
+	wbuf_free(&b);
+}
+
 static void test_unknown_type_is_skipped(void)
 {
 	uint8_t buf[32];
@@ -607,6 +662,8 @@ int main(void)
 	test_wrappers_round_trip();
 	test_split_headers();
 	test_unknown_type_is_skipped();
+	test_wait_round_trip();
+	test_while_held_round_trip();
 	test_random_bytes();
 	return check_summary();
 }

@@ -1262,13 +1262,15 @@ static void cond_cancelled(void *arg)
  */
 #define COND_WAIT(wait_call, pass_call, c, m)                               \
 	do {                                                               \
-		struct thread_table *t_ = enter();                         \
+		struct thread_table *t_;                                   \
 		uint64_t key_ = KEY(CALLER, LOCK_CONDVAR);                 \
 		struct obj_slot *x_;                                       \
 		struct wait w_;                                            \
 		int rc_;                                                   \
+		/* Before enter(): hold_end() passes inside the collector. */\
 		if (unlikely(tls_self.nheld != 0))                         \
 			hold_end(m);                                       \
+		t_ = enter();                                              \
 		if (t_ == NULL)                                            \
 			return pass_call;                                  \
 		x_ = slot_for(t_, &key_, c, HOOK_CFA);                     \

@@ -228,6 +228,31 @@ static void test_hold_time(void)
 }
 
 /*
+ * pthread_cond_wait releases its mutex while it waits, inside glibc: a
+ * hold timed from the lock call ends there, not at the unlock after the
+ * wait, or the lock would read held for the whole wait (the bundled
+ * demo's queue lock read 290% held).
+ */
+static void test_hold_ends_in_cond_wait(void)
+{
+	cJSON *snap = run_blame("condhold");
+	const cJSON *row = row_of(snap, "cond_hold");
+	double waited = result_ms("loop_us");
+	double ms = num_field(row, "hold_ns") / 1e6;
+
+	CHECK(row != NULL && num_field(row, "holds_timed") > 0,
+	      "condhold: a row at cond_hold with holds timed");
+	CHECK(ms < waited / 10,
+	      "condhold: hold_ns expected well under the %.0f ms spent in "
+	      "pthread_cond_timedwait (the lock is free then), got %.1f ms",
+	      waited, ms);
+	CHECK(num_field(row, "held_share") < 0.1,
+	      "condhold: held_share expected under 0.1, got %.3f",
+	      num_field(row, "held_share"));
+	cJSON_Delete(snap);
+}
+
+/*
  * A lock held 80% of the time reads 75-85%: the share the scene measured
  * (the time it held the lock, ~80% of its 3 s loop, less on a loaded
  * machine, over the time qsptop watched it, which adds its start and
@@ -320,6 +345,7 @@ int main(void)
 	test_handover();
 	test_hold_time();
 	test_held_share();
+	test_hold_ends_in_cond_wait();
 	test_rwlock();
 	test_injected();
 	remove_tmp();

@@ -11,6 +11,9 @@
  *             it ~50 us each time
  *   share     one thread holds a lock 80% of 3 s (hold_share): 50 us in,
  *             12.5 us out
+ *   condhold  one thread takes a lock 1,000 times (cond_hold) and each
+ *             time waits 2 ms on a condvar nobody signals: the lock is
+ *             free while it waits (pthread_cond_wait releases it)
  *   rwlock    5 times: a writer holds an rwlock 40 ms (rw_hold); a
  *             writer (rw_write_wait) and then a reader (rw_read_wait)
  *             wait behind it
@@ -255,6 +258,35 @@ static void *share(void *arg)
 	return NULL;
 }
 
+static pthread_cond_t never = PTHREAD_COND_INITIALIZER;
+
+/* Take lock and wait 2 ms on a condvar: held only around the wait. */
+static void __attribute__((noinline)) cond_hold(void)
+{
+	struct timespec until;
+	uint64_t t0;
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_nsec += 2000000;
+	if (until.tv_nsec >= 1000000000) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000;
+	}
+	pthread_mutex_lock(&lock);
+	t0 = now_ns();
+	pthread_cond_timedwait(&never, &lock, &until);
+	loop_ns += now_ns() - t0;
+	pthread_mutex_unlock(&lock);
+}
+
+static void *condhold(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < 1000; i++)
+		cond_hold();
+	return NULL;
+}
+
 static void __attribute__((noinline)) rw_hold(void)
 {
 	pthread_rwlock_wrlock(&rwlock);
@@ -365,13 +397,15 @@ int main(int argc, char **argv)
 		on_thread(holds);
 	else if (strcmp(mode, "share") == 0)
 		on_thread(share);
+	else if (strcmp(mode, "condhold") == 0)
+		on_thread(condhold);
 	else if (strcmp(mode, "rwlock") == 0)
 		rwlocks();
 	else if (strcmp(mode, "live") == 0)
 		for (;;)
 			split();
 	else {
-		fprintf(stderr, "usage: wl_blame split|handover|holds|share|rwlock|live\n");
+		fprintf(stderr, "usage: wl_blame split|handover|holds|share|condhold|rwlock|live\n");
 		return 2;
 	}
 	if (argc > 2)

@@ -260,7 +260,7 @@ $(BUILD)/tests/%: tests/unit/%.c $(UNIT_ARCHIVE) $(UNIT_HDR) | $(TEST_DEPS_STAMP
 	$(CC) $(ALL_CFLAGS) $(PKG_CFLAGS) $(TEST_CFLAGS) -o $@ $(filter %.c %.a,$^) $(UNIT_LIBS)
 
 # Workloads: -g so call sites resolve to file:line, -O1 keeps them readable.
-$(BUILD)/tests/wl_%: tests/workloads/%.c | $(DEPS_STAMP)
+$(BUILD)/tests/wl_%: tests/workloads/%.c tests/workloads/scene.h | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 -D_GNU_SOURCE -g -O1 -fno-inline -Wall -o $@ $< -lpthread
 

@@ -359,6 +359,21 @@ static inline double num_field(const cJSON *o, const char *name)
 	return cJSON_IsNumber(v) ? v->valuedouble : -1;
 }
 
+/* The first row of a snapshot whose call site's symbol is fn, or NULL. */
+static inline const cJSON *row_at_symbol(const cJSON *snap, const char *fn)
+{
+	const cJSON *row;
+
+	cJSON_ArrayForEach(row, cJSON_GetObjectItem(snap, "rows")) {
+		const char *sym = str_field(cJSON_GetObjectItem(row, "site"),
+					    "symbol");
+
+		if (sym && strcmp(sym, fn) == 0)
+			return row;
+	}
+	return NULL;
+}
+
 /* The line of tests/workloads/SOURCE that carries "site:NAME", or -1. */
 static inline int marker_line(const char *source, const char *name)
 {

@@ -52,21 +52,6 @@ static cJSON *run_blame(const char *mode)
 	return snap;
 }
 
-/* The mutex row at fn's call site, or NULL. */
-static const cJSON *row_of(const cJSON *snap, const char *fn)
-{
-	const cJSON *row;
-
-	cJSON_ArrayForEach(row, cJSON_GetObjectItem(snap, "rows")) {
-		const char *sym = str_field(cJSON_GetObjectItem(row, "site"),
-					    "symbol");
-
-		if (sym && strcmp(sym, fn) == 0)
-			return row;
-	}
-	return NULL;
-}
-
 /* The entry of a row's blocked_by or blocking list naming fn, or NULL. */
 static const cJSON *blame_of(const cJSON *row, const char *list, const char *fn)
 {
@@ -150,8 +135,8 @@ static void check_holder_stack(const cJSON *wait, const cJSON *hold)
 static void test_split(void)
 {
 	cJSON *snap = run_blame("split");
-	const cJSON *wait = row_of(snap, "split_wait");
-	const cJSON *hold = row_of(snap, "hold_long");
+	const cJSON *wait = row_at_symbol(snap, "split_wait");
+	const cJSON *hold = row_at_symbol(snap, "hold_long");
 	double long_ms = result_ms("wait_long_us");
 
 	CHECK(wait != NULL && hold != NULL, "split: rows at split_wait and hold_long");
@@ -174,7 +159,7 @@ static void test_split(void)
 static void test_handover(void)
 {
 	cJSON *snap = run_blame("handover");
-	const cJSON *wait = row_of(snap, "handover_wait");
+	const cJSON *wait = row_at_symbol(snap, "handover_wait");
 	double second = result_ms("second_hold_us");
 	double both = result_ms("wait_both_us");
 
@@ -206,7 +191,7 @@ static double hold_se_ms(double held_ms, double timed)
 static void test_hold_time(void)
 {
 	cJSON *snap = run_blame("holds");
-	const cJSON *row = row_of(snap, "hold_many");
+	const cJSON *row = row_at_symbol(snap, "hold_many");
 	double timed = num_field(row, "holds_timed");
 	double ms = num_field(row, "hold_ns") / 1e6;
 	double held = result_ms("held_us");
@@ -236,7 +221,7 @@ static void test_hold_time(void)
 static void test_hold_ends_in_cond_wait(void)
 {
 	cJSON *snap = run_blame("condhold");
-	const cJSON *row = row_of(snap, "cond_hold");
+	const cJSON *row = row_at_symbol(snap, "cond_hold");
 	double waited = result_ms("loop_us");
 	double ms = num_field(row, "hold_ns") / 1e6;
 
@@ -263,7 +248,7 @@ static void test_hold_ends_in_cond_wait(void)
 static void test_held_share(void)
 {
 	cJSON *snap = run_blame("share");
-	const cJSON *row = row_of(snap, "hold_share");
+	const cJSON *row = row_at_symbol(snap, "hold_share");
 	double share = num_field(row, "held_share");
 	double held = result_ms("held_us");
 	double lo = held / (num_field(snap, "elapsed_s") * 1000);
@@ -288,13 +273,13 @@ static void test_held_share(void)
 static void test_rwlock(void)
 {
 	cJSON *snap = run_blame("rwlock");
-	const cJSON *hold = row_of(snap, "rw_hold");
+	const cJSON *hold = row_at_symbol(snap, "rw_hold");
 	double w = result_ms("rw_write_us"), r = result_ms("rw_read_us");
 
 	CHECK(hold != NULL, "rwlock: a row at rw_hold");
-	check_blame(row_of(snap, "rw_write_wait"), "blocked_by", "rw_hold", w,
+	check_blame(row_at_symbol(snap, "rw_write_wait"), "blocked_by", "rw_hold", w,
 		    0.15, 5);
-	check_blame(row_of(snap, "rw_read_wait"), "blocked_by", "rw_hold", r,
+	check_blame(row_at_symbol(snap, "rw_read_wait"), "blocked_by", "rw_hold", r,
 		    0.15, 5);
 	CHECK(near(num_field(hold, "caused_wait_ns") / 1e6, w + r, 0.15),
 	      "rw_hold's caused_wait_ns: expected %.1f ms within 15%%, got %.1f ms",
@@ -326,13 +311,13 @@ static void test_injected(void)
 	      r.err);
 	run_free(&r);
 	snap = load_json(json);
-	wait = row_of(snap, "split_wait");
+	wait = row_at_symbol(snap, "split_wait");
 	CHECK(wait && blame_of(wait, "blocked_by", "hold_long"),
 	      "injected: split_wait's blocked_by names hold_long");
-	CHECK(num_field(row_of(snap, "hold_long"), "caused_wait_ns") > 0,
+	CHECK(num_field(row_at_symbol(snap, "hold_long"), "caused_wait_ns") > 0,
 	      "injected: hold_long caused wait");
 	CHECK(strcmp(frame_symbol(cJSON_GetObjectItem(cJSON_GetArrayItem(
-		cJSON_GetObjectItem(row_of(snap, "hold_long"), "holder_stacks"),
+		cJSON_GetObjectItem(row_at_symbol(snap, "hold_long"), "holder_stacks"),
 		0), "frames"), 1), "split_holder") == 0,
 	      "injected: hold_long's holder stack hold_long <- split_holder");
 	CHECK(kill(pid, 0) == 0, "injected: the process runs on after qsptop");

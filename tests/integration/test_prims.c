@@ -43,21 +43,6 @@ static cJSON *run_scene(const char *mode, double *wait_ms)
 	return snap;
 }
 
-/* The row at fn's call site, or NULL. */
-static const cJSON *row_of(const cJSON *snap, const char *fn)
-{
-	const cJSON *row;
-
-	cJSON_ArrayForEach(row, cJSON_GetObjectItem(snap, "rows")) {
-		const char *sym = str_field(cJSON_GetObjectItem(row, "site"),
-					    "symbol");
-
-		if (sym && strcmp(sym, fn) == 0)
-			return row;
-	}
-	return NULL;
-}
-
 /*
  * The blocked_by entry naming fn; NULL: the holder-unknown one, READERS:
  * the one of readers whose sites are unknown.
@@ -90,7 +75,7 @@ static const cJSON *blocked_by(const cJSON *row, const char *fn)
 static void check_blocked(const char *mode, const cJSON *snap,
 			  const char *waiter, const char *holder, double want)
 {
-	const cJSON *row = row_of(snap, waiter);
+	const cJSON *row = row_at_symbol(snap, waiter);
 	const cJSON *b = blocked_by(row, holder);
 	const char *name = holder ? holder : "holder unknown";
 	double ms = num_field(b, "wait_ns") / 1e6;
@@ -143,7 +128,7 @@ static void check_recursive_holds(void)
 {
 	double unused;
 	cJSON *snap = run_scene("rechold", &unused);
-	const cJSON *row = row_of(snap, "rec_hold");
+	const cJSON *row = row_at_symbol(snap, "rec_hold");
 	double ms = num_field(row, "hold_ns") / 1e6;
 
 	CHECK(row != NULL && num_field(row, "holds_timed") > 0,
@@ -204,7 +189,7 @@ static void check_injected(void)
 	free(err);
 	snap = load_json(json);
 	for (size_t i = 0; i < sizeof(pairs) / sizeof(pairs[0]); i++)
-		CHECK(blocked_by(row_of(snap, pairs[i][0]), pairs[i][1]),
+		CHECK(blocked_by(row_at_symbol(snap, pairs[i][0]), pairs[i][1]),
 		      "injected: %s's blocked_by names %s", pairs[i][0],
 		      pairs[i][1]);
 	CHECK(kill(pid, 0) == 0, "injected: the process runs on after qsptop");

@@ -46,21 +46,6 @@ static cJSON *run_waits(const char *mode, char *const *opts)
 	return snap;
 }
 
-/* The row at fn's call site, or NULL. */
-static const cJSON *row_of(const cJSON *snap, const char *fn)
-{
-	const cJSON *row;
-
-	cJSON_ArrayForEach(row, cJSON_GetObjectItem(snap, "rows")) {
-		const char *sym = str_field(cJSON_GetObjectItem(row, "site"),
-					    "symbol");
-
-		if (sym && strcmp(sym, fn) == 0)
-			return row;
-	}
-	return NULL;
-}
-
 /* The entry of "waiting" for thread tid, or NULL. */
 static const cJSON *waiting_of(const cJSON *snap, long tid)
 {
@@ -79,7 +64,7 @@ static const cJSON *waiting_of(const cJSON *snap, long tid)
 static void test_wait_in_progress(void)
 {
 	cJSON *snap = run_waits("sleep", (char *[]){ "-d", "1", "-n", "4", NULL });
-	const cJSON *row = row_of(snap, "waiter_blocks"), *w;
+	const cJSON *row = row_at_symbol(snap, "waiter_blocks"), *w;
 	long waiter = result_number(results, "waiter");
 	long holder = result_number(results, "holder");
 	const char *sym, *state;
@@ -158,7 +143,7 @@ static void test_batch_lists_long_waits(void)
 static void test_ended_waits_count_once(void)
 {
 	cJSON *snap = run_waits("compute", (char *[]){ "-d", "0.1", NULL });
-	const cJSON *row = row_of(snap, "waiter_blocks");
+	const cJSON *row = row_at_symbol(snap, "waiter_blocks");
 	double waits = num_field(row, "contended") + num_field(row, "timeouts");
 
 	CHECK(row != NULL, "compute: a row at waiter_blocks");
@@ -184,9 +169,9 @@ static void test_ended_waits_count_once(void)
  */
 static double held_share(const cJSON *snap, const char *mode, const char *key)
 {
-	const cJSON *row = row_of(snap, "holder_holds");
+	const cJSON *row = row_at_symbol(snap, "holder_holds");
 	const cJSON *held = cJSON_GetObjectItem(row, "while_held");
-	double waited = num_field(row_of(snap, "waiter_blocks"), "wait_ns");
+	double waited = num_field(row_at_symbol(snap, "waiter_blocks"), "wait_ns");
 	double work = (double)result_number(results, "work_us") * 1000;
 	double whole = work < waited ? work : waited, ns;
 
@@ -236,7 +221,7 @@ static void test_held_in_lock_wait(void)
 	cJSON *snap = run_waits("lock", (char *[]){ "-d", "0.2", "--holders",
 				NULL });
 	double share = held_share(snap, "lock", "lock_wait_ns");
-	const cJSON *held = cJSON_GetObjectItem(row_of(snap, "holder_holds"),
+	const cJSON *held = cJSON_GetObjectItem(row_at_symbol(snap, "holder_holds"),
 						"while_held");
 	const char *sym = str_field(cJSON_GetObjectItem(held, "lock_wait_site"),
 				    "symbol");

@@ -34,6 +34,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "scene.h"
+
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_rwlock_t rwlock = PTHREAD_RWLOCK_INITIALIZER;
 /* What the scene measured, in ns: its RESULTS. */
@@ -44,43 +46,6 @@ static uint64_t holds_made;
 static double held_sq_us2;
 static int phase;	/* the holder's step, read by the waiter */
 static int done;	/* the waiter's step, read by the holder */
-
-static uint64_t now_ns(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
-
-static void sleep_us(long us)
-{
-	struct timespec t = { us / 1000000, (us % 1000000) * 1000 };
-
-	while (nanosleep(&t, &t) != 0)
-		;
-}
-
-/* Keep the CPU busy for us microseconds. */
-static void spin_us(long us)
-{
-	uint64_t until = now_ns() + (uint64_t)us * 1000u;
-
-	while (now_ns() < until)
-		;
-}
-
-/* Wait until *flag reaches value. */
-static void wait_for(int *flag, int value)
-{
-	while (__atomic_load_n(flag, __ATOMIC_ACQUIRE) < value)
-		sleep_us(100);
-}
-
-static void step(int *flag)
-{
-	__atomic_add_fetch(flag, 1, __ATOMIC_RELEASE);
-}
 
 static void __attribute__((noinline)) hold_long(void)
 {

@@ -48,6 +48,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "scene.h"
+
 enum { ROUNDS = 5, HOLD_US = 40000 };
 
 static pthread_mutex_t lock_a = PTHREAD_MUTEX_INITIALIZER;
@@ -62,34 +64,6 @@ static int ready;	/* the holder's or waker's side: what it has done */
 static int done;	/* the waiter's rounds done */
 static uint64_t wait_ns;	/* what the waiter timed */
 static uint64_t held_ns;	/* what rechold held */
-
-static uint64_t now_ns(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
-
-static void sleep_us(long us)
-{
-	struct timespec t = { us / 1000000, (us % 1000000) * 1000 };
-
-	while (nanosleep(&t, &t) != 0)
-		;
-}
-
-/* Wait until *flag reaches value. */
-static void wait_for(int *flag, int value)
-{
-	while (__atomic_load_n(flag, __ATOMIC_ACQUIRE) < value)
-		sleep_us(100);
-}
-
-static void step(int *flag)
-{
-	__atomic_add_fetch(flag, 1, __ATOMIC_RELEASE);
-}
 
 /* Whether main, which runs the waiters, sleeps in futex(2): blocked. */
 static bool waiter_blocked(void)
@@ -186,15 +160,6 @@ static void __attribute__((noinline)) rec_outer(void)
 	step(&ready);
 	hold();
 	pthread_mutex_unlock(&rec);
-}
-
-/* Keep the CPU busy for us microseconds. */
-static void spin_us(long us)
-{
-	uint64_t until = now_ns() + (uint64_t)us * 1000u;
-
-	while (now_ns() < until)
-		;
 }
 
 static void __attribute__((noinline)) rec_hold(void)

@@ -15,6 +15,7 @@
 #include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -22,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -357,6 +359,22 @@ static inline double num_field(const cJSON *o, const char *name)
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, name);
 
 	return cJSON_IsNumber(v) ? v->valuedouble : -1;
+}
+
+/* A TCP port of 127.0.0.1 free a moment ago, or -1. */
+static inline int free_port(void)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET,
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(sa);
+	int fd = socket(AF_INET, SOCK_STREAM, 0), port = -1;
+
+	if (fd >= 0 && bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
+	    getsockname(fd, (struct sockaddr *)&sa, &len) == 0)
+		port = ntohs(sa.sin_port);
+	if (fd >= 0)
+		close(fd);
+	return port;
 }
 
 /* The first row of a snapshot whose call site's symbol is fn, or NULL. */

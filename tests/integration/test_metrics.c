@@ -27,22 +27,6 @@
 #define PHASE_ALL 300000.0	/* with site_mutex_b's */
 #define IDLE_CLIENTS 100
 
-/* A TCP port of 127.0.0.1 free a moment ago. */
-static int free_port(void)
-{
-	struct sockaddr_in sa = { .sin_family = AF_INET,
-				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	socklen_t len = sizeof(sa);
-	int fd = socket(AF_INET, SOCK_STREAM, 0), port = -1;
-
-	if (fd >= 0 && bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
-	    getsockname(fd, (struct sockaddr *)&sa, &len) == 0)
-		port = ntohs(sa.sin_port);
-	if (fd >= 0)
-		close(fd);
-	return port;
-}
-
 /* A socket connected to 127.0.0.1:port, reads timing out; -1 if not. */
 static int connect_to(int port)
 {

@@ -236,22 +236,6 @@ static void test_held_in_lock_wait(void)
 	cJSON_Delete(snap);
 }
 
-/* A TCP port of 127.0.0.1 free a moment ago, or -1. */
-static int free_port(void)
-{
-	struct sockaddr_in sa = { .sin_family = AF_INET,
-				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	socklen_t len = sizeof(sa);
-	int fd = socket(AF_INET, SOCK_STREAM, 0), port = -1;
-
-	if (fd >= 0 && bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
-	    getsockname(fd, (struct sockaddr *)&sa, &len) == 0)
-		port = ntohs(sa.sin_port);
-	if (fd >= 0)
-		close(fd);
-	return port;
-}
-
 /* /metrics of 127.0.0.1:port, by curl; "" when none. */
 static char *metrics(int port)
 {

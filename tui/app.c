@@ -626,6 +626,71 @@ void app_stats(const struct app *a, struct model_stats *st)
 		st->threads_live = 0;
 }
 
+/* Waits this long or longer are a thread stuck on a lock. */
+#define STUCK_WAIT_MIN_NS 1000000000ull
+/* While threads are stuck, they are looked at from outside this often. */
+#define STUCK_LOOK_MS 5000
+
+bool app_stuck_lock_wait(const struct app *a, const struct model_wait *w)
+{
+	enum lock_type type;
+	uint64_t site, object, min = (uint64_t)(a->opt.delay_s * 1e9);
+
+	if (min < STUCK_WAIT_MIN_NS)
+		min = STUCK_WAIT_MIN_NS;
+	return w->blocked_ns >= min &&
+	       model_row_key(a->model, w->row, &type, &site, &object) &&
+	       (type == LOCK_MUTEX || type == LOCK_RWLOCK_READ ||
+		type == LOCK_RWLOCK_WRITE || type == LOCK_SPIN);
+}
+
+/*
+ * Whether threads look stuck on locks: a wait in progress the collector
+ * reports is long, or nothing was acquired in the last interval while
+ * threads sit in lock calls no hook times (waits begun before the
+ * collector was loaded: the hung process qsptop was attached to).
+ */
+static bool stuck_on_locks(const struct app *a)
+{
+	const struct model_wait *w;
+	size_t n = model_waits(a->model, &w);
+	struct model_stats st;
+
+	for (size_t i = 0; i < n; i++) {
+		if (app_stuck_lock_wait(a, &w[i]))
+			return true;
+	}
+	model_stats(a->model, &st);
+	if (st.ticks < 2 || st.acq_per_s > 0)
+		return false;
+	for (size_t i = 0; i < st.n_unseen; i++) {
+		if (!st.unseen[i].idle && st.unseen[i].threads > 0)
+			return true;
+	}
+	return false;
+}
+
+void app_watch_stuck(struct app *a)
+{
+	const struct stuck_deadlock *d;
+	int64_t ms = clock_now_ms();
+	bool stuck;
+
+	if (a->outside[0] || !a->client.have_hello ||
+	    a->client.state != TARGET_RUNNING ||
+	    ms - a->stuck_look_ms < STUCK_LOOK_MS)
+		return;
+	stuck = stuck_on_locks(a);
+	/* Looked at again once no longer stuck: a deadlock shown goes. */
+	if (!stuck && !(a->stuck && stuck_deadlocks(a->stuck, &d) > 0))
+		return;
+	a->stuck_look_ms = ms;
+	if (a->stuck == NULL)
+		a->stuck = stuck_new(a->attach.pid, false);
+	if (stuck_sample(a->stuck, a->symbols))
+		app_stuck_waits(a, a->stuck);
+}
+
 void app_stuck_waits(const struct app *a, struct stuck *st)
 {
 	const struct model_wait *w;

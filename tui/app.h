@@ -50,6 +50,7 @@ struct app {
 	struct unseen *unseen;		/* NULL until the first sample */
 	struct tasks *tasks;		/* thread names, for the details and exports */
 	struct stuck *stuck;		/* the threads view; NULL until needed */
+	int64_t stuck_look_ms;		/* when app_watch_stuck() last looked */
 	char outside[512];		/* why only the threads view is shown
 					   (--no-inject, loading failed); "" */
 	struct codes *codes;		/* sites of one code across processes */
@@ -197,5 +198,16 @@ void app_stats(const struct app *a, struct model_stats *st);
 
 /* Add the collector's waits in progress to a sample of the threads view. */
 void app_stuck_waits(const struct app *a, struct stuck *st);
+
+/* Whether a wait in progress is on a lock and long: a thread stuck. */
+bool app_stuck_lock_wait(const struct app *a, const struct model_wait *w);
+
+/*
+ * When threads look stuck on locks (long waits in progress, or no
+ * acquisition while threads sit in lock calls no hook saw begin), look
+ * at the threads from outside, every few seconds at most, as the
+ * threads view does: the header then says DEADLOCK for a cycle.
+ */
+void app_watch_stuck(struct app *a);
 
 #endif

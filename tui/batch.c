@@ -261,23 +261,6 @@ static void print_lock_orders(FILE *out, const struct app *a)
 	}
 }
 
-/* Waits this long or longer are listed under the table (stuck ones). */
-#define LONG_WAIT_MIN_NS 1000000000ull
-
-/* Whether a wait in progress is a lock's, and blocked long: listed. */
-static bool long_lock_wait(const struct app *a, const struct model_wait *w)
-{
-	enum lock_type type;
-	uint64_t site, object, min = (uint64_t)(a->opt.delay_s * 1e9);
-
-	if (min < LONG_WAIT_MIN_NS)
-		min = LONG_WAIT_MIN_NS;
-	return w->blocked_ns >= min &&
-	       model_row_key(a->model, w->row, &type, &site, &object) &&
-	       (type == LOCK_MUTEX || type == LOCK_RWLOCK_READ ||
-		type == LOCK_RWLOCK_WRITE || type == LOCK_SPIN);
-}
-
 /*
  * Under the table, the threads blocked on a lock for an interval (and
  * a second) or more, as the threads view shows them, with their holders.
@@ -292,7 +275,7 @@ static void print_long_waits(FILE *out, const struct app *a)
 	bool any = false;
 
 	for (size_t i = 0; i < n && !any; i++)
-		any = long_lock_wait(a, &w[i]);
+		any = app_stuck_lock_wait(a, &w[i]);
 	if (!any || a->attach.pid <= 0 || a->outside[0])
 		return;
 	st = stuck_new(a->attach.pid, false);
@@ -300,7 +283,7 @@ static void print_long_waits(FILE *out, const struct app *a)
 		app_stuck_waits(a, st);
 		fprintf(out, "\nblocked on locks:\n%s\n", STUCK_TEXT_HEAD);
 		for (size_t i = 0; i < n; i++) {
-			if (!long_lock_wait(a, &w[i]) ||
+			if (!app_stuck_lock_wait(a, &w[i]) ||
 			    (t = stuck_find(st, (pid_t)w[i].tid)) == NULL)
 				continue;
 			stuck_text_line(line, sizeof(line), st, a->symbols, t);

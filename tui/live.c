@@ -93,6 +93,7 @@ static void watch_collector(struct app *a, int *rc, bool ended)
 		*rc = 0;
 	app_sync_wrappers(a);
 	app_probe_futex(a);
+	app_watch_stuck(a);
 	app_name_threads(a);
 	roles_update(a);
 }

@@ -205,8 +205,9 @@ struct wait {
  * thread's held[]; the unlock hook, which otherwise only tests that
  * held[] is empty, adds the hold's time. holds_timed counts them: the
  * average of the timed holds times the acquisitions estimates the time
- * held (lock_calls_hold_est_ns()). Mutexes only: pthread_mutex_unlock is
- * the one unlock hooked.
+ * held (lock_calls_hold_est_ns()). Mutexes, rwlocks taken to write and
+ * spinlocks, whose unlocks are hooked while holders are tracked; not
+ * readers, who share the lock.
  */
 #define HOLD_SAMPLE_MEAN 64
 
@@ -269,9 +270,9 @@ static inline void hold_countdown(struct thread_table *t, uint64_t key,
 enum holds {
 	HOLDS_NONE,
 	HOLDS_MUTEX,	/* notes its holder, times a sample, blames the owner */
-	HOLDS_WRITER,	/* an rwlock writer: notes, blames the writer */
+	HOLDS_WRITER,	/* an rwlock writer: notes, times, blames the writer */
 	HOLDS_READER,	/* an rwlock reader: notes, blames the writer */
-	HOLDS_SPIN,	/* a spinlock: notes, blames the thread noted */
+	HOLDS_SPIN,	/* a spinlock: notes, times, blames the thread noted */
 };
 
 /*
@@ -328,7 +329,7 @@ static inline void held_note(struct thread_table *t, uint64_t key,
 	if (holds == HOLDS_MUTEX && unlikely(mutex_relocked(lock)))
 		return;
 	note_recent(t, key, lock);
-	if (holds == HOLDS_MUTEX)
+	if (holds != HOLDS_READER)
 		hold_countdown(t, key, x, lock);
 }
 
@@ -712,8 +713,8 @@ static bool type_holds(uint32_t type)
 
 /*
  * After a wait that ended with a lock of type_holds(): this thread holds
- * it now (a mutex's hold may be timed); but for a reader, which shares
- * it, a handover.
+ * it now (a mutex's, a write lock's or a spinlock's hold may be timed);
+ * but for a reader, which shares it, a handover.
  */
 static void held_after_wait(struct wait *w, uint64_t ns)
 {
@@ -723,7 +724,7 @@ static void held_after_wait(struct wait *w, uint64_t ns)
 	note_recent(w->table, w->key, (const void *)(uintptr_t)w->lock);
 	if (KEY_TYPE(w->key) != LOCK_RWLOCK_READ)
 		handover_note(w->lock, w->key, w->t0 + ns);
-	if (KEY_TYPE(w->key) == LOCK_MUTEX && --s->sample_left == 0)
+	if (KEY_TYPE(w->key) != LOCK_RWLOCK_READ && --s->sample_left == 0)
 		hold_begin(w->table, w->key,
 			   table_slot_of(w->table, w->key, w->object),
 			   (const void *)(uintptr_t)w->lock);
@@ -1219,12 +1220,16 @@ EXPORT int pthread_spin_lock(pthread_spinlock_t *l)
  */
 static int hook_rwlock_unlock(pthread_rwlock_t *l)
 {
+	if (unlikely(tls_self.nheld != 0))
+		hold_end(l);	/* a write hold's; a read one is never timed */
 	forget_recent(l);
 	return REAL(rwlock_unlock)(l);
 }
 
 static int hook_spin_unlock(pthread_spinlock_t *l)
 {
+	if (unlikely(tls_self.nheld != 0))
+		hold_end((const void *)l);
 	forget_recent((const void *)l);
 	return REAL(spin_unlock)(l);
 }

@@ -11,6 +11,9 @@
  *             it ~50 us each time
  *   share     one thread holds a lock 80% of 3 s (hold_share): 50 us in,
  *             12.5 us out
+ *   rwholds   one thread takes an rwlock to write 5,000 times
+ *             (rw_hold_many), ~50 us each time
+ *   spinholds the same with a spinlock (spin_hold_many)
  *   condhold  one thread takes a lock 1,000 times (cond_hold) and each
  *             time waits 2 ms on a condvar nobody signals: the lock is
  *             free while it waits (pthread_cond_wait releases it)
@@ -223,6 +226,47 @@ static void *share(void *arg)
 	return NULL;
 }
 
+static pthread_spinlock_t spin;
+
+static void __attribute__((noinline)) rw_hold_many(void)
+{
+	uint64_t t0;
+
+	pthread_rwlock_wrlock(&rwlock);
+	t0 = now_ns();
+	spin_us(50);
+	note_hold(now_ns() - t0);
+	pthread_rwlock_unlock(&rwlock);
+}
+
+static void __attribute__((noinline)) spin_hold_many(void)
+{
+	uint64_t t0;
+
+	pthread_spin_lock(&spin);
+	t0 = now_ns();
+	spin_us(50);
+	note_hold(now_ns() - t0);
+	pthread_spin_unlock(&spin);
+}
+
+static void *rwholds(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < 5000; i++)
+		rw_hold_many();
+	return NULL;
+}
+
+static void *spinholds(void *arg)
+{
+	(void)arg;
+	pthread_spin_init(&spin, PTHREAD_PROCESS_PRIVATE);
+	for (int i = 0; i < 5000; i++)
+		spin_hold_many();
+	return NULL;
+}
+
 static pthread_cond_t never = PTHREAD_COND_INITIALIZER;
 
 /* Take lock and wait 2 ms on a condvar: held only around the wait. */
@@ -362,6 +406,10 @@ int main(int argc, char **argv)
 		on_thread(holds);
 	else if (strcmp(mode, "share") == 0)
 		on_thread(share);
+	else if (strcmp(mode, "rwholds") == 0)
+		on_thread(rwholds);
+	else if (strcmp(mode, "spinholds") == 0)
+		on_thread(spinholds);
 	else if (strcmp(mode, "condhold") == 0)
 		on_thread(condhold);
 	else if (strcmp(mode, "rwlock") == 0)
@@ -370,7 +418,8 @@ int main(int argc, char **argv)
 		for (;;)
 			split();
 	else {
-		fprintf(stderr, "usage: wl_blame split|handover|holds|share|condhold|rwlock|live\n");
+		fprintf(stderr, "usage: wl_blame split|handover|holds|share|"
+			"rwholds|spinholds|condhold|rwlock|live\n");
 		return 2;
 	}
 	if (argc > 2)

@@ -377,6 +377,27 @@ static inline int free_port(void)
 	return port;
 }
 
+/*
+ * Run qsptop's argv, which writes a JSON snapshot to json, within
+ * timeout_ms: it must exit 0. The snapshot, or NULL; what names the run
+ * in a failure.
+ */
+static inline cJSON *snapshot_of_run(char **argv, const char *json,
+				     long timeout_ms, const char *what)
+{
+	struct run r;
+	cJSON *snap;
+
+	unlink(json);
+	r = run_capture(argv, timeout_ms, 0);
+	CHECK(r.status == 0, "%s: qsptop exits 0, got %d: %s", what, r.status,
+	      r.err);
+	run_free(&r);
+	snap = load_json(json);
+	CHECK(snap != NULL, "%s: a JSON snapshot", what);
+	return snap;
+}
+
 /* The first row of a snapshot whose call site's symbol is fn, or NULL. */
 static inline const cJSON *row_at_symbol(const cJSON *snap, const char *fn)
 {

@@ -33,23 +33,13 @@ static double result_ms(const char *name)
 static cJSON *run_blame(const char *mode)
 {
 	char *json = tmp_path("blame.json");
+	struct args a = { 0 };
 
 	results = tmp_path("results");
-	struct args a = { 0 };
-	struct run r;
-	cJSON *snap;
-
 	args_add(&a, qsptop, "-b", "-d", "0.5", "-w", "200", "-j", json,
 		 "--holders", "--", workload, (char *)mode, results, NULL);
-	unlink(json);
 	unlink(results);
-	r = run_capture(a.v, RUN_TIMEOUT_MS, 0);
-	CHECK(r.status == 0, "%s: qsptop exits 0, got %d: %s", mode, r.status,
-	      r.err);
-	run_free(&r);
-	snap = load_json(json);
-	CHECK(snap != NULL, "%s: a JSON snapshot", mode);
-	return snap;
+	return snapshot_of_run(a.v, json, RUN_TIMEOUT_MS, mode);
 }
 
 /* The entry of a row's blocked_by or blocking list naming fn, or NULL. */

@@ -25,21 +25,14 @@ static cJSON *run_scene(const char *mode, double *wait_ms)
 {
 	char *json = tmp_path("prims.json"), *results = tmp_path("results");
 	struct args a = { 0 };
-	struct run r;
 	cJSON *snap;
 
 	args_add(&a, qsptop, "-b", "-d", "0.5", "-w", "200", "-j", json,
 		 "--holders", "--", workload, (char *)mode, results, NULL);
-	unlink(json);
 	unlink(results);
-	r = run_capture(a.v, RUN_TIMEOUT_MS, 0);
-	CHECK(r.status == 0, "%s: qsptop exits 0, got %d: %s", mode, r.status,
-	      r.err);
-	run_free(&r);
+	snap = snapshot_of_run(a.v, json, RUN_TIMEOUT_MS, mode);
 	*wait_ms = (double)result_number(results, "wait_us") / 1000;
 	held_ms = (double)result_number(results, "held_us") / 1000;
-	snap = load_json(json);
-	CHECK(snap != NULL, "%s: a JSON snapshot", mode);
 	return snap;
 }
 

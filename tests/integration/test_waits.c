@@ -28,22 +28,13 @@ static cJSON *run_waits(const char *mode, char *const *opts)
 {
 	char *json = tmp_path("waits.json");
 	struct args a = { 0 };
-	struct run r;
-	cJSON *snap;
 
 	results = tmp_path("results");
 	args_add(&a, qsptop, "-b", "-w", "200", "-j", json, NULL);
 	args_add_all(&a, opts);
 	args_add(&a, "--", workload, (char *)mode, results, NULL);
-	unlink(json);
 	unlink(results);
-	r = run_capture(a.v, RUN_TIMEOUT_MS, 0);
-	CHECK(r.status == 0, "%s: qsptop exits 0, got %d: %s", mode, r.status,
-	      r.err);
-	run_free(&r);
-	snap = load_json(json);
-	CHECK(snap != NULL, "%s: a JSON snapshot", mode);
-	return snap;
+	return snapshot_of_run(a.v, json, RUN_TIMEOUT_MS, mode);
 }
 
 /* The entry of "waiting" for thread tid, or NULL. */

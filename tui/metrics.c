@@ -278,9 +278,13 @@ static void seconds(FILE *f, uint64_t ns)
 	fprintf(f, "%" PRIu64 ".%09" PRIu64, ns / 1000000000, ns % 1000000000);
 }
 
-/* One counter family: a sample per series of the count at offset. */
+/*
+ * One counter family: a sample per series of the count at offset, or of
+ * the nanoseconds there as seconds (a *_seconds_total family).
+ */
 static void counter(FILE *f, const struct series *s, size_t n,
-		    const char *name, const char *help, size_t offset)
+		    const char *name, const char *help, size_t offset,
+		    bool in_seconds)
 {
 	family(f, name, "counter", help);
 	for (size_t i = 0; i < n; i++) {
@@ -289,7 +293,12 @@ static void counter(FILE *f, const struct series *s, size_t n,
 		memcpy(&v, (const char *)&s[i].c.calls + offset, sizeof(v));
 		fputs(name, f);
 		labels(f, &s[i], NULL);
-		fprintf(f, " %" PRIu64 "\n", v);
+		fputc(' ', f);
+		if (in_seconds)
+			seconds(f, v);
+		else
+			fprintf(f, "%" PRIu64, v);
+		fputc('\n', f);
 	}
 }
 
@@ -324,23 +333,6 @@ static void histogram(FILE *f, const struct series *s, size_t n)
 	}
 }
 
-/* One counter family of seconds: a sample per series of the ns at offset. */
-static void seconds_total(FILE *f, const struct series *s, size_t n,
-			  const char *name, const char *help, size_t offset)
-{
-	family(f, name, "counter", help);
-	for (size_t i = 0; i < n; i++) {
-		uint64_t ns;
-
-		memcpy(&ns, (const char *)&s[i].c.calls + offset, sizeof(ns));
-		fputs(name, f);
-		labels(f, &s[i], NULL);
-		fputc(' ', f);
-		seconds(f, ns);
-		fputc('\n', f);
-	}
-}
-
 /*
  * The holders' counters. The hold time is that of the holds timed (a
  * sample, hooks.c), not an estimate over every hold: an estimate could
@@ -348,15 +340,15 @@ static void seconds_total(FILE *f, const struct series *s, size_t n,
  */
 static void hold_totals(FILE *f, const struct series *s, size_t n)
 {
-	seconds_total(f, s, n, "qsptop_lock_hold_seconds_total",
-		      "Time the lock was held, of the holds timed (a sample).",
-		      offsetof(struct lock_calls, hold_ns));
+	counter(f, s, n, "qsptop_lock_hold_seconds_total",
+		"Time the lock was held, of the holds timed (a sample).",
+		offsetof(struct lock_calls, hold_ns), true);
 	counter(f, s, n, "qsptop_lock_holds_timed_total",
 		"Holds timed: the sample qsptop_lock_hold_seconds_total covers.",
-		offsetof(struct lock_calls, holds_timed));
-	seconds_total(f, s, n, "qsptop_lock_caused_wait_seconds_total",
-		      "Time other threads waited behind holds taken here.",
-		      offsetof(struct lock_calls, caused_wait_ns));
+		offsetof(struct lock_calls, holds_timed), false);
+	counter(f, s, n, "qsptop_lock_caused_wait_seconds_total",
+		"Time other threads waited behind holds taken here.",
+		offsetof(struct lock_calls, caused_wait_ns), true);
 }
 
 /* The series key of a wait in progress, as group_rows() makes them. */
@@ -453,16 +445,16 @@ char *metrics_text(struct metrics *m, const struct app *a,
 	n = fold_other(m, s, n);
 	counter(f, s, n, "qsptop_lock_acquisitions_total",
 		"Acquisitions of a lock at a call site.",
-		offsetof(struct lock_calls, acquisitions));
+		offsetof(struct lock_calls, acquisitions), false);
 	counter(f, s, n, "qsptop_lock_contended_total",
 		"Acquisitions that waited for the lock.",
-		offsetof(struct lock_calls, contended));
+		offsetof(struct lock_calls, contended), false);
 	counter(f, s, n, "qsptop_lock_failed_total",
 		"Busy trylocks and timed-out waits.",
-		offsetof(struct lock_calls, failed));
-	seconds_total(f, s, n, "qsptop_lock_wait_seconds_total",
-		      "Time threads waited for a lock.",
-		      offsetof(struct lock_calls, wait_ns));
+		offsetof(struct lock_calls, failed), false);
+	counter(f, s, n, "qsptop_lock_wait_seconds_total",
+		"Time threads waited for a lock.",
+		offsetof(struct lock_calls, wait_ns), true);
 	hold_totals(f, s, n);
 	histogram(f, s, n);
 	waiting_threads(f, a, s, n);

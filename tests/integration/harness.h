@@ -398,6 +398,17 @@ static inline cJSON *snapshot_of_run(char **argv, const char *json,
 	return snap;
 }
 
+/* The sum of a number field over every row of a snapshot. */
+static inline double sum_all(const cJSON *snap, const char *field)
+{
+	const cJSON *row;
+	double sum = 0;
+
+	cJSON_ArrayForEach(row, cJSON_GetObjectItem(snap, "rows"))
+		sum += num_field(row, field);
+	return sum;
+}
+
 /* The first row of a snapshot whose call site's symbol is fn, or NULL. */
 static inline const cJSON *row_at_symbol(const cJSON *snap, const char *fn)
 {

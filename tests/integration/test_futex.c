@@ -112,17 +112,6 @@ static bool on_lock(const cJSON *row, const char *a)
 	return object && strcmp(object, a) == 0;
 }
 
-/* The sum of a field over every row. */
-static double sum_all(const cJSON *snap, const char *field)
-{
-	const cJSON *row;
-	double sum = 0;
-
-	cJSON_ArrayForEach(row, cJSON_GetObjectItem(snap, "rows"))
-		sum += num_field(row, field);
-	return sum;
-}
-
 /* Whether any row is about the lock at address a. */
 static bool any_row_on(const cJSON *snap, const char *a)
 {

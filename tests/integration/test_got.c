@@ -452,17 +452,6 @@ static void check_counts(const cJSON *snap, const char *label, int times,
 	}
 }
 
-/* The sum of a field over every row of a snapshot. */
-static double sum_all(const cJSON *snap, const char *field)
-{
-	const cJSON *row;
-	double sum = 0;
-
-	cJSON_ArrayForEach(row, cJSON_GetObjectItem(snap, "rows"))
-		sum += num_field(row, field);
-	return sum;
-}
-
 /*
  * Holders are tracked only when asked for: without --holders the unlock
  * slot stays with libc and no hold is timed; with it, the slot points at

@@ -207,18 +207,33 @@ static void on_stack_row(void *ctx, const struct proto_stack_row *m)
 				  .stack = m->stack, .tid = m->tid };
 }
 
+/*
+ * The growth of stack row l since its last counts, now m's, into *w; the
+ * model's row it counts on, or NO_MODEL_ID when it is not to be applied
+ * (unmapped, or counted in the baseline).
+ */
+static uint32_t stack_row_growth(struct client *c, struct stack_last *l,
+				 const struct proto_stack_counts *m,
+				 struct wait_counts *w)
+{
+	uint32_t row = map_id(&c->row_map, &c->row_map_cap, l->row,
+			      &c->ids->rows, false);
+
+	*w = m->w;
+	wait_counts_sub(w, &l->w);
+	l->w = m->w;
+	return c->in_baseline ? NO_MODEL_ID : row;
+}
+
 /* The growth of a stack row of a blame pseudo-stack: waits behind a holder. */
 static void on_blame_counts(struct client *c, struct stack_last *l,
 			    const struct proto_stack_counts *m)
 {
 	const struct blame_def *b = &c->blame[l->stack];
-	uint32_t row = map_id(&c->row_map, &c->row_map_cap, l->row,
-			      &c->ids->rows, false);
-	struct wait_counts w = m->w;
+	struct wait_counts w;
+	uint32_t row = stack_row_growth(c, l, m, &w);
 
-	wait_counts_sub(&w, &l->w);
-	l->w = m->w;
-	if (!c->in_baseline && row != NO_MODEL_ID)
+	if (row != NO_MODEL_ID)
 		model_apply_blame(c->model, row, b->site, b->type, &w);
 }
 
@@ -226,13 +241,10 @@ static void on_blame_counts(struct client *c, struct stack_last *l,
 static void on_holder_counts(struct client *c, struct stack_last *l,
 			     const struct proto_stack_counts *m)
 {
-	uint32_t row = map_id(&c->row_map, &c->row_map_cap, l->row,
-			      &c->ids->rows, false);
-	struct wait_counts w = m->w;
+	struct wait_counts w;
+	uint32_t row = stack_row_growth(c, l, m, &w);
 
-	wait_counts_sub(&w, &l->w);
-	l->w = m->w;
-	if (!c->in_baseline && row != NO_MODEL_ID)
+	if (row != NO_MODEL_ID)
 		model_apply_holder(c->model, row, c->blame[l->stack].holder - 1,
 				   w.count);
 }

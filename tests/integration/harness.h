@@ -398,6 +398,17 @@ static inline cJSON *snapshot_of_run(char **argv, const char *json,
 	return snap;
 }
 
+/* The waits a row's histogram counts: the sum of its buckets. */
+static inline double histogram_sum(const cJSON *row)
+{
+	const cJSON *bucket;
+	double sum = 0;
+
+	cJSON_ArrayForEach(bucket, cJSON_GetObjectItem(row, "wait_histogram"))
+		sum += bucket->valuedouble;
+	return sum;
+}
+
 /* The sum of a number field over every row of a snapshot. */
 static inline double sum_all(const cJSON *snap, const char *field)
 {

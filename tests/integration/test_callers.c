@@ -59,17 +59,6 @@ static const cJSON *row_of(const cJSON *snap, const char *fn)
 	return NULL;
 }
 
-/* The sum of a row's histogram buckets. */
-static double histogram_sum(const cJSON *row)
-{
-	const cJSON *bucket;
-	double sum = 0;
-
-	cJSON_ArrayForEach(bucket, cJSON_GetObjectItem(row, "wait_histogram"))
-		sum += bucket->valuedouble;
-	return sum;
-}
-
 /* Each caller's row holds exactly its acquisitions; no wrapper has a row. */
 static void check_callers(const cJSON *snap, const char *label,
 			  const char *result, const char *const *callers,

@@ -92,17 +92,6 @@ static void test_wait_in_progress(void)
 	cJSON_Delete(snap);
 }
 
-/* The waits a row's histogram counts (ended waits only, never estimates). */
-static double hist_sum(const cJSON *row)
-{
-	const cJSON *b;
-	double n = 0;
-
-	cJSON_ArrayForEach(b, cJSON_GetObjectItem(row, "wait_histogram"))
-		n += b->valuedouble;
-	return n;
-}
-
 /* Batch lists under the table a thread blocked for seconds, with its holder. */
 static void test_batch_lists_long_waits(void)
 {
@@ -138,9 +127,9 @@ static void test_ended_waits_count_once(void)
 	double waits = num_field(row, "contended") + num_field(row, "timeouts");
 
 	CHECK(row != NULL, "compute: a row at waiter_blocks");
-	CHECK(waits >= 1 && waits <= 5 && waits == hist_sum(row),
+	CHECK(waits >= 1 && waits <= 5 && waits == histogram_sum(row),
 	      "compute: each ended wait counts once: expected the histogram's "
-	      "%.0f waits (1 to 5), got %.0f", hist_sum(row), waits);
+	      "%.0f waits (1 to 5), got %.0f", histogram_sum(row), waits);
 	CHECK(num_field(row, "wait_ns") >= num_field(row, "max_wait_ns") &&
 	      num_field(row, "wait_ns") <= 5 * num_field(row, "max_wait_ns"),
 	      "compute: the wait is at most 5 times the longest: %.0f, max %.0f",
